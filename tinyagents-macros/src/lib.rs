@@ -1,0 +1,1 @@
+//! The tinyagents middleware DSL. Use it through `tinyagents` (feature `macros`).

@@ -1,0 +1,16 @@
+//! Paths the DSL's generated code names. Not a public API: it may change in any release.
+
+pub use ::async_trait::async_trait;
+pub use ::futures::future::BoxFuture;
+pub use ::std::sync::Arc;
+
+pub use crate::harness::agent::AgentRun;
+pub use crate::harness::context::{JumpSet, RunContext};
+pub use crate::harness::error::{Result, TinyAgentsError};
+pub use crate::harness::middleware::{
+    ConfigFieldDoc, HookKind, HookSet, Middleware, MiddlewareDoc, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome,
+    ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
+};
+pub use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};
+pub use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};

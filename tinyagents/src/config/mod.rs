@@ -1,0 +1,2 @@
+//! Config-driven middleware: typed config structs (`#[derive(MiddlewareConfig)]`)
+//! and the registry that builds stacks from TOML.

@@ -1,0 +1,169 @@
+//! The innermost layers the agent supplies to the onions: the streamed model
+//! call and the tool call.
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::sync::mpsc::unbounded_channel;
+
+use super::Agent;
+use crate::harness::context::RunContext;
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::middleware::{HookKind, ModelBaseCall, ToolBaseCall};
+use crate::harness::model::{ModelRequest, ModelResponse, ResponseAccumulator};
+use crate::harness::tool::{ToolCall, ToolContext, ToolDelta, ToolResult};
+
+/// The real model call: stream, delta hooks, sink, accumulate.
+pub(super) struct ModelCall<'a, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    pub(super) agent: &'a Agent<S, C>,
+}
+
+#[async_trait]
+impl<S, C> ModelBaseCall<S, C> for ModelCall<'_, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    async fn call(&self, ctx: &mut RunContext<C>, state: &S, request: ModelRequest) -> Result<ModelResponse> {
+        if ctx.is_cancelled() {
+            return Err(TinyAgentsError::cancelled("the run was cancelled before a model call"));
+        }
+        let stack = &self.agent.stack;
+        let model = request.route.as_ref().map_or(&self.agent.model, |r| &r.0);
+        ctx.counters_mut().model_calls += 1;
+        let attempt = ctx.counters().model_calls;
+        let step = ctx.counters().steps;
+        ctx.emit_with(EventKind::ModelCallStarted, || AgentEvent::ModelCallStarted {
+            run_id: ctx.run_id().clone(),
+            step,
+            attempt,
+            model: if request.route.is_some() { model.id().into() } else { self.agent.model_id.clone() },
+        });
+        let result = async {
+            let mut stream = model.stream(&request).await?;
+            let mut acc = ResponseAccumulator::new();
+            let forward = ctx.wants(EventKind::ModelDelta);
+            while let Some(item) = stream.next().await {
+                if ctx.is_cancelled() {
+                    return Err(TinyAgentsError::cancelled("the run was cancelled during a model call"));
+                }
+                let mut delta = item?;
+                stack.run_on_model_delta(ctx, state, &mut delta).await?;
+                if delta.is_suppressed() {
+                    continue;
+                }
+                if forward {
+                    ctx.sink().emit(AgentEvent::ModelDelta { run_id: ctx.run_id().clone(), attempt, delta: delta.clone() });
+                }
+                acc.push(&delta);
+            }
+            let mut response = acc.finish()?;
+            response.model = Some(model.id().to_owned());
+            Ok(response)
+        }
+        .await;
+        match &result {
+            Ok(response) => {
+                ctx.add_usage(response.usage);
+                ctx.emit_with(EventKind::ModelCallCompleted, || AgentEvent::ModelCallCompleted {
+                    run_id: ctx.run_id().clone(),
+                    step,
+                    attempt,
+                    usage: response.usage,
+                    finish_reason: Some(response.finish_reason.clone()),
+                    error: None,
+                });
+            }
+            Err(e) => {
+                ctx.emit_with(EventKind::ModelCallCompleted, || AgentEvent::ModelCallCompleted {
+                    run_id: ctx.run_id().clone(),
+                    step,
+                    attempt,
+                    usage: Default::default(),
+                    finish_reason: None,
+                    error: Some(e.kind()),
+                });
+                ctx.emit_with(EventKind::AttemptDiscarded, || AgentEvent::AttemptDiscarded {
+                    run_id: ctx.run_id().clone(),
+                    attempt,
+                    reason: "the model call failed; drop the deltas streamed by this attempt".into(),
+                });
+            }
+        }
+        result
+    }
+}
+
+/// The real tool call: look up, run with progress through the delta hooks.
+pub(super) struct ToolCallBase<'a, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    pub(super) agent: &'a Agent<S, C>,
+}
+
+#[async_trait]
+impl<S, C> ToolBaseCall<S, C> for ToolCallBase<'_, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    async fn call(&self, ctx: &mut RunContext<C>, state: &S, call: ToolCall) -> Result<ToolResult> {
+        if ctx.is_cancelled() {
+            return Err(TinyAgentsError::cancelled("the run was cancelled before a tool call"));
+        }
+        let Some(tool) = self.agent.tools.get(&call.name) else {
+            let known: Vec<&str> = self.agent.tools.names().collect();
+            return Err(TinyAgentsError::tool(
+                &call.name,
+                format!("there is no tool named `{}`; the tools are: {}", call.name, known.join(", ")),
+            ));
+        };
+        let stack = &self.agent.stack;
+        let wants_deltas = stack.has(HookKind::OnToolDelta) || ctx.wants(EventKind::ToolDelta);
+        let (tx, mut rx) = if wants_deltas {
+            let (tx, rx) = unbounded_channel::<ToolDelta>();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let cx = ToolContext::new(call.id.clone(), ctx.as_parent(), tx);
+        let fut = tool.call(cx, call.arguments.clone());
+        tokio::pin!(fut);
+        let output = loop {
+            let Some(rx_ref) = rx.as_mut() else { break fut.await };
+            tokio::select! {
+                biased;
+                out = &mut fut => {
+                    // Deliver progress sent just before the tool returned.
+                    while let Ok(mut d) = rx_ref.try_recv() {
+                        stack.run_on_tool_delta(ctx, state, &mut d).await?;
+                        forward_tool_delta(ctx, d);
+                    }
+                    break out;
+                }
+                Some(mut d) = rx_ref.recv() => {
+                    stack.run_on_tool_delta(ctx, state, &mut d).await?;
+                    forward_tool_delta(ctx, d);
+                }
+            }
+        }?;
+        if let Some(usage) = output.usage {
+            ctx.add_usage(usage);
+        }
+        let mut result = ToolResult::ok(&call, output.content);
+        result.data = output.data;
+        Ok(result)
+    }
+}
+
+fn forward_tool_delta<C>(ctx: &RunContext<C>, delta: ToolDelta) {
+    if !delta.is_suppressed() {
+        ctx.emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta { run_id: ctx.run_id().clone(), delta });
+    }
+}

@@ -1,0 +1,63 @@
+//! [`AgentRun`]: the accumulated result of one run.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::harness::context::RunCounters;
+use crate::harness::error::ErrorKind;
+use crate::harness::message::Message;
+use crate::harness::model::Usage;
+
+/// Why a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The model answered without asking for tools.
+    Finished,
+    /// A middleware asked to stop with a final text (`StopWithFinal`).
+    StoppedByMiddleware,
+    /// A middleware jumped to the end.
+    JumpedToEnd,
+    /// The run failed with an error of this class (seen by `after_agent` only).
+    Failed(ErrorKind),
+}
+
+/// The accumulated result of a run, threaded through `after_agent`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRun {
+    /// The run's id.
+    pub run_id: Arc<str>,
+    /// The whole conversation, input included.
+    pub messages: Vec<Message>,
+    /// The final assistant message.
+    pub final_message: Option<Message>,
+    /// Structured output, when a middleware produced and validated one.
+    pub structured_output: Option<Value>,
+    /// Token usage of the run, sub-agent runs included.
+    pub usage: Usage,
+    /// Steps, model calls and tool calls.
+    pub counters: RunCounters,
+    /// Why the run ended.
+    pub stop: StopReason,
+}
+
+impl AgentRun {
+    /// An empty run record.
+    pub fn new(run_id: Arc<str>) -> Self {
+        Self {
+            run_id,
+            messages: Vec::new(),
+            final_message: None,
+            structured_output: None,
+            usage: Usage::default(),
+            counters: RunCounters::default(),
+            stop: StopReason::Finished,
+        }
+    }
+
+    /// The final assistant text (empty when there is none).
+    pub fn final_text(&self) -> String {
+        self.final_message.as_ref().map(|m| m.text().into_owned()).unwrap_or_default()
+    }
+}

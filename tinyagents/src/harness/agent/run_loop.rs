@@ -1,0 +1,284 @@
+//! The loop itself: [`Agent::run`].
+
+use super::calls::{ModelCall, ToolCallBase};
+use super::{Agent, AgentInput, AgentRun, StopReason};
+use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::message::Message;
+use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict, PreparedToolCall};
+use crate::harness::model::{ModelRequest, ModelResponse};
+use crate::harness::tool::{ToolCall, ToolResult};
+
+/// What the loop does after a safe point.
+enum Next {
+    Continue,
+    /// Skip the tool calls of this reply (each gets a "skipped" result) and call the model.
+    Model,
+    Stop(StopReason),
+}
+
+impl<S, C> Agent<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// Runs the agent from `input` to a final answer.
+    ///
+    /// Errors: whatever ends the run (a middleware error, a model error no
+    /// middleware recovered, the step limit as `LimitExceeded`, an interrupt
+    /// as `Interrupted`, a cancellation). `on_error` hooks have seen it, and
+    /// `after_agent` hooks have seen the partial run.
+    pub async fn run(&self, ctx: &mut RunContext<C>, state: &S, input: impl Into<AgentInput>) -> Result<AgentRun> {
+        ctx.emit_with(EventKind::RunStarted, || AgentEvent::RunStarted {
+            run_id: ctx.run_id().clone(),
+            parent_run_id: ctx.config().parent_run_id.clone(),
+            depth: ctx.depth(),
+        });
+        let mut run = AgentRun::new(ctx.run_id().clone());
+        run.messages = input.into().0;
+        let result = self.drive(ctx, state, &mut run).await;
+        run.usage = *ctx.usage();
+        run.counters = *ctx.counters();
+        let result = match result {
+            Ok(stop) => {
+                run.stop = stop;
+                self.stack.run_after_agent(ctx, state, &mut run).await.map(|()| run)
+            }
+            Err(e) => {
+                run.stop = StopReason::Failed(e.kind());
+                // The run already failed: after_agent sees it, and its own errors are moot.
+                let _ = self.stack.run_after_agent(ctx, state, &mut run).await;
+                Err(e)
+            }
+        };
+        ctx.emit_with(EventKind::RunCompleted, || AgentEvent::RunCompleted {
+            run_id: ctx.run_id().clone(),
+            error: result.as_ref().err().map(TinyAgentsError::kind),
+        });
+        result
+    }
+
+    async fn drive(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<StopReason> {
+        self.stack.run_before_agent(ctx, state).await?;
+        match self.safe_point(ctx, run, None)? {
+            Next::Stop(stop) => return Ok(stop),
+            Next::Continue | Next::Model => {}
+        }
+        loop {
+            if ctx.is_cancelled() {
+                return self.fail(ctx, state, TinyAgentsError::cancelled("the run was cancelled")).await;
+            }
+            if ctx.counters().steps >= self.max_steps {
+                let e = TinyAgentsError::limit(
+                    "max_steps",
+                    format!(
+                        "the run reached its step limit of {} model turns without a final answer; \
+                         raise it with `Agent::with_max_steps` or make the agent finish sooner",
+                        self.max_steps
+                    ),
+                );
+                return self.fail(ctx, state, e).await;
+            }
+            ctx.counters_mut().steps += 1;
+
+            let mut request = ModelRequest {
+                messages: run.messages.clone(),
+                system: self.system.clone(),
+                tools: self.tools.schemas(),
+                model: ctx.requested_model().map(str::to_owned),
+                params: self.params.clone(),
+                route: None,
+            };
+            self.stack.run_before_model(ctx, state, &mut request).await?;
+            self.stack.run_before_model_stream(ctx, state, &mut request).await?;
+            match self.safe_point(ctx, run, None)? {
+                Next::Stop(stop) => return Ok(stop),
+                Next::Continue | Next::Model => {}
+            }
+
+            let mut response = self.stack.run_wrapped_model(ctx, state, request, &ModelCall { agent: self }).await?;
+            self.stack.run_after_model(ctx, state, &mut response).await?;
+            run.messages.push(response.message.clone());
+            run.final_message = Some(response.message.clone());
+
+            let calls = response.message.tool_calls.clone();
+            match self.safe_point(ctx, run, Some(&response))? {
+                Next::Stop(stop) => {
+                    self.answer_skipped(run, &calls, "the run stopped before this call ran");
+                    return Ok(stop);
+                }
+                Next::Model => {
+                    self.answer_skipped(run, &calls, "a middleware sent the run back to the model before this call ran");
+                    continue;
+                }
+                Next::Continue => {}
+            }
+            if calls.is_empty() {
+                return Ok(StopReason::Finished);
+            }
+
+            let results = self.run_batch(ctx, state, calls).await?;
+            run.messages.extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
+            match self.safe_point(ctx, run, None)? {
+                Next::Stop(stop) => return Ok(stop),
+                Next::Continue | Next::Model => {}
+            }
+        }
+    }
+
+    /// Reports an error the loop itself raised to every `on_error`, then returns it.
+    async fn fail(&self, ctx: &mut RunContext<C>, state: &S, error: TinyAgentsError) -> Result<StopReason> {
+        self.stack.run_on_error(ctx, state, &error).await;
+        Err(error)
+    }
+
+    /// Every tool call of a reply gets one result, even when it never runs.
+    fn answer_skipped(&self, run: &mut AgentRun, calls: &[ToolCall], why: &str) {
+        for call in calls {
+            run.messages.push(Message::tool(&call.id, &call.name, format!("not run: {why}")));
+        }
+    }
+
+    /// Drains control requests and jumps at a safe point.
+    fn safe_point(&self, ctx: &mut RunContext<C>, run: &mut AgentRun, response: Option<&ModelResponse>) -> Result<Next> {
+        if let Some(control) = ctx.take_control() {
+            ctx.take_jump();
+            let kind = control.kind();
+            return match control {
+                MiddlewareControl::StopWithFinal(text) => {
+                    ctx.emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
+                        control: kind,
+                        detail: "the run stopped with the final text a middleware gave".to_owned(),
+                    });
+                    let message = Message::assistant(text);
+                    run.messages.push(message.clone());
+                    run.final_message = Some(message);
+                    Ok(Next::Stop(StopReason::StoppedByMiddleware))
+                }
+                MiddlewareControl::Interrupt { node, message } => {
+                    ctx.emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
+                        control: kind,
+                        detail: format!("the run paused: {message}"),
+                    });
+                    Err(TinyAgentsError::interrupted(node, message))
+                }
+            };
+        }
+        let Some(jump) = ctx.take_jump() else { return Ok(Next::Continue) };
+        let by = jump.by.as_deref().unwrap_or("a middleware");
+        let (label, next) = match jump.target {
+            JumpTarget::End => ("jump_to_end", Next::Stop(StopReason::JumpedToEnd)),
+            JumpTarget::Model if response.is_some() => ("jump_to_model", Next::Model),
+            JumpTarget::Model => ("jump_to_model", Next::Continue),
+            JumpTarget::Tools => ("jump_to_tools", Next::Continue),
+        };
+        ctx.emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
+            control: label,
+            detail: format!("requested by `{by}`"),
+        });
+        Ok(next)
+    }
+
+    /// Reviews and runs one batch; results keep the model's order, one per call.
+    async fn run_batch(&self, ctx: &mut RunContext<C>, state: &S, calls: Vec<ToolCall>) -> Result<Vec<ToolResult>> {
+        let prepared = calls
+            .into_iter()
+            .map(|call| {
+                let access = self.tools.get(&call.name).map(|t| t.file_access(&call.arguments)).unwrap_or_default();
+                PreparedToolCall::new(call, access)
+            })
+            .collect();
+        let mut batch = PreparedBatch::new(prepared);
+        self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
+
+        let items: Vec<(ToolCall, PreparedCallVerdict)> = batch.into_calls().into_iter().map(PreparedToolCall::into_parts).collect();
+        let proceeding = items.iter().filter(|(_, v)| *v == PreparedCallVerdict::Proceed).count();
+        match self.fork {
+            Some(fork) if proceeding > 1 => {
+                let mut branches: Vec<RunContext<C>> = Vec::with_capacity(items.len());
+                let futures = items.into_iter().map(|(call, verdict)| {
+                    let mut branch = ctx.fork(fork(ctx.context()));
+                    async move {
+                        let r = match verdict {
+                            PreparedCallVerdict::Proceed => self.run_one(&mut branch, state, call).await,
+                            PreparedCallVerdict::Reject(result) => self.finish_rejected(&mut branch, state, result).await,
+                        };
+                        (branch, r)
+                    }
+                });
+                let outputs = futures::future::join_all(futures).await;
+                let mut results = Vec::with_capacity(outputs.len());
+                let mut first_err = None;
+                for (branch, r) in outputs {
+                    branches.push(branch);
+                    match r {
+                        Ok(res) => results.push(res),
+                        Err(e) => {
+                            first_err.get_or_insert(e);
+                        }
+                    }
+                }
+                for branch in branches {
+                    ctx.merge(branch);
+                }
+                match first_err {
+                    Some(e) => Err(e),
+                    None => Ok(results),
+                }
+            }
+            _ => {
+                let mut results = Vec::with_capacity(items.len());
+                for (call, verdict) in items {
+                    results.push(match verdict {
+                        PreparedCallVerdict::Proceed => self.run_one(ctx, state, call).await?,
+                        PreparedCallVerdict::Reject(result) => self.finish_rejected(ctx, state, result).await?,
+                    });
+                }
+                Ok(results)
+            }
+        }
+    }
+
+    /// A call rejected by the batch review: its result still passes `after_tool`.
+    async fn finish_rejected(&self, ctx: &mut RunContext<C>, state: &S, mut result: ToolResult) -> Result<ToolResult> {
+        self.stack.run_after_tool(ctx, state, &mut result).await?;
+        Ok(result)
+    }
+
+    /// One call: `before_tool` → wrap-tool onion → `after_tool`.
+    async fn run_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<ToolResult> {
+        let refused = match self.stack.run_before_tool(ctx, state, &mut call).await {
+            Ok(()) => None,
+            Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Some(e),
+            Err(e) => return Err(e),
+        };
+        let mut result = match refused {
+            Some(e) => ToolResult::error(&call, e.to_string()),
+            None => {
+                let (id, name) = (call.id.clone(), call.name.clone());
+                ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
+                    run_id: ctx.run_id().clone(),
+                    call_id: id.clone(),
+                    tool: name.clone(),
+                });
+                ctx.counters_mut().tool_calls += 1;
+                match self.stack.run_wrapped_tool(ctx, state, call, &ToolCallBase { agent: self }).await {
+                    Ok(r) => r,
+                    Err(e) if self.tool_errors.to_result(&e) => {
+                        ToolResult { call_id: id, name, content: e.to_string(), error: Some(e.to_string()), data: None }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        self.stack.run_after_tool(ctx, state, &mut result).await?;
+        ctx.emit_with(EventKind::ToolCallCompleted, || AgentEvent::ToolCallCompleted {
+            run_id: ctx.run_id().clone(),
+            call_id: result.call_id.clone(),
+            tool: result.name.clone(),
+            is_error: result.is_error(),
+        });
+        Ok(result)
+    }
+}

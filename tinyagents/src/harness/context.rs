@@ -1,0 +1,512 @@
+//! Per-run state: [`RunConfig`] and [`RunContext`].
+//!
+//! Everything that belongs to one run lives here, never in the middleware
+//! stack: that is what lets one stack serve any number of concurrent runs.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};
+use crate::harness::model::Usage;
+use crate::harness::tool::ParentRun;
+use crate::harness::workspace::WorkspaceDescriptor;
+
+/// The identity and options of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// The run's id.
+    pub run_id: Arc<str>,
+    /// The parent run's id, for a sub-agent run.
+    pub parent_run_id: Option<Arc<str>>,
+    /// The conversation thread the run belongs to (per-thread limits count across its runs).
+    pub thread_id: Option<Arc<str>>,
+    /// Nesting depth: 0 for a top-level run, parent + 1 for a sub-agent.
+    pub depth: u32,
+    /// Free-form tags (a security tier, `background`, …).
+    pub tags: Vec<String>,
+    /// The model the caller asked for.
+    pub requested_model: Option<String>,
+}
+
+impl RunConfig {
+    /// A top-level run with this id.
+    pub fn new(run_id: impl Into<Arc<str>>) -> Self {
+        Self { run_id: run_id.into(), parent_run_id: None, thread_id: None, depth: 0, tags: Vec::new(), requested_model: None }
+    }
+
+    /// A child run of `parent`, one level deeper, with the parent's tags and model.
+    pub fn child_of(parent: &ParentRun, run_id: impl Into<Arc<str>>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            parent_run_id: Some(parent.run_id.clone()),
+            thread_id: None,
+            depth: parent.depth + 1,
+            tags: parent.tags.to_vec(),
+            requested_model: parent.requested_model.clone(),
+        }
+    }
+
+    /// The same config with one more tag.
+    pub fn with_tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// The same config in a thread.
+    pub fn with_thread(mut self, thread_id: impl Into<Arc<str>>) -> Self {
+        self.thread_id = Some(thread_id.into());
+        self
+    }
+
+    /// The same config asking for a model.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.requested_model = Some(model.into());
+        self
+    }
+}
+
+/// A control request from middleware to the loop, resolved by precedence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MiddlewareControl {
+    /// Stop now, with this text as the final assistant response.
+    StopWithFinal(String),
+    /// Pause at the next safe point; the run ends with [`TinyAgentsError::Interrupted`].
+    Interrupt {
+        /// Where the run paused.
+        node: Option<String>,
+        /// Why.
+        message: String,
+    },
+}
+
+impl MiddlewareControl {
+    /// Higher wins: `Interrupt` (2) outranks `StopWithFinal` (1).
+    pub const fn precedence(&self) -> u8 {
+        match self {
+            Self::StopWithFinal(_) => 1,
+            Self::Interrupt { .. } => 2,
+        }
+    }
+
+    /// The control's label, as used in [`AgentEvent::ControlApplied`].
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Self::StopWithFinal(_) => "stop_with_final",
+            Self::Interrupt { .. } => "interrupt",
+        }
+    }
+}
+
+/// Where a middleware may send the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JumpTarget {
+    /// Call the model again (skipping pending tool calls).
+    Model,
+    /// Run the pending tool calls.
+    Tools,
+    /// End the run with the latest response.
+    End,
+}
+
+impl JumpTarget {
+    /// The target's label (`model`, `tools`, `end`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Model => "model",
+            Self::Tools => "tools",
+            Self::End => "end",
+        }
+    }
+
+    /// The one-target [`JumpSet`].
+    pub const fn as_set(self) -> JumpSet {
+        match self {
+            Self::Model => JumpSet::MODEL,
+            Self::Tools => JumpSet::TOOLS,
+            Self::End => JumpSet::END,
+        }
+    }
+}
+
+bitflags::bitflags! {
+    /// The jump targets a middleware declared (`can_jump_to`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct JumpSet: u8 {
+        /// May jump to the model.
+        const MODEL = 1;
+        /// May jump to the tools.
+        const TOOLS = 1 << 1;
+        /// May jump to the end.
+        const END = 1 << 2;
+    }
+}
+
+/// A jump requested by a middleware.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JumpRequest {
+    /// Where to.
+    pub target: JumpTarget,
+    /// The middleware that asked (set by the stack when it checks the declaration).
+    pub by: Option<Arc<str>>,
+}
+
+/// One explicit state update made by middleware, kept on the run and emitted as an event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateUpdate {
+    /// The key updated.
+    pub key: String,
+    /// The new value.
+    pub value: Value,
+}
+
+/// Counters of a run, maintained by the agent loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunCounters {
+    /// Loop steps (model turns) started.
+    pub steps: u32,
+    /// Model calls dispatched (attempts, retries included).
+    pub model_calls: u32,
+    /// Tool calls executed.
+    pub tool_calls: u32,
+}
+
+type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
+
+/// Per-run state of middleware, keyed by type and shared by every part of a
+/// run (including concurrent tool calls of one batch).
+#[derive(Clone, Default)]
+struct RunLocals(Arc<Mutex<LocalMap>>);
+
+/// The context of one run, passed `&mut` to every hook.
+///
+/// It holds the run's identity, the user's context value `Ctx`, the event
+/// sink, the workspace, counters, usage, explicit state updates, control
+/// requests, jumps, cancellation, and per-run middleware state
+/// ([`RunContext::local`]).
+///
+/// ```
+/// use tinyagents::harness::context::{MiddlewareControl, RunConfig, RunContext};
+///
+/// let mut ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
+/// ctx.request_control(MiddlewareControl::Interrupt { node: None, message: "approve?".into() });
+/// ctx.request_control(MiddlewareControl::StopWithFinal("done".into()));
+/// // the weaker later request did not downgrade the interrupt
+/// assert_eq!(ctx.take_control().unwrap().kind(), "interrupt");
+/// ```
+pub struct RunContext<Ctx = ()> {
+    config: RunConfig,
+    context: Ctx,
+    sink: Arc<dyn EventSink>,
+    mask: EventMask,
+    workspace: Option<WorkspaceDescriptor>,
+    counters: RunCounters,
+    usage: Usage,
+    state_updates: Vec<StateUpdate>,
+    control: Option<MiddlewareControl>,
+    jump: Option<JumpRequest>,
+    cancellation: CancellationToken,
+    locals: RunLocals,
+}
+
+impl<Ctx> std::fmt::Debug for RunContext<Ctx> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("config", &self.config)
+            .field("counters", &self.counters)
+            .field("usage", &self.usage)
+            .field("control", &self.control)
+            .field("jump", &self.jump)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Ctx> RunContext<Ctx> {
+    /// A context for a run, with the user's context value and no event sink.
+    pub fn new(config: RunConfig, context: Ctx) -> Self {
+        Self {
+            config,
+            context,
+            sink: Arc::new(NullSink),
+            mask: EventMask::NONE,
+            workspace: None,
+            counters: RunCounters::default(),
+            usage: Usage::default(),
+            state_updates: Vec::new(),
+            control: None,
+            jump: None,
+            cancellation: CancellationToken::new(),
+            locals: RunLocals::default(),
+        }
+    }
+
+    /// The same context reporting to `sink`.
+    pub fn with_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.mask = sink.interest();
+        self.sink = sink;
+        self
+    }
+
+    /// The same context with a workspace.
+    pub fn with_workspace(mut self, workspace: WorkspaceDescriptor) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// The same context cancelled by `token`.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = token;
+        self
+    }
+
+    /// The run's config.
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &Arc<str> {
+        &self.config.run_id
+    }
+
+    /// The run's nesting depth.
+    pub fn depth(&self) -> u32 {
+        self.config.depth
+    }
+
+    /// The run's tags.
+    pub fn tags(&self) -> &[String] {
+        &self.config.tags
+    }
+
+    /// The model the caller asked for.
+    pub fn requested_model(&self) -> Option<&str> {
+        self.config.requested_model.as_deref()
+    }
+
+    /// The user's context value.
+    pub fn context(&self) -> &Ctx {
+        &self.context
+    }
+
+    /// The user's context value, mutably.
+    pub fn context_mut(&mut self) -> &mut Ctx {
+        &mut self.context
+    }
+
+    /// The workspace, when the run has one.
+    pub fn workspace(&self) -> Option<&WorkspaceDescriptor> {
+        self.workspace.as_ref()
+    }
+
+    /// The run's event sink.
+    pub fn sink(&self) -> &Arc<dyn EventSink> {
+        &self.sink
+    }
+
+    /// Whether the sink wants events of `kind`.
+    #[inline]
+    pub fn wants(&self, kind: EventKind) -> bool {
+        self.mask.contains(kind)
+    }
+
+    /// Emits an event if the sink wants its kind.
+    pub fn emit(&self, event: AgentEvent) {
+        if self.mask.contains(event.kind()) {
+            self.sink.emit(event);
+        }
+    }
+
+    /// Builds and emits an event only if the sink wants `kind`.
+    #[inline]
+    pub fn emit_with(&self, kind: EventKind, build: impl FnOnce() -> AgentEvent) {
+        if self.mask.contains(kind) {
+            self.sink.emit(build());
+        }
+    }
+
+    /// The run's counters.
+    pub fn counters(&self) -> &RunCounters {
+        &self.counters
+    }
+
+    /// The run's counters, mutably (the agent loop maintains them).
+    pub fn counters_mut(&mut self) -> &mut RunCounters {
+        &mut self.counters
+    }
+
+    /// Usage so far, sub-agent runs included.
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// Adds usage to the run's total.
+    pub fn add_usage(&mut self, usage: Usage) {
+        self.usage += usage;
+    }
+
+    /// The run's cancellation token.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+
+    /// Records an explicit state update and emits [`AgentEvent::StateUpdated`].
+    pub fn update_state(&mut self, key: impl Into<String>, value: Value) {
+        let update = StateUpdate { key: key.into(), value };
+        self.emit_with(EventKind::StateUpdated, || AgentEvent::StateUpdated {
+            key: update.key.clone(),
+            by: None,
+            value: update.value.clone(),
+        });
+        self.state_updates.push(update);
+    }
+
+    /// The explicit state updates made so far.
+    pub fn state_updates(&self) -> &[StateUpdate] {
+        &self.state_updates
+    }
+
+    /// Takes the state updates made so far.
+    pub fn take_state_updates(&mut self) -> Vec<StateUpdate> {
+        std::mem::take(&mut self.state_updates)
+    }
+
+    /// Asks the loop to stop or pause. The strongest request of a turn wins
+    /// ([`MiddlewareControl::precedence`]); among equals the first is kept.
+    pub fn request_control(&mut self, control: MiddlewareControl) {
+        match &self.control {
+            Some(current) if current.precedence() >= control.precedence() => {}
+            _ => self.control = Some(control),
+        }
+    }
+
+    /// The pending control request, if any.
+    pub fn pending_control(&self) -> Option<&MiddlewareControl> {
+        self.control.as_ref()
+    }
+
+    /// Takes the pending control request (the loop does this at its safe points).
+    pub fn take_control(&mut self) -> Option<MiddlewareControl> {
+        self.control.take()
+    }
+
+    /// Asks the loop to jump. The middleware must declare the target
+    /// (`can_jump_to`); the stack refuses an undeclared jump with a
+    /// `Validation` error naming the middleware and the target.
+    pub fn jump_to(&mut self, target: JumpTarget) {
+        self.jump = Some(JumpRequest { target, by: None });
+    }
+
+    /// The pending jump, if any.
+    pub fn pending_jump(&self) -> Option<&JumpRequest> {
+        self.jump.as_ref()
+    }
+
+    /// Takes the pending jump.
+    pub fn take_jump(&mut self) -> Option<JumpRequest> {
+        self.jump.take()
+    }
+
+    /// Checks a jump requested during the hook of `middleware`, which declared `allowed`.
+    #[inline]
+    pub(crate) fn check_jump(&mut self, middleware: &Arc<str>, allowed: JumpSet) -> Result<()> {
+        match &mut self.jump {
+            Some(j) if j.by.is_none() => {
+                if allowed.contains(j.target.as_set()) {
+                    j.by = Some(middleware.clone());
+                    Ok(())
+                } else {
+                    let target = j.target.as_str();
+                    self.jump = None;
+                    Err(TinyAgentsError::validation(format!(
+                        "middleware `{middleware}` asked to jump to `{target}` but did not declare it; \
+                         add `can_jump_to = [{target}]` to its attribute"
+                    )))
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Per-run state of type `T` for middleware, created with `T::default()` on first use.
+    ///
+    /// The value is shared by every part of the run (concurrent tool calls
+    /// included), so `T` uses interior mutability (atomics, a mutex).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use tinyagents::harness::context::{RunConfig, RunContext};
+    ///
+    /// #[derive(Default)]
+    /// struct Seen(AtomicU32);
+    ///
+    /// let ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
+    /// ctx.local::<Seen>().0.fetch_add(1, Ordering::Relaxed);
+    /// assert_eq!(ctx.local::<Seen>().0.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut map = self.locals.0.lock().expect("run locals lock");
+        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default()));
+        Arc::clone(entry).downcast::<T>().expect("run local keyed by its own TypeId")
+    }
+
+    /// This run as a parent, for a tool that starts a child run.
+    pub fn as_parent(&self) -> ParentRun {
+        ParentRun {
+            run_id: self.config.run_id.clone(),
+            depth: self.config.depth,
+            tags: self.config.tags.clone().into(),
+            requested_model: self.config.requested_model.clone(),
+            sink: self.sink.clone(),
+            workspace: self.workspace.clone(),
+            cancellation: self.cancellation.clone(),
+        }
+    }
+
+    /// A context for one concurrent branch of this run (a tool call of a
+    /// batch): same identity, sink, workspace, cancellation and run locals;
+    /// fresh counters, usage, updates and requests, merged back by [`RunContext::merge`].
+    pub fn fork(&self, context: Ctx) -> Self {
+        Self {
+            config: self.config.clone(),
+            context,
+            sink: self.sink.clone(),
+            mask: self.mask,
+            workspace: self.workspace.clone(),
+            counters: RunCounters::default(),
+            usage: Usage::default(),
+            state_updates: Vec::new(),
+            control: None,
+            jump: None,
+            cancellation: self.cancellation.clone(),
+            locals: self.locals.clone(),
+        }
+    }
+
+    /// Merges a branch made by [`RunContext::fork`] back: usage and counters
+    /// add up, state updates append, control requests keep precedence, a
+    /// checked jump is kept if none is pending.
+    pub fn merge(&mut self, branch: Self) {
+        self.usage += branch.usage;
+        self.counters.steps += branch.counters.steps;
+        self.counters.model_calls += branch.counters.model_calls;
+        self.counters.tool_calls += branch.counters.tool_calls;
+        self.state_updates.extend(branch.state_updates);
+        if let Some(c) = branch.control {
+            self.request_control(c);
+        }
+        if self.jump.is_none() {
+            self.jump = branch.jump;
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! [`TinyAgentsError`]: every failure the runtime reports, classified.
+//!
+//! The class of an error ([`ErrorKind`]) drives behaviour: retry middleware
+//! asks [`TinyAgentsError::is_retryable`], the agent loop turns a
+//! [`ErrorKind::Validation`] refusal of a tool call into that call's error
+//! result, and interrupts and cancellations are never retried or swallowed.
+
+use std::time::Duration;
+
+/// The crate-wide result type.
+pub type Result<T, E = TinyAgentsError> = std::result::Result<T, E>;
+
+/// Every error the runtime reports.
+///
+/// `#[non_exhaustive]`: match on [`TinyAgentsError::kind`] when you only need
+/// the class.
+///
+/// ```
+/// use tinyagents::harness::error::{ErrorKind, TinyAgentsError};
+///
+/// let err = TinyAgentsError::model("upstream overloaded", true);
+/// assert!(err.is_retryable());
+/// assert_eq!(err.kind(), ErrorKind::Model);
+/// assert!(!TinyAgentsError::validation("bad call").is_retryable());
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TinyAgentsError {
+    /// Input was refused by a check (a policy, a schema, a guard).
+    #[error("validation failed: {message}")]
+    Validation {
+        /// What was refused and why.
+        message: String,
+    },
+    /// A configuration is wrong; `path` names the place (`middleware[2].max_continuations`).
+    #[error("configuration error{}: {message}", path.as_deref().map(|p| format!(" at `{p}`")).unwrap_or_default())]
+    Config {
+        /// Where in the configuration, when known.
+        path: Option<String>,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The model call failed.
+    #[error("model error: {message}")]
+    Model {
+        /// What the provider or model said.
+        message: String,
+        /// Whether trying again may succeed.
+        retryable: bool,
+        /// A provider's hint of when to try again.
+        retry_after: Option<Duration>,
+    },
+    /// A tool failed.
+    #[error("tool `{tool}` failed: {message}")]
+    Tool {
+        /// The tool's name.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Something took longer than it was allowed to.
+    #[error("{what} timed out after {after:?}")]
+    Timeout {
+        /// What timed out (`model call`, `tool call "search"`, `run`).
+        what: String,
+        /// The limit that was reached.
+        after: Duration,
+    },
+    /// A rate limit refused the call.
+    #[error("rate limited: {message}")]
+    RateLimited {
+        /// Which limit and key.
+        message: String,
+        /// When the limit will admit again, when known.
+        retry_after: Option<Duration>,
+    },
+    /// A configured limit (steps, calls, price) was reached.
+    #[error("limit `{limit}` exceeded: {message}")]
+    LimitExceeded {
+        /// The limit's name (`max_steps`, `model_call_limit`, …).
+        limit: String,
+        /// What was counted and the bound.
+        message: String,
+    },
+    /// The run paused for outside input (a human approval, a steering pause).
+    #[error("interrupted{}: {message}", node.as_deref().map(|n| format!(" at `{n}`")).unwrap_or_default())]
+    Interrupted {
+        /// The node or point where the run paused.
+        node: Option<String>,
+        /// Why it paused.
+        message: String,
+    },
+    /// The run was cancelled from outside.
+    #[error("cancelled: {reason}")]
+    Cancelled {
+        /// Who or what cancelled it.
+        reason: String,
+    },
+    /// A middleware hook panicked; the panic was caught and the stack is still usable.
+    #[error("middleware `{middleware}` panicked in `{hook}`: {message}")]
+    MiddlewarePanic {
+        /// The middleware's name.
+        middleware: String,
+        /// The hook that panicked.
+        hook: &'static str,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// A middleware failed for a reason of its own.
+    #[error("middleware `{middleware}` failed: {message}")]
+    Middleware {
+        /// The middleware's name.
+        middleware: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The class of a [`TinyAgentsError`], for matching without the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// See [`TinyAgentsError::Validation`].
+    Validation,
+    /// See [`TinyAgentsError::Config`].
+    Config,
+    /// See [`TinyAgentsError::Model`].
+    Model,
+    /// See [`TinyAgentsError::Tool`].
+    Tool,
+    /// See [`TinyAgentsError::Timeout`].
+    Timeout,
+    /// See [`TinyAgentsError::RateLimited`].
+    RateLimited,
+    /// See [`TinyAgentsError::LimitExceeded`].
+    LimitExceeded,
+    /// See [`TinyAgentsError::Interrupted`].
+    Interrupted,
+    /// See [`TinyAgentsError::Cancelled`].
+    Cancelled,
+    /// See [`TinyAgentsError::MiddlewarePanic`].
+    MiddlewarePanic,
+    /// See [`TinyAgentsError::Middleware`].
+    Middleware,
+}
+
+impl ErrorKind {
+    /// The kind's snake_case label, as used in events.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Validation => "validation",
+            Self::Config => "config",
+            Self::Model => "model",
+            Self::Tool => "tool",
+            Self::Timeout => "timeout",
+            Self::RateLimited => "rate_limited",
+            Self::LimitExceeded => "limit_exceeded",
+            Self::Interrupted => "interrupted",
+            Self::Cancelled => "cancelled",
+            Self::MiddlewarePanic => "middleware_panic",
+            Self::Middleware => "middleware",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TinyAgentsError {
+    /// A [`TinyAgentsError::Validation`] error.
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::Validation { message: message.into() }
+    }
+
+    /// A [`TinyAgentsError::Config`] error without a path.
+    pub fn config(message: impl Into<String>) -> Self {
+        Self::Config { path: None, message: message.into() }
+    }
+
+    /// A [`TinyAgentsError::Config`] error at `path`.
+    pub fn config_at(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Config { path: Some(path.into()), message: message.into() }
+    }
+
+    /// A [`TinyAgentsError::Model`] error.
+    pub fn model(message: impl Into<String>, retryable: bool) -> Self {
+        Self::Model { message: message.into(), retryable, retry_after: None }
+    }
+
+    /// A [`TinyAgentsError::Tool`] error.
+    pub fn tool(tool: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Tool { tool: tool.into(), message: message.into() }
+    }
+
+    /// A [`TinyAgentsError::Timeout`] error.
+    pub fn timeout(what: impl Into<String>, after: Duration) -> Self {
+        Self::Timeout { what: what.into(), after }
+    }
+
+    /// A [`TinyAgentsError::LimitExceeded`] error.
+    pub fn limit(limit: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::LimitExceeded { limit: limit.into(), message: message.into() }
+    }
+
+    /// A [`TinyAgentsError::Interrupted`] error.
+    pub fn interrupted(node: Option<String>, message: impl Into<String>) -> Self {
+        Self::Interrupted { node, message: message.into() }
+    }
+
+    /// A [`TinyAgentsError::Cancelled`] error.
+    pub fn cancelled(reason: impl Into<String>) -> Self {
+        Self::Cancelled { reason: reason.into() }
+    }
+
+    /// A [`TinyAgentsError::Middleware`] error.
+    pub fn middleware(middleware: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Middleware { middleware: middleware.into(), message: message.into() }
+    }
+
+    /// The error's class.
+    pub const fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Validation { .. } => ErrorKind::Validation,
+            Self::Config { .. } => ErrorKind::Config,
+            Self::Model { .. } => ErrorKind::Model,
+            Self::Tool { .. } => ErrorKind::Tool,
+            Self::Timeout { .. } => ErrorKind::Timeout,
+            Self::RateLimited { .. } => ErrorKind::RateLimited,
+            Self::LimitExceeded { .. } => ErrorKind::LimitExceeded,
+            Self::Interrupted { .. } => ErrorKind::Interrupted,
+            Self::Cancelled { .. } => ErrorKind::Cancelled,
+            Self::MiddlewarePanic { .. } => ErrorKind::MiddlewarePanic,
+            Self::Middleware { .. } => ErrorKind::Middleware,
+        }
+    }
+
+    /// Whether trying the same call again may succeed.
+    ///
+    /// Retryable: model errors flagged retryable, timeouts and rate limits.
+    /// Never retryable: interrupts, cancellations, validation, configuration,
+    /// limits and panics.
+    pub const fn is_retryable(&self) -> bool {
+        match self {
+            Self::Model { retryable, .. } => *retryable,
+            Self::Timeout { .. } | Self::RateLimited { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Whether this error pauses or stops the run on purpose (an interrupt or a
+    /// cancellation): such errors are never retried, swallowed or turned into results.
+    pub const fn is_control_flow(&self) -> bool {
+        matches!(self, Self::Interrupted { .. } | Self::Cancelled { .. })
+    }
+
+    /// The provider's retry-after hint, when one was given.
+    pub const fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Model { retry_after, .. } | Self::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}

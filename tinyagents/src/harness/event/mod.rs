@@ -1,0 +1,248 @@
+//! What a run reports: [`AgentEvent`]s, delivered to an [`EventSink`].
+//!
+//! A sink declares which kinds it wants ([`EventSink::interest`]); the runtime
+//! builds no event for a kind nobody wants, so a run with a [`NullSink`] pays
+//! nothing for observability.
+
+mod sink;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use sink::{ChannelSink, CollectingSink, EventMask, EventSink, FnSink, NullSink, TracingSink};
+
+use crate::harness::error::ErrorKind;
+use crate::harness::middleware::HookKind;
+use crate::harness::model::{FinishReason, ModelDelta, Usage};
+use crate::harness::tool::ToolDelta;
+
+/// How one middleware hook invocation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HookOutcome {
+    /// It returned `Ok`.
+    Ok,
+    /// It returned an error of this class.
+    Error(ErrorKind),
+    /// It panicked (the panic was caught).
+    Panicked,
+    /// Its future was dropped before it finished (a timeout or cancellation outside it).
+    Cancelled,
+}
+
+/// Something that happened in a run.
+///
+/// `#[non_exhaustive]`: new kinds are added as the runtime grows; match with a
+/// wildcard arm.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// A run started.
+    RunStarted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The parent run, for a sub-agent run.
+        parent_run_id: Option<Arc<str>>,
+        /// Nesting depth (0 for a top-level run).
+        depth: u32,
+    },
+    /// A run ended.
+    RunCompleted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// `None` on success, else the class of the error that ended it.
+        error: Option<ErrorKind>,
+    },
+    /// A middleware hook is about to run.
+    MiddlewareStarted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The middleware's name.
+        middleware: Arc<str>,
+        /// The hook.
+        hook: HookKind,
+    },
+    /// A middleware hook finished (always paired with a `MiddlewareStarted`).
+    MiddlewareCompleted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The middleware's name.
+        middleware: Arc<str>,
+        /// The hook.
+        hook: HookKind,
+        /// How it ended.
+        outcome: HookOutcome,
+    },
+    /// A model call is about to be dispatched (one per attempt, retries included).
+    ModelCallStarted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The loop step.
+        step: u32,
+        /// The attempt within the step (1 for the first; retries and fallbacks count up).
+        attempt: u32,
+        /// The model's id.
+        model: Arc<str>,
+    },
+    /// A streamed delta, after the delta hooks, before it is accumulated.
+    ModelDelta {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The attempt it belongs to: deltas of an attempt that later failed can be dropped by a client.
+        attempt: u32,
+        /// The delta.
+        delta: ModelDelta,
+    },
+    /// A model call attempt ended.
+    ModelCallCompleted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The loop step.
+        step: u32,
+        /// The attempt.
+        attempt: u32,
+        /// Its usage (zero when it failed before reporting any).
+        usage: Usage,
+        /// Why the model stopped; `None` when the attempt failed.
+        finish_reason: Option<FinishReason>,
+        /// The class of the error that ended it, when it failed.
+        error: Option<ErrorKind>,
+    },
+    /// An attempt's deltas must be discarded (it failed and is being retried, or was escalated).
+    AttemptDiscarded {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The discarded attempt.
+        attempt: u32,
+        /// Why.
+        reason: Cow<'static, str>,
+    },
+    /// A delta hook suppressed a delta.
+    DeltaSuppressed {
+        /// The middleware that suppressed it.
+        middleware: Arc<str>,
+        /// The hook (model or tool delta).
+        hook: HookKind,
+    },
+    /// A tool call is about to run.
+    ToolCallStarted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        tool: String,
+    },
+    /// Progress from a running tool, after the delta hooks.
+    ToolDelta {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The delta.
+        delta: ToolDelta,
+    },
+    /// A tool call produced its result.
+    ToolCallCompleted {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        tool: String,
+        /// Whether the result is an error result.
+        is_error: bool,
+    },
+    /// The loop honoured a control request or a jump.
+    ControlApplied {
+        /// The control's kind label (`stop_with_final`, `interrupt`, `jump_to_end`, …).
+        control: &'static str,
+        /// What happened.
+        detail: String,
+    },
+    /// Middleware made an explicit state update.
+    StateUpdated {
+        /// The updated key.
+        key: String,
+        /// The middleware that made it, when known.
+        by: Option<Arc<str>>,
+        /// The new value.
+        value: Value,
+    },
+    /// Tool-exposure middleware hid tools from the model.
+    ToolsFiltered {
+        /// The middleware that filtered.
+        by: String,
+        /// The hidden tools.
+        excluded: Vec<String>,
+        /// The tools still exposed.
+        remaining: Vec<String>,
+    },
+    /// A notice for people (a warning that needs no acknowledgement).
+    Notice {
+        /// What raised it (a middleware name or hook event name).
+        source: Cow<'static, str>,
+        /// The text.
+        message: String,
+        /// Whether it reports an error.
+        is_error: bool,
+    },
+    /// An event of a middleware's own.
+    Custom {
+        /// The middleware that emitted it.
+        middleware: Cow<'static, str>,
+        /// The event's name.
+        name: Cow<'static, str>,
+        /// Its data.
+        data: Value,
+    },
+}
+
+/// The kind of an [`AgentEvent`], without its data (for filtering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub enum EventKind {
+    RunStarted,
+    RunCompleted,
+    MiddlewareStarted,
+    MiddlewareCompleted,
+    ModelCallStarted,
+    ModelDelta,
+    ModelCallCompleted,
+    AttemptDiscarded,
+    DeltaSuppressed,
+    ToolCallStarted,
+    ToolDelta,
+    ToolCallCompleted,
+    ControlApplied,
+    StateUpdated,
+    ToolsFiltered,
+    Notice,
+    Custom,
+}
+
+impl AgentEvent {
+    /// The event's kind.
+    pub const fn kind(&self) -> EventKind {
+        match self {
+            Self::RunStarted { .. } => EventKind::RunStarted,
+            Self::RunCompleted { .. } => EventKind::RunCompleted,
+            Self::MiddlewareStarted { .. } => EventKind::MiddlewareStarted,
+            Self::MiddlewareCompleted { .. } => EventKind::MiddlewareCompleted,
+            Self::ModelCallStarted { .. } => EventKind::ModelCallStarted,
+            Self::ModelDelta { .. } => EventKind::ModelDelta,
+            Self::ModelCallCompleted { .. } => EventKind::ModelCallCompleted,
+            Self::AttemptDiscarded { .. } => EventKind::AttemptDiscarded,
+            Self::DeltaSuppressed { .. } => EventKind::DeltaSuppressed,
+            Self::ToolCallStarted { .. } => EventKind::ToolCallStarted,
+            Self::ToolDelta { .. } => EventKind::ToolDelta,
+            Self::ToolCallCompleted { .. } => EventKind::ToolCallCompleted,
+            Self::ControlApplied { .. } => EventKind::ControlApplied,
+            Self::StateUpdated { .. } => EventKind::StateUpdated,
+            Self::ToolsFiltered { .. } => EventKind::ToolsFiltered,
+            Self::Notice { .. } => EventKind::Notice,
+            Self::Custom { .. } => EventKind::Custom,
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The prepared tool-call batch reviewed by `on_tool_batch` hooks.
+
+use crate::harness::tool::{FileAccess, ToolCall, ToolResult};
+
+/// The verdict on one prepared call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreparedCallVerdict {
+    /// Run it.
+    Proceed,
+    /// Do not run it; this is its one final result.
+    Reject(ToolResult),
+}
+
+/// One call of a batch, with its effective arguments and the file access
+/// declared for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedToolCall {
+    /// The call, with its effective arguments.
+    pub call: ToolCall,
+    /// The files the call declares it will touch.
+    pub access: Vec<FileAccess>,
+    verdict: PreparedCallVerdict,
+}
+
+impl PreparedToolCall {
+    /// A prepared call that will proceed.
+    pub fn new(call: ToolCall, access: Vec<FileAccess>) -> Self {
+        Self { call, access, verdict: PreparedCallVerdict::Proceed }
+    }
+
+    /// The verdict so far.
+    pub fn verdict(&self) -> &PreparedCallVerdict {
+        &self.verdict
+    }
+}
+
+/// Every tool call of one model reply, reviewed as a whole before any runs.
+///
+/// Each call has exactly one verdict (structurally: there is no way to add or
+/// remove calls), so every call still gets exactly one result.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PreparedBatch {
+    calls: Vec<PreparedToolCall>,
+}
+
+impl PreparedBatch {
+    /// A batch of prepared calls.
+    pub fn new(calls: Vec<PreparedToolCall>) -> Self {
+        Self { calls }
+    }
+
+    /// The calls, in the model's order.
+    pub fn calls(&self) -> &[PreparedToolCall] {
+        &self.calls
+    }
+
+    /// How many calls.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Rejects call `index` with an error result built from `message`.
+    ///
+    /// # Panics
+    /// If `index` is out of range.
+    pub fn reject(&mut self, index: usize, message: impl Into<String>) {
+        let p = &mut self.calls[index];
+        p.verdict = PreparedCallVerdict::Reject(ToolResult::error(&p.call, message));
+    }
+
+    /// Rejects call `index` with a given result.
+    ///
+    /// # Panics
+    /// If `index` is out of range.
+    pub fn reject_with(&mut self, index: usize, result: ToolResult) {
+        self.calls[index].verdict = PreparedCallVerdict::Reject(result);
+    }
+
+    /// The calls with their verdicts, consuming the batch.
+    pub fn into_calls(self) -> Vec<PreparedToolCall> {
+        self.calls
+    }
+}
+
+impl PreparedToolCall {
+    /// The call and its verdict.
+    pub fn into_parts(self) -> (ToolCall, PreparedCallVerdict) {
+        (self.call, self.verdict)
+    }
+}

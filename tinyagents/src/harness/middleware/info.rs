@@ -1,0 +1,106 @@
+//! Middleware metadata: [`MiddlewareInfo`] and the documentation record [`MiddlewareDoc`].
+
+use std::borrow::Cow;
+
+use super::{HookKind, HookSet};
+use crate::harness::context::JumpSet;
+
+/// What the stack needs to know about a middleware: its name, the hooks it
+/// implements, its ordering constraints, the jumps it may request, and its
+/// documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MiddlewareInfo {
+    /// The name (unique in a stack).
+    pub name: Cow<'static, str>,
+    /// The hooks it implements.
+    pub hooks: HookSet,
+    /// Names of middleware this one must run before (outside of, for wraps).
+    pub before: Vec<Cow<'static, str>>,
+    /// Names of middleware this one must run after (inside of, for wraps).
+    pub after: Vec<Cow<'static, str>>,
+    /// The jump targets it may request.
+    pub jumps: JumpSet,
+    /// Its documentation, when it has any.
+    pub doc: Option<&'static MiddlewareDoc>,
+}
+
+impl MiddlewareInfo {
+    /// Info with a name, every lifecycle hook, no ordering, every jump, no doc.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
+        Self { name: name.into(), hooks: HookSet::LIFECYCLE, before: Vec::new(), after: Vec::new(), jumps: JumpSet::all(), doc: None }
+    }
+
+    /// The same info with these hooks.
+    pub fn with_hooks(mut self, hooks: HookSet) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The same info, ordered before `name`.
+    pub fn before(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.before.push(name.into());
+        self
+    }
+
+    /// The same info, ordered after `name`.
+    pub fn after(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.after.push(name.into());
+        self
+    }
+
+    /// The same info with these jump targets.
+    pub fn with_jumps(mut self, jumps: JumpSet) -> Self {
+        self.jumps = jumps;
+        self
+    }
+
+    /// The same info with a doc.
+    pub fn with_doc(mut self, doc: &'static MiddlewareDoc) -> Self {
+        self.doc = Some(doc);
+        self
+    }
+}
+
+/// One config field of a built-in, for the documentation table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigFieldDoc {
+    /// The field's key in a config table.
+    pub name: &'static str,
+    /// Its Rust type, as written.
+    pub ty: &'static str,
+    /// Its default, as written (empty when required).
+    pub default: &'static str,
+    /// Its validation rules, as written (`range = 0..=100`).
+    pub rules: &'static str,
+    /// Its doc comment.
+    pub doc: &'static str,
+}
+
+/// The documentation every built-in carries (seed 000, "Each built-in must
+/// document"). The hook points are derived from the annotated methods by the
+/// DSL, so they cannot drift from the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MiddlewareDoc {
+    /// The middleware's name.
+    pub name: &'static str,
+    /// The config `type = "…"` key, when it can be built from config.
+    pub config_type: Option<&'static str>,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// The hook points used (derived).
+    pub hooks: &'static [HookKind],
+    /// What it changes, and where.
+    pub mutation: &'static str,
+    /// The events it emits.
+    pub events: &'static str,
+    /// What happens when it fails, and whether it fails open or closed.
+    pub failure: &'static str,
+    /// How it behaves with streaming.
+    pub streaming: &'static str,
+    /// How it interacts with the provider prompt/KV-cache layout.
+    pub cache: &'static str,
+    /// How it interacts with retries and fallbacks.
+    pub retries: &'static str,
+    /// Its config fields (from `#[derive(MiddlewareConfig)]`).
+    pub config: &'static [ConfigFieldDoc],
+}

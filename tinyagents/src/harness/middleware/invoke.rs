@@ -1,0 +1,120 @@
+//! The one mechanism every hook invocation goes through: balanced
+//! `MiddlewareStarted`/`MiddlewareCompleted` events (also on error, panic and
+//! drop) and panic capture.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+
+use super::HookKind;
+use crate::harness::context::{JumpSet, RunContext};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind, EventSink, HookOutcome};
+
+/// A registered middleware as the dispatch lists hold it: the value, its
+/// (possibly user-given) name, and what it declared.
+pub(crate) struct Slot<T: ?Sized> {
+    pub(crate) mw: Arc<T>,
+    pub(crate) name: Arc<str>,
+    pub(crate) jumps: JumpSet,
+    pub(crate) sync: bool,
+}
+
+impl<T: ?Sized> Clone for Slot<T> {
+    fn clone(&self) -> Self {
+        Self { mw: self.mw.clone(), name: self.name.clone(), jumps: self.jumps, sync: self.sync }
+    }
+}
+
+struct Pending {
+    sink: Arc<dyn EventSink>,
+    run_id: Arc<str>,
+    name: Arc<str>,
+}
+
+/// Emits `MiddlewareStarted` when opened and exactly one `MiddlewareCompleted`:
+/// from [`Bracket::close`], or from `Drop` with [`HookOutcome::Cancelled`] when
+/// the hook's future was dropped before it finished. Costs two mask checks
+/// when the sink wants neither event.
+pub(crate) struct Bracket {
+    pending: Option<Pending>,
+    hook: HookKind,
+}
+
+impl Bracket {
+    #[inline]
+    pub(crate) fn open<C>(ctx: &RunContext<C>, name: &Arc<str>, hook: HookKind) -> Self {
+        if ctx.wants(EventKind::MiddlewareStarted) {
+            ctx.sink().emit(AgentEvent::MiddlewareStarted { run_id: ctx.run_id().clone(), middleware: name.clone(), hook });
+        }
+        let pending = ctx.wants(EventKind::MiddlewareCompleted).then(|| Pending {
+            sink: ctx.sink().clone(),
+            run_id: ctx.run_id().clone(),
+            name: name.clone(),
+        });
+        Self { pending, hook }
+    }
+
+    #[inline]
+    pub(crate) fn close(mut self, outcome: HookOutcome) {
+        if let Some(p) = self.pending.take() {
+            p.sink.emit(AgentEvent::MiddlewareCompleted { run_id: p.run_id, middleware: p.name, hook: self.hook, outcome });
+        }
+    }
+}
+
+impl Drop for Bracket {
+    fn drop(&mut self) {
+        if let Some(p) = self.pending.take() {
+            p.sink.emit(AgentEvent::MiddlewareCompleted {
+                run_id: p.run_id,
+                middleware: p.name,
+                hook: self.hook,
+                outcome: HookOutcome::Cancelled,
+            });
+        }
+    }
+}
+
+/// The outcome label of a finished hook.
+#[inline]
+pub(crate) fn outcome_of<T>(result: &Result<T>, panicked: bool) -> HookOutcome {
+    match result {
+        Ok(_) => HookOutcome::Ok,
+        Err(_) if panicked => HookOutcome::Panicked,
+        Err(e) => HookOutcome::Error(e.kind()),
+    }
+}
+
+/// The classified error for a caught panic.
+#[cold]
+pub(crate) fn panic_error(name: &str, hook: HookKind, payload: Box<dyn Any + Send>) -> TinyAgentsError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_string());
+    TinyAgentsError::MiddlewarePanic { middleware: name.to_string(), hook: hook.as_str(), message }
+}
+
+/// Awaits a hook future, turning a panic into a classified error. Returns the
+/// result and whether it panicked.
+#[inline]
+pub(crate) async fn catch<T>(fut: impl Future<Output = Result<T>>, name: &str, hook: HookKind) -> (Result<T>, bool) {
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(r) => (r, false),
+        Err(payload) => (Err(panic_error(name, hook, payload)), true),
+    }
+}
+
+/// Runs a synchronous hook body, turning a panic into a classified error.
+#[inline]
+pub(crate) fn catch_sync<T>(f: impl FnOnce() -> Result<T>, name: &str, hook: HookKind) -> Result<T> {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(panic_error(name, hook, payload)),
+    }
+}

@@ -1,0 +1,45 @@
+//! Cross-cutting extension points that wrap agent, model and tool execution.
+//!
+//! Two shapes of middleware compose in one [`MiddlewareStack`]:
+//!
+//! * **Lifecycle middleware** ([`Middleware`]) observes and may mutate the
+//!   values flowing past fixed points: `before_agent`/`after_agent`,
+//!   `before_model`/`on_model_delta`/`after_model`, `on_tool_batch`,
+//!   `before_tool`/`on_tool_delta`/`after_tool`, steering, and `on_error`.
+//! * **Wrap middleware** ([`ModelMiddleware`], [`ToolMiddleware`]) surrounds
+//!   the call with a `next` handler it may run zero, one or many times: the
+//!   shape of retry, fallback, caching and short-circuits.
+//!
+//! `before_*` hooks run in registration order and `after_*` hooks in reverse,
+//! so the first-registered middleware is the outermost layer of the onion.
+//! Every invoked hook is bracketed by balanced
+//! [`MiddlewareStarted`](crate::harness::event::AgentEvent::MiddlewareStarted)/
+//! [`MiddlewareCompleted`](crate::harness::event::AgentEvent::MiddlewareCompleted)
+//! events (the per-delta hooks excepted). The first error short-circuits, every
+//! `on_error` sees it, and the original error is returned.
+//!
+//! Write middleware with the DSL (`#[before_model]`, `#[wrap_tool]`,
+//! `#[middleware]`, …, re-exported from the crate root); the built-ins live in
+//! [`library`].
+
+mod batch;
+mod handler;
+mod hooks;
+mod info;
+mod invoke;
+pub mod library;
+mod order;
+mod outcome;
+mod stack;
+mod traits;
+
+pub use batch::{PreparedBatch, PreparedCallVerdict, PreparedToolCall};
+pub use handler::{ModelHandler, ToolHandler};
+pub use hooks::{HookKind, HookSet};
+pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
+pub use library::*;
+pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
+pub use stack::MiddlewareStack;
+pub use traits::{Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
+
+pub use crate::harness::agent::AgentRun;

@@ -1,0 +1,559 @@
+//! [`MiddlewareStack`]: registration, ordering, and dispatch of every hook.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::invoke::{catch, catch_sync, outcome_of, Bracket, Slot};
+use super::order::{resolve, OrderNode};
+use super::{
+    HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, PreparedBatch, ToolBaseCall,
+    ToolHandler, ToolMiddleware,
+};
+use crate::harness::agent::AgentRun;
+use crate::harness::context::{JumpSet, RunContext};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::steering::{SteeringCommand, SteeringOutcome};
+use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
+
+/// One registration: a value in up to three roles, under one name.
+struct Entry<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    name: Arc<str>,
+    info: MiddlewareInfo,
+    lifecycle: Option<Arc<dyn Middleware<S, C>>>,
+    model: Option<Arc<dyn ModelMiddleware<S, C>>>,
+    tool: Option<Arc<dyn ToolMiddleware<S, C>>>,
+}
+
+/// A lifecycle hook, as a plain function over the value it passes (so one
+/// dispatch loop serves every hook).
+type HookFn<S, C, T> =
+    for<'a> fn(&'a dyn Middleware<S, C>, &'a mut RunContext<C>, &'a S, &'a mut T) -> BoxFuture<'a, Result<()>>;
+
+/// The composer of middleware: three ordered lists (lifecycle, model wraps,
+/// tool wraps) and one precomputed dispatch list per hook.
+///
+/// * `before_*` hooks run in registration order, `after_*` in reverse;
+///   wraps compose first-registered outermost (an onion); delta hooks run in
+///   registration order.
+/// * `before`/`after` constraints reorder registrations (a stable topological
+///   order); a cycle or a duplicate name is a `Config` error and leaves the
+///   stack unchanged.
+/// * Dispatching a hook that no middleware implements does nothing at all:
+///   no allocation, no event.
+/// * The first `Err` short-circuits; every middleware's `on_error` sees it;
+///   the original error is returned. Panics are caught and classified.
+/// * The stack is `Send + Sync`; share it with an `Arc` across concurrent runs.
+///
+/// ```
+/// use tinyagents::prelude::*;
+///
+/// #[before_model]
+/// async fn add_date(request: &mut ModelRequest) -> Result<()> {
+///     request.set_volatile("date", "Today is Monday.");
+///     Ok(())
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+/// stack.add(AddDate)?;
+/// let mut ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
+/// let mut request = ModelRequest::default();
+/// stack.run_before_model(&mut ctx, &(), &mut request).await?;
+/// assert_eq!(request.system_prompt(), "Today is Monday.");
+/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+/// ```
+pub struct MiddlewareStack<S, C = ()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    registered: Vec<Entry<S, C>>,
+    order: Vec<usize>,
+    lists: [Vec<Slot<dyn Middleware<S, C>>>; HookKind::LIFECYCLE_COUNT],
+    model: Vec<Slot<dyn ModelMiddleware<S, C>>>,
+    tool: Vec<Slot<dyn ToolMiddleware<S, C>>>,
+}
+
+impl<S, C> Default for MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn default() -> Self {
+        Self { registered: Vec::new(), order: Vec::new(), lists: Default::default(), model: Vec::new(), tool: Vec::new() }
+    }
+}
+
+impl<S, C> std::fmt::Debug for MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MiddlewareStack").field("order", &self.names()).finish()
+    }
+}
+
+macro_rules! hook_fn {
+    ($name:ident, $method:ident, $ty:ty) => {
+        fn $name<'a, S, C>(
+            m: &'a dyn Middleware<S, C>,
+            ctx: &'a mut RunContext<C>,
+            state: &'a S,
+            value: &'a mut $ty,
+        ) -> BoxFuture<'a, Result<()>>
+        where
+            S: Send + Sync + 'static,
+            C: Send + Sync + 'static,
+        {
+            m.$method(ctx, state, value)
+        }
+    };
+}
+
+hook_fn!(after_agent_fn, after_agent, AgentRun);
+hook_fn!(before_steering_fn, before_steering, SteeringCommand);
+hook_fn!(after_steering_fn, after_steering, SteeringOutcome);
+hook_fn!(before_model_fn, before_model, ModelRequest);
+hook_fn!(before_model_stream_fn, before_model_stream, ModelRequest);
+hook_fn!(after_model_fn, after_model, ModelResponse);
+hook_fn!(on_tool_batch_fn, on_tool_batch, PreparedBatch);
+hook_fn!(before_tool_fn, before_tool, ToolCall);
+hook_fn!(after_tool_fn, after_tool, ToolResult);
+
+fn before_agent_fn<'a, S, C>(m: &'a dyn Middleware<S, C>, ctx: &'a mut RunContext<C>, state: &'a S, _: &'a mut ()) -> BoxFuture<'a, Result<()>>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    m.before_agent(ctx, state)
+}
+
+impl<S, C> MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// An empty stack.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    // ----- registration -------------------------------------------------
+
+    /// Registers a middleware in every list its metadata says it belongs to
+    /// (each lifecycle hook it implements, the model onion, the tool onion).
+    ///
+    /// A duplicate name or an ordering cycle is a `Config` error; the stack is
+    /// then unchanged.
+    pub fn add<M: Middleware<S, C> + 'static>(&mut self, middleware: M) -> Result<&mut Self> {
+        self.add_shared(Arc::new(middleware))
+    }
+
+    /// [`add`](Self::add) for a value you keep a handle to (to read its counters).
+    pub fn add_shared<M: Middleware<S, C> + 'static>(&mut self, middleware: Arc<M>) -> Result<&mut Self> {
+        self.add_dyn(middleware, None)
+    }
+
+    /// [`add`](Self::add) under a name of your choosing: how a second instance
+    /// of the same middleware is registered.
+    pub fn add_named<M: Middleware<S, C> + 'static>(&mut self, name: impl Into<String>, middleware: M) -> Result<&mut Self> {
+        self.add_dyn(Arc::new(middleware), Some(name.into()))
+    }
+
+    /// Builder form of [`add`](Self::add).
+    pub fn with<M: Middleware<S, C> + 'static>(mut self, middleware: M) -> Result<Self> {
+        self.add(middleware)?;
+        Ok(self)
+    }
+
+    /// Registers a shared lifecycle middleware (and its wraps, as
+    /// [`add`](Self::add) does).
+    ///
+    /// # Panics
+    /// On a duplicate name or an ordering cycle: use [`add`](Self::add) to get
+    /// the error instead.
+    pub fn push(&mut self, middleware: Arc<dyn Middleware<S, C>>) -> &mut Self {
+        if let Err(e) = self.add_dyn(middleware, None) {
+            panic!("MiddlewareStack::push: {e}");
+        }
+        self
+    }
+
+    /// Registers a wrap-only model middleware (one without a `Middleware` impl).
+    ///
+    /// # Panics
+    /// On a duplicate name: use [`try_push_model`](Self::try_push_model) to get the error.
+    pub fn push_model(&mut self, middleware: Arc<dyn ModelMiddleware<S, C>>) -> &mut Self {
+        if let Err(e) = self.try_push_model(middleware) {
+            panic!("MiddlewareStack::push_model: {e}");
+        }
+        self
+    }
+
+    /// Registers a wrap-only model middleware; a duplicate name is a `Config` error.
+    pub fn try_push_model(&mut self, middleware: Arc<dyn ModelMiddleware<S, C>>) -> Result<&mut Self> {
+        let info = MiddlewareInfo::new(middleware.name().to_owned()).with_hooks(HookSet::WRAP_MODEL);
+        self.insert(Entry { name: Arc::from(info.name.as_ref()), info, lifecycle: None, model: Some(middleware), tool: None })
+    }
+
+    /// Registers a wrap-only tool middleware (one without a `Middleware` impl).
+    ///
+    /// # Panics
+    /// On a duplicate name: use [`try_push_tool`](Self::try_push_tool) to get the error.
+    pub fn push_tool(&mut self, middleware: Arc<dyn ToolMiddleware<S, C>>) -> &mut Self {
+        if let Err(e) = self.try_push_tool(middleware) {
+            panic!("MiddlewareStack::push_tool: {e}");
+        }
+        self
+    }
+
+    /// Registers a wrap-only tool middleware; a duplicate name is a `Config` error.
+    pub fn try_push_tool(&mut self, middleware: Arc<dyn ToolMiddleware<S, C>>) -> Result<&mut Self> {
+        let info = MiddlewareInfo::new(middleware.name().to_owned()).with_hooks(HookSet::WRAP_TOOL);
+        self.insert(Entry { name: Arc::from(info.name.as_ref()), info, lifecycle: None, model: None, tool: Some(middleware) })
+    }
+
+    fn add_dyn(&mut self, middleware: Arc<dyn Middleware<S, C>>, name: Option<String>) -> Result<&mut Self> {
+        let mut info = middleware.info();
+        if let Some(name) = name {
+            info.name = name.into();
+        }
+        let model = middleware.clone().model_middleware();
+        let tool = middleware.clone().tool_middleware();
+        if model.is_some() {
+            info.hooks |= HookSet::WRAP_MODEL;
+        }
+        if tool.is_some() {
+            info.hooks |= HookSet::WRAP_TOOL;
+        }
+        let lifecycle = info.hooks.intersects(HookSet::LIFECYCLE).then_some(middleware);
+        self.insert(Entry { name: Arc::from(info.name.as_ref()), info, lifecycle, model, tool })
+    }
+
+    fn insert(&mut self, entry: Entry<S, C>) -> Result<&mut Self> {
+        if let Some(pos) = self.registered.iter().position(|e| e.name == entry.name) {
+            return Err(TinyAgentsError::config(format!(
+                "a middleware named `{}` is already registered (registration #{}); names must be unique — \
+                 register the second instance under its own name with `stack.add_named(\"{}-2\", …)`",
+                entry.name,
+                pos + 1,
+                entry.name
+            )));
+        }
+        self.registered.push(entry);
+        match self.resolve() {
+            Ok(order) => {
+                self.order = order;
+                self.rebuild();
+                Ok(self)
+            }
+            Err(e) => {
+                self.registered.pop();
+                Err(e)
+            }
+        }
+    }
+
+    fn resolve(&self) -> Result<Vec<usize>> {
+        let nodes: Vec<OrderNode<'_>> = self
+            .registered
+            .iter()
+            .map(|e| OrderNode {
+                name: &e.name,
+                before: e.info.before.iter().map(|s| s.as_ref()).collect(),
+                after: e.info.after.iter().map(|s| s.as_ref()).collect(),
+            })
+            .collect();
+        resolve(&nodes)
+    }
+
+    fn rebuild(&mut self) {
+        for list in &mut self.lists {
+            list.clear();
+        }
+        self.model.clear();
+        self.tool.clear();
+        for &i in &self.order {
+            let e = &self.registered[i];
+            let (name, jumps, hooks) = (e.name.clone(), e.info.jumps, e.info.hooks);
+            if let Some(mw) = &e.lifecycle {
+                for kind in hooks.kinds().filter(|k| (*k as usize) < HookKind::LIFECYCLE_COUNT) {
+                    let sync = match kind {
+                        HookKind::OnModelDelta => hooks.contains(HookSet::SYNC_MODEL_DELTA),
+                        HookKind::OnToolDelta => hooks.contains(HookSet::SYNC_TOOL_DELTA),
+                        _ => false,
+                    };
+                    self.lists[kind as usize].push(Slot { mw: mw.clone(), name: name.clone(), jumps, sync });
+                }
+            }
+            if let Some(mw) = &e.model {
+                self.model.push(Slot { mw: mw.clone(), name: name.clone(), jumps, sync: false });
+            }
+            if let Some(mw) = &e.tool {
+                self.tool.push(Slot { mw: mw.clone(), name: name.clone(), jumps, sync: false });
+            }
+        }
+    }
+
+    // ----- introspection ------------------------------------------------
+
+    /// The names of the registered middleware, in resolved order.
+    pub fn names(&self) -> Vec<&str> {
+        self.order.iter().map(|&i| &*self.registered[i].name).collect()
+    }
+
+    /// The metadata of the registered middleware, in resolved order.
+    pub fn infos(&self) -> impl Iterator<Item = &MiddlewareInfo> {
+        self.order.iter().map(|&i| &self.registered[i].info)
+    }
+
+    /// The names of the middleware that implement `hook`, in dispatch order
+    /// (registration order; `after_*` hooks run them in reverse).
+    pub fn implementors(&self, hook: HookKind) -> Vec<&str> {
+        match hook {
+            HookKind::WrapModel => self.model.iter().map(|s| &*s.name).collect(),
+            HookKind::WrapTool => self.tool.iter().map(|s| &*s.name).collect(),
+            _ => self.lists[hook as usize].iter().map(|s| &*s.name).collect(),
+        }
+    }
+
+    /// Whether any middleware implements `hook`.
+    #[inline]
+    pub fn has(&self, hook: HookKind) -> bool {
+        match hook {
+            HookKind::WrapModel => !self.model.is_empty(),
+            HookKind::WrapTool => !self.tool.is_empty(),
+            _ => !self.lists[hook as usize].is_empty(),
+        }
+    }
+
+    /// How many middleware are registered.
+    pub fn len(&self) -> usize {
+        self.registered.len()
+    }
+
+    /// Whether no middleware is registered.
+    pub fn is_empty(&self) -> bool {
+        self.registered.is_empty()
+    }
+
+    // ----- dispatch -----------------------------------------------------
+
+    #[inline]
+    async fn call_slot<T: ?Sized + Send>(
+        slot: &Slot<dyn Middleware<S, C>>,
+        hook: HookKind,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut T,
+        f: for<'a> fn(&'a dyn Middleware<S, C>, &'a mut RunContext<C>, &'a S, &'a mut T) -> BoxFuture<'a, Result<()>>,
+    ) -> Result<()> {
+        let bracket = Bracket::open(ctx, &slot.name, hook);
+        let (res, panicked) = catch(f(&*slot.mw, ctx, state, value), &slot.name, hook).await;
+        let res = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps));
+        bracket.close(outcome_of(&res, panicked));
+        res
+    }
+
+    async fn dispatch<T: Send>(
+        &self,
+        hook: HookKind,
+        reverse: bool,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut T,
+        f: HookFn<S, C, T>,
+    ) -> Result<()> {
+        let list = &self.lists[hook as usize];
+        if list.is_empty() {
+            return Ok(());
+        }
+        let mut res = Ok(());
+        if reverse {
+            for slot in list.iter().rev() {
+                res = Self::call_slot(slot, hook, ctx, state, value, f).await;
+                if res.is_err() {
+                    break;
+                }
+            }
+        } else {
+            for slot in list {
+                res = Self::call_slot(slot, hook, ctx, state, value, f).await;
+                if res.is_err() {
+                    break;
+                }
+            }
+        }
+        if let Err(e) = &res {
+            self.run_on_error(ctx, state, e).await;
+        }
+        res
+    }
+
+    /// Runs every `on_error` hook, in registration order, with `error`.
+    /// Their own errors and panics are ignored: they never replace `error`.
+    pub async fn run_on_error(&self, ctx: &mut RunContext<C>, state: &S, error: &TinyAgentsError) {
+        for slot in &self.lists[HookKind::OnError as usize] {
+            let bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
+            let (res, panicked) = catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await;
+            bracket.close(outcome_of(&res, panicked));
+        }
+    }
+
+    /// Runs `before_agent` hooks in registration order.
+    pub async fn run_before_agent(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
+        self.dispatch(HookKind::BeforeAgent, false, ctx, state, &mut (), before_agent_fn).await
+    }
+
+    /// Runs `after_agent` hooks in reverse registration order.
+    pub async fn run_after_agent(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<()> {
+        self.dispatch(HookKind::AfterAgent, true, ctx, state, run, after_agent_fn).await
+    }
+
+    /// Runs `before_steering` hooks in registration order.
+    pub async fn run_before_steering(&self, ctx: &mut RunContext<C>, state: &S, command: &mut SteeringCommand) -> Result<()> {
+        self.dispatch(HookKind::BeforeSteering, false, ctx, state, command, before_steering_fn).await
+    }
+
+    /// Runs `after_steering` hooks in reverse registration order.
+    pub async fn run_after_steering(&self, ctx: &mut RunContext<C>, state: &S, outcome: &mut SteeringOutcome) -> Result<()> {
+        self.dispatch(HookKind::AfterSteering, true, ctx, state, outcome, after_steering_fn).await
+    }
+
+    /// Runs `before_model` hooks in registration order.
+    pub async fn run_before_model(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
+        self.dispatch(HookKind::BeforeModel, false, ctx, state, request, before_model_fn).await
+    }
+
+    /// Runs `before_model_stream` hooks in registration order.
+    pub async fn run_before_model_stream(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
+        self.dispatch(HookKind::BeforeModelStream, false, ctx, state, request, before_model_stream_fn).await
+    }
+
+    /// Runs `after_model` hooks in reverse registration order.
+    pub async fn run_after_model(&self, ctx: &mut RunContext<C>, state: &S, response: &mut ModelResponse) -> Result<()> {
+        self.dispatch(HookKind::AfterModel, true, ctx, state, response, after_model_fn).await
+    }
+
+    /// Runs `on_tool_batch` hooks in registration order.
+    pub async fn run_on_tool_batch(&self, ctx: &mut RunContext<C>, state: &S, batch: &mut PreparedBatch) -> Result<()> {
+        self.dispatch(HookKind::OnToolBatch, false, ctx, state, batch, on_tool_batch_fn).await
+    }
+
+    /// Runs `before_tool` hooks in registration order.
+    pub async fn run_before_tool(&self, ctx: &mut RunContext<C>, state: &S, call: &mut ToolCall) -> Result<()> {
+        self.dispatch(HookKind::BeforeTool, false, ctx, state, call, before_tool_fn).await
+    }
+
+    /// Runs `after_tool` hooks in reverse registration order.
+    pub async fn run_after_tool(&self, ctx: &mut RunContext<C>, state: &S, result: &mut ToolResult) -> Result<()> {
+        self.dispatch(HookKind::AfterTool, true, ctx, state, result, after_tool_fn).await
+    }
+
+    /// Runs `on_model_delta` hooks in registration order, stopping at the
+    /// first that suppresses the delta (recorded as
+    /// [`AgentEvent::DeltaSuppressed`]). No bracketing events; hooks marked
+    /// [`HookSet::SYNC_MODEL_DELTA`] are called without a future.
+    pub async fn run_on_model_delta(&self, ctx: &mut RunContext<C>, state: &S, delta: &mut ModelDelta) -> Result<()> {
+        let list = &self.lists[HookKind::OnModelDelta as usize];
+        if list.is_empty() {
+            return Ok(());
+        }
+        for slot in list {
+            let res = if slot.sync {
+                catch_sync(|| slot.mw.on_model_delta_sync(ctx, state, delta), &slot.name, HookKind::OnModelDelta)
+            } else {
+                catch(slot.mw.on_model_delta(ctx, state, delta), &slot.name, HookKind::OnModelDelta).await.0
+            };
+            if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
+                self.run_on_error(ctx, state, &e).await;
+                return Err(e);
+            }
+            if delta.is_suppressed() {
+                ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
+                    middleware: slot.name.clone(),
+                    hook: HookKind::OnModelDelta,
+                });
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `on_tool_delta` hooks in registration order; see [`run_on_model_delta`](Self::run_on_model_delta).
+    pub async fn run_on_tool_delta(&self, ctx: &mut RunContext<C>, state: &S, delta: &mut ToolDelta) -> Result<()> {
+        let list = &self.lists[HookKind::OnToolDelta as usize];
+        if list.is_empty() {
+            return Ok(());
+        }
+        for slot in list {
+            let res = if slot.sync {
+                catch_sync(|| slot.mw.on_tool_delta_sync(ctx, state, delta), &slot.name, HookKind::OnToolDelta)
+            } else {
+                catch(slot.mw.on_tool_delta(ctx, state, delta), &slot.name, HookKind::OnToolDelta).await.0
+            };
+            if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
+                self.run_on_error(ctx, state, &e).await;
+                return Err(e);
+            }
+            if delta.is_suppressed() {
+                ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
+                    middleware: slot.name.clone(),
+                    hook: HookKind::OnToolDelta,
+                });
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the model onion around `base`: the first-registered wrap is
+    /// outermost. An error escaping the onion is shown to every `on_error`.
+    pub async fn run_wrapped_model(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        request: ModelRequest,
+        base: &(dyn ModelBaseCall<S, C> + '_),
+    ) -> Result<ModelResponse> {
+        let res = ModelHandler::new(&self.model, base).run(ctx, state, request).await;
+        match res {
+            Ok(outcome) => Ok(outcome.into_response()),
+            Err(e) => {
+                self.run_on_error(ctx, state, &e).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs the tool onion around `base`; see [`run_wrapped_model`](Self::run_wrapped_model).
+    pub async fn run_wrapped_tool(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: ToolCall,
+        base: &(dyn ToolBaseCall<S, C> + '_),
+    ) -> Result<ToolResult> {
+        let res = ToolHandler::new(&self.tool, base).run(ctx, state, call).await;
+        match res {
+            Ok(outcome) => Ok(outcome.into_result()),
+            Err(e) => {
+                self.run_on_error(ctx, state, &e).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The jump targets every registered middleware may request, united.
+    pub fn declared_jumps(&self) -> JumpSet {
+        self.registered.iter().fold(JumpSet::empty(), |acc, e| acc | e.info.jumps)
+    }
+}

@@ -1,0 +1,13 @@
+//! The harness: every type a run is made of, the middleware traits and
+//! stack, and the agent loop.
+
+pub mod agent;
+pub mod context;
+pub mod error;
+pub mod event;
+pub mod message;
+pub mod middleware;
+pub mod model;
+pub mod steering;
+pub mod tool;
+pub mod workspace;

@@ -1,0 +1,107 @@
+//! [`ResponseAccumulator`]: folds deltas into a [`ModelResponse`].
+
+use super::{DeltaContent, FinishReason, ModelDelta, ModelResponse, Usage};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::message::{ContentPart, Message};
+use crate::harness::tool::ToolCall;
+
+#[derive(Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+/// Folds a stream of [`ModelDelta`]s into the [`ModelResponse`] they describe.
+///
+/// ```
+/// use tinyagents::harness::model::{ModelDelta, ResponseAccumulator};
+///
+/// let mut acc = ResponseAccumulator::new();
+/// acc.push(&ModelDelta::text("Hel"));
+/// acc.push(&ModelDelta::text("lo"));
+/// let response = acc.finish().unwrap();
+/// assert_eq!(response.message.text(), "Hello");
+/// ```
+#[derive(Default)]
+pub struct ResponseAccumulator {
+    text: String,
+    reasoning: String,
+    calls: Vec<PartialCall>,
+    usage: Usage,
+    finish: Option<FinishReason>,
+}
+
+impl ResponseAccumulator {
+    /// An empty accumulator.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one delta. Suppressed deltas are ignored.
+    pub fn push(&mut self, delta: &ModelDelta) {
+        if delta.is_suppressed() {
+            return;
+        }
+        match &delta.content {
+            DeltaContent::Text { text } => self.text.push_str(text),
+            DeltaContent::Reasoning { text } => self.reasoning.push_str(text),
+            DeltaContent::ToolCall { index, id, name, arguments } => {
+                let i = *index as usize;
+                if self.calls.len() <= i {
+                    self.calls.resize_with(i + 1, PartialCall::default);
+                }
+                let call = &mut self.calls[i];
+                if id.is_some() {
+                    call.id.clone_from(id);
+                }
+                if name.is_some() {
+                    call.name.clone_from(name);
+                }
+                call.arguments.push_str(arguments);
+            }
+            DeltaContent::Usage { usage } => self.usage += *usage,
+            DeltaContent::Finish { reason } => self.finish = Some(reason.clone()),
+        }
+    }
+
+    /// The text accumulated so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The response. A tool call whose arguments are not valid JSON, or that
+    /// lacks an id or a name, is a retryable model error — unless the reply was
+    /// cut off by the output limit, in which case the unfinished call is dropped
+    /// (it must never run) and the finish reason stays [`FinishReason::Length`].
+    pub fn finish(self) -> Result<ModelResponse> {
+        let cut_off = self.finish == Some(FinishReason::Length);
+        let mut calls = Vec::with_capacity(self.calls.len());
+        for (i, c) in self.calls.into_iter().enumerate() {
+            let args = if c.arguments.trim().is_empty() { "{}" } else { c.arguments.as_str() };
+            let parsed = serde_json::from_str(args);
+            match (c.id, c.name, parsed) {
+                (Some(id), Some(name), Ok(arguments)) => calls.push(ToolCall { id, name, arguments }),
+                _ if cut_off => {}
+                (id, name, parsed) => {
+                    return Err(TinyAgentsError::model(
+                        format!(
+                            "tool call #{i} from the model is malformed (id: {id:?}, name: {name:?}, arguments: {})",
+                            parsed.err().map_or_else(|| "ok".to_string(), |e| format!("invalid JSON: {e}"))
+                        ),
+                        true,
+                    ))
+                }
+            }
+        }
+        let mut message = Message::assistant(self.text);
+        if !self.reasoning.is_empty() {
+            message.content.insert(0, ContentPart::Reasoning { text: self.reasoning });
+        }
+        let finish_reason = self
+            .finish
+            .unwrap_or(if calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls });
+        message.tool_calls = calls;
+        Ok(ModelResponse { message, usage: self.usage, finish_reason, model: None })
+    }
+}

@@ -1,0 +1,47 @@
+//! Model calls: [`ModelRequest`], [`ModelResponse`], streamed [`ModelDelta`]s,
+//! [`Usage`], the [`ChatModel`] trait and the [`ScriptedModel`] for tests and examples.
+
+mod accumulate;
+mod delta;
+mod request;
+mod response;
+mod scripted;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+pub use accumulate::ResponseAccumulator;
+pub use delta::{DeltaContent, ModelDelta};
+pub use request::{ModelParams, ModelRoute, ModelRequest, PromptSegment, ReasoningEffort, SegmentStability};
+pub use response::{FinishReason, ModelResponse, Usage};
+pub use scripted::{ScriptedModel, ScriptedTurn};
+
+use crate::harness::error::Result;
+
+/// A stream of deltas from one model call.
+pub type ModelStream = BoxStream<'static, Result<ModelDelta>>;
+
+/// A chat model that streams its reply as [`ModelDelta`]s.
+///
+/// The agent loop passes every delta through the stack's `on_model_delta`
+/// hooks, then to the event sink, then into a [`ResponseAccumulator`].
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The model's identifier (`provider:model`, or `scripted`).
+    fn id(&self) -> &str;
+
+    /// Starts a call and returns its delta stream.
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream>;
+}
+
+/// A shared model is a model (so a test can keep a handle to a [`ScriptedModel`]).
+#[async_trait]
+impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
+    fn id(&self) -> &str {
+        (**self).id()
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream> {
+        (**self).stream(request).await
+    }
+}

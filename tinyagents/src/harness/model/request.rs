@@ -1,0 +1,162 @@
+//! [`ModelRequest`]: what is sent to the model.
+
+use serde::{Deserialize, Serialize};
+
+use crate::harness::message::Message;
+use crate::harness::tool::ToolSchema;
+
+/// Whether a system prompt segment belongs to the cacheable prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentStability {
+    /// Part of the stable prefix: the same from call to call, so provider
+    /// prompt caches (and KV caches) can reuse it. Changing it costs a cache miss.
+    Stable,
+    /// Part of the volatile tail: may change every call without harming the cache.
+    Volatile,
+}
+
+/// One segment of the system prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptSegment {
+    /// The segment's id (used in provenance and cache-layout events).
+    pub id: String,
+    /// The segment's text.
+    pub text: String,
+    /// Stable prefix or volatile tail.
+    pub stability: SegmentStability,
+}
+
+impl PromptSegment {
+    /// A stable segment.
+    pub fn stable(id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { id: id.into(), text: text.into(), stability: SegmentStability::Stable }
+    }
+
+    /// A volatile segment.
+    pub fn volatile(id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { id: id.into(), text: text.into(), stability: SegmentStability::Volatile }
+    }
+}
+
+/// How hard a reasoning model should think.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// Least effort.
+    Low,
+    /// Medium effort.
+    Medium,
+    /// Most effort.
+    High,
+}
+
+/// Sampling and output parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelParams {
+    /// The output-token limit for this call.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Reasoning effort, where the provider honours it.
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Provider-specific parameters, passed through.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A request to a chat model.
+///
+/// The system prompt is a list of ordered segments, each stable or volatile:
+/// providers send the stable ones first so their prompt cache keeps working.
+///
+/// ```
+/// use tinyagents::harness::message::Message;
+/// use tinyagents::harness::model::{ModelRequest, PromptSegment};
+///
+/// let mut req = ModelRequest::new(vec![Message::user("hi")])
+///     .with_system(PromptSegment::stable("persona", "You are terse."));
+/// req.set_volatile("date", "Today is Monday.");
+/// assert_eq!(req.system_prompt(), "You are terse.\n\nToday is Monday.");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+    /// The system prompt, as ordered segments.
+    pub system: Vec<PromptSegment>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolSchema>,
+    /// The model to use, when the run asks for one.
+    pub model: Option<String>,
+    /// Sampling and output parameters.
+    pub params: ModelParams,
+    /// A model to use instead of the agent's own for this call (set by
+    /// fallback middleware). Not serialised.
+    #[serde(skip)]
+    pub route: Option<ModelRoute>,
+}
+
+/// A model chosen for one call, overriding the agent's model.
+#[derive(Clone)]
+pub struct ModelRoute(pub std::sync::Arc<dyn super::ChatModel>);
+
+impl std::fmt::Debug for ModelRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ModelRoute({})", self.0.id())
+    }
+}
+
+impl PartialEq for ModelRoute {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl ModelRequest {
+    /// A request with these messages.
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self { messages, ..Self::default() }
+    }
+
+    /// The same request with one more system segment.
+    pub fn with_system(mut self, segment: PromptSegment) -> Self {
+        self.system.push(segment);
+        self
+    }
+
+    /// The same request with these tools.
+    pub fn with_tools(mut self, tools: Vec<ToolSchema>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The full system prompt: segments joined by a blank line.
+    pub fn system_prompt(&self) -> String {
+        let mut out = String::new();
+        for (i, seg) in self.system.iter().enumerate() {
+            if i > 0 {
+                out.push_str("\n\n");
+            }
+            out.push_str(&seg.text);
+        }
+        out
+    }
+
+    /// Sets the volatile segment `id` (replacing it, or appending it at the end).
+    pub fn set_volatile(&mut self, id: &str, text: impl Into<String>) {
+        let text = text.into();
+        match self.system.iter_mut().find(|s| s.id == id) {
+            Some(seg) => {
+                seg.text = text;
+                seg.stability = super::SegmentStability::Volatile;
+            }
+            None => self.system.push(PromptSegment::volatile(id, text)),
+        }
+    }
+
+    /// The segment called `id`.
+    pub fn segment(&self, id: &str) -> Option<&PromptSegment> {
+        self.system.iter().find(|s| s.id == id)
+    }
+}

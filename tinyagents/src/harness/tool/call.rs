@@ -1,0 +1,153 @@
+//! The values that flow through a tool call: schema, call, delta, result.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the model is told about a tool: its name, description and JSON Schema of arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    /// The tool's name, unique in a registry.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+impl ToolSchema {
+    /// A schema with an empty-object parameter schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    /// The same schema with a given parameter schema.
+    pub fn with_parameters(mut self, parameters: Value) -> Self {
+        self.parameters = parameters;
+        self
+    }
+}
+
+/// A call the model asked for.
+///
+/// ```
+/// use tinyagents::harness::tool::ToolCall;
+/// let call = ToolCall::new("c1", "search", serde_json::json!({"q": "rust"}));
+/// assert_eq!(call.name, "search");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id, echoed by its result.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The effective arguments (after any middleware rewrote them).
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A call.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self { id: id.into(), name: name.into(), arguments }
+    }
+}
+
+/// Incremental output of a running tool, passed through `on_tool_delta` hooks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDelta {
+    /// The call this progress belongs to.
+    pub call_id: String,
+    /// The progress text.
+    pub content: String,
+    #[serde(skip)]
+    suppressed: bool,
+}
+
+impl ToolDelta {
+    /// A delta for `call_id`.
+    pub fn new(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self { call_id: call_id.into(), content: content.into(), suppressed: false }
+    }
+
+    /// Drops this delta: it is not forwarded to the sink (the suppression is recorded).
+    pub fn suppress(&mut self) {
+        self.suppressed = true;
+    }
+
+    /// Whether a hook suppressed this delta.
+    pub fn is_suppressed(&self) -> bool {
+        self.suppressed
+    }
+}
+
+/// The one result of one [`ToolCall`].
+///
+/// A result with `error: Some(..)` is an error result: the model sees the
+/// content and learns the call failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// What the model sees.
+    pub content: String,
+    /// Set when the call failed or was refused: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Structured output, when the tool produced any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ToolResult {
+    /// A successful result for `call`.
+    pub fn ok(call: &ToolCall, content: impl Into<String>) -> Self {
+        Self {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: content.into(),
+            error: None,
+            data: None,
+        }
+    }
+
+    /// An error result for `call`: the model sees `message`.
+    pub fn error(call: &ToolCall, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: message.clone(),
+            error: Some(message),
+            data: None,
+        }
+    }
+
+    /// Whether this is an error result.
+    pub fn is_error(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+/// How a call touches a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileAccessMode {
+    /// Reads the file.
+    Read,
+    /// Writes, edits or deletes the file.
+    Write,
+}
+
+/// One file a prepared call declares it will touch, derived from its effective arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FileAccess {
+    /// The path, as the tool will use it.
+    pub path: String,
+    /// Read or write.
+    pub mode: FileAccessMode,
+}

@@ -1,0 +1,12 @@
+//! Tools: what the model may call ([`ToolSchema`]), what it asked for
+//! ([`ToolCall`]), what came back ([`ToolResult`], exactly one per call),
+//! progress while it runs ([`ToolDelta`]), per-tool metadata ([`ToolPolicy`]),
+//! the [`Tool`] trait, fn-tools and the [`ToolRegistry`].
+
+mod call;
+mod policy;
+mod registry;
+
+pub use call::{FileAccess, FileAccessMode, ToolCall, ToolDelta, ToolResult, ToolSchema};
+pub use policy::{SandboxMode, SideEffects, ToolAccess, ToolPolicy, ToolRuntime};
+pub use registry::{tool_fn, FnTool, ParentRun, Tool, ToolContext, ToolOutput, ToolRegistry};

@@ -1,0 +1,271 @@
+//! The [`Tool`] trait, fn-tools and the [`ToolRegistry`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use super::{FileAccess, ToolDelta, ToolPolicy, ToolSchema};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::EventSink;
+use crate::harness::model::Usage;
+use crate::harness::workspace::WorkspaceDescriptor;
+
+/// What a tool returns: model-visible text, optional structured data, and the
+/// usage of any model calls the tool made (a sub-agent), rolled up to the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// What the model sees.
+    pub content: String,
+    /// Structured output.
+    pub data: Option<Value>,
+    /// Token usage spent inside the tool (added to the calling run's usage).
+    pub usage: Option<Usage>,
+}
+
+impl From<String> for ToolOutput {
+    fn from(content: String) -> Self {
+        Self { content, ..Self::default() }
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(content: &str) -> Self {
+        Self::from(content.to_string())
+    }
+}
+
+impl From<Value> for ToolOutput {
+    fn from(data: Value) -> Self {
+        Self { content: data.to_string(), data: Some(data), usage: None }
+    }
+}
+
+/// The calling run, as a tool sees it: enough to start a child run under it.
+#[derive(Clone)]
+pub struct ParentRun {
+    /// The run's id.
+    pub run_id: Arc<str>,
+    /// The run's nesting depth (0 for a top-level run).
+    pub depth: u32,
+    /// The run's tags.
+    pub tags: Arc<[String]>,
+    /// The model the run asked for.
+    pub requested_model: Option<String>,
+    /// The run's event sink (a child run reports to the same sink).
+    pub sink: Arc<dyn EventSink>,
+    /// The run's workspace.
+    pub workspace: Option<WorkspaceDescriptor>,
+    /// The run's cancellation; a child's token is a child of it.
+    pub cancellation: CancellationToken,
+}
+
+impl std::fmt::Debug for ParentRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParentRun")
+            .field("run_id", &self.run_id)
+            .field("depth", &self.depth)
+            .field("tags", &self.tags)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a running tool can use: its call, the calling run, and a channel for progress.
+#[derive(Debug)]
+pub struct ToolContext {
+    call_id: String,
+    parent: ParentRun,
+    deltas: Option<UnboundedSender<ToolDelta>>,
+}
+
+impl ToolContext {
+    /// A context for `call_id` under `parent`; `deltas` receives progress.
+    pub fn new(call_id: impl Into<String>, parent: ParentRun, deltas: Option<UnboundedSender<ToolDelta>>) -> Self {
+        Self { call_id: call_id.into(), parent, deltas }
+    }
+
+    /// The id of the call being run.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The calling run.
+    pub fn parent(&self) -> &ParentRun {
+        &self.parent
+    }
+
+    /// Whether the run was cancelled (a long tool should stop).
+    pub fn is_cancelled(&self) -> bool {
+        self.parent.cancellation.is_cancelled()
+    }
+
+    /// Reports progress: the text goes through the stack's `on_tool_delta`
+    /// hooks, then to the event sink.
+    pub fn progress(&self, content: impl Into<String>) {
+        if let Some(tx) = &self.deltas {
+            // A closed receiver means the call is over: progress is moot.
+            let _ = tx.send(ToolDelta::new(self.call_id.clone(), content));
+        }
+    }
+}
+
+/// Something the model can call.
+///
+/// Implement it for a type, or make one from an async closure with [`tool_fn`].
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The schema shown to the model.
+    fn schema(&self) -> &ToolSchema;
+
+    /// The tool's policy metadata (default: unclassified).
+    fn policy(&self) -> ToolPolicy {
+        ToolPolicy::default()
+    }
+
+    /// The files a call with these effective arguments will touch (default: none).
+    fn file_access(&self, _arguments: &Value) -> Vec<FileAccess> {
+        Vec::new()
+    }
+
+    /// Runs the tool.
+    async fn call(&self, cx: ToolContext, arguments: Value) -> Result<ToolOutput>;
+}
+
+/// A [`Tool`] made from an async closure. See [`tool_fn`].
+pub struct FnTool<F> {
+    schema: ToolSchema,
+    policy: ToolPolicy,
+    f: F,
+}
+
+impl<F> FnTool<F> {
+    /// The same tool with a policy.
+    pub fn with_policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The same tool with a parameter schema.
+    pub fn with_parameters(mut self, parameters: Value) -> Self {
+        self.schema.parameters = parameters;
+        self
+    }
+}
+
+/// Makes a [`Tool`] from an async closure over `(ToolContext, arguments)`.
+///
+/// ```
+/// use tinyagents::harness::tool::{tool_fn, Tool, ToolRegistry};
+///
+/// let add = tool_fn("add", "Adds a and b.", |_cx, args| async move {
+///     let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+///     Ok(sum.to_string().into())
+/// });
+/// let mut tools = ToolRegistry::new();
+/// tools.register(add).unwrap();
+/// assert_eq!(tools.schemas()[0].name, "add");
+/// ```
+pub fn tool_fn<F, Fut>(name: impl Into<String>, description: impl Into<String>, f: F) -> FnTool<F>
+where
+    F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput>> + Send + 'static,
+{
+    FnTool { schema: ToolSchema::new(name, description), policy: ToolPolicy::default(), f }
+}
+
+#[async_trait]
+impl<F, Fut> Tool for FnTool<F>
+where
+    F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput>> + Send + 'static,
+{
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn policy(&self) -> ToolPolicy {
+        self.policy.clone()
+    }
+
+    async fn call(&self, cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
+        (self.f)(cx, arguments).await
+    }
+}
+
+/// The tools an agent can call, by name, in registration order.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+    by_name: HashMap<String, usize>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.iter().map(|t| &t.schema().name)).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool. A second tool with the same name is a `Config` error.
+    pub fn register(&mut self, tool: impl Tool + 'static) -> Result<&mut Self> {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// Adds a shared tool. A second tool with the same name is a `Config` error.
+    pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self> {
+        let name = tool.schema().name.clone();
+        if self.by_name.contains_key(&name) {
+            return Err(TinyAgentsError::config(format!(
+                "a tool named `{name}` is already registered; give the second tool another name"
+            )));
+        }
+        self.by_name.insert(name, self.tools.len());
+        self.tools.push(tool);
+        Ok(self)
+    }
+
+    /// The registry with one more tool (builder form of [`ToolRegistry::register`]).
+    pub fn with(mut self, tool: impl Tool + 'static) -> Result<Self> {
+        self.register(tool)?;
+        Ok(self)
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// All schemas, in registration order.
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools.iter().map(|t| t.schema().clone()).collect()
+    }
+
+    /// A snapshot of every tool's policy, by name.
+    pub fn policies(&self) -> HashMap<String, ToolPolicy> {
+        self.tools.iter().map(|t| (t.schema().name.clone(), t.policy())).collect()
+    }
+
+    /// The tool names, in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| t.schema().name.as_str())
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}

@@ -1,0 +1,46 @@
+//! # tinyagents
+//!
+//! Agent middleware declared as plain annotated async functions, run in a
+//! fast, observable, fail-safe stack.
+//!
+//! ```
+//! use tinyagents::prelude::*;
+//!
+//! /// Adds today's date to the volatile tail of the system prompt.
+//! #[before_model]
+//! async fn add_date(request: &mut ModelRequest) -> Result<()> {
+//!     request.set_volatile("date", "Today is Monday.");
+//!     Ok(())
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let model = ScriptedModel::new([ScriptedTurn::text("Hi!")]);
+//! let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::new().with(AddDate)?);
+//! let run = agent.run(&mut RunContext::new(RunConfig::new("run-1"), ()), &(), "Hello").await?;
+//! assert_eq!(run.final_text(), "Hi!");
+//! # Ok::<(), TinyAgentsError>(()) }).unwrap();
+//! ```
+//!
+//! Start at [`prelude`]; the module map follows the concepts:
+//! [`harness::middleware`] (traits, stack, built-ins), [`harness::agent`]
+//! (the loop), [`harness::model`], [`harness::tool`], [`harness::context`],
+//! [`harness::event`], [`harness::error`], and [`testing`] for testing your
+//! own middleware.
+
+pub mod config;
+pub mod harness;
+pub mod prelude;
+pub mod testing;
+
+#[doc(hidden)]
+pub mod __private;
+
+/// The built-in middleware and the documentation catalog.
+pub mod middleware {
+    pub use crate::harness::middleware::library::*;
+}
+
+#[cfg(feature = "macros")]
+pub use tinyagents_macros::*;
+
+pub use harness::error::{Result, TinyAgentsError};

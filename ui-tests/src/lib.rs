@@ -1,0 +1,1 @@
+//! trybuild cases for the tinyagents DSL live in `pass/` and `fail/`.
