@@ -8,8 +8,8 @@ pub use crate::harness::agent::AgentRun;
 pub use crate::harness::context::{JumpSet, RunContext};
 pub use crate::harness::error::{Result, TinyAgentsError};
 pub use crate::harness::middleware::{
-    ConfigFieldDoc, HookKind, HookSet, Middleware, MiddlewareDoc, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome,
-    ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
+    ConfigFieldDoc, HookKind, HookSet, Middleware, MiddlewareDoc, MiddlewareInfo, MiddlewareModelOutcome,
+    MiddlewareToolOutcome, ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
 };
 pub use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
 pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};

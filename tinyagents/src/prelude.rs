@@ -6,10 +6,12 @@ pub use crate::harness::error::{ErrorKind, Result, TinyAgentsError};
 pub use crate::harness::event::{AgentEvent, CollectingSink, EventKind, EventSink, NullSink};
 pub use crate::harness::message::{Message, Role};
 pub use crate::harness::middleware::{
-    HookKind, HookSet, Middleware, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareStack, MiddlewareToolOutcome, ModelHandler,
-    ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
+    HookKind, HookSet, Middleware, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareStack, MiddlewareToolOutcome,
+    ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
 };
-pub use crate::harness::model::{ChatModel, ModelDelta, ModelRequest, ModelResponse, PromptSegment, ScriptedModel, ScriptedTurn, Usage};
+pub use crate::harness::model::{
+    ChatModel, ModelDelta, ModelRequest, ModelResponse, PromptSegment, ScriptedModel, ScriptedTurn, Usage,
+};
 pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 pub use crate::harness::tool::{tool_fn, Tool, ToolCall, ToolDelta, ToolRegistry, ToolResult, ToolSchema};
 

@@ -36,7 +36,14 @@ pub struct RunConfig {
 impl RunConfig {
     /// A top-level run with this id.
     pub fn new(run_id: impl Into<Arc<str>>) -> Self {
-        Self { run_id: run_id.into(), parent_run_id: None, thread_id: None, depth: 0, tags: Vec::new(), requested_model: None }
+        Self {
+            run_id: run_id.into(),
+            parent_run_id: None,
+            thread_id: None,
+            depth: 0,
+            tags: Vec::new(),
+            requested_model: None,
+        }
     }
 
     /// A child run of `parent`, one level deeper, with the parent's tags and model.
@@ -457,7 +464,9 @@ impl<Ctx> RunContext<Ctx> {
     pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         let mut map = self.locals.0.lock().expect("run locals lock");
         let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default()));
-        Arc::clone(entry).downcast::<T>().expect("run local keyed by its own TypeId")
+        Arc::clone(entry)
+            .downcast::<T>()
+            .expect("run local keyed by its own TypeId")
     }
 
     /// This run as a parent, for a tool that starts a child run.

@@ -173,42 +173,66 @@ impl std::fmt::Display for ErrorKind {
 impl TinyAgentsError {
     /// A [`TinyAgentsError::Validation`] error.
     pub fn validation(message: impl Into<String>) -> Self {
-        Self::Validation { message: message.into() }
+        Self::Validation {
+            message: message.into(),
+        }
     }
 
     /// A [`TinyAgentsError::Config`] error without a path.
     pub fn config(message: impl Into<String>) -> Self {
-        Self::Config { path: None, message: message.into() }
+        Self::Config {
+            path: None,
+            message: message.into(),
+        }
     }
 
     /// A [`TinyAgentsError::Config`] error at `path`.
     pub fn config_at(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Config { path: Some(path.into()), message: message.into() }
+        Self::Config {
+            path: Some(path.into()),
+            message: message.into(),
+        }
     }
 
     /// A [`TinyAgentsError::Model`] error.
     pub fn model(message: impl Into<String>, retryable: bool) -> Self {
-        Self::Model { message: message.into(), retryable, retry_after: None }
+        Self::Model {
+            message: message.into(),
+            retryable,
+            retry_after: None,
+        }
     }
 
     /// A [`TinyAgentsError::Tool`] error.
     pub fn tool(tool: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Tool { tool: tool.into(), message: message.into() }
+        Self::Tool {
+            tool: tool.into(),
+            message: message.into(),
+        }
     }
 
     /// A [`TinyAgentsError::Timeout`] error.
     pub fn timeout(what: impl Into<String>, after: Duration) -> Self {
-        Self::Timeout { what: what.into(), after }
+        Self::Timeout {
+            what: what.into(),
+            after,
+        }
     }
 
     /// A [`TinyAgentsError::LimitExceeded`] error.
     pub fn limit(limit: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::LimitExceeded { limit: limit.into(), message: message.into() }
+        Self::LimitExceeded {
+            limit: limit.into(),
+            message: message.into(),
+        }
     }
 
     /// A [`TinyAgentsError::Interrupted`] error.
     pub fn interrupted(node: Option<String>, message: impl Into<String>) -> Self {
-        Self::Interrupted { node, message: message.into() }
+        Self::Interrupted {
+            node,
+            message: message.into(),
+        }
     }
 
     /// A [`TinyAgentsError::Cancelled`] error.
@@ -218,7 +242,10 @@ impl TinyAgentsError {
 
     /// A [`TinyAgentsError::Middleware`] error.
     pub fn middleware(middleware: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Middleware { middleware: middleware.into(), message: message.into() }
+        Self::Middleware {
+            middleware: middleware.into(),
+            message: message.into(),
+        }
     }
 
     /// The error's class.

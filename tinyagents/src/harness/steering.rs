@@ -77,7 +77,12 @@ pub struct SteeringCommand {
 impl SteeringCommand {
     /// A command for the receiving run.
     pub fn new(id: impl Into<String>, action: SteeringAction) -> Self {
-        Self { id: id.into(), target_run: None, action, decision: SteeringDecision::Accept }
+        Self {
+            id: id.into(),
+            target_run: None,
+            action,
+            decision: SteeringDecision::Accept,
+        }
     }
 
     /// The same command addressed to a child run.

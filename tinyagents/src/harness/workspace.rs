@@ -28,7 +28,11 @@ pub struct WorkspaceDescriptor {
 impl WorkspaceDescriptor {
     /// A workspace rooted at `root`, not sandboxed, writable.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), sandbox: SandboxMode::Off, read_only: false }
+        Self {
+            root: root.into(),
+            sandbox: SandboxMode::Off,
+            read_only: false,
+        }
     }
 
     /// The same workspace with a sandbox mode.

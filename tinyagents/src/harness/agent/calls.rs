@@ -41,7 +41,11 @@ where
             run_id: ctx.run_id().clone(),
             step,
             attempt,
-            model: if request.route.is_some() { model.id().into() } else { self.agent.model_id.clone() },
+            model: if request.route.is_some() {
+                model.id().into()
+            } else {
+                self.agent.model_id.clone()
+            },
         });
         let result = async {
             let mut stream = model.stream(&request).await?;
@@ -57,7 +61,11 @@ where
                     continue;
                 }
                 if forward {
-                    ctx.sink().emit(AgentEvent::ModelDelta { run_id: ctx.run_id().clone(), attempt, delta: delta.clone() });
+                    ctx.sink().emit(AgentEvent::ModelDelta {
+                        run_id: ctx.run_id().clone(),
+                        attempt,
+                        delta: delta.clone(),
+                    });
                 }
                 acc.push(&delta);
             }
@@ -121,7 +129,11 @@ where
             let known: Vec<&str> = self.agent.tools.names().collect();
             return Err(TinyAgentsError::tool(
                 &call.name,
-                format!("there is no tool named `{}`; the tools are: {}", call.name, known.join(", ")),
+                format!(
+                    "there is no tool named `{}`; the tools are: {}",
+                    call.name,
+                    known.join(", ")
+                ),
             ));
         };
         let stack = &self.agent.stack;
@@ -164,6 +176,9 @@ where
 
 fn forward_tool_delta<C>(ctx: &RunContext<C>, delta: ToolDelta) {
     if !delta.is_suppressed() {
-        ctx.emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta { run_id: ctx.run_id().clone(), delta });
+        ctx.emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta {
+            run_id: ctx.run_id().clone(),
+            delta,
+        });
     }
 }

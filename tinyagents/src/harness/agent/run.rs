@@ -58,6 +58,9 @@ impl AgentRun {
 
     /// The final assistant text (empty when there is none).
     pub fn final_text(&self) -> String {
-        self.final_message.as_ref().map(|m| m.text().into_owned()).unwrap_or_default()
+        self.final_message
+            .as_ref()
+            .map(|m| m.text().into_owned())
+            .unwrap_or_default()
     }
 }

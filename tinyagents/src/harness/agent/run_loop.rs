@@ -67,7 +67,9 @@ where
         }
         loop {
             if ctx.is_cancelled() {
-                return self.fail(ctx, state, TinyAgentsError::cancelled("the run was cancelled")).await;
+                return self
+                    .fail(ctx, state, TinyAgentsError::cancelled("the run was cancelled"))
+                    .await;
             }
             if ctx.counters().steps >= self.max_steps {
                 let e = TinyAgentsError::limit(
@@ -97,7 +99,10 @@ where
                 Next::Continue | Next::Model => {}
             }
 
-            let mut response = self.stack.run_wrapped_model(ctx, state, request, &ModelCall { agent: self }).await?;
+            let mut response = self
+                .stack
+                .run_wrapped_model(ctx, state, request, &ModelCall { agent: self })
+                .await?;
             self.stack.run_after_model(ctx, state, &mut response).await?;
             run.messages.push(response.message.clone());
             run.final_message = Some(response.message.clone());
@@ -109,7 +114,11 @@ where
                     return Ok(stop);
                 }
                 Next::Model => {
-                    self.answer_skipped(run, &calls, "a middleware sent the run back to the model before this call ran");
+                    self.answer_skipped(
+                        run,
+                        &calls,
+                        "a middleware sent the run back to the model before this call ran",
+                    );
                     continue;
                 }
                 Next::Continue => {}
@@ -119,7 +128,8 @@ where
             }
 
             let results = self.run_batch(ctx, state, calls).await?;
-            run.messages.extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
+            run.messages
+                .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
             match self.safe_point(ctx, run, None)? {
                 Next::Stop(stop) => return Ok(stop),
                 Next::Continue | Next::Model => {}
@@ -136,12 +146,18 @@ where
     /// Every tool call of a reply gets one result, even when it never runs.
     fn answer_skipped(&self, run: &mut AgentRun, calls: &[ToolCall], why: &str) {
         for call in calls {
-            run.messages.push(Message::tool(&call.id, &call.name, format!("not run: {why}")));
+            run.messages
+                .push(Message::tool(&call.id, &call.name, format!("not run: {why}")));
         }
     }
 
     /// Drains control requests and jumps at a safe point.
-    fn safe_point(&self, ctx: &mut RunContext<C>, run: &mut AgentRun, response: Option<&ModelResponse>) -> Result<Next> {
+    fn safe_point(
+        &self,
+        ctx: &mut RunContext<C>,
+        run: &mut AgentRun,
+        response: Option<&ModelResponse>,
+    ) -> Result<Next> {
         if let Some(control) = ctx.take_control() {
             ctx.take_jump();
             let kind = control.kind();
@@ -165,7 +181,9 @@ where
                 }
             };
         }
-        let Some(jump) = ctx.take_jump() else { return Ok(Next::Continue) };
+        let Some(jump) = ctx.take_jump() else {
+            return Ok(Next::Continue);
+        };
         let by = jump.by.as_deref().unwrap_or("a middleware");
         let (label, next) = match jump.target {
             JumpTarget::End => ("jump_to_end", Next::Stop(StopReason::JumpedToEnd)),
@@ -185,14 +203,22 @@ where
         let prepared = calls
             .into_iter()
             .map(|call| {
-                let access = self.tools.get(&call.name).map(|t| t.file_access(&call.arguments)).unwrap_or_default();
+                let access = self
+                    .tools
+                    .get(&call.name)
+                    .map(|t| t.file_access(&call.arguments))
+                    .unwrap_or_default();
                 PreparedToolCall::new(call, access)
             })
             .collect();
         let mut batch = PreparedBatch::new(prepared);
         self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
 
-        let items: Vec<(ToolCall, PreparedCallVerdict)> = batch.into_calls().into_iter().map(PreparedToolCall::into_parts).collect();
+        let items: Vec<(ToolCall, PreparedCallVerdict)> = batch
+            .into_calls()
+            .into_iter()
+            .map(PreparedToolCall::into_parts)
+            .collect();
         let proceeding = items.iter().filter(|(_, v)| *v == PreparedCallVerdict::Proceed).count();
         match self.fork {
             Some(fork) if proceeding > 1 => {
@@ -202,7 +228,9 @@ where
                     async move {
                         let r = match verdict {
                             PreparedCallVerdict::Proceed => self.run_one(&mut branch, state, call).await,
-                            PreparedCallVerdict::Reject(result) => self.finish_rejected(&mut branch, state, result).await,
+                            PreparedCallVerdict::Reject(result) => {
+                                self.finish_rejected(&mut branch, state, result).await
+                            }
                         };
                         (branch, r)
                     }
@@ -263,11 +291,19 @@ where
                     tool: name.clone(),
                 });
                 ctx.counters_mut().tool_calls += 1;
-                match self.stack.run_wrapped_tool(ctx, state, call, &ToolCallBase { agent: self }).await {
+                match self
+                    .stack
+                    .run_wrapped_tool(ctx, state, call, &ToolCallBase { agent: self })
+                    .await
+                {
                     Ok(r) => r,
-                    Err(e) if self.tool_errors.to_result(&e) => {
-                        ToolResult { call_id: id, name, content: e.to_string(), error: Some(e.to_string()), data: None }
-                    }
+                    Err(e) if self.tool_errors.to_result(&e) => ToolResult {
+                        call_id: id,
+                        name,
+                        content: e.to_string(),
+                        error: Some(e.to_string()),
+                        data: None,
+                    },
                     Err(e) => return Err(e),
                 }
             }

@@ -46,7 +46,11 @@ where
             "properties": {"input": {"type": "string", "description": "The task for the sub-agent."}},
             "required": ["input"]
         }));
-        Self { agent, schema, make: Box::new(make) }
+        Self {
+            agent,
+            schema,
+            make: Box::new(make),
+        }
     }
 }
 
@@ -75,6 +79,10 @@ where
             ctx = ctx.with_workspace(ws.clone());
         }
         let run = self.agent.run(&mut ctx, &state, input).await?;
-        Ok(ToolOutput { content: run.final_text(), data: run.structured_output.clone(), usage: Some(run.usage) })
+        Ok(ToolOutput {
+            content: run.final_text(),
+            data: run.structured_output.clone(),
+            usage: Some(run.usage),
+        })
     }
 }

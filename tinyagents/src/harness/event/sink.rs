@@ -93,12 +93,18 @@ impl Default for CollectingSink {
 impl CollectingSink {
     /// A sink collecting every kind.
     pub fn new() -> Self {
-        Self { events: Mutex::new(Vec::new()), mask: EventMask::ALL }
+        Self {
+            events: Mutex::new(Vec::new()),
+            mask: EventMask::ALL,
+        }
     }
 
     /// A sink collecting only the kinds in `mask`.
     pub fn with_mask(mask: EventMask) -> Self {
-        Self { events: Mutex::new(Vec::new()), mask }
+        Self {
+            events: Mutex::new(Vec::new()),
+            mask,
+        }
     }
 
     /// A copy of the events so far.

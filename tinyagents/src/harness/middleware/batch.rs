@@ -25,7 +25,11 @@ pub struct PreparedToolCall {
 impl PreparedToolCall {
     /// A prepared call that will proceed.
     pub fn new(call: ToolCall, access: Vec<FileAccess>) -> Self {
-        Self { call, access, verdict: PreparedCallVerdict::Proceed }
+        Self {
+            call,
+            access,
+            verdict: PreparedCallVerdict::Proceed,
+        }
     }
 
     /// The verdict so far.

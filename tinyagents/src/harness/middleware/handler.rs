@@ -1,7 +1,10 @@
 //! The `next` handles passed to wrap middleware: [`ModelHandler`] and [`ToolHandler`].
 
 use super::invoke::{catch, outcome_of, Bracket, Slot};
-use super::{HookKind, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
+use super::{
+    HookKind, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelBaseCall, ModelMiddleware, ToolBaseCall,
+    ToolMiddleware,
+};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::model::ModelRequest;

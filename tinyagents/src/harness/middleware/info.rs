@@ -27,7 +27,14 @@ pub struct MiddlewareInfo {
 impl MiddlewareInfo {
     /// Info with a name, every lifecycle hook, no ordering, every jump, no doc.
     pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
-        Self { name: name.into(), hooks: HookSet::LIFECYCLE, before: Vec::new(), after: Vec::new(), jumps: JumpSet::all(), doc: None }
+        Self {
+            name: name.into(),
+            hooks: HookSet::LIFECYCLE,
+            before: Vec::new(),
+            after: Vec::new(),
+            jumps: JumpSet::all(),
+            doc: None,
+        }
     }
 
     /// The same info with these hooks.

@@ -25,7 +25,12 @@ pub(crate) struct Slot<T: ?Sized> {
 
 impl<T: ?Sized> Clone for Slot<T> {
     fn clone(&self) -> Self {
-        Self { mw: self.mw.clone(), name: self.name.clone(), jumps: self.jumps, sync: self.sync }
+        Self {
+            mw: self.mw.clone(),
+            name: self.name.clone(),
+            jumps: self.jumps,
+            sync: self.sync,
+        }
     }
 }
 
@@ -48,7 +53,11 @@ impl Bracket {
     #[inline]
     pub(crate) fn open<C>(ctx: &RunContext<C>, name: &Arc<str>, hook: HookKind) -> Self {
         if ctx.wants(EventKind::MiddlewareStarted) {
-            ctx.sink().emit(AgentEvent::MiddlewareStarted { run_id: ctx.run_id().clone(), middleware: name.clone(), hook });
+            ctx.sink().emit(AgentEvent::MiddlewareStarted {
+                run_id: ctx.run_id().clone(),
+                middleware: name.clone(),
+                hook,
+            });
         }
         let pending = ctx.wants(EventKind::MiddlewareCompleted).then(|| Pending {
             sink: ctx.sink().clone(),
@@ -61,7 +70,12 @@ impl Bracket {
     #[inline]
     pub(crate) fn close(mut self, outcome: HookOutcome) {
         if let Some(p) = self.pending.take() {
-            p.sink.emit(AgentEvent::MiddlewareCompleted { run_id: p.run_id, middleware: p.name, hook: self.hook, outcome });
+            p.sink.emit(AgentEvent::MiddlewareCompleted {
+                run_id: p.run_id,
+                middleware: p.name,
+                hook: self.hook,
+                outcome,
+            });
         }
     }
 }
@@ -97,7 +111,11 @@ pub(crate) fn panic_error(name: &str, hook: HookKind, payload: Box<dyn Any + Sen
         .map(|s| (*s).to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".to_string());
-    TinyAgentsError::MiddlewarePanic { middleware: name.to_string(), hook: hook.as_str(), message }
+    TinyAgentsError::MiddlewarePanic {
+        middleware: name.to_string(),
+        hook: hook.as_str(),
+        message,
+    }
 }
 
 /// Awaits a hook future, turning a panic into a classified error. Returns the

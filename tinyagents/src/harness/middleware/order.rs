@@ -61,7 +61,9 @@ fn describe_cycle(nodes: &[OrderNode<'_>], edges: &[BTreeSet<usize>], indegree: 
     let mut path = vec![start];
     let mut cur = start;
     loop {
-        let Some(&next) = edges[cur].iter().find(|&&t| indegree[t] > 0) else { break };
+        let Some(&next) = edges[cur].iter().find(|&&t| indegree[t] > 0) else {
+            break;
+        };
         if let Some(pos) = path.iter().position(|&p| p == next) {
             let mut names: Vec<&str> = path[pos..].iter().map(|&i| nodes[i].name).collect();
             names.push(nodes[next].name);

@@ -7,8 +7,8 @@ use futures::future::BoxFuture;
 use super::invoke::{catch, catch_sync, outcome_of, Bracket, Slot};
 use super::order::{resolve, OrderNode};
 use super::{
-    HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, PreparedBatch, ToolBaseCall,
-    ToolHandler, ToolMiddleware,
+    HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, PreparedBatch,
+    ToolBaseCall, ToolHandler, ToolMiddleware,
 };
 use crate::harness::agent::AgentRun;
 use crate::harness::context::{JumpSet, RunContext};
@@ -87,7 +87,13 @@ where
     C: Send + Sync + 'static,
 {
     fn default() -> Self {
-        Self { registered: Vec::new(), order: Vec::new(), lists: Default::default(), model: Vec::new(), tool: Vec::new() }
+        Self {
+            registered: Vec::new(),
+            order: Vec::new(),
+            lists: Default::default(),
+            model: Vec::new(),
+            tool: Vec::new(),
+        }
     }
 }
 
@@ -128,7 +134,12 @@ hook_fn!(on_tool_batch_fn, on_tool_batch, PreparedBatch);
 hook_fn!(before_tool_fn, before_tool, ToolCall);
 hook_fn!(after_tool_fn, after_tool, ToolResult);
 
-fn before_agent_fn<'a, S, C>(m: &'a dyn Middleware<S, C>, ctx: &'a mut RunContext<C>, state: &'a S, _: &'a mut ()) -> BoxFuture<'a, Result<()>>
+fn before_agent_fn<'a, S, C>(
+    m: &'a dyn Middleware<S, C>,
+    ctx: &'a mut RunContext<C>,
+    state: &'a S,
+    _: &'a mut (),
+) -> BoxFuture<'a, Result<()>>
 where
     S: Send + Sync + 'static,
     C: Send + Sync + 'static,
@@ -164,7 +175,11 @@ where
 
     /// [`add`](Self::add) under a name of your choosing: how a second instance
     /// of the same middleware is registered.
-    pub fn add_named<M: Middleware<S, C> + 'static>(&mut self, name: impl Into<String>, middleware: M) -> Result<&mut Self> {
+    pub fn add_named<M: Middleware<S, C> + 'static>(
+        &mut self,
+        name: impl Into<String>,
+        middleware: M,
+    ) -> Result<&mut Self> {
         self.add_dyn(Arc::new(middleware), Some(name.into()))
     }
 
@@ -201,7 +216,13 @@ where
     /// Registers a wrap-only model middleware; a duplicate name is a `Config` error.
     pub fn try_push_model(&mut self, middleware: Arc<dyn ModelMiddleware<S, C>>) -> Result<&mut Self> {
         let info = MiddlewareInfo::new(middleware.name().to_owned()).with_hooks(HookSet::WRAP_MODEL);
-        self.insert(Entry { name: Arc::from(info.name.as_ref()), info, lifecycle: None, model: Some(middleware), tool: None })
+        self.insert(Entry {
+            name: Arc::from(info.name.as_ref()),
+            info,
+            lifecycle: None,
+            model: Some(middleware),
+            tool: None,
+        })
     }
 
     /// Registers a wrap-only tool middleware (one without a `Middleware` impl).
@@ -218,7 +239,13 @@ where
     /// Registers a wrap-only tool middleware; a duplicate name is a `Config` error.
     pub fn try_push_tool(&mut self, middleware: Arc<dyn ToolMiddleware<S, C>>) -> Result<&mut Self> {
         let info = MiddlewareInfo::new(middleware.name().to_owned()).with_hooks(HookSet::WRAP_TOOL);
-        self.insert(Entry { name: Arc::from(info.name.as_ref()), info, lifecycle: None, model: None, tool: Some(middleware) })
+        self.insert(Entry {
+            name: Arc::from(info.name.as_ref()),
+            info,
+            lifecycle: None,
+            model: None,
+            tool: Some(middleware),
+        })
     }
 
     fn add_dyn(&mut self, middleware: Arc<dyn Middleware<S, C>>, name: Option<String>) -> Result<&mut Self> {
@@ -235,7 +262,13 @@ where
             info.hooks |= HookSet::WRAP_TOOL;
         }
         let lifecycle = info.hooks.intersects(HookSet::LIFECYCLE).then_some(middleware);
-        self.insert(Entry { name: Arc::from(info.name.as_ref()), info, lifecycle, model, tool })
+        self.insert(Entry {
+            name: Arc::from(info.name.as_ref()),
+            info,
+            lifecycle,
+            model,
+            tool,
+        })
     }
 
     fn insert(&mut self, entry: Entry<S, C>) -> Result<&mut Self> {
@@ -291,14 +324,29 @@ where
                         HookKind::OnToolDelta => hooks.contains(HookSet::SYNC_TOOL_DELTA),
                         _ => false,
                     };
-                    self.lists[kind as usize].push(Slot { mw: mw.clone(), name: name.clone(), jumps, sync });
+                    self.lists[kind as usize].push(Slot {
+                        mw: mw.clone(),
+                        name: name.clone(),
+                        jumps,
+                        sync,
+                    });
                 }
             }
             if let Some(mw) = &e.model {
-                self.model.push(Slot { mw: mw.clone(), name: name.clone(), jumps, sync: false });
+                self.model.push(Slot {
+                    mw: mw.clone(),
+                    name: name.clone(),
+                    jumps,
+                    sync: false,
+                });
             }
             if let Some(mw) = &e.tool {
-                self.tool.push(Slot { mw: mw.clone(), name: name.clone(), jumps, sync: false });
+                self.tool.push(Slot {
+                    mw: mw.clone(),
+                    name: name.clone(),
+                    jumps,
+                    sync: false,
+                });
             }
         }
     }
@@ -410,52 +458,89 @@ where
 
     /// Runs `before_agent` hooks in registration order.
     pub async fn run_before_agent(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
-        self.dispatch(HookKind::BeforeAgent, false, ctx, state, &mut (), before_agent_fn).await
+        self.dispatch(HookKind::BeforeAgent, false, ctx, state, &mut (), before_agent_fn)
+            .await
     }
 
     /// Runs `after_agent` hooks in reverse registration order.
     pub async fn run_after_agent(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<()> {
-        self.dispatch(HookKind::AfterAgent, true, ctx, state, run, after_agent_fn).await
+        self.dispatch(HookKind::AfterAgent, true, ctx, state, run, after_agent_fn)
+            .await
     }
 
     /// Runs `before_steering` hooks in registration order.
-    pub async fn run_before_steering(&self, ctx: &mut RunContext<C>, state: &S, command: &mut SteeringCommand) -> Result<()> {
-        self.dispatch(HookKind::BeforeSteering, false, ctx, state, command, before_steering_fn).await
+    pub async fn run_before_steering(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        command: &mut SteeringCommand,
+    ) -> Result<()> {
+        self.dispatch(HookKind::BeforeSteering, false, ctx, state, command, before_steering_fn)
+            .await
     }
 
     /// Runs `after_steering` hooks in reverse registration order.
-    pub async fn run_after_steering(&self, ctx: &mut RunContext<C>, state: &S, outcome: &mut SteeringOutcome) -> Result<()> {
-        self.dispatch(HookKind::AfterSteering, true, ctx, state, outcome, after_steering_fn).await
+    pub async fn run_after_steering(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        outcome: &mut SteeringOutcome,
+    ) -> Result<()> {
+        self.dispatch(HookKind::AfterSteering, true, ctx, state, outcome, after_steering_fn)
+            .await
     }
 
     /// Runs `before_model` hooks in registration order.
     pub async fn run_before_model(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
-        self.dispatch(HookKind::BeforeModel, false, ctx, state, request, before_model_fn).await
+        self.dispatch(HookKind::BeforeModel, false, ctx, state, request, before_model_fn)
+            .await
     }
 
     /// Runs `before_model_stream` hooks in registration order.
-    pub async fn run_before_model_stream(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
-        self.dispatch(HookKind::BeforeModelStream, false, ctx, state, request, before_model_stream_fn).await
+    pub async fn run_before_model_stream(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        request: &mut ModelRequest,
+    ) -> Result<()> {
+        self.dispatch(
+            HookKind::BeforeModelStream,
+            false,
+            ctx,
+            state,
+            request,
+            before_model_stream_fn,
+        )
+        .await
     }
 
     /// Runs `after_model` hooks in reverse registration order.
-    pub async fn run_after_model(&self, ctx: &mut RunContext<C>, state: &S, response: &mut ModelResponse) -> Result<()> {
-        self.dispatch(HookKind::AfterModel, true, ctx, state, response, after_model_fn).await
+    pub async fn run_after_model(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        response: &mut ModelResponse,
+    ) -> Result<()> {
+        self.dispatch(HookKind::AfterModel, true, ctx, state, response, after_model_fn)
+            .await
     }
 
     /// Runs `on_tool_batch` hooks in registration order.
     pub async fn run_on_tool_batch(&self, ctx: &mut RunContext<C>, state: &S, batch: &mut PreparedBatch) -> Result<()> {
-        self.dispatch(HookKind::OnToolBatch, false, ctx, state, batch, on_tool_batch_fn).await
+        self.dispatch(HookKind::OnToolBatch, false, ctx, state, batch, on_tool_batch_fn)
+            .await
     }
 
     /// Runs `before_tool` hooks in registration order.
     pub async fn run_before_tool(&self, ctx: &mut RunContext<C>, state: &S, call: &mut ToolCall) -> Result<()> {
-        self.dispatch(HookKind::BeforeTool, false, ctx, state, call, before_tool_fn).await
+        self.dispatch(HookKind::BeforeTool, false, ctx, state, call, before_tool_fn)
+            .await
     }
 
     /// Runs `after_tool` hooks in reverse registration order.
     pub async fn run_after_tool(&self, ctx: &mut RunContext<C>, state: &S, result: &mut ToolResult) -> Result<()> {
-        self.dispatch(HookKind::AfterTool, true, ctx, state, result, after_tool_fn).await
+        self.dispatch(HookKind::AfterTool, true, ctx, state, result, after_tool_fn)
+            .await
     }
 
     /// Runs `on_model_delta` hooks in registration order, stopping at the
@@ -469,9 +554,19 @@ where
         }
         for slot in list {
             let res = if slot.sync {
-                catch_sync(|| slot.mw.on_model_delta_sync(ctx, state, delta), &slot.name, HookKind::OnModelDelta)
+                catch_sync(
+                    || slot.mw.on_model_delta_sync(ctx, state, delta),
+                    &slot.name,
+                    HookKind::OnModelDelta,
+                )
             } else {
-                catch(slot.mw.on_model_delta(ctx, state, delta), &slot.name, HookKind::OnModelDelta).await.0
+                catch(
+                    slot.mw.on_model_delta(ctx, state, delta),
+                    &slot.name,
+                    HookKind::OnModelDelta,
+                )
+                .await
+                .0
             };
             if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
                 self.run_on_error(ctx, state, &e).await;
@@ -496,9 +591,19 @@ where
         }
         for slot in list {
             let res = if slot.sync {
-                catch_sync(|| slot.mw.on_tool_delta_sync(ctx, state, delta), &slot.name, HookKind::OnToolDelta)
+                catch_sync(
+                    || slot.mw.on_tool_delta_sync(ctx, state, delta),
+                    &slot.name,
+                    HookKind::OnToolDelta,
+                )
             } else {
-                catch(slot.mw.on_tool_delta(ctx, state, delta), &slot.name, HookKind::OnToolDelta).await.0
+                catch(
+                    slot.mw.on_tool_delta(ctx, state, delta),
+                    &slot.name,
+                    HookKind::OnToolDelta,
+                )
+                .await
+                .0
             };
             if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
                 self.run_on_error(ctx, state, &e).await;
@@ -554,6 +659,8 @@ where
 
     /// The jump targets every registered middleware may request, united.
     pub fn declared_jumps(&self) -> JumpSet {
-        self.registered.iter().fold(JumpSet::empty(), |acc, e| acc | e.info.jumps)
+        self.registered
+            .iter()
+            .fold(JumpSet::empty(), |acc, e| acc | e.info.jumps)
     }
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{HookSet, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, PreparedBatch, ToolHandler};
+use super::{
+    HookSet, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, PreparedBatch, ToolHandler,
+};
 use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
@@ -98,12 +100,22 @@ where
 
     /// Before a steering command is applied: edit it (transform), or
     /// [`reject`](SteeringCommand::reject) or [`defer`](SteeringCommand::defer) it.
-    async fn before_steering(&self, ctx: &mut RunContext<Ctx>, state: &State, command: &mut SteeringCommand) -> Result<()> {
+    async fn before_steering(
+        &self,
+        ctx: &mut RunContext<Ctx>,
+        state: &State,
+        command: &mut SteeringCommand,
+    ) -> Result<()> {
         Ok(())
     }
 
     /// After a steering command was decided.
-    async fn after_steering(&self, ctx: &mut RunContext<Ctx>, state: &State, outcome: &mut SteeringOutcome) -> Result<()> {
+    async fn after_steering(
+        &self,
+        ctx: &mut RunContext<Ctx>,
+        state: &State,
+        outcome: &mut SteeringOutcome,
+    ) -> Result<()> {
         Ok(())
     }
 
@@ -113,7 +125,12 @@ where
     }
 
     /// Before each streaming model call, after every `before_model`.
-    async fn before_model_stream(&self, ctx: &mut RunContext<Ctx>, state: &State, request: &mut ModelRequest) -> Result<()> {
+    async fn before_model_stream(
+        &self,
+        ctx: &mut RunContext<Ctx>,
+        state: &State,
+        request: &mut ModelRequest,
+    ) -> Result<()> {
         Ok(())
     }
 

@@ -46,7 +46,12 @@ impl ResponseAccumulator {
         match &delta.content {
             DeltaContent::Text { text } => self.text.push_str(text),
             DeltaContent::Reasoning { text } => self.reasoning.push_str(text),
-            DeltaContent::ToolCall { index, id, name, arguments } => {
+            DeltaContent::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            } => {
                 let i = *index as usize;
                 if self.calls.len() <= i {
                     self.calls.resize_with(i + 1, PartialCall::default);
@@ -78,7 +83,11 @@ impl ResponseAccumulator {
         let cut_off = self.finish == Some(FinishReason::Length);
         let mut calls = Vec::with_capacity(self.calls.len());
         for (i, c) in self.calls.into_iter().enumerate() {
-            let args = if c.arguments.trim().is_empty() { "{}" } else { c.arguments.as_str() };
+            let args = if c.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                c.arguments.as_str()
+            };
             let parsed = serde_json::from_str(args);
             match (c.id, c.name, parsed) {
                 (Some(id), Some(name), Ok(arguments)) => calls.push(ToolCall { id, name, arguments }),
@@ -87,7 +96,9 @@ impl ResponseAccumulator {
                     return Err(TinyAgentsError::model(
                         format!(
                             "tool call #{i} from the model is malformed (id: {id:?}, name: {name:?}, arguments: {})",
-                            parsed.err().map_or_else(|| "ok".to_string(), |e| format!("invalid JSON: {e}"))
+                            parsed
+                                .err()
+                                .map_or_else(|| "ok".to_string(), |e| format!("invalid JSON: {e}"))
                         ),
                         true,
                     ))
@@ -96,12 +107,21 @@ impl ResponseAccumulator {
         }
         let mut message = Message::assistant(self.text);
         if !self.reasoning.is_empty() {
-            message.content.insert(0, ContentPart::Reasoning { text: self.reasoning });
+            message
+                .content
+                .insert(0, ContentPart::Reasoning { text: self.reasoning });
         }
-        let finish_reason = self
-            .finish
-            .unwrap_or(if calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls });
+        let finish_reason = self.finish.unwrap_or(if calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        });
         message.tool_calls = calls;
-        Ok(ModelResponse { message, usage: self.usage, finish_reason, model: None })
+        Ok(ModelResponse {
+            message,
+            usage: self.usage,
+            finish_reason,
+            model: None,
+        })
     }
 }

@@ -67,7 +67,10 @@ pub struct ModelDelta {
 impl ModelDelta {
     /// A delta with this content.
     pub const fn new(content: DeltaContent) -> Self {
-        Self { content, suppressed: false }
+        Self {
+            content,
+            suppressed: false,
+        }
     }
 
     /// A text delta.

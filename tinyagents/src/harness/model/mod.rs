@@ -12,7 +12,7 @@ use futures::stream::BoxStream;
 
 pub use accumulate::ResponseAccumulator;
 pub use delta::{DeltaContent, ModelDelta};
-pub use request::{ModelParams, ModelRoute, ModelRequest, PromptSegment, ReasoningEffort, SegmentStability};
+pub use request::{ModelParams, ModelRequest, ModelRoute, PromptSegment, ReasoningEffort, SegmentStability};
 pub use response::{FinishReason, ModelResponse, Usage};
 pub use scripted::{ScriptedModel, ScriptedTurn};
 

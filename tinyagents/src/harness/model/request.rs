@@ -30,12 +30,20 @@ pub struct PromptSegment {
 impl PromptSegment {
     /// A stable segment.
     pub fn stable(id: impl Into<String>, text: impl Into<String>) -> Self {
-        Self { id: id.into(), text: text.into(), stability: SegmentStability::Stable }
+        Self {
+            id: id.into(),
+            text: text.into(),
+            stability: SegmentStability::Stable,
+        }
     }
 
     /// A volatile segment.
     pub fn volatile(id: impl Into<String>, text: impl Into<String>) -> Self {
-        Self { id: id.into(), text: text.into(), stability: SegmentStability::Volatile }
+        Self {
+            id: id.into(),
+            text: text.into(),
+            stability: SegmentStability::Volatile,
+        }
     }
 }
 
@@ -116,7 +124,10 @@ impl PartialEq for ModelRoute {
 impl ModelRequest {
     /// A request with these messages.
     pub fn new(messages: Vec<Message>) -> Self {
-        Self { messages, ..Self::default() }
+        Self {
+            messages,
+            ..Self::default()
+        }
     }
 
     /// The same request with one more system segment.

@@ -25,7 +25,13 @@ pub struct Usage {
 impl Usage {
     /// Usage with input and output tokens.
     pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
-        Self { input_tokens, output_tokens, reasoning_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 }
+        Self {
+            input_tokens,
+            output_tokens,
+            reasoning_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }
     }
 
     /// Every input-side token: uncached, cache read and cache write.
@@ -91,7 +97,12 @@ pub struct ModelResponse {
 impl ModelResponse {
     /// A text reply.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { message: Message::assistant(text), usage: Usage::default(), finish_reason: FinishReason::Stop, model: None }
+        Self {
+            message: Message::assistant(text),
+            usage: Usage::default(),
+            finish_reason: FinishReason::Stop,
+            model: None,
+        }
     }
 
     /// A reply that asks for tool calls.

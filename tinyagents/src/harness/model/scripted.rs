@@ -34,7 +34,11 @@ impl ScriptedTurn {
 
     /// A reply asking for one tool call (id `call-<name>`).
     pub fn tool_call(name: &str, arguments: serde_json::Value) -> Self {
-        Self::Reply(ModelResponse::tool_calls(vec![ToolCall::new(format!("call-{name}"), name, arguments)]))
+        Self::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+            format!("call-{name}"),
+            name,
+            arguments,
+        )]))
     }
 
     /// A reply asking for several tool calls at once.
@@ -84,7 +88,9 @@ pub struct ScriptedModel {
 
 impl std::fmt::Debug for ScriptedModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScriptedModel").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("ScriptedModel")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -93,13 +99,23 @@ impl ScriptedModel {
     pub fn new(turns: impl IntoIterator<Item = ScriptedTurn>) -> Self {
         let turns: VecDeque<_> = turns.into_iter().collect();
         let n = turns.len();
-        Self { id: "scripted".into(), script: Script::Queue(Mutex::new(turns), n), requests: Mutex::new(Vec::new()), record: true }
+        Self {
+            id: "scripted".into(),
+            script: Script::Queue(Mutex::new(turns), n),
+            requests: Mutex::new(Vec::new()),
+            record: true,
+        }
     }
 
     /// A model that answers each request with `f(request)`. It does not record
     /// requests (so it can serve many concurrent runs without growing).
     pub fn from_fn(f: impl Fn(&ModelRequest) -> ScriptedTurn + Send + Sync + 'static) -> Self {
-        Self { id: "scripted".into(), script: Script::Fn(Box::new(f)), requests: Mutex::new(Vec::new()), record: false }
+        Self {
+            id: "scripted".into(),
+            script: Script::Fn(Box::new(f)),
+            requests: Mutex::new(Vec::new()),
+            record: false,
+        }
     }
 
     /// The same model with another id (to tell models apart in fallback tests).
@@ -130,7 +146,10 @@ impl ScriptedModel {
         }
         for (i, call) in response.message.tool_calls.iter().enumerate() {
             let args = call.arguments.to_string();
-            let mid = args.char_indices().nth(args.chars().count() / 2).map_or(args.len(), |(b, _)| b);
+            let mid = args
+                .char_indices()
+                .nth(args.chars().count() / 2)
+                .map_or(args.len(), |(b, _)| b);
             out.push(ModelDelta::new(DeltaContent::ToolCall {
                 index: i as u32,
                 id: Some(call.id.clone()),

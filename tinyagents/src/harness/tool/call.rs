@@ -51,7 +51,11 @@ pub struct ToolCall {
 impl ToolCall {
     /// A call.
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
-        Self { id: id.into(), name: name.into(), arguments }
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
     }
 }
 
@@ -69,7 +73,11 @@ pub struct ToolDelta {
 impl ToolDelta {
     /// A delta for `call_id`.
     pub fn new(call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self { call_id: call_id.into(), content: content.into(), suppressed: false }
+        Self {
+            call_id: call_id.into(),
+            content: content.into(),
+            suppressed: false,
+        }
     }
 
     /// Drops this delta: it is not forwarded to the sink (the suppression is recorded).

@@ -88,7 +88,10 @@ pub struct ToolPolicy {
 impl ToolPolicy {
     /// A classified policy with no side effects (a pure function).
     pub fn classified() -> Self {
-        Self { classified: true, ..Self::default() }
+        Self {
+            classified: true,
+            ..Self::default()
+        }
     }
 
     /// The same policy with these side effects.

@@ -29,7 +29,10 @@ pub struct ToolOutput {
 
 impl From<String> for ToolOutput {
     fn from(content: String) -> Self {
-        Self { content, ..Self::default() }
+        Self {
+            content,
+            ..Self::default()
+        }
     }
 }
 
@@ -41,7 +44,11 @@ impl From<&str> for ToolOutput {
 
 impl From<Value> for ToolOutput {
     fn from(data: Value) -> Self {
-        Self { content: data.to_string(), data: Some(data), usage: None }
+        Self {
+            content: data.to_string(),
+            data: Some(data),
+            usage: None,
+        }
     }
 }
 
@@ -85,7 +92,11 @@ pub struct ToolContext {
 impl ToolContext {
     /// A context for `call_id` under `parent`; `deltas` receives progress.
     pub fn new(call_id: impl Into<String>, parent: ParentRun, deltas: Option<UnboundedSender<ToolDelta>>) -> Self {
-        Self { call_id: call_id.into(), parent, deltas }
+        Self {
+            call_id: call_id.into(),
+            parent,
+            deltas,
+        }
     }
 
     /// The id of the call being run.
@@ -174,7 +185,11 @@ where
     F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput>> + Send + 'static,
 {
-    FnTool { schema: ToolSchema::new(name, description), policy: ToolPolicy::default(), f }
+    FnTool {
+        schema: ToolSchema::new(name, description),
+        policy: ToolPolicy::default(),
+        f,
+    }
 }
 
 #[async_trait]
@@ -205,7 +220,9 @@ pub struct ToolRegistry {
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.tools.iter().map(|t| &t.schema().name)).finish()
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| &t.schema().name))
+            .finish()
     }
 }
 
@@ -251,7 +268,10 @@ impl ToolRegistry {
 
     /// A snapshot of every tool's policy, by name.
     pub fn policies(&self) -> HashMap<String, ToolPolicy> {
-        self.tools.iter().map(|t| (t.schema().name.clone(), t.policy())).collect()
+        self.tools
+            .iter()
+            .map(|t| (t.schema().name.clone(), t.policy()))
+            .collect()
     }
 
     /// The tool names, in registration order.
