@@ -1,0 +1,285 @@
+//! The agent loop: tool refusals become error results, batches keep call
+//! order (also when run concurrently), tool progress flows through delta
+//! hooks, and sub-agent runs nest with depth and usage roll-up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use tinyagents::harness::agent::ToolErrorPolicy;
+use tinyagents::harness::middleware::PreparedBatch;
+use tinyagents::prelude::*;
+use tinyagents::testing::{trace, CollectingSink, RecordingTool};
+
+/// Refuses calls to `rm` in `before_tool`, as a policy middleware would.
+struct NoRm;
+
+#[async_trait]
+impl Middleware<()> for NoRm {
+    fn hooks(&self) -> HookSet {
+        HookSet::BEFORE_TOOL
+    }
+    async fn before_tool(&self, _: &mut RunContext, _: &(), call: &mut ToolCall) -> Result<()> {
+        if call.name == "rm" {
+            return Err(TinyAgentsError::validation("`rm` is not allowed here"));
+        }
+        Ok(())
+    }
+}
+
+fn two_calls() -> ScriptedTurn {
+    ScriptedTurn::tool_calls(vec![
+        ToolCall::new("1", "rm", json!({"path": "/"})),
+        ToolCall::new("2", "ls", json!({})),
+    ])
+}
+
+#[tokio::test]
+async fn a_call_refused_by_policy_becomes_its_error_result_and_the_run_goes_on() {
+    let (rm, ls) = (RecordingTool::new("rm"), RecordingTool::new("ls").returning("a b"));
+    let model = Arc::new(ScriptedModel::new([two_calls(), ScriptedTurn::text("ok")]));
+    let agent = Agent::from_shared(model.clone())
+        .with_tools(ToolRegistry::new().with(rm.clone()).unwrap().with(ls.clone()).unwrap())
+        .with_stack(MiddlewareStack::new().with(NoRm).unwrap());
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "clean up")
+        .await
+        .unwrap();
+    assert_eq!(run.final_text(), "ok");
+    assert!(rm.calls().is_empty(), "the refused tool never ran");
+    assert_eq!(ls.calls().len(), 1);
+    // The model saw one result per call, in call order, the refusal explained.
+    let second_request = &model.requests()[1];
+    let tool_msgs: Vec<_> = second_request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .collect();
+    assert_eq!(tool_msgs.len(), 2);
+    assert_eq!(tool_msgs[0].tool_call_id.as_deref(), Some("1"));
+    assert!(tool_msgs[0].text().contains("`rm` is not allowed here"));
+    assert_eq!(tool_msgs[1].text(), "a b");
+}
+
+#[tokio::test]
+async fn with_fail_run_policy_a_refusal_ends_the_run() {
+    let agent = Agent::new(ScriptedModel::new([two_calls()]))
+        .with_tools(
+            ToolRegistry::new()
+                .with(RecordingTool::new("rm"))
+                .unwrap()
+                .with(RecordingTool::new("ls"))
+                .unwrap(),
+        )
+        .with_stack(MiddlewareStack::new().with(NoRm).unwrap())
+        .with_tool_errors(ToolErrorPolicy::FailRun);
+    let err = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "x")
+        .await
+        .unwrap_err();
+    assert_eq!(err, TinyAgentsError::validation("`rm` is not allowed here"));
+}
+
+#[tokio::test]
+async fn an_unknown_tool_and_a_failing_tool_become_error_results() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            ToolCall::new("1", "nope", json!({})),
+            ToolCall::new("2", "bad", json!({})),
+        ]),
+        ScriptedTurn::text("recovered"),
+    ]));
+    let agent = Agent::from_shared(model.clone()).with_tools(
+        ToolRegistry::new()
+            .with(RecordingTool::new("bad").failing("disk full"))
+            .unwrap(),
+    );
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "x")
+        .await
+        .unwrap();
+    assert_eq!(run.final_text(), "recovered");
+    let msgs = &model.requests()[1].messages;
+    let tool_texts: Vec<String> = msgs
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert!(
+        tool_texts[0].contains("there is no tool named `nope`; the tools are: bad"),
+        "{tool_texts:?}"
+    );
+    assert!(tool_texts[1].contains("disk full"), "{tool_texts:?}");
+}
+
+/// Rejects every second call of a batch in the batch review.
+struct RejectOdd;
+
+#[async_trait]
+impl Middleware<()> for RejectOdd {
+    fn hooks(&self) -> HookSet {
+        HookSet::ON_TOOL_BATCH
+    }
+    async fn on_tool_batch(&self, _: &mut RunContext, _: &(), batch: &mut PreparedBatch) -> Result<()> {
+        for i in (1..batch.len()).step_by(2) {
+            batch.reject(i, "rejected by review");
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_batches_keep_call_order_and_give_every_call_one_result() {
+    // Tools finish in reverse order of their calls.
+    let slow = |name: &'static str, ms: u64| {
+        tool_fn(name, "sleeps", move |_cx, _| async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(format!("{name} done").into())
+        })
+    };
+    let tools = ToolRegistry::new()
+        .with(slow("a", 30))
+        .unwrap()
+        .with(slow("b", 20))
+        .unwrap()
+        .with(slow("c", 10))
+        .unwrap()
+        .with(slow("d", 5))
+        .unwrap();
+    let calls = ["a", "b", "c", "d"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ToolCall::new(i.to_string(), *n, json!({})))
+        .collect();
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(calls),
+        ScriptedTurn::text("fin"),
+    ]));
+    let agent = Agent::from_shared(model.clone())
+        .with_tools(tools)
+        .with_stack(MiddlewareStack::new().with(RejectOdd).unwrap())
+        .with_concurrent_tools();
+    let start = tokio::time::Instant::now();
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "x")
+        .await
+        .unwrap();
+    assert_eq!(run.final_text(), "fin");
+    // a and c ran concurrently: the batch took as long as the slowest, not the sum
+    assert_eq!(start.elapsed(), Duration::from_millis(30));
+    let results: Vec<(String, String)> = model.requests()[1]
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| (m.tool_call_id.clone().unwrap(), m.text().into_owned()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("0".to_owned(), "a done".to_owned()),
+            ("1".to_owned(), "rejected by review".to_owned()),
+            ("2".to_owned(), "c done".to_owned()),
+            ("3".to_owned(), "rejected by review".to_owned()),
+        ]
+    );
+    assert_eq!(run.counters.tool_calls, 2, "counters of concurrent branches merge back");
+}
+
+/// Redacts the word "token" from tool progress.
+struct RedactProgress;
+
+#[async_trait]
+impl Middleware<()> for RedactProgress {
+    fn hooks(&self) -> HookSet {
+        HookSet::ON_TOOL_DELTA
+    }
+    async fn on_tool_delta(&self, _: &mut RunContext, _: &(), delta: &mut ToolDelta) -> Result<()> {
+        delta.content = delta.content.replace("token", "[redacted]");
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn tool_progress_flows_through_delta_hooks_to_the_sink() {
+    let tool = RecordingTool::new("fetch")
+        .with_progress(["using token abc", "50%"])
+        .returning("done");
+    let agent = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("fetch", json!({})),
+        ScriptedTurn::text("ok"),
+    ]))
+    .with_tools(ToolRegistry::new().with(tool).unwrap())
+    .with_stack(MiddlewareStack::new().with(RedactProgress).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    agent
+        .run(
+            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
+            &(),
+            "x",
+        )
+        .await
+        .unwrap();
+    let deltas: Vec<String> = trace(&sink.events())
+        .into_iter()
+        .filter(|l| l.starts_with("tool_delta"))
+        .collect();
+    assert_eq!(deltas, ["tool_delta \"using [redacted] abc\"", "tool_delta \"50%\""]);
+}
+
+#[tokio::test]
+async fn a_sub_agent_runs_as_a_tool_one_level_deeper_under_the_same_stack_with_usage_rolled_up() {
+    let log = tinyagents_tests::Log::default();
+    let stack = Arc::new(
+        MiddlewareStack::new()
+            .with(tinyagents_tests::Recorder::new("obs", &log).only(HookSet::BEFORE_AGENT | HookSet::AFTER_AGENT))
+            .unwrap(),
+    );
+    let child_model = ScriptedModel::new([ScriptedTurn::Reply(
+        ModelResponse::text("child says hi").with_usage(Usage::new(7, 3)),
+    )]);
+    let child = Arc::new(Agent::new(child_model).with_shared_stack(stack.clone()));
+    let parent_model = ScriptedModel::new([
+        ScriptedTurn::Reply(
+            ModelResponse::tool_calls(vec![ToolCall::new("k1", "helper", json!({"input": "say hi"}))])
+                .with_usage(Usage::new(10, 5)),
+        ),
+        ScriptedTurn::Reply(ModelResponse::text("parent done").with_usage(Usage::new(20, 2))),
+    ]);
+    let tools = ToolRegistry::new()
+        .with(AgentTool::new(child, "helper", "A helper agent.", || ((), ())))
+        .unwrap();
+    let parent = Agent::new(parent_model).with_tools(tools).with_shared_stack(stack);
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("p"), ()).with_sink(sink.clone());
+    let run = parent.run(&mut ctx, &(), "delegate").await.unwrap();
+
+    assert_eq!(run.final_text(), "parent done");
+    assert_eq!(run.usage, Usage::new(37, 10), "the child's 7+3 rolled up into 30+7");
+    // the same stack bracketed the nested run
+    assert_eq!(
+        log.lines(),
+        [
+            "obs:before_agent",
+            "obs:before_agent",
+            "obs:after_agent",
+            "obs:after_agent"
+        ]
+    );
+    let started: Vec<_> = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::RunStarted {
+                run_id,
+                parent_run_id,
+                depth,
+            } => Some((run_id.to_string(), parent_run_id.map(|p| p.to_string()), depth)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [("p".to_owned(), None, 0), ("p/k1".to_owned(), Some("p".to_owned()), 1)]
+    );
+}
