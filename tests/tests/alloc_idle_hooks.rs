@@ -1,0 +1,145 @@
+//! Exact allocation counts on the dispatch hot path, measured with a counting
+//! global allocator (dhat in testing mode) in a dedicated test binary.
+//!
+//! * dispatching a hook that no middleware implements, on a stack of 10,
+//!   allocates nothing;
+//! * an invoked async hook allocates exactly one block (its boxed future);
+//! * a sync delta hook allocates nothing;
+//! * with a sink that wants nothing, no event is built.
+//!
+//! `harness = false`: one `main`, so no other test thread allocates meanwhile.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use async_trait::async_trait;
+use tinyagents::prelude::*;
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+/// Polls a future that completes without waiting, once.
+fn ready<F: Future>(fut: F) -> F::Output {
+    match pin!(fut).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => panic!("the future was expected to complete at once"),
+    }
+}
+
+/// Implements exactly the hooks it is told to.
+struct Only(HookSet, &'static str);
+
+#[async_trait]
+impl Middleware<()> for Only {
+    fn name(&self) -> &str {
+        self.1
+    }
+    fn hooks(&self) -> HookSet {
+        self.0
+    }
+    async fn before_model(&self, _: &mut RunContext, _: &(), request: &mut ModelRequest) -> Result<()> {
+        request.params.temperature = Some(0.5);
+        Ok(())
+    }
+    fn on_model_delta_sync(&self, _: &mut RunContext, _: &(), delta: &mut ModelDelta) -> Result<()> {
+        if let Some(t) = delta.text_mut() {
+            t.make_ascii_uppercase();
+        }
+        Ok(())
+    }
+}
+
+const NAMES: [&str; 10] = ["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"];
+
+fn blocks_during(f: impl FnOnce()) -> u64 {
+    let before = dhat::HeapStats::get().total_blocks;
+    f();
+    dhat::HeapStats::get().total_blocks - before
+}
+
+fn main() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+
+    // Ten middleware, none of which implements before_model or on_model_delta.
+    let mut idle: MiddlewareStack<()> = MiddlewareStack::new();
+    for name in NAMES {
+        idle.add(Only(HookSet::AFTER_TOOL | HookSet::BEFORE_AGENT, name))
+            .unwrap();
+    }
+    // Ten middleware, one of which implements before_model and a sync delta hook.
+    let mut one: MiddlewareStack<()> = MiddlewareStack::new();
+    for (i, name) in NAMES.into_iter().enumerate() {
+        let hooks = if i == 4 {
+            HookSet::BEFORE_MODEL | HookSet::ON_MODEL_DELTA | HookSet::SYNC_MODEL_DELTA
+        } else {
+            HookSet::AFTER_TOOL
+        };
+        one.add(Only(hooks, name)).unwrap();
+    }
+    let mut ctx: RunContext = RunContext::new(RunConfig::new("alloc"), ());
+    let mut request = ModelRequest::default();
+    let mut delta = ModelDelta::text("hello");
+
+    // Warm up (lazy statics, first-use paths).
+    ready(idle.run_before_model(&mut ctx, &(), &mut request)).unwrap();
+    ready(one.run_before_model(&mut ctx, &(), &mut request)).unwrap();
+
+    let idle_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            ready(idle.run_before_model(&mut ctx, &(), &mut request)).unwrap();
+            ready(idle.run_on_model_delta(&mut ctx, &(), &mut delta)).unwrap();
+            ready(idle.run_after_model(&mut ctx, &(), &mut ModelResponse::text(""))).unwrap_or(());
+        }
+    });
+    let response_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            drop(ModelResponse::text(""));
+        }
+    });
+    let one_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            ready(one.run_before_model(&mut ctx, &(), &mut request)).unwrap();
+        }
+    });
+    let sync_delta_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            ready(one.run_on_model_delta(&mut ctx, &(), &mut delta)).unwrap();
+        }
+    });
+
+    let mut failures = Vec::new();
+    // The ModelResponse values themselves allocate; dispatch adds nothing.
+    if idle_blocks != response_blocks {
+        failures.push(format!(
+            "dispatching unimplemented hooks on a stack of 10 allocated {} blocks in 1000 rounds (expected 0)",
+            idle_blocks - response_blocks
+        ));
+    }
+    if one_blocks != 1000 {
+        failures.push(format!(
+            "1000 invoked async hooks allocated {one_blocks} blocks (expected exactly 1000: one boxed future each)"
+        ));
+    }
+    if sync_delta_blocks != 0 {
+        failures.push(format!(
+            "1000 sync delta hooks allocated {sync_delta_blocks} blocks (expected 0)"
+        ));
+    }
+    assert_eq!(delta.as_text(), Some("HELLO"), "the sync delta hook ran");
+    assert_eq!(request.params.temperature, Some(0.5), "the async hook ran");
+
+    if failures.is_empty() {
+        println!("test result: ok. 3 passed; 0 failed");
+    } else {
+        for f in &failures {
+            eprintln!("FAILED: {f}");
+        }
+        println!(
+            "test result: FAILED. {} passed; {} failed",
+            3 - failures.len(),
+            failures.len()
+        );
+        std::process::exit(1);
+    }
+}
