@@ -3,6 +3,11 @@
 
 use std::sync::{Arc, Mutex};
 
+/// The README's Rust snippets, compiled and run as doc tests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 use async_trait::async_trait;
 use tinyagents::harness::middleware::{MiddlewareInfo, ModelMiddleware, ToolMiddleware};
 use tinyagents::prelude::*;

@@ -101,6 +101,18 @@ pub fn trace_line(event: &AgentEvent) -> Option<String> {
         } => format!("tool_done {tool} error"),
         AgentEvent::ControlApplied { control, .. } => format!("control {control}"),
         AgentEvent::StateUpdated { key, .. } => format!("state {key}"),
+        AgentEvent::Steering {
+            command_id,
+            action,
+            decision,
+            transformed,
+            ..
+        } => {
+            format!(
+                "steering {command_id} {action} {decision}{}",
+                if *transformed { " transformed" } else { "" }
+            )
+        }
         AgentEvent::ToolsFiltered { by, excluded, .. } => format!("tools_filtered {by} -{}", excluded.join(",")),
         AgentEvent::Notice { source, message, .. } => format!("notice {source}: {message}"),
         AgentEvent::Custom { middleware, name, .. } => format!("custom {middleware}.{name}"),

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};
 use crate::harness::model::Usage;
+use crate::harness::steering::SteeringHandle;
 use crate::harness::tool::ParentRun;
 use crate::harness::workspace::WorkspaceDescriptor;
 
@@ -219,6 +220,8 @@ pub struct RunContext<Ctx = ()> {
     jump: Option<JumpRequest>,
     cancellation: CancellationToken,
     locals: RunLocals,
+    steering: Option<(SteeringHandle, bool)>,
+    max_steps: Option<u32>,
 }
 
 impl<Ctx> std::fmt::Debug for RunContext<Ctx> {
@@ -249,7 +252,37 @@ impl<Ctx> RunContext<Ctx> {
             jump: None,
             cancellation: CancellationToken::new(),
             locals: RunLocals::default(),
+            steering: None,
+            max_steps: None,
         }
+    }
+
+    /// The same context steered by `handle`: commands without a target go to this run.
+    pub fn with_steering(mut self, handle: SteeringHandle) -> Self {
+        self.steering = Some((handle, true));
+        self
+    }
+
+    /// The same context under a parent's steering handle: it receives only
+    /// commands addressed to its own run id.
+    pub fn with_child_steering(mut self, handle: SteeringHandle) -> Self {
+        self.steering = Some((handle, false));
+        self
+    }
+
+    /// The steering handle, and whether this run is its root.
+    pub(crate) fn steering(&self) -> Option<&(SteeringHandle, bool)> {
+        self.steering.as_ref()
+    }
+
+    /// This run's step limit, when steering adjusted it.
+    pub fn max_steps_override(&self) -> Option<u32> {
+        self.max_steps
+    }
+
+    /// Sets this run's step limit (steering's `AdjustLimits`).
+    pub fn set_max_steps(&mut self, max_steps: Option<u32>) {
+        self.max_steps = max_steps;
     }
 
     /// The same context reporting to `sink`.
@@ -479,6 +512,7 @@ impl<Ctx> RunContext<Ctx> {
             sink: self.sink.clone(),
             workspace: self.workspace.clone(),
             cancellation: self.cancellation.clone(),
+            steering: self.steering.as_ref().map(|(h, _)| h.clone()),
         }
     }
 
@@ -499,6 +533,8 @@ impl<Ctx> RunContext<Ctx> {
             jump: None,
             cancellation: self.cancellation.clone(),
             locals: self.locals.clone(),
+            steering: self.steering.clone(),
+            max_steps: self.max_steps,
         }
     }
 

@@ -112,3 +112,115 @@ pub struct SteeringOutcome {
     /// Whether it was applied.
     pub applied: bool,
 }
+
+/// A cloneable handle to steer running agents from outside.
+///
+/// Attach it to a run with [`RunContext::with_steering`](crate::harness::context::RunContext::with_steering);
+/// sub-agent runs started under that run share it. A command without a
+/// target goes to the run the handle was attached to; a command
+/// [`for_run`](SteeringCommand::for_run) a child run id waits until that
+/// child reaches a safe point. Commands are applied only at safe points
+/// (between steps), never inside a model call or a tool call.
+///
+/// ```
+/// use tinyagents::harness::steering::{SteeringAction, SteeringCommand, SteeringHandle};
+///
+/// let handle = SteeringHandle::new();
+/// handle.send(SteeringCommand::new("c1", SteeringAction::Pause { reason: "lunch".into() }));
+/// assert_eq!(handle.pending(None), 1);
+/// ```
+#[derive(Clone, Default)]
+pub struct SteeringHandle {
+    queues: std::sync::Arc<
+        std::sync::Mutex<std::collections::HashMap<String, std::collections::VecDeque<SteeringCommand>>>,
+    >,
+}
+
+impl std::fmt::Debug for SteeringHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SteeringHandle").finish_non_exhaustive()
+    }
+}
+
+impl SteeringHandle {
+    /// A handle with nothing queued.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn key(target: Option<&str>) -> String {
+        target.unwrap_or("").to_owned()
+    }
+
+    /// Queues a command for its target run (the root run when it has none).
+    pub fn send(&self, command: SteeringCommand) {
+        let key = Self::key(command.target_run.as_deref());
+        self.queues
+            .lock()
+            .expect("steering lock")
+            .entry(key)
+            .or_default()
+            .push_back(command);
+    }
+
+    /// How many commands wait for `run` (`None`: the root run).
+    pub fn pending(&self, run: Option<&str>) -> usize {
+        self.queues
+            .lock()
+            .expect("steering lock")
+            .get(&Self::key(run))
+            .map_or(0, std::collections::VecDeque::len)
+    }
+
+    /// Takes every command waiting for a run: those addressed to its id, and,
+    /// for the root run (`root`), those without a target.
+    pub(crate) fn take_for(&self, run_id: &str, root: bool) -> Vec<SteeringCommand> {
+        let mut queues = self.queues.lock().expect("steering lock");
+        let mut out: Vec<SteeringCommand> = Vec::new();
+        if root {
+            out.extend(queues.remove("").unwrap_or_default());
+        }
+        out.extend(queues.remove(run_id).unwrap_or_default());
+        out
+    }
+
+    /// Puts deferred commands back at the front of their queue, in order.
+    pub(crate) fn requeue_front(&self, commands: Vec<SteeringCommand>, run_id: &str, root: bool) {
+        let mut queues = self.queues.lock().expect("steering lock");
+        for command in commands.into_iter().rev() {
+            let key = match &command.target_run {
+                Some(t) if t == run_id => t.clone(),
+                Some(t) => t.clone(),
+                None if root => String::new(),
+                None => run_id.to_owned(),
+            };
+            queues.entry(key).or_default().push_front(command);
+        }
+    }
+}
+
+impl SteeringAction {
+    /// The action's snake_case label (`inject_message`, `pause`, …).
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Self::InjectMessage { .. } => "inject_message",
+            Self::Redirect { .. } => "redirect",
+            Self::Pause { .. } => "pause",
+            Self::Resume => "resume",
+            Self::Cancel { .. } => "cancel",
+            Self::SwitchMode { .. } => "switch_mode",
+            Self::AdjustLimits { .. } => "adjust_limits",
+        }
+    }
+}
+
+impl SteeringDecision {
+    /// The decision's label (`accept`, `reject`, `defer`).
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Reject { .. } => "reject",
+            Self::Defer => "defer",
+        }
+    }
+}

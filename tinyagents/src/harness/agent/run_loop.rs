@@ -8,6 +8,7 @@ use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
 use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::model::{ModelRequest, ModelResponse};
+use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolResult};
 
 /// What the loop does after a safe point.
@@ -66,18 +67,20 @@ where
             Next::Continue | Next::Model => {}
         }
         loop {
+            self.steer(ctx, state, run).await?;
             if ctx.is_cancelled() {
                 return self
                     .fail(ctx, state, TinyAgentsError::cancelled("the run was cancelled"))
                     .await;
             }
-            if ctx.counters().steps >= self.max_steps {
+            let max_steps = ctx.max_steps_override().unwrap_or(self.max_steps);
+            if ctx.counters().steps >= max_steps {
                 let e = TinyAgentsError::limit(
                     "max_steps",
                     format!(
                         "the run reached its step limit of {} model turns without a final answer; \
                          raise it with `Agent::with_max_steps` or make the agent finish sooner",
-                        self.max_steps
+                        max_steps
                     ),
                 );
                 return self.fail(ctx, state, e).await;
@@ -135,6 +138,89 @@ where
                 Next::Continue | Next::Model => {}
             }
         }
+    }
+
+    /// Decides and applies the steering commands waiting for this run (a safe point).
+    async fn steer(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<()> {
+        let Some((handle, root)) = ctx.steering().cloned() else {
+            return Ok(());
+        };
+        let commands = handle.take_for(ctx.run_id(), root);
+        if commands.is_empty() {
+            return Ok(());
+        }
+        let mut deferred = Vec::new();
+        let mut stop = None;
+        for mut command in commands {
+            if stop.is_some() {
+                // The run pauses or ends here: later commands wait, in order.
+                deferred.push(command);
+                continue;
+            }
+            let original = command.action.clone();
+            self.stack.run_before_steering(ctx, state, &mut command).await?;
+            let transformed = command.action != original;
+            ctx.emit_with(EventKind::Steering, || AgentEvent::Steering {
+                run_id: ctx.run_id().clone(),
+                command_id: command.id.clone(),
+                action: command.action.kind(),
+                decision: command.decision.kind(),
+                transformed,
+            });
+            let applied = match &command.decision {
+                SteeringDecision::Accept => {
+                    if let Err(e) = self.apply_steering(ctx, run, &command.action) {
+                        stop = Some(e);
+                    }
+                    true
+                }
+                SteeringDecision::Reject { .. } => false,
+                SteeringDecision::Defer => {
+                    let mut again = command.clone();
+                    again.decision = SteeringDecision::Accept;
+                    deferred.push(again);
+                    false
+                }
+            };
+            let mut outcome = SteeringOutcome {
+                command,
+                transformed,
+                applied,
+            };
+            self.stack.run_after_steering(ctx, state, &mut outcome).await?;
+        }
+        if !deferred.is_empty() {
+            handle.requeue_front(deferred, ctx.run_id(), root);
+        }
+        match stop {
+            Some(e) => self.fail(ctx, state, e).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies one accepted steering action.
+    fn apply_steering(&self, ctx: &mut RunContext<C>, run: &mut AgentRun, action: &SteeringAction) -> Result<()> {
+        match action {
+            SteeringAction::InjectMessage { message } => run.messages.push(message.clone()),
+            SteeringAction::Redirect { goal } => {
+                run.messages
+                    .push(Message::user(format!("[steering] The goal has changed: {goal}")));
+            }
+            SteeringAction::Pause { reason } => {
+                return Err(TinyAgentsError::interrupted(
+                    Some("steering".to_owned()),
+                    reason.clone(),
+                ));
+            }
+            SteeringAction::Resume => {}
+            SteeringAction::Cancel { reason } => {
+                ctx.cancellation().cancel();
+                return Err(TinyAgentsError::cancelled(reason.clone()));
+            }
+            SteeringAction::SwitchMode { mode } => ctx.update_state("mode", serde_json::Value::from(mode.as_str())),
+            SteeringAction::AdjustLimits { max_steps } => ctx.set_max_steps(*max_steps),
+        }
+        Ok(())
     }
 
     /// Reports an error the loop itself raised to every `on_error`, then returns it.

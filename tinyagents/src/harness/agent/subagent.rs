@@ -78,6 +78,9 @@ where
         if let Some(ws) = &parent.workspace {
             ctx = ctx.with_workspace(ws.clone());
         }
+        if let Some(handle) = &parent.steering {
+            ctx = ctx.with_child_steering(handle.clone());
+        }
         let run = self.agent.run(&mut ctx, &state, input).await?;
         Ok(ToolOutput {
             content: run.final_text(),

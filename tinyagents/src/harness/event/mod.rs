@@ -169,6 +169,19 @@ pub enum AgentEvent {
         /// The new value.
         value: Value,
     },
+    /// A steering command was decided at a safe point.
+    Steering {
+        /// The run that decided it.
+        run_id: Arc<str>,
+        /// The command's id.
+        command_id: String,
+        /// The action's label (`inject_message`, `pause`, …), after any transformation.
+        action: &'static str,
+        /// The decision's label (`accept`, `reject`, `defer`).
+        decision: &'static str,
+        /// Whether a `before_steering` hook changed the action.
+        transformed: bool,
+    },
     /// Tool-exposure middleware hid tools from the model.
     ToolsFiltered {
         /// The middleware that filtered.
@@ -217,6 +230,7 @@ pub enum EventKind {
     ToolCallCompleted,
     ControlApplied,
     StateUpdated,
+    Steering,
     ToolsFiltered,
     Notice,
     Custom,
@@ -240,6 +254,7 @@ impl AgentEvent {
             Self::ToolCallCompleted { .. } => EventKind::ToolCallCompleted,
             Self::ControlApplied { .. } => EventKind::ControlApplied,
             Self::StateUpdated { .. } => EventKind::StateUpdated,
+            Self::Steering { .. } => EventKind::Steering,
             Self::ToolsFiltered { .. } => EventKind::ToolsFiltered,
             Self::Notice { .. } => EventKind::Notice,
             Self::Custom { .. } => EventKind::Custom,

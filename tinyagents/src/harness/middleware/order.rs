@@ -60,10 +60,7 @@ fn describe_cycle(nodes: &[OrderNode<'_>], edges: &[BTreeSet<usize>], indegree: 
     let start = indegree.iter().position(|&d| d > 0).unwrap_or(0);
     let mut path = vec![start];
     let mut cur = start;
-    loop {
-        let Some(&next) = edges[cur].iter().find(|&&t| indegree[t] > 0) else {
-            break;
-        };
+    while let Some(&next) = edges[cur].iter().find(|&&t| indegree[t] > 0) {
         if let Some(pos) = path.iter().position(|&p| p == next) {
             let mut names: Vec<&str> = path[pos..].iter().map(|&i| nodes[i].name).collect();
             names.push(nodes[next].name);

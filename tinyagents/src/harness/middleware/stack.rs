@@ -396,13 +396,13 @@ where
     // ----- dispatch -----------------------------------------------------
 
     #[inline]
-    async fn call_slot<T: ?Sized + Send>(
+    async fn call_slot<T: Send>(
         slot: &Slot<dyn Middleware<S, C>>,
         hook: HookKind,
         ctx: &mut RunContext<C>,
         state: &S,
         value: &mut T,
-        f: for<'a> fn(&'a dyn Middleware<S, C>, &'a mut RunContext<C>, &'a S, &'a mut T) -> BoxFuture<'a, Result<()>>,
+        f: HookFn<S, C, T>,
     ) -> Result<()> {
         let bracket = Bracket::open(ctx, &slot.name, hook);
         let (res, panicked) = catch(f(&*slot.mw, ctx, state, value), &slot.name, hook).await;

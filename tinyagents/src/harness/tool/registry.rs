@@ -13,6 +13,7 @@ use super::{FileAccess, ToolDelta, ToolPolicy, ToolSchema};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::EventSink;
 use crate::harness::model::Usage;
+use crate::harness::steering::SteeringHandle;
 use crate::harness::workspace::WorkspaceDescriptor;
 
 /// What a tool returns: model-visible text, optional structured data, and the
@@ -69,6 +70,8 @@ pub struct ParentRun {
     pub workspace: Option<WorkspaceDescriptor>,
     /// The run's cancellation; a child's token is a child of it.
     pub cancellation: CancellationToken,
+    /// The run's steering handle (a child run receives commands addressed to its id).
+    pub steering: Option<SteeringHandle>,
 }
 
 impl std::fmt::Debug for ParentRun {
