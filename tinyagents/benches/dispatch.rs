@@ -154,7 +154,18 @@ fn bench_dispatch(c: &mut Criterion) {
     g.finish();
 
     let base = Base(ModelResponse::text("ok"));
-    c.bench_function("wrap_model onion of 10 layers", |b| {
+    let mut g = c.benchmark_group("run_wrapped_model");
+    g.bench_function("no layers (the base call alone)", |b| {
+        b.iter(|| {
+            ready(
+                cases
+                    .empty
+                    .run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &base),
+            )
+            .unwrap()
+        })
+    });
+    g.bench_function("onion of 10 layers", |b| {
         b.iter(|| {
             ready(
                 cases
@@ -164,6 +175,7 @@ fn bench_dispatch(c: &mut Criterion) {
             .unwrap()
         })
     });
+    g.finish();
     let mut delta = ModelDelta::text("token");
     c.bench_function("1000 deltas through 5 sync delta hooks", |b| {
         b.iter(|| {
