@@ -1,1 +1,153 @@
-//! The tinyagents middleware DSL. Use it through `tinyagents` (feature `macros`).
+//! The tinyagents middleware DSL. Use it through `tinyagents` (feature
+//! `macros`, on by default): `use tinyagents::prelude::*;`.
+//!
+//! * One attribute per hook kind on a free fn (`#[before_model]`,
+//!   `#[wrap_tool]`, …): the fn stays as written, and a unit struct named
+//!   after it (`add_date` → `AddDate`) implements the hook.
+//! * [`macro@middleware`] on an impl block: each method carrying a hook
+//!   attribute becomes that hook of the type.
+//! * [`derive@MiddlewareConfig`]: typed, validated, documented config
+//!   tables.
+//!
+//! The crate is structured parse → validate → expand: [`hook`] is the table
+//! of hook kinds, [`params`] classifies parameters, [`attr`] and [`doc`]
+//! read the attribute arguments, [`free_fn`] and [`impl_block`] build one
+//! [`model::MiddlewareDef`], [`generics`] picks the state and context types,
+//! and [`expand`] writes the impls. [`config_derive`] is the derive.
+
+mod args;
+mod attr;
+mod config_attr;
+mod config_derive;
+mod doc;
+mod errors;
+mod expand;
+mod free_fn;
+mod generics;
+mod hook;
+mod impl_block;
+mod kw;
+mod model;
+mod params;
+mod text;
+
+use proc_macro::TokenStream;
+
+fn hook_attr(attr: &str, args: TokenStream, item: TokenStream) -> TokenStream {
+    let hook = hook::Hook::by_attr(attr).expect("every entry point is in the hook table");
+    free_fn::expand(hook, args.into(), item.into()).into()
+}
+
+macro_rules! hook_attributes {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// Parameters are recognised by type, in any order and any subset:
+        /// the context (`&mut RunContext<C>`), the state (any other shared
+        /// reference, `&S`), and the hook's value. A concrete state or
+        /// context type pins the generated impl; type parameters make it
+        /// generic. See the crate docs of `tinyagents` for the arguments
+        /// (`name`, `type_name`, `before`, `after`, `can_jump_to`, `doc(...)`,
+        /// `builtin`, `config`).
+        #[proc_macro_attribute]
+        pub fn $name(args: TokenStream, item: TokenStream) -> TokenStream {
+            hook_attr(stringify!($name), args, item)
+        }
+    )*};
+}
+
+hook_attributes! {
+    /// Once, when a run starts: `async fn f(ctx: &mut RunContext<C>, state: &S) -> Result<()>`.
+    before_agent;
+    /// Once, when a run ends, with `&mut AgentRun`.
+    after_agent;
+    /// Before a steering command is applied, with `&mut SteeringCommand`.
+    before_steering;
+    /// After a steering command was decided, with `&mut SteeringOutcome`.
+    after_steering;
+    /// Before each model call, with `&mut ModelRequest`.
+    ///
+    /// ```
+    /// use tinyagents::prelude::*;
+    ///
+    /// #[before_model]
+    /// async fn add_date(request: &mut ModelRequest) -> Result<()> {
+    ///     request.set_volatile("date", "Today is Monday.");
+    ///     Ok(())
+    /// }
+    ///
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(AddDate).unwrap();
+    /// assert_eq!(stack.implementors(HookKind::BeforeModel), ["AddDate"]);
+    /// ```
+    before_model;
+    /// Before each streaming model call, with `&mut ModelRequest`.
+    before_model_stream;
+    /// For each streamed model delta, with `&mut ModelDelta`. A plain
+    /// (non-async) fn takes the fast path: the stack calls it without
+    /// boxing a future.
+    on_model_delta;
+    /// After each model call, with `&mut ModelResponse`.
+    after_model;
+    /// Once per reply with tool calls, with the `&mut PreparedBatch`.
+    on_tool_batch;
+    /// Before each tool call, with `&mut ToolCall`.
+    before_tool;
+    /// For each tool progress delta, with `&mut ToolDelta`; a plain fn takes the fast path.
+    on_tool_delta;
+    /// After each tool call, with `&mut ToolResult`.
+    after_tool;
+    /// When a hook, the model or a tool failed, with `&TinyAgentsError`.
+    on_error;
+    /// Around each model call: an `async fn` taking the `ModelRequest` by
+    /// value and `next: ModelHandler<'_, S, C>`, returning
+    /// `Result<ModelResponse>` or `Result<MiddlewareModelOutcome>`.
+    wrap_model;
+    /// Around each tool call: an `async fn` taking the `ToolCall` by value and
+    /// `next: ToolHandler<'_, S, C>`, returning `Result<ToolResult>` or
+    /// `Result<MiddlewareToolOutcome>`.
+    wrap_tool;
+    /// The system prompt's volatile tail: a fn returning `String` or
+    /// `Result<String>`, written before each model call into the volatile
+    /// segment named after the middleware. It may read `&ModelRequest`.
+    dynamic_prompt;
+}
+
+/// Makes an impl block's annotated methods the hooks of its type.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use tinyagents::prelude::*;
+///
+/// #[derive(Default)]
+/// struct CountCalls {
+///     calls: AtomicU32,
+/// }
+///
+/// #[middleware(name = "count_calls", doc(summary = "Counts model calls."))]
+/// impl CountCalls {
+///     #[before_model]
+///     fn count(&self) -> Result<()> {
+///         self.calls.fetch_add(1, Ordering::Relaxed);
+///         Ok(())
+///     }
+/// }
+///
+/// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(CountCalls::default()).unwrap();
+/// assert_eq!(stack.names(), ["count_calls"]);
+/// ```
+#[proc_macro_attribute]
+pub fn middleware(args: TokenStream, item: TokenStream) -> TokenStream {
+    impl_block::expand(args.into(), item.into()).into()
+}
+
+/// Derives `tinyagents::config::MiddlewareConfig` for a config struct with
+/// named fields.
+///
+/// On the struct: `#[config(type = "…", builds = Middleware, validate = path)]`.
+/// On a field: `#[config(default = expr, range = a..=b, finite,
+/// non_negative, one_of = [..])]`; `Option<T>` fields default to `None`;
+/// doc comments become the field docs.
+#[proc_macro_derive(MiddlewareConfig, attributes(config))]
+pub fn derive_middleware_config(item: TokenStream) -> TokenStream {
+    config_derive::expand(item.into()).into()
+}

@@ -14,3 +14,18 @@ pub use crate::harness::middleware::{
 pub use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
 pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 pub use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
+
+pub use ::core::clone::Clone;
+pub use ::core::cmp::{Eq, PartialEq};
+pub use ::core::convert::{From, Into};
+pub use ::core::default::Default;
+pub use ::core::fmt::Debug;
+pub use ::core::hash::Hash;
+pub use ::core::marker::{Copy, Send, Sync};
+pub use ::core::option::Option;
+pub use ::serde_json::Value as JsonValue;
+pub use ::std::string::String;
+
+pub use crate::config::reader::{ConfigChecker, ConfigReader};
+pub use crate::config::{BuildMiddleware, ConfigErrors, MiddlewareConfig};
+pub use crate::docs::{info_of, MiddlewareMetadata};

@@ -28,6 +28,7 @@
 //! own middleware.
 
 pub mod config;
+pub mod docs;
 pub mod harness;
 pub mod prelude;
 pub mod testing;

@@ -1,0 +1,209 @@
+//! `#[derive(MiddlewareConfig)]`: parsing from a JSON value / TOML table with
+//! unknown keys rejected, validation naming path, value and rule, the field
+//! table for the docs, and the `BuildMiddleware` factory.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, LitStr};
+
+use crate::config_attr::{default_tokens, field, struct_args, FieldSpec};
+use crate::errors::Errors;
+use crate::text::tokens_to_string;
+
+/// Expands the derive.
+pub(crate) fn expand(item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let input: DeriveInput = match syn::parse2(item) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let ident = &input.ident;
+    let fields = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(n) => Some(n.named.iter().collect::<Vec<_>>()),
+            Fields::Unnamed(u) => {
+                errors.at(
+                    u,
+                    "`MiddlewareConfig` needs named fields, one per config key: write `struct MyConfig { key: Type }`",
+                );
+                None
+            }
+            Fields::Unit => {
+                errors.at(
+                    ident,
+                    "`MiddlewareConfig` needs named fields, one per config key: write `struct MyConfig { key: Type }`",
+                );
+                None
+            }
+        },
+        Data::Enum(e) => {
+            errors.at(
+                e.enum_token,
+                "`MiddlewareConfig` derives on a struct with named fields (one per config key), not on an enum; \
+                 use an enum as a field's type instead",
+            );
+            None
+        }
+        Data::Union(u) => {
+            errors.at(
+                u.union_token,
+                "`MiddlewareConfig` derives on a struct with named fields, not on a union",
+            );
+            None
+        }
+    };
+    if !input.generics.params.is_empty() {
+        errors.at(
+            &input.generics,
+            "a middleware config cannot be generic: the registry builds it from a table by its `type` alone; \
+             use concrete field types",
+        );
+    }
+    let args = struct_args(&input.attrs, ident, &mut errors);
+    let specs: Vec<FieldSpec> = fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|f| field(f, &mut errors))
+        .collect();
+    if !errors.is_empty() {
+        return errors.into_compile_errors();
+    }
+    let p = quote!(::tinyagents::__private);
+    let type_key = args.type_key.expect("checked");
+    let keys: Vec<&String> = specs.iter().map(|s| &s.key).collect();
+
+    let field_docs = specs.iter().map(|s| {
+        let name = &s.key;
+        let ty = tokens_to_string(s.ty.to_token_stream());
+        let default = match (&s.default, &s.class.option) {
+            (Some(e), _) => tokens_to_string(e.to_token_stream()),
+            (None, Some(_)) => "None".to_owned(),
+            (None, None) => String::new(),
+        };
+        let rules = s.rules_text.join(", ");
+        let doc = &s.doc;
+        quote!(#p::ConfigFieldDoc { name: #name, ty: #ty, default: #default, rules: #rules, doc: #doc })
+    });
+
+    let reads = specs.iter().map(|s| {
+        let (ident, key, ty) = (&s.ident, &s.key, &s.ty);
+        let ty_text = tokens_to_string(ty.to_token_stream());
+        let span = ty.span();
+        match default_tokens(s) {
+            Some(d) => {
+                let dspan = s.default.as_ref().map_or(span, |e| e.span());
+                let d = quote_spanned!(dspan=> { let __default: #ty = #d; __default });
+                quote_spanned!(span=> let #ident = __reader.or_default::<#ty>(#key, #ty_text, || #d);)
+            }
+            None => quote_spanned!(span=> let #ident = __reader.required::<#ty>(#key, #ty_text);),
+        }
+    });
+    let idents: Vec<_> = specs.iter().map(|s| &s.ident).collect();
+    let build = if idents.is_empty() {
+        quote!(let __config = Self {};)
+    } else {
+        quote! {
+            let (#(#p::Option::Some(#idents),)*) = (#(#idents,)*) else {
+                return #p::Result::Err(__reader.into_errors());
+            };
+            let __config = Self { #(#idents),* };
+        }
+    };
+
+    let checks = specs.iter().map(check_tokens);
+    let validate = args.validate.as_ref().map(|v| {
+        quote_spanned! {v.span()=>
+            if __checker.is_clean() {
+                if let #p::Result::Err(__violation) = #v(self) {
+                    __checker.violation(__violation);
+                }
+            }
+        }
+    });
+
+    let factory = args.builds.as_ref().map(|b| {
+        quote_spanned! {b.span()=>
+            #[automatically_derived]
+            impl #p::BuildMiddleware for #ident {
+                type Middleware = #b;
+                fn build(self) -> #b {
+                    <#b as #p::From<#ident>>::from(self)
+                }
+            }
+        }
+    });
+    let key_list: Vec<LitStr> = keys.iter().map(|k| LitStr::new(k, Span::call_site())).collect();
+    quote! {
+        #[automatically_derived]
+        #[allow(unused_variables, clippy::all, clippy::pedantic)]
+        impl #p::MiddlewareConfig for #ident {
+            const TYPE: &'static str = #type_key;
+            const FIELDS: &'static [#p::ConfigFieldDoc] = &[#(#field_docs),*];
+
+            fn from_value(__value: &#p::JsonValue, __path: &str) -> #p::Result<Self, #p::ConfigErrors> {
+                let mut __reader = #p::ConfigReader::new(__value, __path, #type_key, &[#(#key_list),*])?;
+                #(#reads)*
+                #build
+                #p::MiddlewareConfig::check(&__config, __path)?;
+                #p::Result::Ok(__config)
+            }
+
+            fn check(&self, __path: &str) -> #p::Result<(), #p::ConfigErrors> {
+                let mut __checker = #p::ConfigChecker::new(__path);
+                #(#checks)*
+                #validate
+                __checker.finish()
+            }
+        }
+        #factory
+    }
+}
+
+/// The rule checks of one field.
+fn check_tokens(s: &FieldSpec) -> TokenStream {
+    let p = quote!(::tinyagents::__private);
+    let (ident, key) = (&s.ident, &s.key);
+    let inner = s.class.inner(&s.ty);
+    let mut rules = Vec::new();
+    if let Some(r) = &s.range {
+        let text = tokens_to_string(r.to_token_stream());
+        rules.push(quote_spanned!(r.span()=> __checker.range(#key, __v, #r, #text);));
+    }
+    if s.finite {
+        rules.push(quote!(__checker.finite(#key, __v);));
+    }
+    if s.non_negative {
+        rules.push(quote!(__checker.non_negative(#key, __v);));
+    }
+    if let Some(items) = &s.one_of {
+        let text = items
+            .iter()
+            .map(|e| tokens_to_string(e.to_token_stream()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let elem = if s.class.string {
+            quote!(&'static str)
+        } else {
+            inner.to_token_stream()
+        };
+        rules.push(quote!(__checker.one_of(#key, __v, &[#(#items),*] as &[#elem], #text);));
+    }
+    if rules.is_empty() {
+        return TokenStream::new();
+    }
+    if s.class.option.is_some() {
+        quote! {
+            if let #p::Option::Some(__v) = &self.#ident {
+                #(#rules)*
+            }
+        }
+    } else {
+        quote! {
+            {
+                let __v = &self.#ident;
+                #(#rules)*
+            }
+        }
+    }
+}

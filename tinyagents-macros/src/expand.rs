@@ -1,0 +1,288 @@
+//! Code generation: from a validated [`MiddlewareDef`] to the
+//! `MiddlewareMetadata`, `Middleware`, `ModelMiddleware` and
+//! `ToolMiddleware` impls. Generated code names only `::tinyagents::__private`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{Generics, Ident, LitStr, Type};
+
+use crate::attr::OrderRef;
+use crate::generics::Resolved;
+use crate::hook::Shape;
+use crate::model::{Callee, HookDef, MiddlewareDef};
+use crate::params::{Returns, Role};
+
+fn p() -> TokenStream {
+    quote!(::tinyagents::__private)
+}
+
+/// The attributes every generated impl carries.
+fn impl_attrs() -> TokenStream {
+    quote! {
+        #[automatically_derived]
+        #[allow(unused_variables, unused_qualifications, clippy::all, clippy::pedantic, clippy::nursery)]
+    }
+}
+
+/// Every impl of a valid middleware.
+pub(crate) fn middleware(def: &MiddlewareDef, resolved: &Resolved) -> TokenStream {
+    let metadata = metadata(def);
+    let lifecycle = lifecycle_impl(def, resolved);
+    let wraps = def.hooks.iter().filter_map(|h| wrap_impl(def, resolved, h));
+    quote! {
+        #metadata
+        #lifecycle
+        #(#wraps)*
+    }
+}
+
+/// The hook flags of the middleware, as a `HookSet` const expression.
+fn hook_flags(def: &MiddlewareDef) -> TokenStream {
+    let p = p();
+    let mut flags: Vec<Ident> = Vec::new();
+    for h in &def.hooks {
+        flags.push(Ident::new(h.hook.flag, Span::call_site()));
+        if let Some(sync) = h.hook.sync() {
+            if !h.sig.is_async {
+                flags.push(Ident::new(sync.flag, Span::call_site()));
+            }
+        }
+    }
+    quote!(#p::HookSet::from_bits_retain(0 #(| #p::HookSet::#flags.bits())*))
+}
+
+fn order_refs(refs: &[OrderRef]) -> TokenStream {
+    let p = p();
+    let items = refs.iter().map(|r| match r {
+        OrderRef::Name(s) => quote!(#s),
+        OrderRef::Type(t) => quote!(<#t as #p::MiddlewareMetadata>::NAME),
+    });
+    quote!(&[#(#items),*])
+}
+
+/// `impl MiddlewareMetadata`: the static facts about the middleware.
+fn metadata(def: &MiddlewareDef) -> TokenStream {
+    let p = p();
+    let attrs = impl_attrs();
+    let (impl_g, _, where_c) = def.generics.split_for_impl();
+    let ty = &def.self_ty;
+    let name = LitStr::new(&def.name, Span::call_site());
+    let hooks = hook_flags(def);
+    let jumps: Vec<Ident> = def
+        .args
+        .jumps
+        .iter()
+        .map(|j| Ident::new(j, Span::call_site()))
+        .collect();
+    let before = order_refs(&def.args.before);
+    let after = order_refs(&def.args.after);
+    let doc = match &def.doc {
+        Some(doc) => {
+            let mut kinds: Vec<&str> = def.hooks.iter().map(|h| h.hook.kind).collect();
+            kinds.sort_by_key(|k| crate::hook::HOOKS.iter().position(|h| h.kind == *k));
+            kinds.dedup();
+            let kinds: Vec<TokenStream> = kinds
+                .iter()
+                .map(|k| Ident::new(k, Span::call_site()).into_token_stream())
+                .collect();
+            let value = doc.expand(&def.name, &kinds, def.args.config.as_ref());
+            quote!(#p::Option::Some(&#value))
+        }
+        None => quote!(#p::Option::None),
+    };
+    quote! {
+        #attrs
+        impl #impl_g #p::MiddlewareMetadata for #ty #where_c {
+            const NAME: &'static str = #name;
+            const HOOKS: #p::HookSet = #hooks;
+            const JUMPS: #p::JumpSet = #p::JumpSet::from_bits_retain(0 #(| #p::JumpSet::#jumps.bits())*);
+            const BEFORE: &'static [&'static str] = #before;
+            const AFTER: &'static [&'static str] = #after;
+            const DOC: #p::Option<&'static #p::MiddlewareDoc> = #doc;
+        }
+    }
+}
+
+use quote::ToTokens;
+
+/// The arguments of the call to the user's fn, in the order written.
+fn call(h: &HookDef) -> TokenStream {
+    let args = h.sig.params.iter().map(|p| match (p.role, p.shared) {
+        (Role::Ctx, false) => quote!(__ctx),
+        (Role::Ctx, true) => quote!(&*__ctx),
+        (Role::State, _) => quote!(__state),
+        (Role::Value, false) => quote!(__value),
+        (Role::Value, true) => quote!(&*__value),
+        (Role::Input, _) => quote!(__input),
+        (Role::Next, _) => quote!(__next),
+    });
+    let ident = h.ident();
+    let span = ident.span();
+    let call = match &h.callee {
+        Callee::Fn(f) => quote_spanned!(span=> #f(#(#args),*)),
+        Callee::Method(m) => quote_spanned!(span=> Self::#m(self, #(#args),*)),
+    };
+    if h.sig.is_async {
+        quote_spanned!(span=> #call.await)
+    } else {
+        call
+    }
+}
+
+/// The `Middleware` impl: metadata methods, each lifecycle hook, and the wrap accessors.
+fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
+    let p = p();
+    let attrs = impl_attrs();
+    let (impl_g, _, where_c) = r.generics.split_for_impl();
+    let (ty, state, ctx) = (&def.self_ty, &r.state, &r.ctx);
+    let mut methods = Vec::new();
+    for h in &def.hooks {
+        let method = Ident::new(h.hook.method, Span::call_site());
+        match h.hook.shape {
+            Shape::Wrap(w) => {
+                let accessor = Ident::new(w.accessor, Span::call_site());
+                let tr = Ident::new(w.trait_name, Span::call_site());
+                methods.push(quote! {
+                    fn #accessor(self: #p::Arc<Self>) -> #p::Option<#p::Arc<dyn #p::#tr<#state, #ctx>>> {
+                        #p::Option::Some(self)
+                    }
+                });
+            }
+            Shape::Lifecycle { value, sync } => {
+                let value_param = value.map(|v| {
+                    let vt = Ident::new(v.ty, Span::call_site());
+                    if v.mutable {
+                        quote!(, __value: &mut #p::#vt)
+                    } else {
+                        quote!(, __value: &#p::#vt)
+                    }
+                });
+                let params = quote!(&self, __ctx: &mut #p::RunContext<#ctx>, __state: &#state #value_param);
+                let body = call(h);
+                match sync {
+                    Some(sync) if !h.sig.is_async => {
+                        let sync_method = Ident::new(sync.method, Span::call_site());
+                        methods.push(quote! {
+                            #[inline]
+                            fn #sync_method(#params) -> #p::Result<()> {
+                                #body
+                            }
+                            async fn #method(#params) -> #p::Result<()> {
+                                <Self as #p::Middleware<#state, #ctx>>::#sync_method(self, __ctx, __state, __value)
+                            }
+                        });
+                    }
+                    _ => methods.push(quote! {
+                        async fn #method(#params) -> #p::Result<()> {
+                            #body
+                        }
+                    }),
+                }
+            }
+            Shape::DynamicPrompt => {
+                let body = call(h);
+                let text = match h.sig.returns {
+                    Returns::Text => body,
+                    Returns::Result => quote!(#body?),
+                };
+                methods.push(quote! {
+                    async fn #method(
+                        &self,
+                        __ctx: &mut #p::RunContext<#ctx>,
+                        __state: &#state,
+                        __value: &mut #p::ModelRequest,
+                    ) -> #p::Result<()> {
+                        let __text: #p::String = #text;
+                        __value.set_volatile(<Self as #p::MiddlewareMetadata>::NAME, __text);
+                        #p::Result::Ok(())
+                    }
+                });
+            }
+        }
+    }
+    quote! {
+        #attrs
+        #[#p::async_trait]
+        impl #impl_g #p::Middleware<#state, #ctx> for #ty #where_c {
+            #[inline]
+            fn name(&self) -> &str {
+                <Self as #p::MiddlewareMetadata>::NAME
+            }
+            #[inline]
+            fn hooks(&self) -> #p::HookSet {
+                <Self as #p::MiddlewareMetadata>::HOOKS
+            }
+            fn info(&self) -> #p::MiddlewareInfo {
+                #p::info_of::<Self>()
+            }
+            #(#methods)*
+        }
+    }
+}
+
+/// The `ModelMiddleware`/`ToolMiddleware` impl of a wrap hook.
+fn wrap_impl(def: &MiddlewareDef, r: &Resolved, h: &HookDef) -> Option<TokenStream> {
+    let w = h.hook.wrap()?;
+    let p = p();
+    let attrs = impl_attrs();
+    let (impl_g, _, where_c) = r.generics.split_for_impl();
+    let (ty, state, ctx) = (&def.self_ty, &r.state, &r.ctx);
+    let tr = Ident::new(w.trait_name, Span::call_site());
+    let method = Ident::new(h.hook.method, Span::call_site());
+    let input = Ident::new(w.input, Span::call_site());
+    let handler = Ident::new(w.handler, Span::call_site());
+    let outcome = Ident::new(w.outcome, Span::call_site());
+    let body = call(h);
+    Some(quote! {
+        #attrs
+        #[#p::async_trait]
+        impl #impl_g #p::#tr<#state, #ctx> for #ty #where_c {
+            #[inline]
+            fn name(&self) -> &str {
+                <Self as #p::MiddlewareMetadata>::NAME
+            }
+            async fn #method(
+                &self,
+                __ctx: &mut #p::RunContext<#ctx>,
+                __state: &#state,
+                __input: #p::#input,
+                __next: #p::#handler<'_, #state, #ctx>,
+            ) -> #p::Result<#p::#outcome> {
+                (#body).map(#p::Into::into)
+            }
+        }
+    })
+}
+
+/// What is emitted for a middleware with errors: metadata and a `Middleware`
+/// impl with no hooks, so that uses of the type elsewhere do not add errors
+/// of their own to the ones reported.
+pub(crate) fn fallback(self_ty: &Type, generics: &Generics, name: &str) -> TokenStream {
+    let p = p();
+    let attrs = impl_attrs();
+    let mut g = generics.clone();
+    let (s, c) = (
+        format_ident!("{}", crate::generics::STATE_PARAM),
+        format_ident!("{}", crate::generics::CTX_PARAM),
+    );
+    let bounds = crate::generics::runtime_bounds();
+    g.params.push(syn::parse_quote!(#s));
+    g.params.push(syn::parse_quote!(#c));
+    g.make_where_clause().predicates.push(syn::parse_quote!(#s: #bounds));
+    g.make_where_clause().predicates.push(syn::parse_quote!(#c: #bounds));
+    let (impl_g, _, where_c) = g.split_for_impl();
+    let (meta_g, _, meta_where) = generics.split_for_impl();
+    quote! {
+        #attrs
+        impl #meta_g #p::MiddlewareMetadata for #self_ty #meta_where {
+            const NAME: &'static str = #name;
+            const HOOKS: #p::HookSet = #p::HookSet::empty();
+            const JUMPS: #p::JumpSet = #p::JumpSet::empty();
+            const BEFORE: &'static [&'static str] = &[];
+            const AFTER: &'static [&'static str] = &[];
+            const DOC: #p::Option<&'static #p::MiddlewareDoc> = #p::Option::None;
+        }
+        #attrs
+        impl #impl_g #p::Middleware<#s, #c> for #self_ty #where_c {}
+    }
+}

@@ -1,0 +1,554 @@
+//! Signature analysis: which role each parameter plays (recognised by type,
+//! in any order, any subset), whether the fn is async, what it returns, and
+//! which types pin the state and the context.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::{FnArg, GenericArgument, GenericParam, Ident, PathArguments, PathSegment, ReturnType, Signature, Type};
+
+use crate::errors::Errors;
+use crate::hook::{Hook, Shape, RUNTIME_TYPES, RUN_CONTEXT};
+
+/// The role of one parameter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// `&mut RunContext<C>` (or `&RunContext<C>`).
+    Ctx,
+    /// `&S`: any other shared reference.
+    State,
+    /// The hook's value (`&mut ModelRequest`, `&TinyAgentsError`, …).
+    Value,
+    /// A wrap's input, by value (`ModelRequest`, `ToolCall`).
+    Input,
+    /// A wrap's `next` handler.
+    Next,
+}
+
+impl Role {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Ctx => "the run context",
+            Self::State => "the state",
+            Self::Value => "the hook's value",
+            Self::Input => "the wrapped input",
+            Self::Next => "the `next` handler",
+        }
+    }
+}
+
+/// One classified parameter.
+pub(crate) struct Param {
+    /// Its role.
+    pub(crate) role: Role,
+    /// Whether a `&mut` value is taken as `&` (passed as `&*value`).
+    pub(crate) shared: bool,
+    /// The parameter as written, for spans.
+    pub(crate) tokens: TokenStream,
+}
+
+/// The state or context type of a hook.
+#[derive(Clone)]
+pub(crate) enum TypeSlot {
+    /// One of the fn's type parameters, with its bounds.
+    Generic(Ident),
+    /// A concrete type: it pins the impl.
+    Concrete(Type),
+}
+
+impl TypeSlot {
+    /// The slot as written, for comparisons and messages.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Self::Generic(i) => i.to_string(),
+            Self::Concrete(t) => crate::text::tokens_to_string(t.to_token_stream()),
+        }
+    }
+}
+
+/// What the fn returns, where it matters for the generated call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Returns {
+    /// `Result<…>`.
+    Result,
+    /// `String` (dynamic prompts only).
+    Text,
+}
+
+/// The analysed signature of one hook fn or method.
+pub(crate) struct HookSig {
+    /// The parameters, in the order written (receiver excluded).
+    pub(crate) params: Vec<Param>,
+    /// Whether it is an `async fn`.
+    pub(crate) is_async: bool,
+    /// What it returns.
+    pub(crate) returns: Returns,
+    /// The state type, when a parameter names it (with where it was found).
+    pub(crate) state: Option<(TypeSlot, TokenStream)>,
+    /// The context type, when a parameter names it.
+    pub(crate) ctx: Option<(TypeSlot, TokenStream)>,
+}
+
+/// Where the fn is, which decides the receiver rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// A free fn: no receiver.
+    FreeFn,
+    /// A method in a `#[middleware]` block: `&self` first.
+    Method,
+}
+
+fn strip(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(g) => strip(&g.elem),
+        Type::Paren(p) => strip(&p.elem),
+        other => other,
+    }
+}
+
+/// The last path segment of a plain path type (`a::b::C<T>` → `C<T>`).
+fn last_segment(ty: &Type) -> Option<&PathSegment> {
+    match strip(ty) {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        _ => None,
+    }
+}
+
+/// The type arguments of a segment, lifetimes skipped.
+fn type_args(seg: &PathSegment) -> Vec<&Type> {
+    match &seg.arguments {
+        PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter_map(|g| match g {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn unit_type() -> Type {
+    syn::parse_quote!(())
+}
+
+/// Analyses `sig` as the signature of `hook`. Returns `None` when an error was recorded.
+pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut Errors) -> Option<HookSig> {
+    let before = errors.count();
+    let mut an = Analyzer {
+        hook,
+        generics: sig
+            .generics
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                GenericParam::Type(t) => Some(t.ident.clone()),
+                _ => None,
+            })
+            .collect(),
+        errors,
+        params: Vec::new(),
+        state: None,
+        ctx: None,
+    };
+    an.receiver(sig, place);
+    for arg in &sig.inputs {
+        if let FnArg::Typed(pt) = arg {
+            an.param(&pt.ty, &pt.pat, arg.to_token_stream());
+        }
+    }
+    an.generics_rules(sig);
+    let is_async = sig.asyncness.is_some();
+    if let Some(w) = hook.wrap() {
+        if !is_async {
+            an.errors.at(
+                &sig.fn_token,
+                format_args!(
+                    "`{}` needs an `async fn`: a wrap hook awaits `next.run(ctx, state, {})`; write `async fn {}`",
+                    hook.display(),
+                    w.input_var,
+                    sig.ident
+                ),
+            );
+        }
+        if !an.params.iter().any(|p| p.role == Role::Next) {
+            an.errors.at(
+                &sig.ident,
+                format_args!(
+                    "`{}` must take `next: {}<'_, S, C>` and call `next.run(...).await` to proceed; a hook that only edits the {} is a `#[{}]`",
+                    hook.display(),
+                    w.handler,
+                    w.input_var,
+                    w.edit_hook,
+                ),
+            );
+        }
+    }
+    let returns = an.returns(sig);
+    let Analyzer { params, state, ctx, .. } = an;
+    (errors.count() == before).then_some(HookSig {
+        params,
+        is_async,
+        returns: returns?,
+        state,
+        ctx,
+    })
+}
+
+struct Analyzer<'a> {
+    hook: &'a Hook,
+    generics: Vec<Ident>,
+    errors: &'a mut Errors,
+    params: Vec<Param>,
+    state: Option<(TypeSlot, TokenStream)>,
+    ctx: Option<(TypeSlot, TokenStream)>,
+}
+
+impl Analyzer<'_> {
+    fn receiver(&mut self, sig: &Signature, place: Place) {
+        let receiver = sig.receiver();
+        match (place, receiver) {
+            (Place::FreeFn, Some(r)) => self.errors.at(
+                r,
+                format_args!(
+                    "`{}` on a fn with a `self` receiver: a hook fn is free-standing; to implement hooks on a type, \
+                     put its methods in a `#[middleware] impl` block",
+                    self.hook.display()
+                ),
+            ),
+            (Place::Method, None) => self.errors.at(
+                &sig.ident,
+                format_args!(
+                    "hook method `{0}` needs `&self` as its first parameter: write `fn {0}(&self, …)`",
+                    sig.ident
+                ),
+            ),
+            (Place::Method, Some(r)) if r.reference.is_none() || r.mutability.is_some() || r.colon_token.is_some() => {
+                self.errors.at(
+                    r,
+                    "hook methods take `&self`: a middleware is shared by concurrent runs; keep per-run state \
+                     in `RunContext` and shared state in atomics or a mutex",
+                )
+            }
+            _ => {}
+        }
+    }
+
+    fn slot(&mut self, ty: &Type) -> TypeSlot {
+        let ty = strip(ty);
+        if let Some(seg) = last_segment(ty) {
+            if let Type::Path(p) = ty {
+                if p.path.segments.len() == 1 && seg.arguments.is_none() && self.generics.contains(&seg.ident) {
+                    return TypeSlot::Generic(seg.ident.clone());
+                }
+            }
+        }
+        TypeSlot::Concrete(ty.clone())
+    }
+
+    fn set_slot(&mut self, which: Role, slot: TypeSlot, at: TokenStream) {
+        let (target, what) = match which {
+            Role::State => (&mut self.state, "state"),
+            _ => (&mut self.ctx, "context"),
+        };
+        match target {
+            Some((prev, prev_at)) if prev.text() != slot.text() => {
+                let msg = format!(
+                    "the {what} type is `{}` in `{}` but `{}` here: a hook has one {what} type; make them the same",
+                    prev.text(),
+                    crate::text::tokens_to_string(prev_at.clone()),
+                    slot.text()
+                );
+                self.errors.at(at, msg);
+            }
+            Some(_) => {}
+            None => *target = Some((slot, at)),
+        }
+    }
+
+    fn push(&mut self, role: Role, shared: bool, tokens: TokenStream) {
+        if let Some(prev) = self.params.iter().find(|p| p.role == role) {
+            let msg = format!(
+                "{} is already taken by `{}`: a hook receives each of the context, the state, the value and `next` \
+                 at most once; remove this parameter{}",
+                role.describe(),
+                crate::text::tokens_to_string(prev.tokens.clone()),
+                if role == Role::State {
+                    " (any shared reference to a type the DSL does not know is the state)"
+                } else {
+                    ""
+                }
+            );
+            self.errors.at(&tokens, msg);
+            return;
+        }
+        self.params.push(Param { role, shared, tokens });
+    }
+
+    fn unknown(&mut self, tokens: &TokenStream, ty: &Type) {
+        let msg = format!(
+            "unsupported parameter type `{}` in `{}`: parameters are recognised by type; this hook accepts {}",
+            crate::text::tokens_to_string(ty.to_token_stream()),
+            self.hook.display(),
+            self.hook.accepted()
+        );
+        self.errors.at(tokens, msg);
+    }
+
+    fn param(&mut self, ty: &Type, pat: &syn::Pat, tokens: TokenStream) {
+        let hook = self.hook;
+        match strip(ty) {
+            Type::Reference(r) => {
+                let mutable = r.mutability.is_some();
+                let elem = strip(&r.elem);
+                if let Type::ImplTrait(_) = elem {
+                    self.errors.at(
+                        elem,
+                        "name the state type: `impl Trait` is not supported in a hook parameter; \
+                         write `fn hook<S: Trait>(state: &S)`",
+                    );
+                    return;
+                }
+                let name = last_segment(elem).map(|s| s.ident.to_string());
+                match name.as_deref() {
+                    Some(RUN_CONTEXT) => {
+                        let seg = last_segment(elem).expect("checked");
+                        let ctx_ty = type_args(seg).first().map(|t| (*t).clone()).unwrap_or_else(unit_type);
+                        let slot = self.slot(&ctx_ty);
+                        self.set_slot(Role::Ctx, slot, tokens.clone());
+                        self.push(Role::Ctx, !mutable, tokens);
+                    }
+                    Some(n) if RUNTIME_TYPES.contains(&n) => self.runtime_ref(n, mutable, elem, tokens),
+                    _ if mutable => {
+                        let msg = format!(
+                            "unsupported parameter type `{}` in `{}`: the state is passed read-only (`&S`), and the \
+                             only `&mut` parameters are the context and the hook's value; this hook accepts {}",
+                            crate::text::tokens_to_string(ty.to_token_stream()),
+                            hook.display(),
+                            hook.accepted()
+                        );
+                        self.errors.at(&tokens, msg);
+                    }
+                    _ => {
+                        let slot = self.slot(elem);
+                        self.set_slot(Role::State, slot, tokens.clone());
+                        self.push(Role::State, true, tokens);
+                    }
+                }
+            }
+            other => {
+                let seg = last_segment(other);
+                let name = seg.map(|s| s.ident.to_string());
+                let wrap = hook.wrap();
+                match (name.as_deref(), wrap) {
+                    (Some(n), Some(w)) if n == w.handler => {
+                        let args = type_args(seg.expect("checked"));
+                        if let Some(s) = args.first() {
+                            let slot = self.slot(s);
+                            self.set_slot(Role::State, slot, tokens.clone());
+                        }
+                        let c = args.get(1).map(|t| (*t).clone()).unwrap_or_else(unit_type);
+                        let slot = self.slot(&c);
+                        self.set_slot(Role::Ctx, slot, tokens.clone());
+                        self.push(Role::Next, false, tokens);
+                    }
+                    (Some(n), Some(w)) if n == w.input => self.push(Role::Input, false, tokens),
+                    (Some(n @ ("ModelHandler" | "ToolHandler")), Some(w)) => {
+                        let msg = format!(
+                            "`{}` is given a `{}`, not a `{n}`: write `next: {}<'_, S, C>`",
+                            hook.display(),
+                            w.handler,
+                            w.handler
+                        );
+                        self.errors.at(other, msg);
+                    }
+                    (Some("ModelHandler" | "ToolHandler"), None) => {
+                        let msg = format!(
+                            "only wrap hooks (`#[wrap_model]`, `#[wrap_tool]`) receive a `next` handler; `{}` runs \
+                             at a fixed point and cannot call the rest of the stack: remove this parameter",
+                            hook.display()
+                        );
+                        self.errors.at(&tokens, msg);
+                    }
+                    (Some(n), _) if RUNTIME_TYPES.contains(&n) => {
+                        let fix = match hook.value() {
+                            Some(v) if v.ty == n && v.mutable => format!(": write `&mut {n}`"),
+                            Some(v) if v.ty == n => format!(": write `&{n}`"),
+                            _ if n == RUN_CONTEXT => format!(": write `&mut {n}<C>`"),
+                            _ => format!("; this hook accepts {}", hook.accepted()),
+                        };
+                        let msg = format!("`{}` does not receive `{n}` by value{fix}", hook.display());
+                        self.errors.at(&tokens, msg);
+                    }
+                    _ if matches!(pat, syn::Pat::Ident(p) if p.ident == "next") => {
+                        let msg = match wrap {
+                            Some(w) => format!("`next` must be the handler: write `next: {}<'_, S, C>`", w.handler),
+                            None => format!(
+                                "only wrap hooks receive a `next` handler; `{}` accepts {}",
+                                hook.display(),
+                                hook.accepted()
+                            ),
+                        };
+                        self.errors.at(&tokens, msg);
+                    }
+                    _ => self.unknown(&tokens, other),
+                }
+            }
+        }
+    }
+
+    fn runtime_ref(&mut self, name: &str, mutable: bool, elem: &Type, tokens: TokenStream) {
+        let hook = self.hook;
+        match (hook.value(), hook.wrap()) {
+            (Some(v), _) if v.ty == name => {
+                if mutable && !v.mutable {
+                    let msg = format!(
+                        "`{}` receives the {} read-only: write `&{name}`",
+                        hook.display(),
+                        if name == "TinyAgentsError" { "error" } else { "value" }
+                    );
+                    self.errors.at(&tokens, msg);
+                } else {
+                    // `&T` where `&mut T` is passed is accepted: an observer says so in its signature.
+                    self.push(Role::Value, !mutable, tokens);
+                }
+            }
+            (_, Some(w)) if w.input == name => {
+                let msg = format!(
+                    "`{}` owns the {what}: take it by value (`{what}: {name}`) and hand it on with \
+                     `next.run(ctx, state, {what})`",
+                    hook.display(),
+                    what = w.input_var
+                );
+                self.errors.at(&tokens, msg);
+            }
+            (_, Some(w)) if w.handler == name => {
+                let msg = format!("take the handler by value: `next: {name}<'_, S, C>` (it is `Copy`)");
+                self.errors.at(&tokens, msg);
+            }
+            _ => {
+                let what = match hook.value() {
+                    Some(v) => format!("its value is `&{}{}`", if v.mutable { "mut " } else { "" }, v.ty),
+                    None => "it has no value".to_owned(),
+                };
+                let msg = format!(
+                    "`{}` does not receive a `{name}` ({what}): this hook accepts {}",
+                    hook.display(),
+                    hook.accepted()
+                );
+                self.errors.at(elem, msg);
+            }
+        }
+    }
+
+    /// Generic parameters: lifetimes are free; a type parameter must be the
+    /// whole state or context type; const parameters are not supported.
+    fn generics_rules(&mut self, sig: &Signature) {
+        let used: Vec<String> = [&self.state, &self.ctx]
+            .into_iter()
+            .flatten()
+            .filter_map(|(s, _)| match s {
+                TypeSlot::Generic(i) => Some(i.to_string()),
+                TypeSlot::Concrete(_) => None,
+            })
+            .collect();
+        for p in &sig.generics.params {
+            match p {
+                GenericParam::Type(t) if !used.contains(&t.ident.to_string()) => {
+                    let nested = [&self.state, &self.ctx]
+                        .into_iter()
+                        .flatten()
+                        .find(|(s, _)| matches!(s, TypeSlot::Concrete(ty) if mentions(ty, &t.ident)));
+                    let msg = match nested {
+                        Some((slot, _)) => format!(
+                            "unsupported generic parameter `{0}`: it must be the whole state type (`state: &{0}`) or \
+                             context type (`RunContext<{0}>`), not part of `{1}`; make the hook generic over the \
+                             whole type",
+                            t.ident,
+                            slot.text()
+                        ),
+                        None => format!(
+                            "unsupported generic parameter `{}`: a hook may be generic only over its state \
+                             (`state: &S`) and its context (`ctx: &mut RunContext<C>`); remove it or use a concrete type",
+                            t.ident
+                        ),
+                    };
+                    self.errors.at(&t.ident, msg);
+                }
+                GenericParam::Const(c) => self.errors.at(
+                    c,
+                    "const generic parameters are not supported on hooks: the generated middleware is generic \
+                     only over the state and the context; use a field of a `#[middleware]` type instead",
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    fn returns(&mut self, sig: &Signature) -> Option<Returns> {
+        let hook = self.hook;
+        let expected = hook.expected_return();
+        let ty = match &sig.output {
+            ReturnType::Default => {
+                let span = sig.paren_token.span.close();
+                self.errors.at_span(
+                    span,
+                    format_args!(
+                        "`{}` must return `{expected}`: add `-> {}` after the parameters",
+                        hook.display(),
+                        expected.split('`').next().unwrap_or_default()
+                    ),
+                );
+                return None;
+            }
+            ReturnType::Type(_, ty) => ty,
+        };
+        let seg = last_segment(ty);
+        let is = |s: Option<&PathSegment>, name: &str| s.is_some_and(|s| s.ident == name);
+        let inner = seg
+            .filter(|s| s.ident == "Result")
+            .and_then(|s| type_args(s).first().copied());
+        let ok = match hook.shape {
+            Shape::Lifecycle { .. } => {
+                matches!(inner.map(strip), Some(Type::Tuple(t)) if t.elems.is_empty()).then_some(Returns::Result)
+            }
+            Shape::Wrap(w) => inner
+                .and_then(last_segment)
+                .filter(|s| s.ident == w.outcome || s.ident == w.plain)
+                .map(|_| Returns::Result),
+            Shape::DynamicPrompt => {
+                if is(seg, "String") {
+                    Some(Returns::Text)
+                } else if is(inner.and_then(last_segment), "String") {
+                    Some(Returns::Result)
+                } else {
+                    None
+                }
+            }
+        };
+        if ok.is_none() {
+            self.errors.at(
+                ty,
+                format_args!(
+                    "`{}` must return `{expected}`, not `{}`",
+                    hook.display(),
+                    crate::text::tokens_to_string(ty.to_token_stream())
+                ),
+            );
+        }
+        ok
+    }
+}
+
+/// Whether `ty` mentions the identifier `ident` anywhere.
+fn mentions(ty: &Type, ident: &Ident) -> bool {
+    ty.to_token_stream().into_iter().any(|t| match_ident(&t, ident))
+}
+
+fn match_ident(tt: &proc_macro2::TokenTree, ident: &Ident) -> bool {
+    match tt {
+        proc_macro2::TokenTree::Ident(i) => i == ident,
+        proc_macro2::TokenTree::Group(g) => g.stream().into_iter().any(|t| match_ident(&t, ident)),
+        _ => false,
+    }
+}

@@ -1,0 +1,258 @@
+//! [`MiddlewareRegistry`]: config `type` → factory, and stacks built from a
+//! `[[middleware]]` list.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::error::{ConfigError, ConfigErrors};
+use super::suggest::{did_you_mean, list};
+use super::traits::{toml_to_value, BuildMiddleware};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::middleware::{ConfigFieldDoc, Middleware, MiddlewareStack};
+
+/// Builds one middleware from its table into a stack.
+type Factory<S, C> = fn(&Value, &str, &mut MiddlewareStack<S, C>) -> std::result::Result<(), ConfigErrors>;
+
+struct Entry<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    build: Factory<S, C>,
+    fields: &'static [ConfigFieldDoc],
+}
+
+/// The middleware a configuration can name, by their `type` key.
+///
+/// ```
+/// use tinyagents::config::MiddlewareRegistry;
+/// use tinyagents::prelude::*;
+/// use tinyagents::MiddlewareConfig;
+///
+/// #[derive(Debug, MiddlewareConfig)]
+/// #[config(type = "greeting", builds = Greeting)]
+/// struct GreetingConfig {
+///     /// The text added to the system prompt.
+///     #[config(default = "Be kind.")]
+///     text: String,
+/// }
+///
+/// struct Greeting(String);
+///
+/// impl From<GreetingConfig> for Greeting {
+///     fn from(c: GreetingConfig) -> Self {
+///         Greeting(c.text)
+///     }
+/// }
+///
+/// #[middleware(name = "greeting")]
+/// impl Greeting {
+///     #[before_model]
+///     fn greet(&self, request: &mut ModelRequest) -> Result<()> {
+///         request.set_volatile("greeting", self.0.clone());
+///         Ok(())
+///     }
+/// }
+///
+/// let registry: MiddlewareRegistry<()> = MiddlewareRegistry::new().with::<GreetingConfig>().unwrap();
+/// let stack = registry
+///     .stack_from_toml("[[middleware]]\ntype = \"greeting\"\ntext = \"Hello.\"")
+///     .unwrap();
+/// assert_eq!(stack.names(), ["greeting"]);
+///
+/// let err = registry.stack_from_toml("[[middleware]]\ntype = \"greting\"").unwrap_err();
+/// assert!(err.to_string().contains("did you mean `greeting`?"));
+/// ```
+pub struct MiddlewareRegistry<S, C = ()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    factories: BTreeMap<&'static str, Entry<S, C>>,
+}
+
+impl<S, C> Default for MiddlewareRegistry<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn default() -> Self {
+        Self {
+            factories: BTreeMap::new(),
+        }
+    }
+}
+
+impl<S, C> std::fmt::Debug for MiddlewareRegistry<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MiddlewareRegistry")
+            .field("types", &self.factories.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn build_one<T, S, C>(
+    value: &Value,
+    path: &str,
+    stack: &mut MiddlewareStack<S, C>,
+) -> std::result::Result<(), ConfigErrors>
+where
+    T: BuildMiddleware,
+    T::Middleware: Middleware<S, C>,
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    let config = T::from_value(value, path)?;
+    stack
+        .add(config.build())
+        .map(|_| ())
+        .map_err(|e| ConfigError::new(path, None, e.to_string()).into())
+}
+
+impl<S, C> MiddlewareRegistry<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers the config type `T` under `T::TYPE`; a type registered twice is a `Config` error.
+    pub fn register<T>(&mut self) -> Result<&mut Self>
+    where
+        T: BuildMiddleware,
+        T::Middleware: Middleware<S, C>,
+    {
+        if self.factories.contains_key(T::TYPE) {
+            return Err(TinyAgentsError::config(format!(
+                "a middleware config of type `{}` is already registered; each `type` names one middleware",
+                T::TYPE
+            )));
+        }
+        self.factories.insert(
+            T::TYPE,
+            Entry {
+                build: build_one::<T, S, C>,
+                fields: T::FIELDS,
+            },
+        );
+        Ok(self)
+    }
+
+    /// Builder form of [`register`](Self::register).
+    pub fn with<T>(mut self) -> Result<Self>
+    where
+        T: BuildMiddleware,
+        T::Middleware: Middleware<S, C>,
+    {
+        self.register::<T>()?;
+        Ok(self)
+    }
+
+    /// The registered `type` keys, sorted.
+    pub fn types(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.factories.keys().copied()
+    }
+
+    /// The config fields of a registered type.
+    pub fn fields(&self, type_key: &str) -> Option<&'static [ConfigFieldDoc]> {
+        self.factories.get(type_key).map(|e| e.fields)
+    }
+
+    /// Builds the middleware a table describes into `stack`, unless it says
+    /// `enabled = false`; returns whether one was added. `path` prefixes errors.
+    pub fn build_into(
+        &self,
+        table: &Value,
+        path: &str,
+        stack: &mut MiddlewareStack<S, C>,
+    ) -> std::result::Result<bool, ConfigErrors> {
+        let Some(map) = table.as_object() else {
+            return Err(ConfigError::new(path, Some(table.clone()), "must be a table with a `type` key").into());
+        };
+        let type_path = super::join(path, "type");
+        let type_key = match map.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(other) => {
+                return Err(
+                    ConfigError::new(type_path, Some(other.clone()), "must be a string naming a middleware").into(),
+                )
+            }
+            None => {
+                return Err(ConfigError::new(
+                    type_path,
+                    None,
+                    format!(
+                        "required key is missing: name the middleware with `type = \"…\"`; the registered types are {}",
+                        list(self.types())
+                    ),
+                )
+                .into())
+            }
+        };
+        let Some(entry) = self.factories.get(type_key) else {
+            return Err(ConfigError::new(
+                type_path,
+                Some(Value::String(type_key.to_owned())),
+                format!(
+                    "unknown middleware type; the registered types are {}{}",
+                    list(self.types()),
+                    did_you_mean(type_key, self.types())
+                ),
+            )
+            .into());
+        };
+        match map.get("enabled") {
+            None | Some(Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => return Ok(false),
+            Some(other) => {
+                return Err(ConfigError::new(
+                    super::join(path, "enabled"),
+                    Some(other.clone()),
+                    "must be `true` or `false`",
+                )
+                .into())
+            }
+        }
+        (entry.build)(table, path, stack)?;
+        Ok(true)
+    }
+
+    /// Builds a stack from `{ "middleware": [ {type = …, …}, … ] }`, in list
+    /// order. Keys other than `middleware` are left to the caller. Every
+    /// error of every entry is reported, each under `middleware[i]`.
+    pub fn build_stack(&self, config: &Value) -> std::result::Result<MiddlewareStack<S, C>, ConfigErrors> {
+        let mut stack = MiddlewareStack::new();
+        let entries = match config.get("middleware") {
+            None => return Ok(stack),
+            Some(Value::Array(a)) => a,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "middleware",
+                    Some(other.clone()),
+                    "must be a list of tables: write `[[middleware]]` entries",
+                )
+                .into())
+            }
+        };
+        let mut errors = ConfigErrors::new();
+        for (i, entry) in entries.iter().enumerate() {
+            if let Err(e) = self.build_into(entry, &format!("middleware[{i}]"), &mut stack) {
+                errors.extend(e);
+            }
+        }
+        errors.into_result().map(|()| stack)
+    }
+
+    /// [`build_stack`](Self::build_stack) from TOML text.
+    pub fn stack_from_toml(&self, text: &str) -> std::result::Result<MiddlewareStack<S, C>, ConfigErrors> {
+        self.build_stack(&toml_to_value(text)?)
+    }
+}

@@ -1,0 +1,58 @@
+//! [`MiddlewareConfig`] (derived), [`BuildMiddleware`] (the factory) and the
+//! entry points [`from_toml_str`] and [`from_value`].
+
+use serde_json::Value;
+
+use super::error::{ConfigError, ConfigErrors};
+use crate::harness::middleware::ConfigFieldDoc;
+
+/// A typed, validated middleware config. Derive it with
+/// `#[derive(MiddlewareConfig)]`; see the [module docs](crate::config).
+pub trait MiddlewareConfig: Sized + Send + Sync + 'static {
+    /// The `type = "…"` key that names this middleware in a config table.
+    const TYPE: &'static str;
+
+    /// The fields, for the documentation table.
+    const FIELDS: &'static [ConfigFieldDoc];
+
+    /// Parses and validates a table; `path` prefixes every error
+    /// (`middleware[2]`; empty at the root). Unknown keys are rejected, the
+    /// reserved keys `type` and `enabled` are allowed, and every error is reported.
+    fn from_value(value: &Value, path: &str) -> Result<Self, ConfigErrors>;
+
+    /// Checks the field rules and the cross-field `validate` fn, for a config
+    /// built in code.
+    fn check(&self, path: &str) -> Result<(), ConfigErrors>;
+
+    /// The config with every default (an error when a key has no default).
+    fn defaults() -> Result<Self, ConfigErrors> {
+        Self::from_value(&Value::Object(serde_json::Map::new()), "")
+    }
+}
+
+/// A config that builds its middleware: derived from `#[config(builds = T)]`
+/// with `T: From<Config>` (do fallible checks in `validate`, so `from` cannot fail).
+pub trait BuildMiddleware: MiddlewareConfig {
+    /// The middleware it builds.
+    type Middleware: Send + Sync + 'static;
+
+    /// Builds the middleware.
+    fn build(self) -> Self::Middleware;
+}
+
+/// Parses a config from a TOML table (the text of one `[[middleware]]` entry or a whole file).
+pub fn from_toml_str<T: MiddlewareConfig>(text: &str) -> Result<T, ConfigErrors> {
+    T::from_value(&toml_to_value(text)?, "")
+}
+
+/// Parses a config from a JSON value, with errors prefixed by `path`.
+pub fn from_value<T: MiddlewareConfig>(value: &Value, path: &str) -> Result<T, ConfigErrors> {
+    T::from_value(value, path)
+}
+
+/// A TOML document as a JSON value.
+pub(crate) fn toml_to_value(text: &str) -> Result<Value, ConfigErrors> {
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| ConfigError::new("", None, format!("invalid TOML: {}", e.message())))?;
+    serde_json::to_value(table).map_err(|e| ConfigError::new("", None, format!("invalid TOML: {e}")).into())
+}
