@@ -7,6 +7,9 @@ mod request;
 mod response;
 mod scripted;
 
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub mod providers;
+
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 

@@ -1,0 +1,490 @@
+//! [`AnthropicModel`]: Anthropic's Messages API.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::http::{merge_extra, parse_json, sse_stream, stream_error, truncated, Decoder, HttpClient};
+use super::sse::SseEvent;
+use super::{fold, ordered_segments, replay, ProviderConfig, ProviderKind};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::message::{ContentPart, Message, Role};
+use crate::harness::model::{
+    ChatModel, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ModelStream, ReasoningEffort,
+    SegmentStability, Usage,
+};
+
+/// The API version header every call sends.
+const API_VERSION: &str = "2023-06-01";
+
+/// A chat model speaking Anthropic's Messages API (`POST {base}/v1/messages`).
+///
+/// * **System prompt**: one `system` text block per segment, stable ones
+///   first; with prompt caching on (the default) the last stable block carries
+///   `cache_control: {"type": "ephemeral"}`, which caches the tools and the
+///   whole stable prefix. Conversation messages with the system role are
+///   appended as further system blocks.
+/// * **Output limit**: `max_tokens` is required by the API; a request without
+///   one sends [`ProviderConfig::default_max_tokens`].
+/// * **Reasoning effort** turns on extended thinking with a budget of 1024
+///   (low), 4096 (medium) or 16384 (high) tokens; since Anthropic counts
+///   thinking inside `max_tokens`, the budget is added to it, so the answer
+///   keeps the limit you set. Set `thinking` in [`ModelParams::extra`](crate::harness::model::ModelParams::extra) to choose yourself.
+/// * **Usage**: `input_tokens` (uncached), `cache_read_input_tokens` and
+///   `cache_creation_input_tokens` map one to one; Anthropic does not report
+///   reasoning tokens apart.
+/// * Tool results of one batch go back in one user message, as the API requires.
+pub struct AnthropicModel {
+    config: ProviderConfig,
+    id: String,
+    url: String,
+    http: HttpClient,
+}
+
+impl std::fmt::Debug for AnthropicModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicModel")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicModel {
+    /// A model from a configuration of kind [`ProviderKind::Anthropic`].
+    ///
+    /// # Errors
+    /// A [`Config`](TinyAgentsError::Config) error when the configuration is
+    /// of another kind or does not [`validate`](ProviderConfig::validate).
+    pub fn new(config: ProviderConfig) -> Result<Self> {
+        if config.kind() != ProviderKind::Anthropic {
+            return Err(TinyAgentsError::config(format!(
+                "model `{}` does not speak Anthropic's Messages format; build it with `ProviderConfig::build`",
+                config.id()
+            )));
+        }
+        config.validate()?;
+        let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
+        if let Some(key) = config.api_key() {
+            headers.push(("x-api-key", key.to_owned()));
+        }
+        let http = HttpClient::new(&config, headers)?;
+        Ok(Self {
+            id: config.id(),
+            url: config.endpoint("v1/messages"),
+            http,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The thinking budget for a reasoning effort.
+    pub const fn thinking_budget(effort: ReasoningEffort) -> u32 {
+        match effort {
+            ReasoningEffort::Low => 1024,
+            ReasoningEffort::Medium => 4096,
+            ReasoningEffort::High => 16384,
+        }
+    }
+
+    /// The JSON body this model sends for `request` (streaming or not).
+    ///
+    /// # Errors
+    /// A [`Config`](TinyAgentsError::Config) error when the request asks for
+    /// another provider's model.
+    pub fn request_body(&self, request: &ModelRequest, stream: bool) -> Result<Value> {
+        let model = self.config.requested_model(request.model.as_deref())?;
+        let segments: Vec<_> = ordered_segments(&request.system).collect();
+        let last_stable = segments
+            .iter()
+            .rposition(|s| s.stability == SegmentStability::Stable)
+            .filter(|_| self.config.prompt_caching());
+        let mut system: Vec<Value> = segments
+            .iter()
+            .enumerate()
+            .map(|(i, seg)| {
+                let mut block = json!({"type": "text", "text": seg.text});
+                if Some(i) == last_stable {
+                    block["cache_control"] = json!({"type": "ephemeral"});
+                }
+                block
+            })
+            .collect();
+        let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
+        for m in &request.messages {
+            if m.role == Role::System {
+                system.push(json!({"type": "text", "text": m.text()}));
+                continue;
+            }
+            let (role, blocks) = wire_blocks(m);
+            if blocks.is_empty() {
+                continue;
+            }
+            // Consecutive turns of one role become one message (tool results
+            // of a batch must share one user message).
+            match messages.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(content) = last["content"].as_array_mut() {
+                        content.extend(blocks);
+                    }
+                }
+                _ => messages.push(json!({"role": role, "content": blocks})),
+            }
+        }
+        let params = &request.params;
+        let mut max_tokens = params.max_tokens.unwrap_or(self.config.default_max_tokens());
+        let mut body = json!({"model": model, "messages": messages, "stream": stream});
+        if !system.is_empty() {
+            body["system"] = Value::Array(system);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+        }
+        if let Some(effort) = params.reasoning_effort {
+            let budget = Self::thinking_budget(effort);
+            max_tokens = max_tokens.saturating_add(budget);
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        }
+        body["max_tokens"] = json!(max_tokens);
+        if let Some(t) = params.temperature {
+            body["temperature"] = json!(t);
+        }
+        merge_extra(&mut body, &params.extra);
+        Ok(body)
+    }
+
+    /// One non-streaming call (`"stream": false`): the whole reply at once.
+    ///
+    /// # Errors
+    /// As [`ChatModel::stream`].
+    pub async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse> {
+        let deltas = self.complete_deltas(request).await?;
+        fold(&deltas, &self.id)
+    }
+
+    async fn complete_deltas(&self, request: &ModelRequest) -> Result<Vec<ModelDelta>> {
+        let body = serde_json::to_vec(&self.request_body(request, false)?).expect("a JSON value serialises");
+        let response = self.http.post_json(&self.url, body, false).await?;
+        let bytes = self.http.read_body(response).await?;
+        let text = String::from_utf8_lossy(&bytes);
+        let message: WireMessage = parse_json(&self.id, &text)?;
+        if message.kind.as_deref() == Some("error") {
+            return Err(stream_error(&self.id, &text));
+        }
+        Ok(message_deltas(message))
+    }
+}
+
+#[async_trait]
+impl ChatModel for AnthropicModel {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream> {
+        if !self.config.streaming() {
+            return Ok(replay(self.complete_deltas(request).await?));
+        }
+        let body = serde_json::to_vec(&self.request_body(request, true)?).expect("a JSON value serialises");
+        let response = self.http.post_json(&self.url, body, true).await?;
+        let decoder = StreamDecoder {
+            label: self.http.label.clone(),
+            ..StreamDecoder::default()
+        };
+        Ok(sse_stream(self.http.clone(), response, decoder))
+    }
+}
+
+/// A message's role and content blocks.
+fn wire_blocks(m: &Message) -> (&'static str, Vec<Value>) {
+    let mut blocks = Vec::new();
+    if m.role == Role::Tool {
+        blocks.push(json!({
+            "type": "tool_result",
+            "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
+            "content": m.text(),
+        }));
+        return ("user", blocks);
+    }
+    for part in &m.content {
+        match part {
+            ContentPart::Text { text } if !text.is_empty() => blocks.push(json!({"type": "text", "text": text})),
+            ContentPart::Image { url } => blocks.push(image_block(url)),
+            // Reasoning is not sent back: a thinking block needs the signature it was streamed with.
+            _ => {}
+        }
+    }
+    if m.role == Role::Assistant {
+        for call in &m.tool_calls {
+            blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}));
+        }
+        return ("assistant", blocks);
+    }
+    ("user", blocks)
+}
+
+fn image_block(url: &str) -> Value {
+    if let Some((meta, data)) = url.strip_prefix("data:").and_then(|r| r.split_once(',')) {
+        if let Some(media_type) = meta.strip_suffix(";base64") {
+            return json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}});
+        }
+    }
+    json!({"type": "image", "source": {"type": "url", "url": url}})
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// Updates `usage` with the counts this report carries (later reports are cumulative).
+    fn apply(&self, usage: &mut Usage) {
+        if let Some(n) = self.input_tokens {
+            usage.input_tokens = n;
+        }
+        if let Some(n) = self.output_tokens {
+            usage.output_tokens = n;
+        }
+        if let Some(n) = self.cache_creation_input_tokens {
+            usage.cache_write_tokens = n;
+        }
+        if let Some(n) = self.cache_read_input_tokens {
+            usage.cache_read_tokens = n;
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct StreamEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    message: Option<WireMessage>,
+    index: Option<u32>,
+    content_block: Option<Value>,
+    delta: Option<Value>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    content: Option<Vec<Value>>,
+    stop_reason: Option<String>,
+    usage: Option<WireUsage>,
+}
+
+/// The Messages stream: `message_start`, content blocks (`content_block_start`,
+/// `content_block_delta`…, `content_block_stop`), `message_delta` with the stop
+/// reason and final usage, then `message_stop`.
+#[derive(Default)]
+struct StreamDecoder {
+    label: Arc<str>,
+    /// Content block index → tool call index, for `tool_use` blocks.
+    tool_blocks: HashMap<u32, u32>,
+    usage: Usage,
+    saw_usage: bool,
+    stop: Option<FinishReason>,
+    done: bool,
+}
+
+impl StreamDecoder {
+    fn flush(&mut self, out: &mut VecDeque<ModelDelta>) {
+        if self.saw_usage {
+            out.push_back(ModelDelta::usage(self.usage));
+        }
+        let reason = self.stop.take().unwrap_or(if self.tool_blocks.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        });
+        out.push_back(ModelDelta::finish(reason));
+        self.done = true;
+    }
+
+    fn text_of<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+        value.get(field).and_then(Value::as_str).filter(|s| !s.is_empty())
+    }
+}
+
+impl Decoder for StreamDecoder {
+    fn event(&mut self, event: SseEvent, out: &mut VecDeque<ModelDelta>) -> Result<()> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        let ev: StreamEvent = parse_json(&self.label, data)?;
+        match ev.kind.as_str() {
+            "message_start" => {
+                if let Some(usage) = ev.message.and_then(|m| m.usage) {
+                    usage.apply(&mut self.usage);
+                    self.saw_usage = true;
+                }
+            }
+            "content_block_start" => {
+                let block = ev.content_block.unwrap_or_default();
+                let index = ev.index.unwrap_or(0);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        if let Some(t) = Self::text_of(&block, "text") {
+                            out.push_back(ModelDelta::text(t));
+                        }
+                    }
+                    Some("thinking") => {
+                        if let Some(t) = Self::text_of(&block, "thinking") {
+                            out.push_back(ModelDelta::reasoning(t));
+                        }
+                    }
+                    Some("tool_use") => {
+                        let call = self.tool_blocks.len() as u32;
+                        self.tool_blocks.insert(index, call);
+                        // The input arrives as `input_json_delta`s; a start
+                        // block carrying a whole non-empty input is sent as is.
+                        let arguments = match block.get("input") {
+                            Some(Value::Object(o)) if !o.is_empty() => Value::Object(o.clone()).to_string(),
+                            _ => String::new(),
+                        };
+                        out.push_back(ModelDelta::new(DeltaContent::ToolCall {
+                            index: call,
+                            id: block.get("id").and_then(Value::as_str).map(str::to_owned),
+                            name: block.get("name").and_then(Value::as_str).map(str::to_owned),
+                            arguments,
+                        }));
+                    }
+                    // Server tools (run by Anthropic), redacted thinking and
+                    // future block kinds carry nothing for the agent to act on.
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let delta = ev.delta.unwrap_or_default();
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        if let Some(t) = Self::text_of(&delta, "text") {
+                            out.push_back(ModelDelta::text(t));
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        if let Some(t) = Self::text_of(&delta, "thinking") {
+                            out.push_back(ModelDelta::reasoning(t));
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        let block = ev.index.unwrap_or(0);
+                        if let (Some(&call), Some(json)) =
+                            (self.tool_blocks.get(&block), Self::text_of(&delta, "partial_json"))
+                        {
+                            out.push_back(ModelDelta::new(DeltaContent::ToolCall {
+                                index: call,
+                                id: None,
+                                name: None,
+                                arguments: json.to_owned(),
+                            }));
+                        }
+                    }
+                    // signature_delta, citations_delta: not part of the reply's text.
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = ev
+                    .delta
+                    .as_ref()
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop = Some(finish_reason(reason));
+                }
+                if let Some(usage) = ev.usage {
+                    usage.apply(&mut self.usage);
+                    self.saw_usage = true;
+                }
+            }
+            "message_stop" => self.flush(out),
+            "error" => return Err(stream_error(&self.label, data)),
+            // ping, content_block_stop, and event kinds added later.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<()> {
+        if self.stop.is_some() {
+            self.flush(out);
+            Ok(())
+        } else {
+            Err(truncated(&self.label, "stop reason and no `message_stop`"))
+        }
+    }
+}
+
+/// The deltas a non-streamed message amounts to.
+fn message_deltas(message: WireMessage) -> Vec<ModelDelta> {
+    let mut out = Vec::new();
+    let mut calls = 0u32;
+    for block in message.content.unwrap_or_default() {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(t) = StreamDecoder::text_of(&block, "text") {
+                    out.push(ModelDelta::text(t));
+                }
+            }
+            Some("thinking") => {
+                if let Some(t) = StreamDecoder::text_of(&block, "thinking") {
+                    out.push(ModelDelta::reasoning(t));
+                }
+            }
+            Some("tool_use") => {
+                out.push(ModelDelta::new(DeltaContent::ToolCall {
+                    index: calls,
+                    id: block.get("id").and_then(Value::as_str).map(str::to_owned),
+                    name: block.get("name").and_then(Value::as_str).map(str::to_owned),
+                    arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
+                }));
+                calls += 1;
+            }
+            _ => {}
+        }
+    }
+    if let Some(wire) = message.usage {
+        let mut usage = Usage::default();
+        wire.apply(&mut usage);
+        out.push(ModelDelta::usage(usage));
+    }
+    let reason = message.stop_reason.as_deref().map(finish_reason);
+    out.push(ModelDelta::finish(reason.unwrap_or(if calls > 0 {
+        FinishReason::ToolCalls
+    } else {
+        FinishReason::Stop
+    })));
+    out
+}

@@ -1,0 +1,618 @@
+//! [`ProviderConfig`]: which provider, which model, where, and with which key.
+//!
+//! A model is named by a `provider:model` string. The provider part picks the
+//! wire format and the defaults; everything after the first `:` is the model
+//! name, sent as is (so `ollama:llama3.2:3b` names the model `llama3.2:3b`).
+//!
+//! | provider            | wire format       | default base URL             | key variable (required?)           | base URL variable            |
+//! |---------------------|-------------------|------------------------------|------------------------------------|------------------------------|
+//! | `openai`            | Chat Completions  | `https://api.openai.com/v1`  | `OPENAI_API_KEY` (yes)             | `OPENAI_BASE_URL`            |
+//! | `anthropic`         | Messages          | `https://api.anthropic.com`  | `ANTHROPIC_API_KEY` (yes)          | `ANTHROPIC_BASE_URL`         |
+//! | `openai-compatible` | Chat Completions  | none: set it                 | `OPENAI_COMPATIBLE_API_KEY` (no)   | `OPENAI_COMPATIBLE_BASE_URL` |
+//! | `ollama`            | Chat Completions  | `http://localhost:11434/v1`  | `OLLAMA_API_KEY` (no)              | `OLLAMA_BASE_URL`            |
+//! | `vllm`              | Chat Completions  | `http://localhost:8000/v1`   | `VLLM_API_KEY` (no)                | `VLLM_BASE_URL`              |
+//! | `llamacpp`          | Chat Completions  | `http://localhost:8080/v1`   | `LLAMACPP_API_KEY` (no)            | `LLAMACPP_BASE_URL`          |
+//!
+//! The base URLs follow each vendor's SDK convention: OpenAI's includes `/v1`
+//! (the model posts to `{base}/chat/completions`), Anthropic's does not (it
+//! posts to `{base}/v1/messages`). So an `OPENAI_BASE_URL` or
+//! `ANTHROPIC_BASE_URL` already set for the official SDKs works unchanged.
+//!
+//! ```
+//! use tinyagents::harness::model::providers::{ProviderConfig, ProviderKind};
+//!
+//! // From code: no environment read.
+//! let config = ProviderConfig::parse("ollama:llama3.2:3b")?;
+//! assert_eq!(config.kind(), ProviderKind::OpenAiCompatible);
+//! assert_eq!(config.model(), "llama3.2:3b");
+//! assert_eq!(config.base_url(), "http://localhost:11434/v1");
+//!
+//! // From the environment, with a lookup you control (here: nothing is set).
+//! let config = ProviderConfig::from_env_with("openai:gpt-4o-mini", |_| None)?;
+//! let err = config.build().unwrap_err();
+//! assert!(err.to_string().contains("OPENAI_API_KEY"));
+//! # Ok::<(), tinyagents::TinyAgentsError>(())
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::model::ChatModel;
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProviderKind {
+    /// OpenAI's Chat Completions API at OpenAI (`max_completion_tokens`).
+    OpenAi,
+    /// The Chat Completions wire format on another server: vLLM, llama.cpp's
+    /// server, Ollama, and the like (`max_tokens`).
+    OpenAiCompatible,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// The cargo feature of `tinyagents` that compiles this provider in.
+    pub const fn feature(self) -> &'static str {
+        match self {
+            Self::OpenAi | Self::OpenAiCompatible => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// One known provider name and its defaults.
+struct Preset {
+    name: &'static str,
+    kind: ProviderKind,
+    base_url: Option<&'static str>,
+    key_env: &'static str,
+    key_required: bool,
+    base_url_env: &'static str,
+}
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "openai",
+        kind: ProviderKind::OpenAi,
+        base_url: Some("https://api.openai.com/v1"),
+        key_env: "OPENAI_API_KEY",
+        key_required: true,
+        base_url_env: "OPENAI_BASE_URL",
+    },
+    Preset {
+        name: "anthropic",
+        kind: ProviderKind::Anthropic,
+        base_url: Some("https://api.anthropic.com"),
+        key_env: "ANTHROPIC_API_KEY",
+        key_required: true,
+        base_url_env: "ANTHROPIC_BASE_URL",
+    },
+    Preset {
+        name: "openai-compatible",
+        kind: ProviderKind::OpenAiCompatible,
+        base_url: None,
+        key_env: "OPENAI_COMPATIBLE_API_KEY",
+        key_required: false,
+        base_url_env: "OPENAI_COMPATIBLE_BASE_URL",
+    },
+    Preset {
+        name: "ollama",
+        kind: ProviderKind::OpenAiCompatible,
+        base_url: Some("http://localhost:11434/v1"),
+        key_env: "OLLAMA_API_KEY",
+        key_required: false,
+        base_url_env: "OLLAMA_BASE_URL",
+    },
+    Preset {
+        name: "vllm",
+        kind: ProviderKind::OpenAiCompatible,
+        base_url: Some("http://localhost:8000/v1"),
+        key_env: "VLLM_API_KEY",
+        key_required: false,
+        base_url_env: "VLLM_BASE_URL",
+    },
+    Preset {
+        name: "llamacpp",
+        kind: ProviderKind::OpenAiCompatible,
+        base_url: Some("http://localhost:8080/v1"),
+        key_env: "LLAMACPP_API_KEY",
+        key_required: false,
+        base_url_env: "LLAMACPP_BASE_URL",
+    },
+];
+
+/// The names `provider:model` strings accept, in the order of the table above.
+pub const PROVIDER_NAMES: &[&str] = &["openai", "anthropic", "openai-compatible", "ollama", "vllm", "llamacpp"];
+
+/// The environment variable that names the model for programs that offer a
+/// real provider (the quickstart, for one): `TINYAGENTS_MODEL=openai:gpt-4o-mini`.
+pub const MODEL_ENV: &str = "TINYAGENTS_MODEL";
+
+/// How to reach one model of one provider.
+///
+/// Build one with [`parse`](Self::parse) (defaults only) or
+/// [`from_env`](Self::from_env) (defaults, then the environment), adjust it
+/// with the `with_*` methods, then [`build`](Self::build) the [`ChatModel`].
+/// The API key is never printed by `Debug`.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    provider: String,
+    kind: ProviderKind,
+    model: String,
+    base_url: Option<String>,
+    base_url_env: Option<String>,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+    key_required: bool,
+    headers: Vec<(String, String)>,
+    connect_timeout: Duration,
+    idle_timeout: Duration,
+    streaming: bool,
+    prompt_caching: bool,
+    default_max_tokens: u32,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("provider", &self.provider)
+            .field("kind", &self.kind)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("streaming", &self.streaming)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderConfig {
+    /// The default connect timeout.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default idle timeout: the longest wait for the next bytes of a reply.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+    /// The output limit sent when a request sets none and the provider requires
+    /// one (Anthropic does).
+    pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+    /// A configuration for a `provider:model` string, with the provider's
+    /// defaults and no key. Reads no environment.
+    ///
+    /// # Errors
+    /// A [`Config`](TinyAgentsError::Config) error when the string has no
+    /// `provider:` prefix, names an unknown provider, or has an empty model.
+    pub fn parse(spec: &str) -> Result<Self> {
+        let spec = spec.trim();
+        let Some((provider, model)) = spec.split_once(':') else {
+            return Err(TinyAgentsError::config(format!(
+                "model `{spec}` has no provider: write `provider:model`, e.g. `openai:gpt-4o-mini` \
+                 (providers: {})",
+                PROVIDER_NAMES.join(", ")
+            )));
+        };
+        let provider = provider.trim().to_ascii_lowercase();
+        let model = model.trim();
+        let Some(preset) = PRESETS.iter().find(|p| p.name == provider) else {
+            return Err(TinyAgentsError::config(format!(
+                "unknown model provider `{provider}` in `{spec}`; the providers are: {}",
+                PROVIDER_NAMES.join(", ")
+            )));
+        };
+        if model.is_empty() {
+            return Err(TinyAgentsError::config(format!(
+                "model `{spec}` names no model after `{provider}:`"
+            )));
+        }
+        Ok(Self {
+            provider,
+            kind: preset.kind,
+            model: model.to_owned(),
+            base_url: preset.base_url.map(str::to_owned),
+            base_url_env: Some(preset.base_url_env.to_owned()),
+            api_key: None,
+            api_key_env: Some(preset.key_env.to_owned()),
+            key_required: preset.key_required,
+            headers: Vec::new(),
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            streaming: true,
+            prompt_caching: true,
+            default_max_tokens: Self::DEFAULT_MAX_TOKENS,
+        })
+    }
+
+    /// [`parse`](Self::parse), then the provider's API key and base URL
+    /// variables from the process environment (see the module table). A
+    /// missing key is not an error here: [`build`](Self::build) reports it,
+    /// naming the variable.
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse).
+    pub fn from_env(spec: &str) -> Result<Self> {
+        Self::from_env_with(spec, |name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Self::from_env) with your own lookup (a secret store, or a
+    /// map in a test). Empty values count as unset.
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse).
+    pub fn from_env_with(spec: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut config = Self::parse(spec)?;
+        let get = |name: &Option<String>| {
+            name.as_deref()
+                .and_then(&lookup)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        if let Some(key) = get(&config.api_key_env) {
+            config.api_key = Some(key);
+        }
+        if let Some(url) = get(&config.base_url_env) {
+            config.base_url = Some(url);
+        }
+        Ok(config)
+    }
+
+    /// The same configuration with this base URL (a local server, a proxy, a gateway).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = Some(base_url.into());
+        self
+    }
+
+    /// The same configuration with this API key.
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// The same configuration reading its key from `variable` instead of the
+    /// provider's default, now: a set variable replaces the key. Error
+    /// messages name this variable.
+    pub fn with_api_key_env(mut self, variable: impl Into<String>) -> Self {
+        let variable = variable.into();
+        if let Some(key) = std::env::var(&variable).ok().filter(|v| !v.trim().is_empty()) {
+            self.api_key = Some(key.trim().to_owned());
+        }
+        self.api_key_env = Some(variable);
+        self
+    }
+
+    /// The same configuration, requiring a key or not (an OpenAI-compatible
+    /// server behind an authenticating gateway needs one).
+    pub fn with_key_required(mut self, required: bool) -> Self {
+        self.key_required = required;
+        self
+    }
+
+    /// The same configuration with another model name (same provider).
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// The same configuration sending one more HTTP header on every call
+    /// (`OpenAI-Organization`, `anthropic-beta`, a gateway's routing header).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The same configuration with a connect timeout.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same configuration with an idle timeout: how long to wait for the
+    /// next bytes of a reply (the first token of a reasoning model can take minutes).
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The same configuration streaming (the default) or not. Without
+    /// streaming, [`ChatModel::stream`] makes one non-streaming call and
+    /// replays the whole reply as deltas (for servers whose streaming is broken).
+    pub fn with_streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// The same configuration with explicit prompt caching on (the default) or
+    /// off. Anthropic: the last stable system segment carries a `cache_control`
+    /// breakpoint, so tools and the stable prefix are cached. OpenAI caches
+    /// prefixes by itself; this setting does not change its requests.
+    pub fn with_prompt_caching(mut self, enabled: bool) -> Self {
+        self.prompt_caching = enabled;
+        self
+    }
+
+    /// The same configuration with the output limit sent when a request sets
+    /// none and the provider requires one (Anthropic).
+    pub fn with_default_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.default_max_tokens = max_tokens;
+        self
+    }
+
+    /// The provider's name, as in the `provider:model` string.
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// The wire format.
+    pub fn kind(&self) -> ProviderKind {
+        self.kind
+    }
+
+    /// The model name sent to the provider.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The model's id: `provider:model`.
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.provider, self.model)
+    }
+
+    /// The base URL (empty when the provider has no default and none was set).
+    pub fn base_url(&self) -> &str {
+        self.base_url.as_deref().unwrap_or_default()
+    }
+
+    /// The environment variable the key is read from, when there is one.
+    pub fn api_key_env(&self) -> Option<&str> {
+        self.api_key_env.as_deref()
+    }
+
+    /// Whether a key is set.
+    pub fn has_api_key(&self) -> bool {
+        self.api_key.is_some()
+    }
+
+    /// The extra headers.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
+    /// The connect timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// The idle timeout.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// Whether calls stream.
+    pub fn streaming(&self) -> bool {
+        self.streaming
+    }
+
+    /// Whether explicit prompt caching is on.
+    pub fn prompt_caching(&self) -> bool {
+        self.prompt_caching
+    }
+
+    /// The output limit sent when a request sets none and the provider requires one.
+    pub fn default_max_tokens(&self) -> u32 {
+        self.default_max_tokens
+    }
+
+    pub(crate) fn api_key(&self) -> Option<&str> {
+        self.api_key.as_deref()
+    }
+
+    /// Checks the configuration: a base URL is set and well-formed, and a
+    /// required key is present.
+    ///
+    /// # Errors
+    /// A [`Config`](TinyAgentsError::Config) error naming the variable to set.
+    pub fn validate(&self) -> Result<()> {
+        let id = self.id();
+        let Some(base) = self.base_url.as_deref().filter(|b| !b.trim().is_empty()) else {
+            return Err(TinyAgentsError::config(format!(
+                "model `{id}` has no base URL: set the environment variable `{}` \
+                 (e.g. `http://localhost:8000/v1`) or call `ProviderConfig::with_base_url`",
+                self.base_url_env.as_deref().unwrap_or("OPENAI_COMPATIBLE_BASE_URL")
+            )));
+        };
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(TinyAgentsError::config(format!(
+                "model `{id}` has the base URL `{base}`, which is not an http:// or https:// URL"
+            )));
+        }
+        if self.key_required && self.api_key.is_none() {
+            return Err(TinyAgentsError::config(match &self.api_key_env {
+                Some(var) => format!(
+                    "model `{id}` needs an API key: the environment variable `{var}` is not set \
+                     (set it, or call `ProviderConfig::with_api_key`)"
+                ),
+                None => format!("model `{id}` needs an API key: call `ProviderConfig::with_api_key`"),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Builds the model.
+    ///
+    /// # Errors
+    /// A [`Config`](TinyAgentsError::Config) error when [`validate`](Self::validate)
+    /// fails, when the provider's cargo feature is off, or when the HTTP client
+    /// cannot be built.
+    pub fn build(self) -> Result<Arc<dyn ChatModel>> {
+        match self.kind {
+            #[cfg(feature = "openai")]
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => Ok(Arc::new(super::OpenAiModel::new(self)?)),
+            #[cfg(feature = "anthropic")]
+            ProviderKind::Anthropic => Ok(Arc::new(super::AnthropicModel::new(self)?)),
+            #[allow(unreachable_patterns)]
+            kind => Err(TinyAgentsError::config(format!(
+                "model `{}` needs the cargo feature `{}` of tinyagents (or `providers`, for all of them)",
+                self.id(),
+                kind.feature()
+            ))),
+        }
+    }
+
+    /// The URL of one endpoint under the base URL (`chat/completions`, `v1/messages`).
+    pub(crate) fn endpoint(&self, path: &str) -> String {
+        format!("{}/{}", self.base_url().trim_end_matches('/'), path)
+    }
+
+    /// The model name a request asks for, when it overrides this model's:
+    /// `model` alone, or `provider:model` with this provider's name.
+    pub(crate) fn requested_model<'a>(&'a self, requested: Option<&'a str>) -> Result<&'a str> {
+        let Some(requested) = requested.map(str::trim).filter(|r| !r.is_empty()) else {
+            return Ok(&self.model);
+        };
+        match requested.split_once(':') {
+            Some((provider, model)) if provider.eq_ignore_ascii_case(&self.provider) => Ok(model),
+            Some((provider, _)) if PROVIDER_NAMES.iter().any(|p| p.eq_ignore_ascii_case(provider)) => {
+                Err(TinyAgentsError::config(format!(
+                    "the run asks for model `{requested}`, but this model is `{}`: a request can change \
+                     the model name, not the provider; route the call to another model instead \
+                     (`ModelRequest::route`)",
+                    self.id()
+                )))
+            }
+            _ => Ok(requested),
+        }
+    }
+}
+
+/// Builds the model a `provider:model` string names, with its key and base
+/// URL from the environment.
+///
+/// ```no_run
+/// use tinyagents::prelude::*;
+/// use tinyagents::harness::model::providers::model_from_env;
+///
+/// # fn main() -> Result<()> {
+/// let agent: Agent<()> = Agent::from_shared(model_from_env("openai:gpt-4o-mini")?);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`ProviderConfig::parse`] and [`ProviderConfig::build`]: a missing key
+/// is a [`Config`](TinyAgentsError::Config) error naming its variable.
+pub fn model_from_env(spec: &str) -> Result<Arc<dyn ChatModel>> {
+    ProviderConfig::from_env(spec)?.build()
+}
+
+/// The model named by the [`MODEL_ENV`] variable (`TINYAGENTS_MODEL`), or
+/// `None` when it is unset or empty: the switch a program offers between its
+/// scripted model and a real one.
+///
+/// # Errors
+/// As [`model_from_env`], for the string the variable holds.
+pub fn model_from_default_env() -> Result<Option<Arc<dyn ChatModel>>> {
+    match std::env::var(MODEL_ENV).ok().filter(|v| !v.trim().is_empty()) {
+        Some(spec) => model_from_env(&spec).map(Some),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn parses_provider_and_model_keeping_colons_in_the_model() {
+        let c = ProviderConfig::parse("ollama:llama3.2:3b").unwrap();
+        assert_eq!((c.provider(), c.model()), ("ollama", "llama3.2:3b"));
+        assert_eq!(c.id(), "ollama:llama3.2:3b");
+        assert_eq!(
+            c.endpoint("chat/completions"),
+            "http://localhost:11434/v1/chat/completions"
+        );
+        let c = ProviderConfig::parse(" Anthropic:claude-sonnet-4-5 ").unwrap();
+        assert_eq!(c.kind(), ProviderKind::Anthropic);
+        assert_eq!(c.endpoint("v1/messages"), "https://api.anthropic.com/v1/messages");
+    }
+
+    #[test]
+    fn rejects_strings_without_a_known_provider() {
+        let e = ProviderConfig::parse("gpt-4o").unwrap_err().to_string();
+        assert!(e.contains("write `provider:model`"), "{e}");
+        let e = ProviderConfig::parse("opneai:gpt-4o").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown model provider `opneai`") && e.contains("openai, anthropic"),
+            "{e}"
+        );
+        let e = ProviderConfig::parse("openai:").unwrap_err().to_string();
+        assert!(e.contains("names no model"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_key_is_a_config_error_naming_the_variable() {
+        let err = ProviderConfig::from_env_with("anthropic:claude", env(&[]))
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert_eq!(err.kind(), crate::harness::error::ErrorKind::Config);
+        assert!(err.to_string().contains("`ANTHROPIC_API_KEY` is not set"), "{err}");
+        // an empty value counts as unset
+        let err = ProviderConfig::from_env_with("openai:gpt", env(&[("OPENAI_API_KEY", " ")]))
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(err.to_string().contains("`OPENAI_API_KEY` is not set"), "{err}");
+        // local servers need none
+        ProviderConfig::from_env_with("ollama:llama3", env(&[]))
+            .unwrap()
+            .validate()
+            .unwrap();
+    }
+
+    #[test]
+    fn the_environment_sets_key_and_base_url() {
+        let c = ProviderConfig::from_env_with(
+            "openai:gpt-4o",
+            env(&[
+                ("OPENAI_API_KEY", "sk-1"),
+                ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.api_key(), Some("sk-1"));
+        assert_eq!(c.endpoint("chat/completions"), "http://127.0.0.1:9/v1/chat/completions");
+        assert!(!format!("{c:?}").contains("sk-1"), "Debug must not print the key");
+    }
+
+    #[test]
+    fn a_compatible_server_needs_a_base_url_naming_its_variable() {
+        let err = ProviderConfig::from_env_with("openai-compatible:qwen", env(&[]))
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(err.to_string().contains("`OPENAI_COMPATIBLE_BASE_URL`"), "{err}");
+        ProviderConfig::from_env_with(
+            "openai-compatible:qwen",
+            env(&[("OPENAI_COMPATIBLE_BASE_URL", "http://localhost:1/v1")]),
+        )
+        .unwrap()
+        .validate()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_request_may_rename_the_model_but_not_change_the_provider() {
+        let c = ProviderConfig::parse("openai:gpt-4o").unwrap();
+        assert_eq!(c.requested_model(None).unwrap(), "gpt-4o");
+        assert_eq!(c.requested_model(Some("gpt-4o-mini")).unwrap(), "gpt-4o-mini");
+        assert_eq!(c.requested_model(Some("openai:o3")).unwrap(), "o3");
+        let e = c.requested_model(Some("anthropic:claude")).unwrap_err().to_string();
+        assert!(e.contains("not the provider"), "{e}");
+        let c = ProviderConfig::parse("ollama:llama3").unwrap();
+        assert_eq!(c.requested_model(Some("qwen3:8b")).unwrap(), "qwen3:8b");
+    }
+}

@@ -1,0 +1,108 @@
+//! Real chat models behind [`ChatModel`]: OpenAI, OpenAI-compatible servers
+//! (vLLM, llama.cpp's server, Ollama) and Anthropic, over HTTP with streaming.
+//!
+//! Compiled in by the cargo features `openai`, `anthropic`, or `providers`
+//! (both); the default features pull in no HTTP stack.
+//!
+//! ```no_run
+//! use tinyagents::prelude::*;
+//! use tinyagents::harness::model::providers::{model_from_env, ProviderConfig};
+//!
+//! # async fn demo() -> Result<()> {
+//! // One line picks the provider: the key comes from `OPENAI_API_KEY`.
+//! let model = model_from_env("openai:gpt-4o-mini")?;
+//! // or `anthropic:claude-sonnet-4-5`, `ollama:llama3.2`, `vllm:Qwen/Qwen3-8B`, …
+//! // or, from code:
+//! let _local = ProviderConfig::parse("openai-compatible:qwen3")?
+//!     .with_base_url("http://127.0.0.1:8000/v1")
+//!     .build()?;
+//! let agent: Agent<()> = Agent::from_shared(model);
+//! let run = agent.run(&mut RunContext::new(RunConfig::new("run-1"), ()), &(), "Hello").await?;
+//! println!("{}", run.final_text());
+//! # Ok(()) }
+//! ```
+//!
+//! What every provider does, faithfully to what the server sent:
+//!
+//! * **Deltas.** Text and reasoning pieces become [`DeltaContent::Text`] and
+//!   [`DeltaContent::Reasoning`] deltas as they arrive; tool calls become
+//!   [`DeltaContent::ToolCall`] pieces (the first with id and name, then the
+//!   argument text as streamed, assembled by the
+//!   [`ResponseAccumulator`](crate::harness::model::ResponseAccumulator)); then
+//!   one [`DeltaContent::Usage`] and, last, [`DeltaContent::Finish`].
+//! * **Finish reasons.** A reply cut off by the output limit (`length`,
+//!   `max_tokens`) finishes with [`FinishReason::Length`].
+//! * **Usage.** `input_tokens` counts uncached input only; `cache_read_tokens`
+//!   and `cache_write_tokens` the prompt-cache reads and writes;
+//!   `reasoning_tokens` the part of `output_tokens` spent reasoning.
+//! * **System prompt.** The [`PromptSegment`]s go out stable first, then
+//!   volatile, each group in its own order, so the provider's prefix cache
+//!   (and a local server's KV cache) keeps hitting. OpenAI gets one system
+//!   message (the segments joined by a blank line, as
+//!   [`ModelRequest::system_prompt`]); Anthropic gets one system block per
+//!   segment, the last stable one marked with `cache_control`.
+//! * **Parameters.** `max_tokens`, `temperature` and `reasoning_effort` are
+//!   sent where the provider honours them; [`ModelParams::extra`] keys are
+//!   merged into the request body last (so they can override anything).
+//! * **Errors.** HTTP 429 is [`TinyAgentsError::RateLimited`] with the
+//!   `retry-after`/`retry-after-ms` hint kept; 408, 409 and 5xx are retryable
+//!   [`TinyAgentsError::Model`] errors; 401 and 403 are not retryable and name
+//!   the key variable; other 4xx are not retryable; a stream that drops before
+//!   the provider's end marker, and a malformed chunk, are retryable model
+//!   errors. Nothing panics on bad input.
+//! * **Cancellation.** Dropping the delta stream drops the HTTP body and
+//!   closes the connection: a cancelled run stops the generation on the wire.
+//!
+//! The client is `reqwest` (rustls, no system OpenSSL) with a small SSE parser
+//! of our own; see [`ProviderConfig`] for `provider:model` strings, base
+//! URLs and key variables.
+
+mod config;
+mod http;
+mod sse;
+
+#[cfg(feature = "anthropic")]
+mod anthropic;
+#[cfg(feature = "openai")]
+mod openai;
+
+#[cfg(feature = "anthropic")]
+pub use anthropic::AnthropicModel;
+pub use config::{model_from_default_env, model_from_env, ProviderConfig, ProviderKind, MODEL_ENV, PROVIDER_NAMES};
+#[cfg(feature = "openai")]
+pub use openai::OpenAiModel;
+
+use crate::harness::error::Result;
+use crate::harness::model::{
+    ModelDelta, ModelResponse, ModelStream, PromptSegment, ResponseAccumulator, SegmentStability,
+};
+#[cfg(doc)]
+use crate::harness::{
+    error::TinyAgentsError,
+    model::{ChatModel, DeltaContent, FinishReason, ModelParams, ModelRequest},
+};
+
+/// The system segments in sending order: stable ones first, then volatile
+/// ones, each group in the request's order.
+pub(crate) fn ordered_segments(system: &[PromptSegment]) -> impl Iterator<Item = &PromptSegment> {
+    let stable = system.iter().filter(|s| s.stability == SegmentStability::Stable);
+    let volatile = system.iter().filter(|s| s.stability == SegmentStability::Volatile);
+    stable.chain(volatile)
+}
+
+/// A whole reply (from a non-streaming call) replayed as a delta stream.
+pub(crate) fn replay(deltas: Vec<ModelDelta>) -> ModelStream {
+    use futures::StreamExt;
+    futures::stream::iter(deltas.into_iter().map(Ok)).boxed()
+}
+
+/// Folds the deltas of a whole reply into the response.
+pub(crate) fn fold(deltas: &[ModelDelta], model: &str) -> Result<ModelResponse> {
+    let mut acc = ResponseAccumulator::new();
+    for d in deltas {
+        acc.push(d);
+    }
+    let mut response = acc.finish()?;
+    response.model = Some(model.to_owned());
+    Ok(response)
+}
