@@ -101,12 +101,16 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
     });
     let idents: Vec<_> = specs.iter().map(|s| &s.ident).collect();
     let build = if idents.is_empty() {
-        quote!(let __config = Self {};)
+        quote! {
+            __reader.finish()?;
+            let __config = Self {};
+        }
     } else {
         quote! {
             let (#(#p::Option::Some(#idents),)*) = (#(#idents,)*) else {
                 return #p::Result::Err(__reader.into_errors());
             };
+            __reader.finish()?;
             let __config = Self { #(#idents),* };
         }
     };

@@ -26,6 +26,6 @@ pub use ::core::option::Option;
 pub use ::serde_json::Value as JsonValue;
 pub use ::std::string::String;
 
-pub use crate::config::reader::{ConfigChecker, ConfigReader};
+pub use crate::config::reader::{ConfigChecker, ConfigNumber, ConfigReader};
 pub use crate::config::{BuildMiddleware, ConfigErrors, MiddlewareConfig};
 pub use crate::docs::{info_of, MiddlewareMetadata};

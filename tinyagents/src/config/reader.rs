@@ -5,8 +5,10 @@
 
 use std::ops::RangeBounds;
 
+use serde::de::value::F64Deserializer;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
 use serde_json::{Map, Value};
 
 use super::error::{ConfigError, ConfigErrors, ConfigViolation};
@@ -70,6 +72,13 @@ impl<'a> ConfigReader<'a> {
     fn parse<T: DeserializeOwned>(&mut self, key: &str, ty: &str, v: &Value) -> Option<T> {
         match <T as Deserialize<'_>>::deserialize(v) {
             Ok(t) => Some(t),
+            // TOML's `nan` and `inf` reach float fields (JSON cannot carry them), for `finite` to judge
+            Err(_)
+                if non_finite(v)
+                    .is_some_and(|f| T::deserialize(F64Deserializer::<serde_json::Error>::new(f)).is_ok()) =>
+            {
+                T::deserialize(F64Deserializer::<serde_json::Error>::new(non_finite(v)?)).ok()
+            }
             Err(e) => {
                 self.errors.push(ConfigError::new(
                     join(self.path, key),
@@ -115,6 +124,23 @@ impl<'a> ConfigReader<'a> {
     }
 }
 
+/// The non-finite float a TOML `nan`/`inf` was carried as (see `toml_to_value`).
+fn non_finite(v: &Value) -> Option<f64> {
+    match v.as_str()? {
+        NAN => Some(f64::NAN),
+        INF => Some(f64::INFINITY),
+        NEG_INF => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+/// How a TOML `nan` is carried in JSON.
+pub(crate) const NAN: &str = "nan";
+/// How a TOML `inf` is carried in JSON.
+pub(crate) const INF: &str = "inf";
+/// How a TOML `-inf` is carried in JSON.
+pub(crate) const NEG_INF: &str = "-inf";
+
 /// Applies field rules, collecting every violation.
 pub struct ConfigChecker<'a> {
     path: &'a str,
@@ -139,15 +165,15 @@ impl<'a> ConfigChecker<'a> {
     }
 
     /// `range = a..=b`.
-    pub fn range<T: PartialOrd + Serialize>(&mut self, key: &str, value: &T, range: impl RangeBounds<T>, text: &str) {
+    pub fn range<T: ConfigNumber>(&mut self, key: &str, value: &T, range: impl RangeBounds<T>, text: &str) {
         if !range.contains(value) {
-            self.fail(key, render(value), format!("must be in {text}"));
+            self.fail(key, Some(value.render()), format!("must be in {text}"));
         }
     }
 
     /// `finite`.
-    pub fn finite<T: ConfigFloat>(&mut self, key: &str, value: &T) {
-        if !value.finite() {
+    pub fn finite<T: ConfigNumber>(&mut self, key: &str, value: &T) {
+        if !value.is_finite() {
             self.fail(
                 key,
                 Some(value.render()),
@@ -156,14 +182,13 @@ impl<'a> ConfigChecker<'a> {
         }
     }
 
-    /// `non_negative`.
-    pub fn non_negative<T: PartialOrd + Default + Serialize>(&mut self, key: &str, value: &T) {
-        // `!(v >= 0)` also refuses NaN
+    /// `non_negative` (NaN is refused too).
+    pub fn non_negative<T: ConfigNumber>(&mut self, key: &str, value: &T) {
         if !matches!(
-            value.partial_cmp(&T::default()),
+            value.partial_cmp(&T::ZERO),
             Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
         ) {
-            self.fail(key, render(value), "must not be negative".to_owned());
+            self.fail(key, Some(value.render()), "must not be negative".to_owned());
         }
     }
 
@@ -190,22 +215,39 @@ impl<'a> ConfigChecker<'a> {
     }
 }
 
-/// The float types `finite` applies to.
-pub trait ConfigFloat {
-    /// Whether the value is neither NaN nor infinite.
-    fn finite(&self) -> bool;
+/// The numeric types `range`, `finite` and `non_negative` apply to.
+pub trait ConfigNumber: PartialOrd + Copy {
+    /// Zero.
+    const ZERO: Self;
+    /// Whether the value is neither NaN nor infinite (always, for integers).
+    fn is_finite(&self) -> bool;
     /// The value for an error message (NaN and infinities as text).
     fn render(&self) -> Value;
 }
 
-macro_rules! config_float {
+macro_rules! config_int {
     ($($t:ty),*) => {$(
-        impl ConfigFloat for $t {
-            fn finite(&self) -> bool {
-                self.is_finite()
+        impl ConfigNumber for $t {
+            const ZERO: Self = 0;
+            fn is_finite(&self) -> bool {
+                true
             }
             fn render(&self) -> Value {
-                if self.is_finite() {
+                serde_json::json!(self)
+            }
+        }
+    )*};
+}
+
+macro_rules! config_float {
+    ($($t:ty),*) => {$(
+        impl ConfigNumber for $t {
+            const ZERO: Self = 0.0;
+            fn is_finite(&self) -> bool {
+                <$t>::is_finite(*self)
+            }
+            fn render(&self) -> Value {
+                if <$t>::is_finite(*self) {
                     serde_json::json!(self)
                 } else {
                     Value::String(self.to_string())
@@ -215,4 +257,5 @@ macro_rules! config_float {
     )*};
 }
 
+config_int!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
 config_float!(f32, f64);

@@ -50,9 +50,26 @@ pub fn from_value<T: MiddlewareConfig>(value: &Value, path: &str) -> Result<T, C
     T::from_value(value, path)
 }
 
-/// A TOML document as a JSON value.
+/// A TOML document as a JSON value. Non-finite floats, which JSON cannot
+/// hold, are carried as the strings `nan`, `inf` and `-inf` (float fields
+/// read them back); datetimes become their TOML text.
 pub(crate) fn toml_to_value(text: &str) -> Result<Value, ConfigErrors> {
-    let table: toml::Table =
-        toml::from_str(text).map_err(|e| ConfigError::new("", None, format!("invalid TOML: {}", e.message())))?;
-    serde_json::to_value(table).map_err(|e| ConfigError::new("", None, format!("invalid TOML: {e}")).into())
+    let table: toml::Table = toml::from_str(text)
+        .map_err(|e| ConfigError::new("", None, format!("invalid TOML: {}", e.message().trim_end())))?;
+    Ok(convert(toml::Value::Table(table)))
+}
+
+fn convert(value: toml::Value) -> Value {
+    use super::reader::{INF, NAN, NEG_INF};
+    match value {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) if f.is_nan() => Value::from(NAN),
+        toml::Value::Float(f) if f.is_infinite() => Value::from(if f > 0.0 { INF } else { NEG_INF }),
+        toml::Value::Float(f) => Value::from(f),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(a) => Value::Array(a.into_iter().map(convert).collect()),
+        toml::Value::Table(t) => Value::Object(t.into_iter().map(|(k, v)| (k, convert(v))).collect()),
+    }
 }
