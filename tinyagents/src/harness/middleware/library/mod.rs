@@ -1,9 +1,66 @@
 //! The built-in middleware library. Every built-in is declared with the DSL
-//! and documented; [`catalog`] lists them all.
+//! as a documented built-in (`builtin` makes the seven doc fields
+//! mandatory) and listed by [`catalog`], from which `docs/middleware.md` is
+//! generated.
+//!
+//! One folder per concern, one file per built-in:
+//!
+//! | folder | built-ins |
+//! | --- | --- |
+//! | `observe` | tracing, logging, usage accounting |
+//! | `resilience` | timeout, retry, model fallback, rate limiter |
+//! | `limits` | model-call limit, tool-call limit, limits (steps, turns, price) |
+//! | `policy` | tool policy, contextual tool selection, tool allowlist, dynamic tool selection, human-in-the-loop |
+//! | `guard` | shell/filesystem guard, PII redaction |
+//! | `modes` | agent modes, parallel edit guard, dedup check |
+//! | `prompt` | dynamic prompt, prompt-cache layout guard |
+//! | `context` | trimming, context editing, compression, summarisation, transcript, retrieval, delta and output compression, context |
+//! | `output` | output-limit recovery, structured output validation |
+
+mod context;
+mod guard;
+mod limits;
+mod modes;
+mod observe;
+mod output;
+mod policy;
+mod prompt;
+mod resilience;
+
+// A folder whose built-ins have not landed yet re-exports nothing.
+#[allow(unused_imports)]
+pub use context::*;
+#[allow(unused_imports)]
+pub use guard::*;
+#[allow(unused_imports)]
+pub use limits::*;
+#[allow(unused_imports)]
+pub use modes::*;
+#[allow(unused_imports)]
+pub use observe::*;
+#[allow(unused_imports)]
+pub use output::*;
+#[allow(unused_imports)]
+pub use policy::*;
+#[allow(unused_imports)]
+pub use prompt::*;
+#[allow(unused_imports)]
+pub use resilience::*;
 
 use super::MiddlewareDoc;
 
-/// The documentation of every built-in middleware, in a stable order.
+/// The documentation of every built-in middleware, in a stable order (by concern, then as each concern lists them).
 pub fn catalog() -> Vec<&'static MiddlewareDoc> {
-    Vec::new()
+    [
+        observe::CATALOG,
+        resilience::CATALOG,
+        limits::CATALOG,
+        policy::CATALOG,
+        guard::CATALOG,
+        modes::CATALOG,
+        prompt::CATALOG,
+        context::CATALOG,
+        output::CATALOG,
+    ]
+    .concat()
 }
