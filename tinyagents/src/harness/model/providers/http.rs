@@ -119,7 +119,7 @@ impl HttpClient {
         let what = if e.is_connect() {
             "could not connect"
         } else if e.is_body() || e.is_decode() {
-            "the reply broke off"
+            "the connection broke off"
         } else {
             "the HTTP call failed"
         };
@@ -403,7 +403,7 @@ impl<D: Decoder> Driver<D> {
                     }
                 }
                 Some(Err(e)) => {
-                    self.error = Some(self.client.transport_error(&e, "streaming the reply"));
+                    self.error = Some(self.client.transport_error(&e, "reading the stream"));
                     return;
                 }
                 None => {
