@@ -62,7 +62,7 @@ pub(crate) fn check_keys(args: Vec<Arg>, valid: &[&str], attr: &str, errors: &mu
             errors.at(
                 &arg.key,
                 format_args!(
-                    "unknown key `{key}` in `{attr}`: the valid keys are {}{}",
+                    "unknown key `{key}` in {attr}: the valid keys are {}{}",
                     backticked(valid),
                     did_you_mean(&key, valid)
                 ),
@@ -70,7 +70,7 @@ pub(crate) fn check_keys(args: Vec<Arg>, valid: &[&str], attr: &str, errors: &mu
         } else if seen.contains(&key) {
             errors.at(
                 &arg.key,
-                format_args!("duplicate key `{key}` in `{attr}`: give each key once; remove this one"),
+                format_args!("duplicate key `{key}` in {attr}: give each key once; remove this one"),
             );
         } else {
             seen.push(key);

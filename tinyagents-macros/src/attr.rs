@@ -65,14 +65,24 @@ pub(crate) fn parse(tokens: TokenStream, valid: &[&str], attr: &str, errors: &mu
                     }
                 }
             }
-            kw::TYPE_NAME => {
-                if let Some(p) = arg.path("type_name = MyMiddleware", errors) {
-                    match p.get_ident() {
-                        Some(i) => out.type_name = Some(i.clone()),
-                        None => errors.at(&p, "`type_name` takes one identifier: write `type_name = MyMiddleware`"),
-                    }
+            kw::TYPE_NAME => match arg.expr("type_name = MyMiddleware", errors) {
+                Some(Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. })) => errors.at(
+                    s,
+                    format_args!(
+                        "`type_name` names a Rust type, so it takes an identifier, not a string: \
+                         write `type_name = {}`",
+                        s.value()
+                    ),
+                ),
+                Some(Expr::Path(p)) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                    out.type_name = p.path.get_ident().cloned();
                 }
-            }
+                Some(other) => errors.at(
+                    other,
+                    "`type_name` takes one identifier: write `type_name = MyMiddleware`",
+                ),
+                None => {}
+            },
             kw::BEFORE | kw::AFTER => {
                 let key = arg.name();
                 let example = format!(r#"{key} = ["other_middleware", OtherType]"#);

@@ -138,7 +138,7 @@ fn config_args(attrs: &[Attribute], errors: &mut Errors) -> Vec<Arg> {
 pub(crate) fn struct_args(attrs: &[Attribute], ident: &Ident, errors: &mut Errors) -> StructArgs {
     let mut out = StructArgs::default();
     let args = config_args(attrs, errors);
-    for arg in check_keys(args, kw::STRUCT_KEYS, "#[config(...)] on a config struct", errors) {
+    for arg in check_keys(args, kw::STRUCT_KEYS, "the struct's `#[config(...)]`", errors) {
         match arg.name().as_str() {
             kw::TYPE => {
                 if let Some(s) = arg.string(r#"type = "my_middleware""#, errors) {
@@ -196,7 +196,7 @@ pub(crate) fn field(field: &Field, errors: &mut Errors) -> Option<FieldSpec> {
         doc: crate::doc::summary_from_attrs(&field.attrs).unwrap_or_default(),
     };
     let args = config_args(&field.attrs, errors);
-    for arg in check_keys(args, kw::FIELD_KEYS, "#[config(...)] on a field", errors) {
+    for arg in check_keys(args, kw::FIELD_KEYS, "a field's `#[config(...)]`", errors) {
         match arg.name().as_str() {
             kw::DEFAULT => {
                 if let Some(e) = arg.expr("default = …", errors) {

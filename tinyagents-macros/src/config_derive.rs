@@ -191,7 +191,10 @@ fn check_tokens(s: &FieldSpec) -> TokenStream {
         } else {
             inner.to_token_stream()
         };
-        rules.push(quote!(__checker.one_of(#key, __v, &[#(#items),*] as &[#elem], #text);));
+        rules.push(quote! {
+            let __allowed: &[#elem] = &[#(#items),*];
+            __checker.one_of(#key, __v, __allowed, #text);
+        });
     }
     if rules.is_empty() {
         return TokenStream::new();

@@ -26,7 +26,7 @@ impl DocArgs {
             given: true,
             ..Self::default()
         };
-        for item in check_keys(items, kw::DOC_KEYS, "doc(...)", errors) {
+        for item in check_keys(items, kw::DOC_KEYS, "`doc(...)`", errors) {
             let key = kw::DOC_KEYS
                 .iter()
                 .find(|k| **k == item.name())

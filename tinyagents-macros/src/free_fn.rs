@@ -30,8 +30,13 @@ pub(crate) fn expand(hook: &'static Hook, args: TokenStream, item: TokenStream) 
             return quote!(#item #errors);
         }
     };
-    let args = attr::parse(args, kw::FN_KEYS, &format!("{display}(...)"), &mut errors);
+    let args = attr::parse(args, kw::FN_KEYS, &format!("`#[{}(...)]`", hook.attr), &mut errors);
     let sig = analyze(hook, &item_fn.sig, Place::FreeFn, &mut errors);
+    if item_fn.sig.receiver().is_some() {
+        // a method of a plain impl block: no item may be generated here
+        let errors = errors.into_compile_errors();
+        return quote!(#item_fn #errors);
+    }
     let type_ident = args
         .type_name
         .clone()

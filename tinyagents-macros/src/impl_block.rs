@@ -37,7 +37,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         let errors = errors.into_compile_errors();
         return quote!(#block #errors);
     }
-    let args = attr::parse(args, kw::BLOCK_KEYS, "#[middleware(...)]", &mut errors);
+    let args = attr::parse(args, kw::BLOCK_KEYS, "`#[middleware(...)]`", &mut errors);
     let name = args
         .name
         .as_ref()

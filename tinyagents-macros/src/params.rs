@@ -150,6 +150,7 @@ pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut E
         params: Vec::new(),
         state: None,
         ctx: None,
+        next_meant: false,
     };
     an.receiver(sig, place);
     for arg in &sig.inputs {
@@ -171,7 +172,7 @@ pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut E
                 ),
             );
         }
-        if !an.params.iter().any(|p| p.role == Role::Next) {
+        if !an.next_meant {
             an.errors.at(
                 &sig.ident,
                 format_args!(
@@ -202,6 +203,8 @@ struct Analyzer<'a> {
     params: Vec<Param>,
     state: Option<(TypeSlot, TokenStream)>,
     ctx: Option<(TypeSlot, TokenStream)>,
+    /// A parameter meant as `next` was seen (even a wrong one): no "missing `next`" error then.
+    next_meant: bool,
 }
 
 impl Analyzer<'_> {
@@ -266,7 +269,8 @@ impl Analyzer<'_> {
         }
     }
 
-    fn push(&mut self, role: Role, shared: bool, tokens: TokenStream) {
+    /// Records a parameter; `false` (with an error) when its role is taken.
+    fn push(&mut self, role: Role, shared: bool, tokens: TokenStream) -> bool {
         if let Some(prev) = self.params.iter().find(|p| p.role == role) {
             let msg = format!(
                 "{} is already taken by `{}`: a hook receives each of the context, the state, the value and `next` \
@@ -280,9 +284,10 @@ impl Analyzer<'_> {
                 }
             );
             self.errors.at(&tokens, msg);
-            return;
+            return false;
         }
         self.params.push(Param { role, shared, tokens });
+        true
     }
 
     fn unknown(&mut self, tokens: &TokenStream, ty: &Type) {
@@ -297,6 +302,13 @@ impl Analyzer<'_> {
 
     fn param(&mut self, ty: &Type, pat: &syn::Pat, tokens: TokenStream) {
         let hook = self.hook;
+        let referent = match strip(ty) {
+            Type::Reference(r) => &*r.elem,
+            other => other,
+        };
+        let is_handler =
+            last_segment(strip(referent)).is_some_and(|s| s.ident == "ModelHandler" || s.ident == "ToolHandler");
+        self.next_meant |= is_handler || matches!(pat, syn::Pat::Ident(p) if p.ident == "next");
         match strip(ty) {
             Type::Reference(r) => {
                 let mutable = r.mutability.is_some();
@@ -314,9 +326,10 @@ impl Analyzer<'_> {
                     Some(RUN_CONTEXT) => {
                         let seg = last_segment(elem).expect("checked");
                         let ctx_ty = type_args(seg).first().map(|t| (*t).clone()).unwrap_or_else(unit_type);
-                        let slot = self.slot(&ctx_ty);
-                        self.set_slot(Role::Ctx, slot, tokens.clone());
-                        self.push(Role::Ctx, !mutable, tokens);
+                        if self.push(Role::Ctx, !mutable, tokens.clone()) {
+                            let slot = self.slot(&ctx_ty);
+                            self.set_slot(Role::Ctx, slot, tokens);
+                        }
                     }
                     Some(n) if RUNTIME_TYPES.contains(&n) => self.runtime_ref(n, mutable, elem, tokens),
                     _ if mutable => {
@@ -330,9 +343,10 @@ impl Analyzer<'_> {
                         self.errors.at(&tokens, msg);
                     }
                     _ => {
-                        let slot = self.slot(elem);
-                        self.set_slot(Role::State, slot, tokens.clone());
-                        self.push(Role::State, true, tokens);
+                        if self.push(Role::State, true, tokens.clone()) {
+                            let slot = self.slot(elem);
+                            self.set_slot(Role::State, slot, tokens);
+                        }
                     }
                 }
             }
@@ -342,17 +356,20 @@ impl Analyzer<'_> {
                 let wrap = hook.wrap();
                 match (name.as_deref(), wrap) {
                     (Some(n), Some(w)) if n == w.handler => {
-                        let args = type_args(seg.expect("checked"));
-                        if let Some(s) = args.first() {
-                            let slot = self.slot(s);
-                            self.set_slot(Role::State, slot, tokens.clone());
+                        if self.push(Role::Next, false, tokens.clone()) {
+                            let args = type_args(seg.expect("checked"));
+                            if let Some(s) = args.first() {
+                                let slot = self.slot(s);
+                                self.set_slot(Role::State, slot, tokens.clone());
+                            }
+                            let c = args.get(1).map(|t| (*t).clone()).unwrap_or_else(unit_type);
+                            let slot = self.slot(&c);
+                            self.set_slot(Role::Ctx, slot, tokens);
                         }
-                        let c = args.get(1).map(|t| (*t).clone()).unwrap_or_else(unit_type);
-                        let slot = self.slot(&c);
-                        self.set_slot(Role::Ctx, slot, tokens.clone());
-                        self.push(Role::Next, false, tokens);
                     }
-                    (Some(n), Some(w)) if n == w.input => self.push(Role::Input, false, tokens),
+                    (Some(n), Some(w)) if n == w.input => {
+                        self.push(Role::Input, false, tokens);
+                    }
                     (Some(n @ ("ModelHandler" | "ToolHandler")), Some(w)) => {
                         let msg = format!(
                             "`{}` is given a `{}`, not a `{n}`: write `next: {}<'_, S, C>`",

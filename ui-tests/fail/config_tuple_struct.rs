@@ -1,0 +1,7 @@
+use tinyagents::MiddlewareConfig;
+
+#[derive(MiddlewareConfig)]
+#[config(type = "limit")]
+struct Limit(u32);
+
+fn main() {}

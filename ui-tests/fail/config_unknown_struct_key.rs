@@ -1,0 +1,9 @@
+use tinyagents::MiddlewareConfig;
+
+#[derive(MiddlewareConfig)]
+#[config(type = "limits", bulds = Limits)]
+struct LimitsConfig {
+    max_steps: u32,
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tinyagents::prelude::*;
+
+#[dynamic_prompt]
+fn prompt() -> &'static str {
+    "Be brief."
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use tinyagents::prelude::*;
+
+#[before_model]
+struct NotAFn;
+
+fn main() {}

@@ -1,0 +1,6 @@
+use tinyagents::prelude::*;
+
+#[middleware]
+struct Tagger;
+
+fn main() {}

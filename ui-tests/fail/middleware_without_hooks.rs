@@ -1,0 +1,10 @@
+use tinyagents::prelude::*;
+
+struct Tagger;
+
+#[middleware]
+impl Tagger {
+    fn helper(&self) {}
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tinyagents::prelude::*;
+
+#[after_agent]
+async fn done(run: &mut AgentRun) {
+    let _ = run;
+}
+
+fn main() {}
