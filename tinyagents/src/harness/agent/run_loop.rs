@@ -11,6 +11,16 @@ use crate::harness::model::{ModelRequest, ModelResponse};
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolResult};
 
+/// Where a model turn leaves the loop.
+pub(crate) enum StepOutcome {
+    /// Run these tool calls next.
+    Tools(Vec<ToolCall>),
+    /// Call the model again (a middleware jumped back to it).
+    Model,
+    /// The run ends.
+    Stop(StopReason),
+}
+
 /// What the loop does after a safe point.
 enum Next {
     Continue,
@@ -61,83 +71,125 @@ where
     }
 
     async fn drive(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<StopReason> {
-        self.stack.run_before_agent(ctx, state).await?;
-        match self.safe_point(ctx, run, None)? {
-            Next::Stop(stop) => return Ok(stop),
-            Next::Continue | Next::Model => {}
+        if let Some(stop) = self.start_step(ctx, state, run).await? {
+            return Ok(stop);
         }
         loop {
-            self.steer(ctx, state, run).await?;
-            if ctx.is_cancelled() {
-                return self
-                    .fail(ctx, state, TinyAgentsError::cancelled("the run was cancelled"))
-                    .await;
-            }
-            let max_steps = ctx.max_steps_override().unwrap_or(self.max_steps);
-            if ctx.counters().steps >= max_steps {
-                let e = TinyAgentsError::limit(
-                    "max_steps",
-                    format!(
-                        "the run reached its step limit of {} model turns without a final answer; \
-                         raise it with `Agent::with_max_steps` or make the agent finish sooner",
-                        max_steps
-                    ),
-                );
-                return self.fail(ctx, state, e).await;
-            }
-            ctx.counters_mut().steps += 1;
-
-            let mut request = ModelRequest {
-                messages: run.messages.clone(),
-                system: self.system.clone(),
-                tools: self.tools.schemas(),
-                model: ctx.requested_model().map(str::to_owned),
-                params: self.params.clone(),
-                route: None,
-            };
-            self.stack.run_before_model(ctx, state, &mut request).await?;
-            self.stack.run_before_model_stream(ctx, state, &mut request).await?;
-            match self.safe_point(ctx, run, None)? {
-                Next::Stop(stop) => return Ok(stop),
-                Next::Continue | Next::Model => {}
-            }
-
-            let mut response = self
-                .stack
-                .run_wrapped_model(ctx, state, request, &ModelCall { agent: self })
-                .await?;
-            self.stack.run_after_model(ctx, state, &mut response).await?;
-            run.messages.push(response.message.clone());
-            run.final_message = Some(response.message.clone());
-
-            let calls = response.message.tool_calls.clone();
-            match self.safe_point(ctx, run, Some(&response))? {
-                Next::Stop(stop) => {
-                    self.answer_skipped(run, &calls, "the run stopped before this call ran");
-                    return Ok(stop);
+            match self.model_step(ctx, state, run).await? {
+                StepOutcome::Tools(calls) => {
+                    if let Some(stop) = self.tools_step(ctx, state, run, calls).await? {
+                        return Ok(stop);
+                    }
                 }
-                Next::Model => {
-                    self.answer_skipped(
-                        run,
-                        &calls,
-                        "a middleware sent the run back to the model before this call ran",
-                    );
-                    continue;
-                }
-                Next::Continue => {}
-            }
-            if calls.is_empty() {
-                return Ok(StopReason::Finished);
-            }
-
-            let results = self.run_batch(ctx, state, calls).await?;
-            run.messages
-                .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
-            match self.safe_point(ctx, run, None)? {
-                Next::Stop(stop) => return Ok(stop),
-                Next::Continue | Next::Model => {}
+                StepOutcome::Model => {}
+                StepOutcome::Stop(stop) => return Ok(stop),
             }
         }
+    }
+
+    /// `before_agent` and the first safe point.
+    pub(crate) async fn start_step(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        run: &mut AgentRun,
+    ) -> Result<Option<StopReason>> {
+        self.stack.run_before_agent(ctx, state).await?;
+        Ok(match self.safe_point_or_fail(ctx, state, run, None).await? {
+            Next::Stop(stop) => Some(stop),
+            Next::Continue | Next::Model => None,
+        })
+    }
+
+    /// One model turn: steering, limits, `before_model*`, the model onion,
+    /// `after_model`, and the safe point after the response.
+    pub(crate) async fn model_step(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        run: &mut AgentRun,
+    ) -> Result<StepOutcome> {
+        self.steer(ctx, state, run).await?;
+        if ctx.is_cancelled() {
+            let e = TinyAgentsError::cancelled("the run was cancelled");
+            return self.fail(ctx, state, e).await.map(StepOutcome::Stop);
+        }
+        let max_steps = ctx.max_steps_override().unwrap_or(self.max_steps);
+        if ctx.counters().steps >= max_steps {
+            let e = TinyAgentsError::limit(
+                "max_steps",
+                format!(
+                    "the run reached its step limit of {max_steps} model turns without a final answer; \
+                     raise it with `Agent::with_max_steps` or make the agent finish sooner"
+                ),
+            );
+            return self.fail(ctx, state, e).await.map(StepOutcome::Stop);
+        }
+        ctx.counters_mut().steps += 1;
+
+        let mut request = ModelRequest {
+            messages: run.messages.clone(),
+            system: self.system.clone(),
+            tools: self.tools.schemas(),
+            model: ctx.requested_model().map(str::to_owned),
+            params: self.params.clone(),
+            route: None,
+        };
+        self.stack.run_before_model(ctx, state, &mut request).await?;
+        self.stack.run_before_model_stream(ctx, state, &mut request).await?;
+        if let Next::Stop(stop) = self.safe_point_or_fail(ctx, state, run, None).await? {
+            return Ok(StepOutcome::Stop(stop));
+        }
+
+        let mut response = self
+            .stack
+            .run_wrapped_model(ctx, state, request, &ModelCall { agent: self })
+            .await?;
+        self.stack.run_after_model(ctx, state, &mut response).await?;
+        run.messages.push(response.message.clone());
+        run.final_message = Some(response.message.clone());
+
+        let calls = response.message.tool_calls.clone();
+        match self.safe_point_or_fail(ctx, state, run, Some(&response)).await? {
+            Next::Stop(stop) => {
+                self.answer_skipped(run, &calls, "the run stopped before this call ran");
+                Ok(StepOutcome::Stop(stop))
+            }
+            Next::Model => {
+                self.answer_skipped(
+                    run,
+                    &calls,
+                    "a middleware sent the run back to the model before this call ran",
+                );
+                Ok(StepOutcome::Model)
+            }
+            Next::Continue if calls.is_empty() => Ok(StepOutcome::Stop(StopReason::Finished)),
+            Next::Continue => Ok(StepOutcome::Tools(calls)),
+        }
+    }
+
+    /// One tool batch: review, run, answer every call, and the safe point after it.
+    pub(crate) async fn tools_step(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        run: &mut AgentRun,
+        calls: Vec<ToolCall>,
+    ) -> Result<Option<StopReason>> {
+        let items = self.review_batch(ctx, state, calls.clone()).await?;
+        // A safe point between the review and the calls: a review that asks for a
+        // person (an interrupt) or ends the run stops here, before any call runs.
+        if let Next::Stop(stop) = self.safe_point_or_fail(ctx, state, run, None).await? {
+            self.answer_skipped(run, &calls, "the run stopped before this call ran");
+            return Ok(Some(stop));
+        }
+        let results = self.run_batch(ctx, state, items).await?;
+        run.messages
+            .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
+        Ok(match self.safe_point_or_fail(ctx, state, run, None).await? {
+            Next::Stop(stop) => Some(stop),
+            Next::Continue | Next::Model => None,
+        })
     }
 
     /// Decides and applies the steering commands waiting for this run (a safe point).
@@ -237,6 +289,20 @@ where
         }
     }
 
+    /// [`safe_point`](Self::safe_point), with an interrupt it raises shown to every `on_error`.
+    async fn safe_point_or_fail(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        run: &mut AgentRun,
+        response: Option<&ModelResponse>,
+    ) -> Result<Next> {
+        match self.safe_point(ctx, run, response) {
+            Ok(next) => Ok(next),
+            Err(e) => self.fail(ctx, state, e).await.map(Next::Stop),
+        }
+    }
+
     /// Drains control requests and jumps at a safe point.
     fn safe_point(
         &self,
@@ -284,8 +350,13 @@ where
         Ok(next)
     }
 
-    /// Reviews and runs one batch; results keep the model's order, one per call.
-    async fn run_batch(&self, ctx: &mut RunContext<C>, state: &S, calls: Vec<ToolCall>) -> Result<Vec<ToolResult>> {
+    /// Prepares a batch (effective arguments and declared file access) and runs the batch review.
+    async fn review_batch(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        calls: Vec<ToolCall>,
+    ) -> Result<Vec<(ToolCall, PreparedCallVerdict)>> {
         let prepared = calls
             .into_iter()
             .map(|call| {
@@ -299,12 +370,20 @@ where
             .collect();
         let mut batch = PreparedBatch::new(prepared);
         self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
-
-        let items: Vec<(ToolCall, PreparedCallVerdict)> = batch
+        Ok(batch
             .into_calls()
             .into_iter()
             .map(PreparedToolCall::into_parts)
-            .collect();
+            .collect())
+    }
+
+    /// Runs one reviewed batch; results keep the model's order, one per call.
+    async fn run_batch(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        items: Vec<(ToolCall, PreparedCallVerdict)>,
+    ) -> Result<Vec<ToolResult>> {
         let proceeding = items.iter().filter(|(_, v)| *v == PreparedCallVerdict::Proceed).count();
         match self.fork {
             Some(fork) if proceeding > 1 => {
