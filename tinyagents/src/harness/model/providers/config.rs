@@ -29,8 +29,8 @@
 //!
 //! // From the environment, with a lookup you control (here: nothing is set).
 //! let config = ProviderConfig::from_env_with("openai:gpt-4o-mini", |_| None)?;
-//! let err = config.build().unwrap_err();
-//! assert!(err.to_string().contains("OPENAI_API_KEY"));
+//! let err = config.validate().unwrap_err(); // `build` says the same
+//! assert!(err.to_string().contains("`OPENAI_API_KEY` is not set"));
 //! # Ok::<(), tinyagents::TinyAgentsError>(())
 //! ```
 

@@ -28,7 +28,7 @@
 //!   [`DeltaContent::Reasoning`] deltas as they arrive; tool calls become
 //!   [`DeltaContent::ToolCall`] pieces (the first with id and name, then the
 //!   argument text as streamed, assembled by the
-//!   [`ResponseAccumulator`](crate::harness::model::ResponseAccumulator)); then
+//!   [`ResponseAccumulator`]); then
 //!   one [`DeltaContent::Usage`] and, last, [`DeltaContent::Finish`].
 //! * **Finish reasons.** A reply cut off by the output limit (`length`,
 //!   `max_tokens`) finishes with [`FinishReason::Length`].
