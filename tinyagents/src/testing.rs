@@ -116,6 +116,19 @@ pub fn trace_line(event: &AgentEvent) -> Option<String> {
         AgentEvent::ToolsFiltered { by, excluded, .. } => format!("tools_filtered {by} -{}", excluded.join(",")),
         AgentEvent::Notice { source, message, .. } => format!("notice {source}: {message}"),
         AgentEvent::Custom { middleware, name, .. } => format!("custom {middleware}.{name}"),
+        AgentEvent::Retry {
+            target,
+            attempt,
+            max_attempts,
+            delay,
+            error,
+            ..
+        } => format!("retry {target} attempt={attempt}/{max_attempts} delay={delay:?} error:{error}"),
+        AgentEvent::Fallback { from, to, error, .. } => format!("fallback {from} -> {to} error:{error}"),
+        AgentEvent::RateLimited {
+            key, rejected: true, ..
+        } => format!("rate_limited {key} rejected"),
+        AgentEvent::RateLimited { key, waited, .. } => format!("rate_limited {key} waited={waited:?}"),
     })
 }
 

@@ -8,6 +8,7 @@ mod sink;
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -200,6 +201,43 @@ pub enum AgentEvent {
         /// Whether it reports an error.
         is_error: bool,
     },
+    /// A retry middleware will try a failed model or tool call again.
+    Retry {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// What is retried: `model` or `tool`.
+        target: &'static str,
+        /// The attempt that failed (1 for the first call), counted by the retry middleware.
+        attempt: u32,
+        /// The most attempts it makes.
+        max_attempts: u32,
+        /// How long it waits before the next attempt.
+        delay: Duration,
+        /// The class of the error that failed the attempt.
+        error: ErrorKind,
+    },
+    /// A fallback middleware moved a failed model call to another model.
+    Fallback {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The model that failed.
+        from: Arc<str>,
+        /// The model tried next.
+        to: Arc<str>,
+        /// The class of the error that triggered the fallback.
+        error: ErrorKind,
+    },
+    /// A rate limiter delayed or refused a call.
+    RateLimited {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The bucket's key (`global`, `model:NAME`, `tool:NAME`).
+        key: String,
+        /// How long the call waited (zero when refused).
+        waited: Duration,
+        /// Whether the call was refused instead of delayed.
+        rejected: bool,
+    },
     /// An event of a middleware's own.
     Custom {
         /// The middleware that emitted it.
@@ -234,6 +272,9 @@ pub enum EventKind {
     ToolsFiltered,
     Notice,
     Custom,
+    Retry,
+    Fallback,
+    RateLimited,
 }
 
 impl AgentEvent {
@@ -258,6 +299,9 @@ impl AgentEvent {
             Self::ToolsFiltered { .. } => EventKind::ToolsFiltered,
             Self::Notice { .. } => EventKind::Notice,
             Self::Custom { .. } => EventKind::Custom,
+            Self::Retry { .. } => EventKind::Retry,
+            Self::Fallback { .. } => EventKind::Fallback,
+            Self::RateLimited { .. } => EventKind::RateLimited,
         }
     }
 }
