@@ -27,6 +27,9 @@
 //! [`harness::event`], [`harness::error`], and [`testing`] for testing your
 //! own middleware.
 
+// The built-ins are written with the DSL, whose output names `::tinyagents::…`.
+extern crate self as tinyagents;
+
 pub mod config;
 pub mod docs;
 pub mod harness;
