@@ -115,6 +115,23 @@ pub fn trace_line(event: &AgentEvent) -> Option<String> {
         }
         AgentEvent::ToolsFiltered { by, excluded, .. } => format!("tools_filtered {by} -{}", excluded.join(",")),
         AgentEvent::Notice { source, message, .. } => format!("notice {source}: {message}"),
+        AgentEvent::Compressed { provenance, .. } => format!(
+            "compressed {} {} messages {}->{} tokens",
+            provenance.middleware,
+            provenance.source_message_ids.len(),
+            provenance.original_tokens,
+            provenance.compressed_tokens
+        ),
+        AgentEvent::CacheLayoutChanged { event, .. } => {
+            format!("cache_layout step={} by={}", event.step, event.changed_by.join(","))
+        }
+        AgentEvent::OutputLimitRecovery {
+            action,
+            attempt,
+            cap_before,
+            cap_after,
+            ..
+        } => format!("output_limit_recovery {action} attempt={attempt} cap={cap_before}->{cap_after}"),
         AgentEvent::Custom { middleware, name, .. } => format!("custom {middleware}.{name}"),
         AgentEvent::Retry {
             target,

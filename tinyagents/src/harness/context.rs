@@ -502,6 +502,14 @@ impl<Ctx> RunContext<Ctx> {
             .expect("run local keyed by its own TypeId")
     }
 
+    /// The per-run state of type `T` if some part of the run created it
+    /// (with [`local`](Self::local)); never creates it, never allocates.
+    pub fn try_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let map = self.locals.0.lock().expect("run locals lock");
+        let entry = map.get(&TypeId::of::<T>())?;
+        Arc::clone(entry).downcast::<T>().ok()
+    }
+
     /// This run as a parent, for a tool that starts a child run.
     pub fn as_parent(&self) -> ParentRun {
         ParentRun {

@@ -2,12 +2,15 @@
 //! stack, and the agent loop.
 
 pub mod agent;
+pub mod cache;
 pub mod context;
 pub mod error;
 pub mod event;
 pub mod message;
 pub mod middleware;
 pub mod model;
+pub mod provenance;
 pub mod steering;
+pub mod tokens;
 pub mod tool;
 pub mod workspace;

@@ -40,6 +40,9 @@ pub struct AgentRun {
     pub counters: RunCounters,
     /// Why the run ended.
     pub stop: StopReason,
+    /// The compressions of the model-visible context made during the run, in
+    /// order (attached by compression middleware in `after_agent`), for replay.
+    pub compressions: Vec<crate::harness::provenance::CompressionProvenance>,
 }
 
 impl AgentRun {
@@ -53,6 +56,7 @@ impl AgentRun {
             usage: Usage::default(),
             counters: RunCounters::default(),
             stop: StopReason::Finished,
+            compressions: Vec::new(),
         }
     }
 

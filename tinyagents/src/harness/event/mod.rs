@@ -238,6 +238,39 @@ pub enum AgentEvent {
         /// Whether the call was refused instead of delayed.
         rejected: bool,
     },
+    /// A compression changed the model-visible context; the provenance says what it replaced.
+    Compressed {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// What was replaced, by what, and how.
+        provenance: Box<crate::harness::provenance::CompressionProvenance>,
+    },
+    /// The cacheable prompt prefix changed between two model calls of a run.
+    CacheLayoutChanged {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The change and who made it.
+        event: Box<crate::harness::cache::CacheLayoutEvent>,
+    },
+    /// Output-limit recovery escalated the output cap or continued a cut-off reply (durable).
+    OutputLimitRecovery {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The loop step (turn) of the cut-off reply.
+        turn: u32,
+        /// The recovery attempt within the turn (1 for the first).
+        attempt: u32,
+        /// `escalate` or `continue`.
+        action: &'static str,
+        /// The output cap that was hit.
+        cap_before: u32,
+        /// The cap of the next request.
+        cap_after: u32,
+        /// Whether the cut-off reply held only reasoning.
+        thinking_only: bool,
+        /// For an escalation: the id of the discarded streamed message (clients drop it).
+        discarded_message_id: Option<crate::harness::message::MessageId>,
+    },
     /// An event of a middleware's own.
     Custom {
         /// The middleware that emitted it.
@@ -275,6 +308,9 @@ pub enum EventKind {
     Retry,
     Fallback,
     RateLimited,
+    Compressed,
+    CacheLayoutChanged,
+    OutputLimitRecovery,
 }
 
 impl AgentEvent {
@@ -302,6 +338,9 @@ impl AgentEvent {
             Self::Retry { .. } => EventKind::Retry,
             Self::Fallback { .. } => EventKind::Fallback,
             Self::RateLimited { .. } => EventKind::RateLimited,
+            Self::Compressed { .. } => EventKind::Compressed,
+            Self::CacheLayoutChanged { .. } => EventKind::CacheLayoutChanged,
+            Self::OutputLimitRecovery { .. } => EventKind::OutputLimitRecovery,
         }
     }
 }

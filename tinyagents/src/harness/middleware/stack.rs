@@ -491,9 +491,42 @@ where
     }
 
     /// Runs `before_model` hooks in registration order.
+    ///
+    /// When the run tracks its prompt-cache layout (it holds a
+    /// [`CacheLayoutTracking`](crate::harness::cache::CacheLayoutTracking)
+    /// local, installed by the prompt-cache layout guard), the stable prefix is
+    /// fingerprinted around each hook and every hook that changed it is recorded.
     pub async fn run_before_model(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
-        self.dispatch(HookKind::BeforeModel, false, ctx, state, request, before_model_fn)
-            .await
+        let list = &self.lists[HookKind::BeforeModel as usize];
+        let tracking = if list.is_empty() {
+            None
+        } else {
+            ctx.try_local::<crate::harness::cache::CacheLayoutTracking>()
+        };
+        let Some(tracking) = tracking else {
+            return self
+                .dispatch(HookKind::BeforeModel, false, ctx, state, request, before_model_fn)
+                .await;
+        };
+        let mut before = crate::harness::cache::fingerprint(request);
+        tracking.begin(before);
+        for slot in list {
+            let res = Self::call_slot(slot, HookKind::BeforeModel, ctx, state, request, before_model_fn).await;
+            let after = crate::harness::cache::fingerprint(request);
+            if after != before {
+                tracking.record(crate::harness::cache::PrefixEdit {
+                    middleware: slot.name.clone(),
+                    before,
+                    after,
+                });
+                before = after;
+            }
+            if let Err(e) = res {
+                self.run_on_error(ctx, state, &e).await;
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Runs `before_model_stream` hooks in registration order.
