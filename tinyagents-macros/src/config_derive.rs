@@ -90,41 +90,50 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
         let (ident, key, ty) = (&s.ident, &s.key, &s.ty);
         let ty_text = tokens_to_string(ty.to_token_stream());
         let span = ty.span();
-        match default_tokens(s) {
+        let read = match default_tokens(s) {
             Some(d) => {
                 let dspan = s.default.as_ref().map_or(span, |e| e.span());
                 let d = quote_spanned!(dspan=> { let __default: #ty = #d; __default });
                 quote_spanned!(span=> let #ident = __reader.or_default::<#ty>(#key, #ty_text, || #d);)
             }
             None => quote_spanned!(span=> let #ident = __reader.required::<#ty>(#key, #ty_text);),
+        };
+        let rules = check_tokens(s, Source::Read);
+        quote! {
+            #read
+            #rules
         }
     });
     let idents: Vec<_> = specs.iter().map(|s| &s.ident).collect();
     let build = if idents.is_empty() {
-        quote! {
-            __reader.finish()?;
-            let __config = Self {};
-        }
+        quote!(let __config = Self {};)
     } else {
         quote! {
             let (#(#p::Option::Some(#idents),)*) = (#(#idents,)*) else {
                 return #p::Result::Err(__reader.into_errors());
             };
-            __reader.finish()?;
             let __config = Self { #(#idents),* };
         }
     };
 
-    let checks = specs.iter().map(check_tokens);
-    let validate = args.validate.as_ref().map(|v| {
-        quote_spanned! {v.span()=>
-            if __checker.is_clean() {
-                if let #p::Result::Err(__violation) = #v(self) {
-                    __checker.violation(__violation);
+    let checks = specs.iter().map(|s| check_tokens(s, Source::SelfField));
+    let validate = |config: TokenStream, clean: TokenStream, checker: TokenStream| {
+        args.validate.as_ref().map(|v| {
+            quote_spanned! {v.span()=>
+                if #clean {
+                    if let #p::Result::Err(__violation) = #v(#config) {
+                        #checker.violation(__violation);
+                    }
                 }
             }
-        }
-    });
+        })
+    };
+    let validate_read = validate(
+        quote!(&__config),
+        quote!(__reader.is_clean()),
+        quote!(__reader.checker()),
+    );
+    let validate_self = validate(quote!(self), quote!(__checker.is_clean()), quote!(__checker));
 
     let factory = args.builds.as_ref().map(|b| {
         quote_spanned! {b.span()=>
@@ -149,23 +158,34 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
                 let mut __reader = #p::ConfigReader::new(__value, __path, #type_key, &[#(#key_list),*])?;
                 #(#reads)*
                 #build
-                #p::MiddlewareConfig::check(&__config, __path)?;
+                #validate_read
+                __reader.finish()?;
                 #p::Result::Ok(__config)
             }
 
             fn check(&self, __path: &str) -> #p::Result<(), #p::ConfigErrors> {
-                let mut __checker = #p::ConfigChecker::new(__path);
+                let mut __checker_owned = #p::ConfigChecker::new(__path);
+                let __checker = &mut __checker_owned;
                 #(#checks)*
-                #validate
-                __checker.finish()
+                #validate_self
+                __checker_owned.finish()
             }
         }
         #factory
     }
 }
 
+/// Where the rules of a field find its value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// `self.field`, in `check`.
+    SelfField,
+    /// The `Option` the reader returned for the field, in `from_value`.
+    Read,
+}
+
 /// The rule checks of one field.
-fn check_tokens(s: &FieldSpec) -> TokenStream {
+fn check_tokens(s: &FieldSpec, source: Source) -> TokenStream {
     let p = quote!(::tinyagents::__private);
     let (ident, key) = (&s.ident, &s.key);
     let inner = s.class.inner(&s.ty);
@@ -199,18 +219,24 @@ fn check_tokens(s: &FieldSpec) -> TokenStream {
     if rules.is_empty() {
         return TokenStream::new();
     }
-    if s.class.option.is_some() {
-        quote! {
-            if let #p::Option::Some(__v) = &self.#ident {
-                #(#rules)*
-            }
-        }
-    } else {
-        quote! {
-            {
-                let __v = &self.#ident;
-                #(#rules)*
-            }
+    let checker = match source {
+        Source::SelfField => quote!(let __checker = &mut *__checker;),
+        Source::Read => quote!(let __checker = __reader.checker();),
+    };
+    let pattern = match (source, s.class.option.is_some()) {
+        (Source::SelfField, false) => quote!(__v),
+        (Source::SelfField, true) | (Source::Read, false) => quote!(#p::Option::Some(__v)),
+        (Source::Read, true) => quote!(#p::Option::Some(#p::Option::Some(__v))),
+    };
+    let place = match source {
+        Source::SelfField => quote!(&self.#ident),
+        Source::Read => quote!(&#ident),
+    };
+    quote! {
+        #[allow(irrefutable_let_patterns)]
+        if let #pattern = #place {
+            #checker
+            #(#rules)*
         }
     }
 }

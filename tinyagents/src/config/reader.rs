@@ -15,11 +15,12 @@ use super::error::{ConfigError, ConfigErrors, ConfigViolation};
 use super::suggest::{did_you_mean, list};
 use super::{join, RESERVED_KEYS};
 
-/// Reads the keys of one table.
+/// Reads the keys of one table. Its errors and those of the rules checked
+/// through [`checker`](Self::checker) form one list, in the order found.
 pub struct ConfigReader<'a> {
     map: &'a Map<String, Value>,
     path: &'a str,
-    errors: ConfigErrors,
+    checker: ConfigChecker<'a>,
 }
 
 impl<'a> ConfigReader<'a> {
@@ -66,7 +67,11 @@ impl<'a> ConfigReader<'a> {
                 }
             }
         }
-        Ok(Self { map, path, errors })
+        Ok(Self {
+            map,
+            path,
+            checker: ConfigChecker { path, errors },
+        })
     }
 
     fn parse<T: DeserializeOwned>(&mut self, key: &str, ty: &str, v: &Value) -> Option<T> {
@@ -80,7 +85,7 @@ impl<'a> ConfigReader<'a> {
                 T::deserialize(F64Deserializer::<serde_json::Error>::new(non_finite(v)?)).ok()
             }
             Err(e) => {
-                self.errors.push(ConfigError::new(
+                self.checker.errors.push(ConfigError::new(
                     join(self.path, key),
                     Some(v.clone()),
                     format!("must be a `{ty}` ({e})"),
@@ -95,7 +100,7 @@ impl<'a> ConfigReader<'a> {
         match self.map.get(key) {
             Some(v) => self.parse(key, ty, v),
             None => {
-                self.errors.push(ConfigError::new(
+                self.checker.errors.push(ConfigError::new(
                     join(self.path, key),
                     None,
                     format!("required key is missing: add `{key} = …` (a `{ty}`)"),
@@ -113,14 +118,24 @@ impl<'a> ConfigReader<'a> {
         }
     }
 
+    /// The checker for the rules of the fields read so far.
+    pub fn checker(&mut self) -> &mut ConfigChecker<'a> {
+        &mut self.checker
+    }
+
+    /// Whether nothing was recorded so far.
+    pub fn is_clean(&self) -> bool {
+        self.checker.is_clean()
+    }
+
     /// The errors recorded (for when a field could not be read).
     pub fn into_errors(self) -> ConfigErrors {
-        self.errors
+        self.checker.errors
     }
 
     /// `Ok(())` when nothing was recorded.
     pub fn finish(self) -> Result<(), ConfigErrors> {
-        self.errors.into_result()
+        self.checker.finish()
     }
 }
 
