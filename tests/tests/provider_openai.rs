@@ -260,7 +260,11 @@ async fn failing_run(reply: Reply) -> (TinyAgentsError, Watch, Vec<String>) {
         .run(&mut ctx, &(), "Hi")
         .await
         .unwrap_err();
-    assert_eq!(watch.errors(), std::slice::from_ref(&err), "on_error saw the same error");
+    assert_eq!(
+        watch.errors(),
+        std::slice::from_ref(&err),
+        "on_error saw the same error"
+    );
     (err, watch, model_trace(&sink))
 }
 
