@@ -33,6 +33,8 @@ const API_VERSION: &str = "2023-06-01";
 ///   (low), 4096 (medium) or 16384 (high) tokens; since Anthropic counts
 ///   thinking inside `max_tokens`, the budget is added to it, so the answer
 ///   keeps the limit you set. Set `thinking` in [`ModelParams::extra`](crate::harness::model::ModelParams::extra) to choose yourself.
+///   Anthropic refuses a `temperature` together with thinking (HTTP 400, not
+///   retryable): leave it unset when you set a reasoning effort.
 /// * **Usage**: `input_tokens` (uncached), `cache_read_input_tokens` and
 ///   `cache_creation_input_tokens` map one to one; Anthropic does not report
 ///   reasoning tokens apart.

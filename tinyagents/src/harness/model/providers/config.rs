@@ -526,6 +526,12 @@ mod tests {
     }
 
     #[test]
+    fn the_name_list_matches_the_presets() {
+        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        assert_eq!(names, PROVIDER_NAMES);
+    }
+
+    #[test]
     fn parses_provider_and_model_keeping_colons_in_the_model() {
         let c = ProviderConfig::parse("ollama:llama3.2:3b").unwrap();
         assert_eq!((c.provider(), c.model()), ("ollama", "llama3.2:3b"));
