@@ -26,6 +26,7 @@ fn committed_middleware_md_is_up_to_date() {
     );
 }
 
+#[allow(dead_code)] // only its field table is used here
 #[derive(Debug, MiddlewareConfig)]
 #[config(type = "shout")]
 struct ShoutConfig {

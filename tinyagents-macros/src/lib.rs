@@ -9,11 +9,13 @@
 //! * [`derive@MiddlewareConfig`]: typed, validated, documented config
 //!   tables.
 //!
-//! The crate is structured parse → validate → expand: [`hook`] is the table
-//! of hook kinds, [`params`] classifies parameters, [`attr`] and [`doc`]
-//! read the attribute arguments, [`free_fn`] and [`impl_block`] build one
-//! [`model::MiddlewareDef`], [`generics`] picks the state and context types,
-//! and [`expand`] writes the impls. [`config_derive`] is the derive.
+//! The crate is structured parse → validate → expand: `hook.rs` is the table
+//! of hook kinds, `params.rs` classifies parameters, `attr.rs` and `doc.rs`
+//! read the attribute arguments, `free_fn.rs` and `impl_block.rs` build one
+//! `model::MiddlewareDef`, `generics.rs` picks the state and context types,
+//! and `expand.rs` writes the impls. `config_attr.rs` and `config_derive.rs`
+//! are the derive; `kw.rs` names every keyword and `errors.rs` accumulates
+//! errors so all of an item's mistakes are reported together.
 
 mod args;
 mod attr;

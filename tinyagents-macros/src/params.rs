@@ -163,7 +163,7 @@ pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut E
     if let Some(w) = hook.wrap() {
         if !is_async {
             an.errors.at(
-                &sig.fn_token,
+                sig.fn_token,
                 format_args!(
                     "`{}` needs an `async fn`: a wrap hook awaits `next.run(ctx, state, {})`; write `async fn {}`",
                     hook.display(),
