@@ -324,6 +324,15 @@ impl<Ctx> RunContext<Ctx> {
         &self.config.tags
     }
 
+    /// Adds a tag to this run (once). Child runs started from it inherit its
+    /// tags, so a restriction recorded as a tag cannot be dropped by a sub-agent.
+    pub fn add_tag(&mut self, tag: impl Into<String>) {
+        let tag = tag.into();
+        if !self.config.tags.contains(&tag) {
+            self.config.tags.push(tag);
+        }
+    }
+
     /// The model the caller asked for.
     pub fn requested_model(&self) -> Option<&str> {
         self.config.requested_model.as_deref()

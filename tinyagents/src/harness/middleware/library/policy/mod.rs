@@ -1,7 +1,13 @@
 //! Tool policy and tool exposure built-ins: see the table in [the library docs](super).
 
+mod contextual_tool_selection;
+mod tool_allowlist;
+mod tool_lists;
 mod tool_policy;
 
+pub use contextual_tool_selection::{ContextualToolSelectionMiddleware, ToolSelectionConfig, ToolSelectionContext};
+pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG, DENY_TAG};
+pub use tool_lists::ToolLists;
 pub use tool_policy::{ToolPolicyConfig, ToolPolicyMiddleware};
 
 use crate::docs::MiddlewareMetadata;
@@ -16,4 +22,8 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 }
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<ToolPolicyMiddleware>()];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[
+    doc_of::<ToolPolicyMiddleware>(),
+    doc_of::<ContextualToolSelectionMiddleware>(),
+    doc_of::<ToolAllowlistMiddleware>(),
+];
