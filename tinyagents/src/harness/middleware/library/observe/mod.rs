@@ -1,6 +1,31 @@
-//! Built-ins: see the table in [the library docs](super).
+//! Observability built-ins: see the table in [the library docs](super).
+//!
+//! * [`TracingMiddleware`] — `tracing` spans with OpenTelemetry GenAI attribute names.
+//! * [`LoggingMiddleware`] — a `tracing` event per hook, and [`HookCounts`].
+//! * [`UsageAccountingMiddleware`] — [`UsageTotals`] and per-run [`RunUsage`].
 
+mod logging;
+mod tracing_spans;
+mod usage;
+
+pub use logging::{HookCounts, LoggingConfig, LoggingMiddleware};
+pub use tracing_spans::{TracingConfig, TracingMiddleware};
+pub use usage::{RunUsage, UsageAccountingMiddleware, UsageTotals};
+
+use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
 
+/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
+const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
+    match M::DOC {
+        Some(doc) => doc,
+        None => panic!("a built-in always has a doc"),
+    }
+}
+
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[
+    doc_of::<TracingMiddleware>(),
+    doc_of::<LoggingMiddleware>(),
+    doc_of::<UsageAccountingMiddleware>(),
+];
