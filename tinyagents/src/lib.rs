@@ -32,6 +32,7 @@ extern crate self as tinyagents;
 
 pub mod config;
 pub mod docs;
+pub mod graph;
 pub mod harness;
 pub mod prelude;
 pub mod testing;

@@ -15,6 +15,7 @@ mod subagent;
 use std::sync::Arc;
 
 pub use run::{AgentRun, StopReason};
+pub(crate) use run_loop::StepOutcome;
 pub use subagent::AgentTool;
 
 use crate::harness::error::{ErrorKind, TinyAgentsError};

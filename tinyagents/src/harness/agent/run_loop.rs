@@ -41,14 +41,31 @@ where
     /// as `Interrupted`, a cancellation). `on_error` hooks have seen it, and
     /// `after_agent` hooks have seen the partial run.
     pub async fn run(&self, ctx: &mut RunContext<C>, state: &S, input: impl Into<AgentInput>) -> Result<AgentRun> {
+        let mut run = self.begin(ctx, input.into().0);
+        let result = self.drive(ctx, state, &mut run).await;
+        self.end(ctx, state, run, result).await
+    }
+
+    /// Emits `RunStarted` and makes the run record.
+    pub(crate) fn begin(&self, ctx: &RunContext<C>, messages: Vec<Message>) -> AgentRun {
         ctx.emit_with(EventKind::RunStarted, || AgentEvent::RunStarted {
             run_id: ctx.run_id().clone(),
             parent_run_id: ctx.config().parent_run_id.clone(),
             depth: ctx.depth(),
         });
         let mut run = AgentRun::new(ctx.run_id().clone());
-        run.messages = input.into().0;
-        let result = self.drive(ctx, state, &mut run).await;
+        run.messages = messages;
+        run
+    }
+
+    /// Runs `after_agent` (also on failure) and emits `RunCompleted`.
+    pub(crate) async fn end(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        mut run: AgentRun,
+        result: Result<StopReason>,
+    ) -> Result<AgentRun> {
         run.usage = *ctx.usage();
         run.counters = *ctx.counters();
         let result = match result {

@@ -1,0 +1,305 @@
+//! [`AgentGraph`]: the agent loop run as a state graph of a `model` node and
+//! a `tools` node, with the same middleware, steps and events as
+//! [`Agent::run`], and the conversation in the graph state so a checkpoint
+//! can resume it in another process.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::builder::{StateGraph, END};
+use super::checkpoint::Checkpointer;
+use super::command::{Command, MODEL_NODE, TOOLS_NODE};
+use super::node::Node;
+use super::run::{CompiledGraph, GraphOutcome, GraphRun};
+use super::state::{update, GraphState, Reducer};
+use crate::harness::agent::{Agent, AgentInput, AgentRun, StepOutcome, StopReason};
+use crate::harness::context::RunContext;
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::message::Message;
+use crate::harness::model::Usage;
+use crate::harness::tool::ToolCall;
+
+const MESSAGES: &str = "messages";
+const PENDING: &str = "pending_calls";
+const STOP: &str = "stop";
+const COUNTERS: &str = "counters";
+const USAGE: &str = "usage";
+
+/// What the `model` and `tools` nodes work on.
+struct Turn<'r, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    agent: &'r Agent<S, C>,
+    ctx: &'r mut RunContext<C>,
+    state: &'r S,
+    run: AgentRun,
+}
+
+fn stop_label(stop: &StopReason) -> &'static str {
+    match stop {
+        StopReason::StoppedByMiddleware => "stopped_by_middleware",
+        StopReason::JumpedToEnd => "jumped_to_end",
+        _ => "finished",
+    }
+}
+
+fn stop_from_label(label: &str) -> StopReason {
+    match label {
+        "stopped_by_middleware" => StopReason::StoppedByMiddleware,
+        "jumped_to_end" => StopReason::JumpedToEnd,
+        _ => StopReason::Finished,
+    }
+}
+
+impl<S, C> Turn<'_, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// The graph update for what this node added: new messages, counters, usage.
+    fn progress(&self, from: usize) -> Result<super::state::Update> {
+        let new: Vec<&Message> = self.run.messages[from..].iter().collect();
+        let counters = self.ctx.counters();
+        Ok(update([
+            (MESSAGES, serde_json::to_value(new).map_err(ser)?),
+            (
+                COUNTERS,
+                json!({"steps": counters.steps, "model_calls": counters.model_calls, "tool_calls": counters.tool_calls}),
+            ),
+            (USAGE, serde_json::to_value(self.ctx.usage()).map_err(ser)?),
+        ]))
+    }
+}
+
+fn ser(e: serde_json::Error) -> TinyAgentsError {
+    TinyAgentsError::validation(format!("the agent graph state cannot be serialised: {e}"))
+}
+
+struct ModelNode;
+struct ToolsNode;
+
+#[async_trait]
+impl<'r, S, C> Node<Turn<'r, S, C>> for ModelNode
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    async fn run(&self, turn: &mut Turn<'r, S, C>, _state: &GraphState) -> Result<Command> {
+        let from = turn.run.messages.len();
+        let outcome = turn.agent.model_step(turn.ctx, turn.state, &mut turn.run).await?;
+        let mut u = turn.progress(from)?;
+        match outcome {
+            StepOutcome::Tools(calls) => {
+                u.insert(PENDING.into(), serde_json::to_value(calls).map_err(ser)?);
+            }
+            StepOutcome::Model => {
+                u.insert(PENDING.into(), json!([]));
+            }
+            StepOutcome::Stop(stop) => {
+                u.insert(PENDING.into(), json!([]));
+                u.insert(STOP.into(), Value::from(stop_label(&stop)));
+            }
+        }
+        Ok(Command::Update(u))
+    }
+}
+
+#[async_trait]
+impl<'r, S, C> Node<Turn<'r, S, C>> for ToolsNode
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    async fn run(&self, turn: &mut Turn<'r, S, C>, state: &GraphState) -> Result<Command> {
+        let calls: Vec<ToolCall> = state.get_as(PENDING)?.unwrap_or_default();
+        let from = turn.run.messages.len();
+        let stop = turn
+            .agent
+            .tools_step(turn.ctx, turn.state, &mut turn.run, calls)
+            .await?;
+        let mut u = turn.progress(from)?;
+        u.insert(PENDING.into(), json!([]));
+        if let Some(stop) = stop {
+            u.insert(STOP.into(), Value::from(stop_label(&stop)));
+        }
+        Ok(Command::Update(u))
+    }
+}
+
+/// Runs an [`Agent`] as a graph: a `model` node (one model turn) and a
+/// `tools` node (one tool batch), routed by the graph state. The middleware
+/// sees exactly what it sees under [`Agent::run`] — the same hooks, in the
+/// same order, with the same events — and the conversation, counters and
+/// usage live in the graph state, so a durable run can be resumed from its
+/// checkpoint by a new process.
+///
+/// ```
+/// use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
+/// use tinyagents::prelude::*;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
+/// let store = MemoryCheckpointer::new();
+/// let mut ctx = RunContext::new(RunConfig::new("r1"), ());
+/// let run = AgentGraph::new(&agent).run_durable(&mut ctx, &(), "hello", "thread-1", &store).await?;
+/// assert_eq!(run.final_text(), "hi");
+/// assert!(store.history("thread-1").len() >= 2);
+/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+/// ```
+pub struct AgentGraph<'a, S, C = ()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    agent: &'a Agent<S, C>,
+}
+
+impl<'a, S, C> AgentGraph<'a, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// The graph form of `agent`.
+    pub fn new(agent: &'a Agent<S, C>) -> Self {
+        Self { agent }
+    }
+
+    fn compile<'r>(&self) -> Result<CompiledGraph<Turn<'r, S, C>>> {
+        let route = |state: &GraphState| -> String {
+            if state.get(STOP).is_some_and(|v| !v.is_null()) {
+                END.to_owned()
+            } else if state
+                .get(PENDING)
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
+            {
+                TOOLS_NODE.to_owned()
+            } else {
+                MODEL_NODE.to_owned()
+            }
+        };
+        StateGraph::new()
+            .node(MODEL_NODE, ModelNode)
+            .node(TOOLS_NODE, ToolsNode)
+            .entry(MODEL_NODE)
+            .conditional_edge(MODEL_NODE, route)
+            .conditional_edge(TOOLS_NODE, route)
+            .reducer(MESSAGES, Reducer::Append)
+            // one node step per model turn or tool batch; the agent's own step limit bounds the run
+            .max_steps(u32::MAX)
+            .compile()
+    }
+
+    /// Runs from `input` without checkpoints (like [`Agent::run`]).
+    pub async fn run(&self, ctx: &mut RunContext<C>, state: &S, input: impl Into<AgentInput>) -> Result<AgentRun> {
+        self.drive(ctx, state, input.into().0, None).await
+    }
+
+    /// Runs from `input`, checkpointing thread `thread_id` in `store` at every safe point.
+    pub async fn run_durable(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        input: impl Into<AgentInput>,
+        thread_id: &str,
+        store: &dyn Checkpointer,
+    ) -> Result<AgentRun> {
+        self.drive(ctx, state, input.into().0, Some((thread_id, store))).await
+    }
+
+    /// Goes on with thread `thread_id` from its latest checkpoint (after an
+    /// interrupt, or a crash): the conversation, counters and usage come from
+    /// the checkpoint; the node that was about to run, runs. A resumed run is
+    /// a new run segment: `before_agent` and `after_agent` bracket it again.
+    pub async fn resume(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        thread_id: &str,
+        store: &dyn Checkpointer,
+    ) -> Result<AgentRun> {
+        let checkpoint = store.latest(thread_id).await?.ok_or_else(|| {
+            TinyAgentsError::config(format!(
+                "there is no checkpoint for thread `{thread_id}`; start it with `run_durable`"
+            ))
+        })?;
+        let saved = &checkpoint.state;
+        let messages: Vec<Message> = saved.get_as(MESSAGES)?.unwrap_or_default();
+        if let Some(c) = saved.get(COUNTERS) {
+            let get = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0) as u32;
+            let counters = ctx.counters_mut();
+            counters.steps = get("steps");
+            counters.model_calls = get("model_calls");
+            counters.tool_calls = get("tool_calls");
+        }
+        if let Some(usage) = saved.get_as::<Usage>(USAGE)? {
+            ctx.add_usage(usage);
+        }
+        let agent = self.agent;
+        let mut run = agent.begin(ctx, messages);
+        let result = match agent.start_step(ctx, state, &mut run).await {
+            Ok(Some(stop)) => Ok(stop),
+            Ok(None) => {
+                let graph = self.compile()?;
+                let mut turn = Turn {
+                    agent,
+                    ctx: &mut *ctx,
+                    state,
+                    run,
+                };
+                let out = graph.resume(&mut turn, thread_id, store, None).await;
+                run = turn.run;
+                Self::outcome(out)
+            }
+            Err(e) => Err(e),
+        };
+        agent.end(ctx, state, run, result).await
+    }
+
+    async fn drive(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        messages: Vec<Message>,
+        durable: Option<(&str, &dyn Checkpointer)>,
+    ) -> Result<AgentRun> {
+        let agent = self.agent;
+        let input = update([(MESSAGES, serde_json::to_value(&messages).map_err(ser)?)]);
+        let mut run = agent.begin(ctx, messages);
+        let result = match agent.start_step(ctx, state, &mut run).await {
+            Ok(Some(stop)) => Ok(stop),
+            Ok(None) => {
+                let graph = self.compile()?;
+                let mut turn = Turn {
+                    agent,
+                    ctx: &mut *ctx,
+                    state,
+                    run,
+                };
+                let initial = GraphState::from_update(input);
+                let out = match durable {
+                    Some((thread_id, store)) => graph.run_durable(&mut turn, initial, thread_id, store).await,
+                    None => graph.run(&mut turn, initial).await,
+                };
+                run = turn.run;
+                Self::outcome(out)
+            }
+            Err(e) => Err(e),
+        };
+        agent.end(ctx, state, run, result).await
+    }
+
+    /// The agent's stop reason from a graph run (an interrupt is the same error `Agent::run` returns).
+    fn outcome(out: Result<GraphRun>) -> Result<StopReason> {
+        let run = out?;
+        match run.outcome {
+            GraphOutcome::Finished => {
+                let label = run.state.get(STOP).and_then(Value::as_str).unwrap_or("finished");
+                Ok(stop_from_label(label))
+            }
+            GraphOutcome::Interrupted(record) => Err(TinyAgentsError::interrupted(Some(record.node), record.message)),
+        }
+    }
+}

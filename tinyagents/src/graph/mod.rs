@@ -1,0 +1,29 @@
+//! The graph boundary and a small state-graph runtime.
+//!
+//! * [`Command`] is what a node returns: `Continue`, `Goto(node)`, `End`,
+//!   `Interrupt`, `Update(update)`, `Fork(branches)`; [`to_command`] maps
+//!   the harness's native control outcomes onto commands, so middleware never
+//!   needs to know which runtime it is in.
+//! * [`StateGraph`] declares nodes over a context `G`, plain and conditional
+//!   edges, per-field [`Reducer`]s and a step bound; [`CompiledGraph`] runs
+//!   it, durably through a [`Checkpointer`] (a checkpoint before every node,
+//!   at an interrupt and at the end) and resumes it after an interrupt or a
+//!   crash.
+//! * [`AgentGraph`] runs an [`Agent`](crate::harness::agent::Agent) as a
+//!   graph of a `model` node and a `tools` node with the same middleware.
+
+mod agent;
+mod builder;
+mod checkpoint;
+mod command;
+mod node;
+mod run;
+mod state;
+
+pub use agent::AgentGraph;
+pub use builder::{Router, StateGraph, END};
+pub use checkpoint::{Checkpoint, Checkpointer, FileCheckpointer, InterruptRecord, MemoryCheckpointer, UpdateRecord};
+pub use command::{to_command, BoundaryAction, Branch, Command, HarnessOutcome, MODEL_NODE, TOOLS_NODE};
+pub use node::{node_fn, FnNode, Node};
+pub use run::{CompiledGraph, GraphOutcome, GraphRun};
+pub use state::{update, GraphState, MergeFn, Reducer, Update};
