@@ -286,3 +286,55 @@ async fn one_stack_run_by_the_loop_and_by_the_graph_sees_the_same_events() {
     };
     assert_eq!(texts(&looped), texts(&graphed));
 }
+
+/// Records an explicit state update after each model call.
+struct Marks;
+
+#[async_trait::async_trait]
+impl Middleware<()> for Marks {
+    fn hooks(&self) -> HookSet {
+        HookSet::AFTER_MODEL
+    }
+    async fn after_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelResponse) -> Result<()> {
+        let step = ctx.counters().steps;
+        ctx.update_state("last_step", json!(step));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn explicit_middleware_updates_become_graph_state_and_are_kept_for_replay() {
+    let agent = Agent::new(ScriptedModel::new(script()))
+        .with_tools(ToolRegistry::new().with(RecordingTool::new("search")).unwrap())
+        .with_stack(MiddlewareStack::new().with(Marks).unwrap());
+    let store = MemoryCheckpointer::new();
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    AgentGraph::new(&agent)
+        .run_durable(&mut ctx, &(), "go", "t", &store)
+        .await
+        .unwrap();
+    let history = store.history("t");
+    let last = history.last().unwrap();
+    assert_eq!(last.next, None, "the final checkpoint marks the end");
+    assert_eq!(last.state.get("last_step"), Some(&json!(2)));
+    let explained: Vec<(u32, &str)> = last
+        .updates
+        .iter()
+        .filter_map(|u| {
+            u.update
+                .get("last_step")
+                .map(|v| (v.as_u64().unwrap() as u32, u.node.as_str()))
+        })
+        .collect();
+    assert_eq!(
+        explained,
+        [(1, "model"), (2, "model")],
+        "every change is on record with the node that made it"
+    );
+    assert_eq!(
+        trace(&sink.events()).iter().filter(|l| *l == "state last_step").count(),
+        2,
+        "and emitted as events"
+    );
+}

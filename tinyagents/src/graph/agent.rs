@@ -35,6 +35,8 @@ where
     ctx: &'r mut RunContext<C>,
     state: &'r S,
     run: AgentRun,
+    /// How many of the context's explicit state updates are already in the graph state.
+    updates_seen: usize,
 }
 
 fn stop_label(stop: &StopReason) -> &'static str {
@@ -59,17 +61,26 @@ where
     C: Send + Sync + 'static,
 {
     /// The graph update for what this node added: new messages, counters, usage.
-    fn progress(&self, from: usize) -> Result<super::state::Update> {
+    /// Explicit state updates middleware made (`RunContext::update_state`)
+    /// become graph state too, so checkpoints carry them and a replay explains them.
+    fn progress(&mut self, from: usize) -> Result<super::state::Update> {
         let new: Vec<&Message> = self.run.messages[from..].iter().collect();
         let counters = self.ctx.counters();
-        Ok(update([
+        let explicit: Vec<(String, Value)> = self.ctx.state_updates()[self.updates_seen..]
+            .iter()
+            .map(|u| (u.key.clone(), u.value.clone()))
+            .collect();
+        self.updates_seen += explicit.len();
+        let mut u = update(explicit);
+        u.extend(update([
             (MESSAGES, serde_json::to_value(new).map_err(ser)?),
             (
                 COUNTERS,
                 json!({"steps": counters.steps, "model_calls": counters.model_calls, "tool_calls": counters.tool_calls}),
             ),
             (USAGE, serde_json::to_value(self.ctx.usage()).map_err(ser)?),
-        ]))
+        ]));
+        Ok(u)
     }
 }
 
@@ -243,11 +254,13 @@ where
             Ok(Some(stop)) => Ok(stop),
             Ok(None) => {
                 let graph = self.compile()?;
+                let updates_seen = ctx.state_updates().len();
                 let mut turn = Turn {
                     agent,
                     ctx: &mut *ctx,
                     state,
                     run,
+                    updates_seen,
                 };
                 let out = graph.resume(&mut turn, thread_id, store, None).await;
                 run = turn.run;
@@ -272,11 +285,13 @@ where
             Ok(Some(stop)) => Ok(stop),
             Ok(None) => {
                 let graph = self.compile()?;
+                let updates_seen = ctx.state_updates().len();
                 let mut turn = Turn {
                     agent,
                     ctx: &mut *ctx,
                     state,
                     run,
+                    updates_seen,
                 };
                 let initial = GraphState::from_update(input);
                 let out = match durable {
