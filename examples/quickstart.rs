@@ -4,6 +4,11 @@
 //! trace of every event.
 //!
 //! Run it with `cargo run -p tinyagents-examples --example quickstart`.
+//!
+//! On a real model instead: build with the `providers` feature and name the
+//! model in `TINYAGENTS_MODEL` (`provider:model`), with its key in the
+//! provider's usual variable, e.g.
+//! `TINYAGENTS_MODEL=openai:gpt-4o-mini OPENAI_API_KEY=… cargo run -p tinyagents-examples --features providers --example quickstart`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -47,20 +52,35 @@ async fn time_tools(
     Ok(result.into())
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
-    // The scripted model: first it asks for the weather tool, then it answers.
-    let model = ScriptedModel::new([
+/// The scripted model (first it asks for the weather tool, then it
+/// answers), or the real model `TINYAGENTS_MODEL` names.
+fn model() -> Result<Arc<dyn ChatModel>> {
+    #[cfg(feature = "providers")]
+    if let Some(real) = tinyagents::harness::model::providers::model_from_default_env()? {
+        println!("model: {}", real.id());
+        return Ok(real);
+    }
+    Ok(Arc::new(ScriptedModel::new([
         ScriptedTurn::tool_call("weather", json!({"city": "Paris"})),
         ScriptedTurn::text("It is 18°C and sunny in Paris today."),
-    ]);
-    let tools = ToolRegistry::new().with(tool_fn("weather", "Current weather for a city.", |_cx, args| async move {
-        Ok(format!("{}: 18°C, sunny", args["city"].as_str().unwrap_or("?")).into())
-    }))?;
-    let stack = MiddlewareStack::new().with(ReportResponse)?.with(AddDate)?.with(TimeTools)?;
+    ])))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<()> {
+    let model = model()?;
+    let tools = ToolRegistry::new().with(tool_fn(
+        "weather",
+        "Current weather for a city.",
+        |_cx, args| async move { Ok(format!("{}: 18°C, sunny", args["city"].as_str().unwrap_or("?")).into()) },
+    ))?;
+    let stack = MiddlewareStack::new()
+        .with(ReportResponse)?
+        .with(AddDate)?
+        .with(TimeTools)?;
     println!("stack: {:?}\n", stack.names());
 
-    let agent: Agent<()> = Agent::new(model)
+    let agent: Agent<()> = Agent::from_shared(model)
         .with_system_prompt("You are a concise weather assistant.")
         .with_tools(tools)
         .with_stack(stack);

@@ -283,3 +283,40 @@ async fn a_sub_agent_runs_as_a_tool_one_level_deeper_under_the_same_stack_with_u
         [("p".to_owned(), None, 0), ("p/k1".to_owned(), Some("p".to_owned()), 1)]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_a_run_drops_a_stalled_model_stream_at_once() {
+    // A model whose stream sends one delta, then stalls forever.
+    struct Stalls;
+    #[async_trait]
+    impl ChatModel for Stalls {
+        fn id(&self) -> &str {
+            "stalls"
+        }
+        async fn stream(&self, _: &ModelRequest) -> Result<tinyagents::harness::model::ModelStream> {
+            use futures::StreamExt;
+            let first = futures::stream::iter([Ok(ModelDelta::text("thinking…"))]);
+            Ok(first.chain(futures::stream::pending()).boxed())
+        }
+    }
+    let agent: Agent<()> = Agent::new(Stalls);
+    let token = tokio_util_token();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_cancellation(token.clone());
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        token.cancel();
+    });
+    let start = tokio::time::Instant::now();
+    let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Cancelled);
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(5),
+        "dropped when cancelled, not at some idle timeout"
+    );
+    canceller.await.unwrap();
+}
+
+fn tokio_util_token() -> tinyagents::harness::context::CancellationToken {
+    tinyagents::harness::context::CancellationToken::new()
+}

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+/// The cancellation token of a run (re-exported from `tokio-util`).
+pub use tokio_util::sync::CancellationToken;
 
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};

@@ -1,14 +1,16 @@
 //! The innermost layers the agent supplies to the onions: the streamed model
 //! call and the tool call.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use futures::StreamExt;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::Agent;
 use crate::harness::context::RunContext;
-use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::error::{ErrorKind, Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind, EventSink};
 use crate::harness::middleware::{HookKind, ModelBaseCall, ToolBaseCall};
 use crate::harness::model::{ModelRequest, ModelResponse, ResponseAccumulator};
 use crate::harness::tool::{ToolCall, ToolContext, ToolDelta, ToolResult};
@@ -47,14 +49,25 @@ where
                 self.agent.model_id.clone()
             },
         });
+        let guard = AttemptGuard::arm(ctx, step, attempt);
         let result = async {
-            let mut stream = model.stream(&request).await?;
+            let cancelled = || TinyAgentsError::cancelled("the run was cancelled during a model call");
+            let token = ctx.cancellation().clone();
+            let mut stream = tokio::select! {
+                biased;
+                () = token.cancelled() => return Err(cancelled()),
+                stream = model.stream(&request) => stream?,
+            };
             let mut acc = ResponseAccumulator::new();
             let forward = ctx.wants(EventKind::ModelDelta);
-            while let Some(item) = stream.next().await {
-                if ctx.is_cancelled() {
-                    return Err(TinyAgentsError::cancelled("the run was cancelled during a model call"));
-                }
+            loop {
+                // A stalled stream is dropped (closing its connection) as soon as the run is cancelled.
+                let item = tokio::select! {
+                    biased;
+                    () = token.cancelled() => return Err(cancelled()),
+                    item = stream.next() => item,
+                };
+                let Some(item) = item else { break };
                 let mut delta = item?;
                 stack.run_on_model_delta(ctx, state, &mut delta).await?;
                 if delta.is_suppressed() {
@@ -74,6 +87,7 @@ where
             Ok(response)
         }
         .await;
+        guard.disarm();
         match &result {
             Ok(response) => {
                 ctx.add_usage(response.usage);
@@ -103,6 +117,63 @@ where
             }
         }
         result
+    }
+}
+
+/// Ends an attempt's events when its future is dropped before it finishes (a
+/// timeout or a cancellation outside it): `ModelCallCompleted` with a
+/// `cancelled` error, then `AttemptDiscarded`, so started/completed stay
+/// balanced. Holds nothing when the sink wants neither event.
+struct AttemptGuard {
+    sink: Option<Arc<dyn EventSink>>,
+    run_id: Arc<str>,
+    step: u32,
+    attempt: u32,
+    completed: bool,
+    discarded: bool,
+}
+
+impl AttemptGuard {
+    fn arm<C>(ctx: &RunContext<C>, step: u32, attempt: u32) -> Self {
+        let completed = ctx.wants(EventKind::ModelCallCompleted);
+        let discarded = ctx.wants(EventKind::AttemptDiscarded);
+        Self {
+            sink: (completed || discarded).then(|| ctx.sink().clone()),
+            run_id: ctx.run_id().clone(),
+            step,
+            attempt,
+            completed,
+            discarded,
+        }
+    }
+
+    fn disarm(mut self) {
+        self.sink = None;
+    }
+}
+
+impl Drop for AttemptGuard {
+    fn drop(&mut self) {
+        let Some(sink) = self.sink.take() else { return };
+        if self.completed {
+            sink.emit(AgentEvent::ModelCallCompleted {
+                run_id: self.run_id.clone(),
+                step: self.step,
+                attempt: self.attempt,
+                usage: Default::default(),
+                finish_reason: None,
+                error: Some(ErrorKind::Cancelled),
+            });
+        }
+        if self.discarded {
+            sink.emit(AgentEvent::AttemptDiscarded {
+                run_id: self.run_id.clone(),
+                attempt: self.attempt,
+                reason: "the model call was abandoned before it finished (a timeout or cancellation outside it); \
+                         drop the deltas streamed by this attempt"
+                    .into(),
+            });
+        }
     }
 }
 
