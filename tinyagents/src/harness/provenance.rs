@@ -2,9 +2,9 @@
 //!
 //! Every compression built-in records one [`CompressionProvenance`] per
 //! change with [`record`]: it is emitted as
-//! [`AgentEvent::Compressed`](crate::harness::event::AgentEvent::Compressed),
+//! [`AgentEvent::Compressed`],
 //! kept in the run's [`CompressionLog`], and attached to the
-//! [`AgentRun`](crate::harness::agent::AgentRun) in `after_agent`
+//! [`AgentRun`] in `after_agent`
 //! ([`attach`]) so a replay can explain every change.
 
 use std::sync::{Arc, Mutex};
@@ -44,7 +44,8 @@ pub struct CompressionProvenance {
     pub original_tokens: u64,
     /// Estimated tokens of what replaced it.
     pub compressed_tokens: u64,
-    /// The ids of the prompt segments involved (read or written).
+    /// The ids of the system prompt segments of the request it applied to
+    /// (the layout a replay rebuilds), including any segment it wrote.
     pub prompt_segment_ids: Vec<String>,
     /// The stable-prefix fingerprint before the compression.
     pub prefix_before: PrefixFingerprint,

@@ -1,6 +1,31 @@
-//! Built-ins: see the table in [the library docs](super).
+//! Context built-ins (trimming, editing, summarisation, compression, the
+//! context monitor): see the table in [the library docs](super).
 
+mod monitor;
+mod summarization;
+mod summarizer;
+mod trimming;
+mod window;
+
+pub use monitor::{ContextConfig, ContextMiddleware};
+pub use summarization::{Summarization, SummarizationConfig, SummaryTrigger};
+pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
+pub use trimming::{MessageTrimming, MessageTrimmingConfig, TrimStrategy};
+
+use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
 
+/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
+const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
+    match M::DOC {
+        Some(doc) => doc,
+        None => panic!("a built-in always has a doc"),
+    }
+}
+
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[
+    doc_of::<MessageTrimming>(),
+    doc_of::<Summarization>(),
+    doc_of::<ContextMiddleware>(),
+];

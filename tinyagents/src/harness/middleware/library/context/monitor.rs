@@ -1,0 +1,234 @@
+//! [`ContextMiddleware`] (seed 002): watches how full the context window is,
+//! warns once, then compacts through a summariser.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use super::summarizer::{ConcatSummarizer, Summarizer};
+use super::window::{compact, instance_key};
+use crate::config::ConfigViolation;
+use crate::harness::agent::AgentRun;
+use crate::harness::context::RunContext;
+use crate::harness::error::Result;
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::model::ModelRequest;
+use crate::harness::provenance;
+use crate::harness::tokens::{default_counter, TokenCounter};
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// Options of [`ContextMiddleware`] (`type = "context"`); `warn_at_percent`
+/// must be below `compact_at_percent`.
+///
+/// ```
+/// use tinyagents::config::from_toml_str;
+/// use tinyagents::middleware::ContextConfig;
+///
+/// let c: ContextConfig = from_toml_str("warn_at_percent = 80\ncompact_at_percent = 90\nfallback_max_tokens = 128000").unwrap();
+/// assert_eq!(c.compact_at_percent, 90);
+/// let err = from_toml_str::<ContextConfig>("warn_at_percent = 95\ncompact_at_percent = 90").unwrap_err();
+/// assert!(err.to_string().contains("warn_at_percent"));
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "context", builds = ContextMiddleware, validate = check_context)]
+pub struct ContextConfig {
+    /// Warn (once per run) when the request fills this percentage of the context window.
+    #[config(default = 80, range = 1..=100)]
+    pub warn_at_percent: u8,
+    /// Compact when the request fills this percentage of the context window.
+    #[config(default = 90, range = 1..=100)]
+    pub compact_at_percent: u8,
+    /// The context window, in tokens, when the model's is not known.
+    #[config(default = 128000, range = 1..)]
+    pub fallback_max_tokens: u64,
+    /// The newest messages a compaction keeps verbatim.
+    #[config(default = 20, range = 1..)]
+    pub keep_messages: u32,
+}
+
+fn check_context(c: &ContextConfig) -> std::result::Result<(), ConfigViolation> {
+    if c.warn_at_percent >= c.compact_at_percent {
+        return Err(ConfigViolation::new(
+            "warn_at_percent",
+            format!(
+                "must be below `compact_at_percent` ({}), or the warning could never come first",
+                c.compact_at_percent
+            ),
+        )
+        .with_value(c.warn_at_percent));
+    }
+    Ok(())
+}
+
+impl From<ContextConfig> for ContextMiddleware {
+    fn from(c: ContextConfig) -> Self {
+        Self {
+            warn_at_percent: c.warn_at_percent,
+            compact_at_percent: c.compact_at_percent,
+            max_tokens: c.fallback_max_tokens,
+            keep_messages: c.keep_messages as usize,
+            summarizer: Arc::new(ConcatSummarizer::default()),
+            counter: default_counter(),
+            key: instance_key(),
+        }
+    }
+}
+
+/// Per-run: the instances that already warned.
+#[derive(Debug, Default)]
+struct Warned(Mutex<HashSet<u64>>);
+
+/// Monitors how full the context window is: one warning notice per run at
+/// `warn_at_percent`, then a compaction through the summariser at
+/// `compact_at_percent` (the older conversation replaced by a summary, the
+/// newest `keep_messages` and every system message kept, tool calls kept with
+/// their results).
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagents::config::{from_toml_str, BuildMiddleware};
+/// use tinyagents::middleware::{ConcatSummarizer, ContextConfig, ContextMiddleware};
+/// use tinyagents::prelude::*;
+///
+/// let context: ContextMiddleware = from_toml_str::<ContextConfig>("fallback_max_tokens = 32000")
+///     .unwrap()
+///     .build()
+///     .with_context_window(200_000)
+///     .with_summarizer(Arc::new(ConcatSummarizer::default()));
+/// assert_eq!(context.context_window(), 200_000);
+/// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(context).unwrap();
+/// ```
+pub struct ContextMiddleware {
+    warn_at_percent: u8,
+    compact_at_percent: u8,
+    max_tokens: u64,
+    keep_messages: usize,
+    summarizer: Arc<dyn Summarizer>,
+    counter: Arc<dyn TokenCounter>,
+    key: u64,
+}
+
+impl std::fmt::Debug for ContextMiddleware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextMiddleware")
+            .field("warn_at_percent", &self.warn_at_percent)
+            .field("compact_at_percent", &self.compact_at_percent)
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ContextMiddleware {
+    /// The provenance policy version (the summariser's id is appended).
+    pub const POLICY: &'static str = "context/1";
+
+    /// The same middleware for a model whose context window is known (replacing `fallback_max_tokens`).
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.max_tokens = tokens.max(1);
+        self
+    }
+
+    /// The same middleware compacting with `summarizer`.
+    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.summarizer = summarizer;
+        self
+    }
+
+    /// The same middleware measuring with `counter`.
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// The context window it measures against, in tokens.
+    pub fn context_window(&self) -> u64 {
+        self.max_tokens
+    }
+
+    fn notice<C>(ctx: &RunContext<C>, message: impl FnOnce() -> String, is_error: bool) {
+        ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+            source: "context".into(),
+            message: message(),
+            is_error,
+        });
+    }
+}
+
+/// Watches context usage: warns once, then compacts through the summariser.
+#[middleware(
+    builtin,
+    name = "context",
+    config = ContextConfig,
+    doc(
+        mutation = "At `compact_at_percent`, replaces the older non-system messages of `request.messages` (a copy; stored history untouched) with one summary user message, keeping the newest `keep_messages` and tool calls with their results. `after_agent` attaches the run's provenance to `AgentRun::compressions`.",
+        events = "`Notice { source: \"context\" }` once per run at `warn_at_percent`, on each compaction, and (`is_error: true`) when nothing can be compacted; `Compressed` with provenance for each new or extended summary.",
+        failure = "Fails clearly: a summariser error ends the run with that error. When the window is full but everything is in the kept window, it warns and sends the request unchanged (the provider then decides).",
+        streaming = "None on deltas; it acts before the stream starts.",
+        cache = "Keeps the stable prefix (system segments, tools, leading system messages): the summary is a user message after them; provenance records the fingerprints. The conversation cache restarts at the summary when it is made or extended.",
+        retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the compacted request; measured against `fallback_max_tokens` or `with_context_window`, not the fallback model's window."
+    )
+)]
+impl ContextMiddleware {
+    #[before_model]
+    async fn watch<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+        let tokens = self.counter.count_request(request);
+        let percent = tokens as f64 * 100.0 / self.max_tokens as f64;
+        if percent >= f64::from(self.compact_at_percent) {
+            let done = compact(
+                ctx,
+                request,
+                self.key,
+                self.keep_messages,
+                &*self.summarizer,
+                &*self.counter,
+                "context",
+                Self::POLICY,
+            )
+            .await?;
+            match done {
+                Some(c) => Self::notice(
+                    ctx,
+                    || {
+                        format!(
+                            "the request filled {percent:.0}% of the {}-token context window; {} older messages {}",
+                            self.max_tokens,
+                            c.replaced,
+                            if c.fresh { "were summarised" } else { "stay summarised" }
+                        )
+                    },
+                    false,
+                ),
+                None => Self::notice(
+                    ctx,
+                    || {
+                        format!(
+                            "the request fills {percent:.0}% of the {}-token context window but every message is \
+                             within the {} kept newest: nothing could be compacted",
+                            self.max_tokens, self.keep_messages
+                        )
+                    },
+                    true,
+                ),
+            }
+        } else if percent >= f64::from(self.warn_at_percent)
+            && ctx.local::<Warned>().0.lock().expect("warned lock").insert(self.key)
+        {
+            Self::notice(
+                ctx,
+                || {
+                    format!(
+                        "the request fills {percent:.0}% of the {}-token context window; it will be compacted at {}%",
+                        self.max_tokens, self.compact_at_percent
+                    )
+                },
+                false,
+            );
+        }
+        Ok(())
+    }
+
+    #[after_agent]
+    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+        provenance::attach(ctx, run);
+        Ok(())
+    }
+}

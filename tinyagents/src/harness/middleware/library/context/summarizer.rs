@@ -1,0 +1,194 @@
+//! The [`Summarizer`] trait and its two implementations: the concatenating
+//! default [`ConcatSummarizer`] and the model-backed [`ModelSummarizer`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+
+use crate::harness::error::Result;
+use crate::harness::message::{Message, Role};
+use crate::harness::model::{ChatModel, ModelRequest, PromptSegment, ResponseAccumulator, Usage};
+
+/// A summary and what producing it cost.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Summary {
+    /// The summary text.
+    pub text: String,
+    /// Token usage spent producing it (zero for a summariser that calls no model).
+    pub usage: Usage,
+}
+
+/// Turns a run of messages into a summary, optionally extending a previous one.
+///
+/// Implement it to summarise your way; the context built-ins call it with the
+/// messages they are about to replace, never with the stable prefix.
+///
+/// ```
+/// use tinyagents::harness::message::Message;
+/// use tinyagents::middleware::{ConcatSummarizer, Summarizer};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let s = ConcatSummarizer::default()
+///     .summarize(&[Message::user("hi"), Message::assistant("hello")], None)
+///     .await?;
+/// assert_eq!(s.text, "user: hi\nassistant: hello");
+/// # Ok::<(), tinyagents::TinyAgentsError>(()) }).unwrap();
+/// ```
+#[async_trait]
+pub trait Summarizer: Send + Sync {
+    /// A short identifier (`concat`, `model:<id>`), recorded in provenance policy versions.
+    fn id(&self) -> &str;
+
+    /// Summarises `messages`; `previous` is the summary they extend, when there is one.
+    async fn summarize(&self, messages: &[Message], previous: Option<&str>) -> Result<Summary>;
+}
+
+/// One line per message: `role: text`, tool calls as `assistant called name(args)`,
+/// tool results as `tool name: text`.
+fn transcript_line(m: &Message, max_chars: usize) -> String {
+    let text = m.text();
+    let mut parts: Vec<String> = Vec::new();
+    if !text.is_empty() || m.tool_calls.is_empty() {
+        parts.push(clip(&text, max_chars).into_owned());
+    }
+    for call in &m.tool_calls {
+        let args = call.arguments.to_string();
+        parts.push(format!("called {}({})", call.name, clip(&args, max_chars)));
+    }
+    match m.role {
+        Role::Tool => format!("tool {}: {}", m.name.as_deref().unwrap_or("?"), parts.join("; ")),
+        role => format!("{}: {}", role.as_str(), parts.join("; ")),
+    }
+}
+
+/// At most `max` characters of `text`, with an ellipsis when clipped.
+pub(crate) fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..cut])),
+    }
+}
+
+/// The default summariser: no model call, one clipped line per message,
+/// appended to the previous summary. Deterministic and free; it loses detail
+/// but never invents any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConcatSummarizer {
+    max_chars_per_message: usize,
+}
+
+impl ConcatSummarizer {
+    /// A summariser clipping each message to `max_chars_per_message` characters.
+    pub fn new(max_chars_per_message: usize) -> Self {
+        Self { max_chars_per_message }
+    }
+}
+
+impl Default for ConcatSummarizer {
+    /// 200 characters per message.
+    fn default() -> Self {
+        Self::new(200)
+    }
+}
+
+#[async_trait]
+impl Summarizer for ConcatSummarizer {
+    fn id(&self) -> &str {
+        "concat"
+    }
+
+    async fn summarize(&self, messages: &[Message], previous: Option<&str>) -> Result<Summary> {
+        let mut lines: Vec<String> = previous.map(str::to_owned).into_iter().collect();
+        lines.extend(messages.iter().map(|m| transcript_line(m, self.max_chars_per_message)));
+        Ok(Summary {
+            text: lines.join("\n"),
+            usage: Usage::default(),
+        })
+    }
+}
+
+/// A summariser that asks a chat model. The model is called directly, not
+/// through the agent's middleware stack (which would recurse); its usage is
+/// returned so the calling middleware adds it to the run's usage.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagents::harness::message::Message;
+/// use tinyagents::middleware::{ModelSummarizer, Summarizer};
+/// use tinyagents::prelude::*;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("The user greeted.")]));
+/// let s = ModelSummarizer::new(model).summarize(&[Message::user("hi")], None).await?;
+/// assert_eq!(s.text, "The user greeted.");
+/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+/// ```
+pub struct ModelSummarizer {
+    model: Arc<dyn ChatModel>,
+    id: String,
+    instructions: String,
+}
+
+impl std::fmt::Debug for ModelSummarizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSummarizer")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelSummarizer {
+    /// The default instructions.
+    pub const DEFAULT_INSTRUCTIONS: &'static str = "Summarise the conversation below for the assistant that will \
+        continue it. Keep every fact, decision, open task, file name, identifier and tool result that may matter \
+        later; drop pleasantries. Answer with the summary only.";
+
+    /// A summariser asking `model` with the default instructions.
+    pub fn new(model: Arc<dyn ChatModel>) -> Self {
+        let id = format!("model:{}", model.id());
+        Self {
+            model,
+            id,
+            instructions: Self::DEFAULT_INSTRUCTIONS.to_owned(),
+        }
+    }
+
+    /// The same summariser with other instructions.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+}
+
+#[async_trait]
+impl Summarizer for ModelSummarizer {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn summarize(&self, messages: &[Message], previous: Option<&str>) -> Result<Summary> {
+        let mut body = String::new();
+        if let Some(prev) = previous {
+            body.push_str("Summary so far:\n");
+            body.push_str(prev);
+            body.push_str("\n\nNew messages:\n");
+        }
+        for m in messages {
+            body.push_str(&transcript_line(m, usize::MAX));
+            body.push('\n');
+        }
+        let request = ModelRequest::new(vec![Message::user(body)])
+            .with_system(PromptSegment::stable("summarizer", self.instructions.clone()));
+        let mut stream = self.model.stream(&request).await?;
+        let mut acc = ResponseAccumulator::new();
+        while let Some(delta) = stream.next().await {
+            acc.push(&delta?);
+        }
+        let response = acc.finish()?;
+        Ok(Summary {
+            text: response.message.text().trim().to_owned(),
+            usage: response.usage,
+        })
+    }
+}

@@ -1,0 +1,199 @@
+//! [`MessageTrimming`]: keeps the newest messages of the model-visible
+//! conversation within a budget ([`TrimStrategy`]), always keeping system
+//! messages and never separating a tool call from its results.
+
+use std::sync::Arc;
+
+use super::window::units;
+use crate::harness::cache;
+use crate::harness::context::RunContext;
+use crate::harness::error::Result;
+use crate::harness::message::{Message, Role};
+use crate::harness::model::ModelRequest;
+use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::tokens::{default_counter, TokenCounter};
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// What [`MessageTrimming`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimStrategy {
+    /// The last N non-system messages (rounded up to keep a tool call with its results).
+    LastMessages(usize),
+    /// The newest non-system messages that fit in N estimated tokens (the newest
+    /// unit is kept even when it alone is larger).
+    LastTokens(u64),
+}
+
+/// Options of [`MessageTrimming`] (`type = "message_trimming"`).
+///
+/// ```
+/// use tinyagents::config::from_toml_str;
+/// use tinyagents::middleware::MessageTrimmingConfig;
+///
+/// let c: MessageTrimmingConfig = from_toml_str("strategy = \"last_tokens\"\nmax_tokens = 2000").unwrap();
+/// assert_eq!(c.max_tokens, 2000);
+/// let err = from_toml_str::<MessageTrimmingConfig>("strategy = \"first\"").unwrap_err();
+/// assert!(err.to_string().contains("strategy"));
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "message_trimming", builds = MessageTrimming)]
+pub struct MessageTrimmingConfig {
+    /// `last_messages` (keep `max_messages`) or `last_tokens` (keep `max_tokens`).
+    #[config(default = "last_messages", one_of = ["last_messages", "last_tokens"])]
+    pub strategy: String,
+    /// Non-system messages kept by `last_messages`.
+    #[config(default = 40, range = 1..)]
+    pub max_messages: u32,
+    /// Estimated tokens of non-system messages kept by `last_tokens`.
+    #[config(default = 8000, range = 1..)]
+    pub max_tokens: u64,
+}
+
+/// Trims the model-visible conversation to a budget before each model call.
+///
+/// It edits the request (a copy): the run's stored history is never changed,
+/// so the next call trims from the full history again. Every system message
+/// is kept; an assistant message and the tool results answering its calls
+/// are kept or dropped together. Each trim that drops messages is recorded
+/// as compression provenance.
+///
+/// ```
+/// use tinyagents::middleware::{MessageTrimming, TrimStrategy};
+/// use tinyagents::prelude::*;
+///
+/// let stack: MiddlewareStack<()> =
+///     MiddlewareStack::new().with(MessageTrimming::new(TrimStrategy::LastMessages(10))).unwrap();
+/// assert_eq!(stack.names(), ["message_trimming"]);
+/// ```
+pub struct MessageTrimming {
+    strategy: TrimStrategy,
+    counter: Arc<dyn TokenCounter>,
+}
+
+impl std::fmt::Debug for MessageTrimming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageTrimming")
+            .field("strategy", &self.strategy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MessageTrimming {
+    /// The provenance policy version.
+    pub const POLICY: &'static str = "message_trimming/1";
+
+    /// Trimming with this strategy and the default token counter.
+    pub fn new(strategy: TrimStrategy) -> Self {
+        Self {
+            strategy,
+            counter: default_counter(),
+        }
+    }
+
+    /// The same trimming measuring with `counter`.
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> TrimStrategy {
+        self.strategy
+    }
+
+    /// The messages `trim` would keep, as a mask over `messages`.
+    fn keep_mask(&self, messages: &[Message]) -> Vec<bool> {
+        let mut keep = vec![false; messages.len()];
+        let mut spent: u64 = 0;
+        let mut full = false;
+        let mut first = true;
+        for (start, end) in units(messages, 0).into_iter().rev() {
+            let unit = &messages[start..end];
+            if unit.iter().all(|m| m.role == Role::System) {
+                keep[start..end].iter_mut().for_each(|k| *k = true);
+                continue;
+            }
+            if full {
+                continue;
+            }
+            let cost = match self.strategy {
+                TrimStrategy::LastMessages(_) => unit.len() as u64,
+                TrimStrategy::LastTokens(_) => unit.iter().map(|m| self.counter.count_message(m)).sum(),
+            };
+            let budget = match self.strategy {
+                TrimStrategy::LastMessages(n) => n as u64,
+                TrimStrategy::LastTokens(n) => n,
+            };
+            // `last_messages` rounds up (a unit that crosses the budget is kept
+            // whole); `last_tokens` keeps only what fits.
+            let fits = match self.strategy {
+                TrimStrategy::LastMessages(_) => spent < budget,
+                TrimStrategy::LastTokens(_) => spent + cost <= budget,
+            };
+            if first || fits {
+                spent += cost;
+                keep[start..end].iter_mut().for_each(|k| *k = true);
+                full = spent >= budget;
+            } else {
+                full = true;
+            }
+            first = false;
+        }
+        keep
+    }
+}
+
+impl From<MessageTrimmingConfig> for MessageTrimming {
+    fn from(c: MessageTrimmingConfig) -> Self {
+        Self::new(match c.strategy.as_str() {
+            "last_tokens" => TrimStrategy::LastTokens(c.max_tokens),
+            _ => TrimStrategy::LastMessages(c.max_messages as usize),
+        })
+    }
+}
+
+/// Keeps the newest messages within a message or token budget, with every system message.
+#[middleware(
+    builtin,
+    name = "message_trimming",
+    config = MessageTrimmingConfig,
+    doc(
+        mutation = "Drops the oldest non-system messages from `request.messages` (a copy: the run's history is untouched); an assistant tool-call message and its tool results go together.",
+        events = "`Compressed` with provenance (dropped message ids, their tool call ids, their token estimate, 0 compressed tokens) on each call that drops messages.",
+        failure = "Cannot fail; it never drops system messages or the newest message unit, so the model always has something to answer.",
+        streaming = "None: it edits the request before the stream starts.",
+        cache = "Never touches system segments, tools or leading system messages, so the stable prefix is preserved; dropping the oldest conversation messages moves the start of the cached conversation, which costs a conversation-cache miss on the calls where the cut moves.",
+        retries = "Runs once per turn in `before_model`, outside the model onion: retries and fallbacks reuse the trimmed request."
+    )
+)]
+impl MessageTrimming {
+    #[before_model]
+    fn trim<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+        let keep = self.keep_mask(&request.messages);
+        if keep.iter().all(|k| *k) {
+            return Ok(());
+        }
+        let before = cache::fingerprint(request);
+        let mut p = CompressionProvenance::new("message_trimming", Self::POLICY);
+        let mut kept = Vec::with_capacity(request.messages.len());
+        for (m, k) in std::mem::take(&mut request.messages).into_iter().zip(keep) {
+            if k {
+                kept.push(m);
+            } else {
+                p.original_tokens += self.counter.count_message(&m);
+                p.source_artifact_ids.extend(m.tool_calls.iter().map(|c| c.id.clone()));
+                p.source_message_ids.push(m.id);
+            }
+        }
+        request.messages = kept;
+        p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
+        provenance::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+        Ok(())
+    }
+
+    #[after_agent]
+    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut crate::harness::agent::AgentRun) -> Result<()> {
+        provenance::attach(ctx, run);
+        Ok(())
+    }
+}
