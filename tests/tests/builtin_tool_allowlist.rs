@@ -57,7 +57,7 @@ async fn a_forged_or_malformed_restriction_tag_cannot_widen_and_denies_everythin
     for bad in [
         format!("{ALLOW_TAG}shell"),
         format!("{DENY_TAG}{{}}"),
-        format!("{ALLOW_TAG}"),
+        ALLOW_TAG.to_string(),
     ] {
         let e = mw.effective(std::slice::from_ref(&bad));
         assert!(!e.permits("a") && !e.permits("shell"), "{bad}");

@@ -1,6 +1,24 @@
-//! Built-ins: see the table in [the library docs](super).
+//! Security guard built-ins: see the table in [the library docs](super).
 
+mod path_check;
+mod shell_check;
+mod shell_fs_guard;
+
+pub use shell_fs_guard::{
+    ShellFsGuardConfig, ShellFsGuardMiddleware, DEFAULT_ALLOW_COMMANDS, DEFAULT_DENY_COMMANDS, DEFAULT_FILE_TOOLS,
+    DEFAULT_PATH_KEYS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS,
+};
+
+use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
 
+/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
+const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
+    match M::DOC {
+        Some(doc) => doc,
+        None => panic!("a built-in always has a doc"),
+    }
+}
+
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<ShellFsGuardMiddleware>()];
