@@ -48,9 +48,9 @@ macro_rules! hook_attributes {
         /// the context (`&mut RunContext<C>`), the state (any other shared
         /// reference, `&S`), and the hook's value. A concrete state or
         /// context type pins the generated impl; type parameters make it
-        /// generic. See the crate docs of `tinyagents` for the arguments
-        /// (`name`, `type_name`, `before`, `after`, `can_jump_to`, `doc(...)`,
-        /// `builtin`, `config`).
+        /// generic. The arguments (`name`, `type_name`, `before`, `after`,
+        /// `can_jump_to`, `doc(...)`, `builtin`, `config`) and every rule are
+        /// in the reference on [`macro@middleware`].
         #[proc_macro_attribute]
         pub fn $name(args: TokenStream, item: TokenStream) -> TokenStream {
             hook_attr(stringify!($name), args, item)
@@ -137,6 +137,8 @@ hook_attributes! {
 /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(CountCalls::default()).unwrap();
 /// assert_eq!(stack.names(), ["count_calls"]);
 /// ```
+///
+#[doc = include_str!("../doc/reference.md")]
 #[proc_macro_attribute]
 pub fn middleware(args: TokenStream, item: TokenStream) -> TokenStream {
     impl_block::expand(args.into(), item.into()).into()
