@@ -3,7 +3,7 @@
 //! `ToolMiddleware` impls. Generated code names only `::tinyagents::__private`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{Generics, Ident, LitStr, Type};
 
 use crate::attr::OrderRef;
@@ -102,8 +102,6 @@ fn metadata(def: &MiddlewareDef) -> TokenStream {
         }
     }
 }
-
-use quote::ToTokens;
 
 /// The arguments of the call to the user's fn, in the order written.
 fn call(h: &HookDef) -> TokenStream {
