@@ -1,12 +1,14 @@
 //! Context built-ins (trimming, editing, summarisation, compression, the
 //! context monitor): see the table in [the library docs](super).
 
+mod editing;
 mod monitor;
 mod summarization;
 mod summarizer;
 mod trimming;
 mod window;
 
+pub use editing::{ContextEditing, ContextEditingConfig};
 pub use monitor::{ContextConfig, ContextMiddleware};
 pub use summarization::{Summarization, SummarizationConfig, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
@@ -27,5 +29,6 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<MessageTrimming>(),
     doc_of::<Summarization>(),
+    doc_of::<ContextEditing>(),
     doc_of::<ContextMiddleware>(),
 ];

@@ -1,0 +1,204 @@
+//! [`ContextEditing`]: clears old tool results from the model-visible
+//! context once the request grows past a trigger.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use super::window::instance_key;
+use crate::harness::agent::AgentRun;
+use crate::harness::cache;
+use crate::harness::context::RunContext;
+use crate::harness::error::Result;
+use crate::harness::message::{MessageId, Role};
+use crate::harness::model::ModelRequest;
+use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::tokens::{default_counter, TokenCounter};
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// Options of [`ContextEditing`] (`type = "context_editing"`).
+///
+/// ```
+/// use tinyagents::config::{from_toml_str, BuildMiddleware};
+/// use tinyagents::middleware::ContextEditingConfig;
+///
+/// let c: ContextEditingConfig =
+///     from_toml_str("trigger_tokens = 50000\nkeep = 2\nexclude_tools = [\"memory\"]").unwrap();
+/// let _editing = c.build();
+/// let err = from_toml_str::<ContextEditingConfig>("placeholder = \"\"").unwrap_err();
+/// assert!(err.to_string().contains("placeholder"));
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "context_editing", builds = ContextEditing, validate = check_editing)]
+pub struct ContextEditingConfig {
+    /// Edit when the request's estimated tokens exceed this.
+    #[config(default = 100000, range = 1..)]
+    pub trigger_tokens: u64,
+    /// The newest tool results always kept.
+    #[config(default = 3)]
+    pub keep: u32,
+    /// Stop clearing once this many estimated tokens were reclaimed (0: clear every candidate).
+    #[config(default = 0)]
+    pub clear_at_least: u64,
+    /// Also replace the arguments of the cleared results' tool calls with `{}`.
+    #[config(default = false)]
+    pub clear_tool_inputs: bool,
+    /// Tools whose results are never cleared.
+    #[config(default = Vec::new())]
+    pub exclude_tools: Vec<String>,
+    /// The text that replaces a cleared result.
+    #[config(default = "[cleared]")]
+    pub placeholder: String,
+}
+
+fn check_editing(c: &ContextEditingConfig) -> std::result::Result<(), crate::config::ConfigViolation> {
+    if c.placeholder.trim().is_empty() {
+        return Err(crate::config::ConfigViolation::new(
+            "placeholder",
+            "must not be empty: the model must see that a result was cleared",
+        )
+        .with_value(&c.placeholder));
+    }
+    Ok(())
+}
+
+impl From<ContextEditingConfig> for ContextEditing {
+    fn from(c: ContextEditingConfig) -> Self {
+        Self {
+            config: c,
+            counter: default_counter(),
+            key: instance_key(),
+        }
+    }
+}
+
+/// Per-run: the results each instance already recorded as cleared.
+#[derive(Debug, Default)]
+struct Cleared(Mutex<HashMap<u64, HashSet<MessageId>>>);
+
+/// Clears old tool results (oldest first, the newest `keep` and excluded
+/// tools spared) from the request once it exceeds `trigger_tokens`, like
+/// Anthropic's `clear_tool_uses` strategy, for any model.
+///
+/// It edits a copy: the run's stored history keeps every result, so nothing is
+/// lost and a later call can see it again if the request shrinks. Each newly
+/// cleared result is recorded as compression provenance.
+///
+/// ```
+/// use tinyagents::config::{BuildMiddleware, MiddlewareConfig};
+/// use tinyagents::middleware::{ContextEditing, ContextEditingConfig};
+/// use tinyagents::prelude::*;
+///
+/// let editing: ContextEditing = ContextEditingConfig::defaults().unwrap().build();
+/// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(editing).unwrap();
+/// ```
+pub struct ContextEditing {
+    config: ContextEditingConfig,
+    counter: Arc<dyn TokenCounter>,
+    key: u64,
+}
+
+impl std::fmt::Debug for ContextEditing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextEditing")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ContextEditing {
+    /// The provenance policy version.
+    pub const POLICY: &'static str = "context_editing/clear_tool_uses/1";
+
+    /// The same editing measuring with `counter`.
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+}
+
+/// Clears old tool results from the model-visible context past a token trigger.
+#[middleware(
+    builtin,
+    name = "context_editing",
+    config = ContextEditingConfig,
+    doc(
+        mutation = "Replaces the content of old tool-result messages in `request.messages` (a copy; stored history keeps them) with `placeholder`, and with `clear_tool_inputs` the matching tool calls' arguments with `{}`. Messages keep their ids and order, so tool calls stay paired with their results. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        events = "`Compressed` with provenance (cleared message ids, their tool call ids, tokens before and after) on each call that clears results not cleared before in the run.",
+        failure = "Cannot fail; below the trigger, or with nothing clearable, the request goes unchanged.",
+        streaming = "None: it edits the request before the stream starts.",
+        cache = "Never touches system segments, tools or leading system messages (stable prefix preserved); clearing a result rewrites the conversation from that result on, so `clear_at_least` exists to make each cache break reclaim enough.",
+        retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the edited request."
+    )
+)]
+impl ContextEditing {
+    #[before_model]
+    fn edit<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+        let c = &self.config;
+        if self.counter.count_request(request) <= c.trigger_tokens {
+            return Ok(());
+        }
+        let tool_positions: Vec<usize> = request
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::Tool)
+            .map(|(i, _)| i)
+            .collect();
+        let clearable = tool_positions.len().saturating_sub(c.keep as usize);
+        let before = cache::fingerprint(request);
+        let mut p = CompressionProvenance::new("context_editing", Self::POLICY);
+        let mut reclaimed: u64 = 0;
+        let mut cleared_calls = HashSet::new();
+        for &i in &tool_positions[..clearable] {
+            if c.clear_at_least > 0 && reclaimed >= c.clear_at_least {
+                break;
+            }
+            let m = &mut request.messages[i];
+            if m.text() == c.placeholder || m.name.as_ref().is_some_and(|n| c.exclude_tools.contains(n)) {
+                continue;
+            }
+            let old = self.counter.count_message(m);
+            m.set_text(c.placeholder.clone());
+            let new = self.counter.count_message(m);
+            reclaimed += old.saturating_sub(new);
+            p.original_tokens += old;
+            p.compressed_tokens += new;
+            p.source_message_ids.push(m.id.clone());
+            if let Some(call) = &m.tool_call_id {
+                p.source_artifact_ids.push(call.clone());
+                cleared_calls.insert(call.clone());
+            }
+        }
+        if p.source_message_ids.is_empty() {
+            return Ok(());
+        }
+        if c.clear_tool_inputs {
+            for m in request.messages.iter_mut().filter(|m| !m.tool_calls.is_empty()) {
+                for call in m.tool_calls.iter_mut().filter(|t| cleared_calls.contains(&t.id)) {
+                    call.arguments = serde_json::json!({});
+                }
+            }
+        }
+        let newly: bool = {
+            let cleared = ctx.local::<Cleared>();
+            let mut map = cleared.0.lock().expect("cleared lock");
+            let seen = map.entry(self.key).or_default();
+            let mut newly = false;
+            for id in &p.source_message_ids {
+                newly |= seen.insert(id.clone());
+            }
+            newly
+        };
+        if newly {
+            p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
+            provenance::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+        }
+        Ok(())
+    }
+
+    #[after_agent]
+    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+        provenance::attach(ctx, run);
+        Ok(())
+    }
+}
