@@ -486,7 +486,16 @@ where
                         error: Some(e.to_string()),
                         data: None,
                     },
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        // The run ends with this error; the call's started event still gets its end.
+                        ctx.emit_with(EventKind::ToolCallCompleted, || AgentEvent::ToolCallCompleted {
+                            run_id: ctx.run_id().clone(),
+                            call_id: id,
+                            tool: name,
+                            is_error: true,
+                        });
+                        return Err(e);
+                    }
                 }
             }
         };

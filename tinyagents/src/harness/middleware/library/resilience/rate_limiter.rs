@@ -1,0 +1,343 @@
+//! [`RateLimiterMiddleware`]: token buckets keyed globally, per model or per
+//! tool, behind the [`RateLimitStore`] trait ([`InMemoryRateLimitStore`] by default).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::config::{ConfigErrors, MiddlewareConfig};
+use crate::harness::context::RunContext;
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
+use crate::harness::model::ModelRequest;
+use crate::harness::tool::ToolCall;
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// The shape of a token bucket: it holds at most `burst` tokens and refills at
+/// `rate_per_second`; each call takes one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BucketSpec {
+    /// Tokens added per second.
+    pub rate_per_second: f64,
+    /// The bucket's capacity: how many calls may go at once after a quiet spell.
+    pub burst: u32,
+}
+
+impl BucketSpec {
+    /// The time one token takes to refill.
+    pub fn interval(&self) -> Duration {
+        Duration::from_secs_f64(1.0 / self.rate_per_second)
+    }
+}
+
+/// Where bucket state lives. The in-memory default serves one process; a
+/// shared store (Redis, a database) can implement the same trait.
+///
+/// `reserve` takes one token of bucket `key` at `now` and says how long the
+/// caller must wait before using it (zero: at once). When that wait would be
+/// longer than `max_wait`, it reserves nothing and returns `Err(wait)`.
+/// Reservations are exact under contention: each caller gets its own slot,
+/// so N concurrent callers are admitted exactly as fast as the bucket allows.
+pub trait RateLimitStore: Send + Sync {
+    /// Reserves one token; see the trait docs.
+    fn reserve(
+        &self,
+        key: &str,
+        spec: BucketSpec,
+        now: Instant,
+        max_wait: Option<Duration>,
+    ) -> std::result::Result<Duration, Duration>;
+}
+
+/// The in-memory [`RateLimitStore`]: one "theoretical arrival time" per key
+/// (GCRA, the exact form of a token bucket), behind a mutex.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagents::middleware::{BucketSpec, InMemoryRateLimitStore, RateLimitStore};
+///
+/// let store = InMemoryRateLimitStore::default();
+/// let spec = BucketSpec { rate_per_second: 10.0, burst: 2 };
+/// let now = tokio::time::Instant::now();
+/// assert_eq!(store.reserve("k", spec, now, None), Ok(Duration::ZERO));
+/// assert_eq!(store.reserve("k", spec, now, None), Ok(Duration::ZERO));
+/// assert_eq!(store.reserve("k", spec, now, None), Ok(Duration::from_millis(100)));
+/// assert_eq!(store.reserve("k", spec, now, Some(Duration::ZERO)), Err(Duration::from_millis(200)));
+/// ```
+#[derive(Debug, Default)]
+pub struct InMemoryRateLimitStore {
+    arrivals: Mutex<HashMap<String, Instant>>,
+}
+
+impl RateLimitStore for InMemoryRateLimitStore {
+    fn reserve(
+        &self,
+        key: &str,
+        spec: BucketSpec,
+        now: Instant,
+        max_wait: Option<Duration>,
+    ) -> std::result::Result<Duration, Duration> {
+        let interval = spec.interval();
+        let tolerance = interval * spec.burst.saturating_sub(1);
+        let mut arrivals = self.arrivals.lock().expect("rate limit store lock");
+        let tat = arrivals.get(key).copied().map_or(now, |t| t.max(now));
+        let allowed_at = tat.checked_sub(tolerance).unwrap_or(now).max(now);
+        let wait = allowed_at - now;
+        if max_wait.is_some_and(|max| wait > max) {
+            return Err(wait);
+        }
+        arrivals.insert(key.to_owned(), tat + interval);
+        Ok(wait)
+    }
+}
+
+/// Options of [`RateLimiterMiddleware`] (`type = "rate_limiter"`).
+///
+/// ```
+/// use tinyagents::config::{from_toml_str, BuildMiddleware};
+/// use tinyagents::middleware::RateLimiterConfig;
+///
+/// let config: RateLimiterConfig = from_toml_str("rate_per_second = 10.0\nburst = 10\nkey = \"model\"").unwrap();
+/// let _limiter = config.build();
+/// let err = from_toml_str::<RateLimiterConfig>("rate_per_second = -1.0").unwrap_err();
+/// assert!(err.to_string().contains("`rate_per_second` = -1.0"));
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "rate_limiter", builds = RateLimiterMiddleware)]
+pub struct RateLimiterConfig {
+    /// Calls admitted per second, on average.
+    #[config(default = 1.0, range = 0.001..=1000000.0, finite)]
+    pub rate_per_second: f64,
+    /// Calls admitted at once after a quiet spell (the bucket's capacity).
+    #[config(default = 1, range = 1..=1000000)]
+    pub burst: u32,
+    /// What shares a bucket: `global` (every model and tool call), `model` (model calls, one bucket per model), `tool` (tool calls, one bucket per tool).
+    #[config(default = "global", one_of = ["global", "model", "tool"])]
+    pub key: String,
+    /// `wait` for a token, or `reject` the call with a `RateLimited` error when none is free.
+    #[config(default = "wait", one_of = ["wait", "reject"])]
+    pub mode: String,
+    /// In `wait` mode, the longest wait before the call is refused instead, in milliseconds (unset: no limit).
+    pub max_wait_ms: Option<u64>,
+}
+
+impl From<RateLimiterConfig> for RateLimiterMiddleware {
+    fn from(c: RateLimiterConfig) -> Self {
+        let key = match c.key.as_str() {
+            "model" => RateKey::PerModel,
+            "tool" => RateKey::PerTool,
+            _ => RateKey::Global,
+        };
+        let max_wait = if c.mode == "reject" {
+            Some(Duration::ZERO)
+        } else {
+            c.max_wait_ms.map(Duration::from_millis)
+        };
+        Self {
+            spec: BucketSpec {
+                rate_per_second: c.rate_per_second,
+                burst: c.burst,
+            },
+            key,
+            max_wait,
+            store: Arc::new(InMemoryRateLimitStore::default()),
+        }
+    }
+}
+
+/// What shares a bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateKey {
+    /// One bucket for every model and tool call.
+    Global,
+    /// Model calls only, one bucket per model (`model:NAME`).
+    PerModel,
+    /// Tool calls only, one bucket per tool (`tool:NAME`).
+    PerTool,
+}
+
+/// Admits model and/or tool calls through a token bucket shared by every run
+/// the middleware serves: keyed globally, per model or per tool; in `wait`
+/// mode a call waits for its reserved slot (on tokio's clock), in `reject`
+/// mode (or past `max_wait`) it fails with [`TinyAgentsError::RateLimited`]
+/// carrying a `retry_after`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagents::middleware::{RateKey, RateLimiterMiddleware};
+///
+/// let limiter = RateLimiterMiddleware::new(10.0, 10).keyed(RateKey::PerModel).reject();
+/// # let _ = limiter;
+/// ```
+#[derive(Clone)]
+pub struct RateLimiterMiddleware {
+    spec: BucketSpec,
+    key: RateKey,
+    max_wait: Option<Duration>,
+    store: Arc<dyn RateLimitStore>,
+}
+
+impl std::fmt::Debug for RateLimiterMiddleware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiterMiddleware")
+            .field("spec", &self.spec)
+            .field("key", &self.key)
+            .field("max_wait", &self.max_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RateLimiterMiddleware {
+    /// A global bucket of `burst` tokens refilled at `rate_per_second`, in
+    /// `wait` mode, with an in-memory store.
+    ///
+    /// # Panics
+    /// If `rate_per_second` is not a positive finite number or `burst` is 0
+    /// (use [`try_from_config`](Self::try_from_config) to get an error instead).
+    pub fn new(rate_per_second: f64, burst: u32) -> Self {
+        assert!(
+            rate_per_second.is_finite() && rate_per_second > 0.0,
+            "rate_per_second must be a positive finite number, got {rate_per_second}"
+        );
+        assert!(burst >= 1, "burst must be at least 1");
+        Self {
+            spec: BucketSpec { rate_per_second, burst },
+            key: RateKey::Global,
+            max_wait: None,
+            store: Arc::new(InMemoryRateLimitStore::default()),
+        }
+    }
+
+    /// A limiter from a config built in code, checked first.
+    pub fn try_from_config(config: RateLimiterConfig) -> std::result::Result<Self, ConfigErrors> {
+        config.check("")?;
+        Ok(config.into())
+    }
+
+    /// The same limiter with another keying.
+    pub fn keyed(mut self, key: RateKey) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// The same limiter refusing a call when no token is free now.
+    pub fn reject(mut self) -> Self {
+        self.max_wait = Some(Duration::ZERO);
+        self
+    }
+
+    /// The same limiter waiting at most `max_wait`, then refusing.
+    pub fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = Some(max_wait);
+        self
+    }
+
+    /// The same limiter keeping its buckets in `store` (share a store between limiters or processes).
+    pub fn with_store(mut self, store: Arc<dyn RateLimitStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Takes a token for `key`: waits for it, or fails with `RateLimited`.
+    async fn admit<C>(&self, ctx: &RunContext<C>, key: String) -> Result<()> {
+        match self.store.reserve(&key, self.spec, Instant::now(), self.max_wait) {
+            Ok(wait) if wait.is_zero() => Ok(()),
+            Ok(wait) => {
+                let token = ctx.cancellation().clone();
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = token.cancelled() => {
+                        return Err(TinyAgentsError::cancelled("the run was cancelled while waiting for a rate limit"));
+                    }
+                }
+                ctx.emit_with(EventKind::RateLimited, || AgentEvent::RateLimited {
+                    run_id: ctx.run_id().clone(),
+                    key,
+                    waited: wait,
+                    rejected: false,
+                });
+                Ok(())
+            }
+            Err(retry_after) => {
+                ctx.emit_with(EventKind::RateLimited, || AgentEvent::RateLimited {
+                    run_id: ctx.run_id().clone(),
+                    key: key.clone(),
+                    waited: Duration::ZERO,
+                    rejected: true,
+                });
+                Err(TinyAgentsError::RateLimited {
+                    message: format!(
+                        "bucket `{key}` ({} per second, burst {}) has no token free; the next is free in {retry_after:?}",
+                        self.spec.rate_per_second, self.spec.burst
+                    ),
+                    retry_after: Some(retry_after),
+                })
+            }
+        }
+    }
+}
+
+/// Admits model and tool calls through a token bucket keyed globally, per model or per tool; waits for a token or refuses with `RateLimited`.
+#[middleware(
+    builtin,
+    name = "rate_limiter",
+    config = RateLimiterConfig,
+    doc(
+        mutation = "None: it only delays or refuses calls.",
+        events = "`RateLimited { key, waited, rejected: false }` after a call waited for its token; `RateLimited { key, waited: 0, rejected: true }` when it refused one.",
+        failure = "Fails clearly: a refused call fails with `TinyAgentsError::RateLimited { retry_after }` (retryable), before the call is made. A run cancelled while waiting fails with `Cancelled`.",
+        streaming = "Admission happens before the call starts; a streaming call is not throttled once admitted.",
+        cache = "None: the request is not touched.",
+        retries = "A wrap layer: inside `model_retry`/`model_fallback` every attempt takes a token (fallback calls use the fallback model's bucket with `key = \"model\"`); a `RateLimited` refusal is retryable and its `retry_after` sets the retry's wait (up to the retry's cap)."
+    )
+)]
+impl RateLimiterMiddleware {
+    #[wrap_model]
+    async fn limit_model<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        request: ModelRequest,
+        next: ModelHandler<'_, S, C>,
+    ) -> Result<MiddlewareModelOutcome> {
+        let key = match self.key {
+            RateKey::Global => Some("global".to_owned()),
+            RateKey::PerModel => Some(format!(
+                "model:{}",
+                request
+                    .route
+                    .as_ref()
+                    .map(|r| r.0.id())
+                    .or(request.model.as_deref())
+                    .unwrap_or("default")
+            )),
+            RateKey::PerTool => None,
+        };
+        if let Some(key) = key {
+            self.admit(ctx, key).await?;
+        }
+        next.run(ctx, state, request).await
+    }
+
+    #[wrap_tool]
+    async fn limit_tool<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: ToolCall,
+        next: ToolHandler<'_, S, C>,
+    ) -> Result<MiddlewareToolOutcome> {
+        let key = match self.key {
+            RateKey::Global => Some("global".to_owned()),
+            RateKey::PerTool => Some(format!("tool:{}", call.name)),
+            RateKey::PerModel => None,
+        };
+        if let Some(key) = key {
+            self.admit(ctx, key).await?;
+        }
+        next.run(ctx, state, call).await
+    }
+}
