@@ -1,9 +1,13 @@
 //! Security guard built-ins: see the table in [the library docs](super).
 
 mod path_check;
+mod pii;
+mod pii_detect;
 mod shell_check;
 mod shell_fs_guard;
 
+pub use pii::{PiiConfig, PiiMiddleware};
+pub use pii_detect::{PiiCounts, PiiStrategy, PII_TYPES};
 pub use shell_fs_guard::{
     ShellFsGuardConfig, ShellFsGuardMiddleware, DEFAULT_ALLOW_COMMANDS, DEFAULT_DENY_COMMANDS, DEFAULT_FILE_TOOLS,
     DEFAULT_PATH_KEYS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS,
@@ -21,4 +25,4 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 }
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<ShellFsGuardMiddleware>()];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<ShellFsGuardMiddleware>(), doc_of::<PiiMiddleware>()];

@@ -1,0 +1,402 @@
+//! `PiiMiddleware`: every detector (and what it must not flag), the four
+//! strategies, every place it applies, the split-delta property over random
+//! splits, retries, events that carry counts and never values, and configuration.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tinyagents::config::from_toml_str;
+use tinyagents::harness::model::DeltaContent;
+use tinyagents::middleware::*;
+use tinyagents::prelude::*;
+use tinyagents::testing::{MiddlewareHarness, RecordingTool};
+
+fn redact(text: &str) -> String {
+    PiiMiddleware::new(PiiStrategy::Redact).redact_text(text).unwrap().0
+}
+
+#[test]
+fn each_detector_finds_its_values() {
+    let cases = [
+        (
+            "write to ann.lee+x@mail.example.co.uk today",
+            "write to [REDACTED_EMAIL] today",
+        ),
+        ("card 4111 1111 1111 1111.", "card [REDACTED_CREDIT_CARD]."),
+        ("card 4111-1111-1111-1111", "card [REDACTED_CREDIT_CARD]"),
+        ("card 5500000000000004", "card [REDACTED_CREDIT_CARD]"),
+        ("host 192.168.10.254 up", "host [REDACTED_IPV4] up"),
+        ("v6 2001:db8:85a3::8a2e:370:7334 ok", "v6 [REDACTED_IPV6] ok"),
+        ("v6 fe80::1 ok", "v6 [REDACTED_IPV6] ok"),
+        ("mac 00:1A:2b:3C:4d:5E.", "mac [REDACTED_MAC_ADDRESS]."),
+        ("mac 00-1A-2B-3C-4D-5E", "mac [REDACTED_MAC_ADDRESS]"),
+        ("call 555-123-4567 now", "call [REDACTED_PHONE] now"),
+        ("call +44 20 7946 0958 now", "call [REDACTED_PHONE] now"),
+        ("see https://example.com/a?b=c for more", "see [REDACTED_URL] for more"),
+        ("see www.example.org/x", "see [REDACTED_URL]"),
+        ("key AKIAIOSFODNN7EXAMPLE here", "key [REDACTED_SECRET] here"),
+        (
+            "token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+            "token [REDACTED_SECRET]",
+        ),
+        ("openai sk-proj-abcdefghijklmnopqrstuv123", "openai [REDACTED_SECRET]"),
+        ("slack xoxb-1234567890-abcdef", "slack [REDACTED_SECRET]"),
+        ("stripe sk_live_0123456789abcdefghij", "stripe [REDACTED_SECRET]"),
+        ("-----BEGIN RSA PRIVATE KEY----- body", "[REDACTED_SECRET] body"),
+        (
+            "Authorization: Bearer abcdefghijklmnopqrstuvwxyz.123",
+            "Authorization: [REDACTED_SECRET]",
+        ),
+        (
+            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "jwt [REDACTED_SECRET]",
+        ),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(redact(input), expected, "{input}");
+    }
+}
+
+#[test]
+fn ordinary_text_is_left_alone() {
+    for text in [
+        "card 4111 1111 1111 1112 fails Luhn",
+        "use std::io::Read; and a::b::c",
+        "at 12:30:45 on 2024-01-15",
+        "version 1.2.3 of the crate",
+        "order #12345 shipped",
+        "ratio 3/4 and 10-20-30",
+        "the word bearer alone",
+        "héllo wörld 日本語",
+    ] {
+        assert_eq!(redact(text), text, "{text}");
+    }
+}
+
+#[test]
+fn strategies_mask_hash_and_block() {
+    let text = "ann@example.com paid with 4111 1111 1111 1111";
+    let mask = PiiMiddleware::new(PiiStrategy::Mask).redact_text(text).unwrap().0;
+    assert_eq!(mask, "a***@example.com paid with **** **** **** 1111");
+    let hash = PiiMiddleware::new(PiiStrategy::Hash);
+    let (h1, _) = hash.redact_text(text).unwrap();
+    let (h2, _) = hash.redact_text("ann@example.com").unwrap();
+    assert!(h1.starts_with("<email_hash:") && !h1.contains("ann@"), "{h1}");
+    assert_eq!(h1.split(' ').next(), Some(h2.as_str()), "hashing is stable");
+    assert_ne!(hash.redact_text("bob@example.com").unwrap().0, h2);
+    let counts = PiiMiddleware::new(PiiStrategy::Block).redact_text(text).unwrap_err();
+    assert_eq!((counts["email"], counts["credit_card"]), (1, 1));
+    // nothing found: block passes the text through
+    assert_eq!(
+        PiiMiddleware::new(PiiStrategy::Block).redact_text("fine").unwrap().0,
+        "fine"
+    );
+}
+
+#[test]
+fn user_patterns_and_type_selection() {
+    let pii = PiiMiddleware::new(PiiStrategy::Redact)
+        .only(["email"])
+        .unwrap()
+        .with_pattern("employee_id", r"EMP-\d{6}")
+        .unwrap();
+    let (out, counts) = pii.redact_text("EMP-123456 at ann@example.com from 10.0.0.1").unwrap();
+    assert_eq!(out, "[REDACTED_EMPLOYEE_ID] at [REDACTED_EMAIL] from 10.0.0.1");
+    assert_eq!(counts.len(), 2);
+    let err = PiiMiddleware::new(PiiStrategy::Redact).only(["ssn"]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    let err = PiiMiddleware::new(PiiStrategy::Redact)
+        .with_pattern("bad", "(")
+        .unwrap_err();
+    assert!(err.to_string().contains("custom.bad"), "{err}");
+}
+
+/// A small deterministic PRNG (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const VOCAB: &[&str] = &[
+    "hello",
+    "world",
+    "the",
+    "card",
+    "is",
+    "call",
+    "me",
+    "at",
+    "and",
+    "café",
+    "日本",
+    "—",
+    "ok.",
+    "x",
+    "1234",
+    "ann@example.com",
+    "bob.smith+tag@mail.example.org",
+    "4111 1111 1111 1111",
+    "5500-0000-0000-0004",
+    "4111 1111 1111 1112",
+    "192.168.0.1",
+    "10.20.30.40",
+    "2001:db8::ff00:42:8329",
+    "00:1a:2b:3c:4d:5e",
+    "555-123-4567",
+    "+1 415 555 2671",
+    "https://example.com/path?q=1",
+    "www.example.net",
+    "AKIAIOSFODNN7EXAMPLE",
+    "sk-abcdefghijklmnopqrstuvwxyz012345",
+    "Bearer abcdefghijklmnopqrstuvwxyz0123",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+];
+
+fn random_text(rng: &mut Rng) -> String {
+    let n = 1 + rng.below(120);
+    let mut words = Vec::with_capacity(n);
+    for _ in 0..n {
+        words.push(VOCAB[rng.below(VOCAB.len())]);
+    }
+    // sometimes glue words with punctuation instead of spaces
+    let mut out = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            out.push_str([" ", " ", " ", ", ", "\n", "", "-"][rng.below(7)]);
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// Splits `text` at random char boundaries (pieces of 0..=12 chars, sometimes empty).
+fn random_split(rng: &mut Rng, text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut pieces = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let len = rng.below(13).min(chars.len() - i);
+        pieces.push(chars[i..i + len].iter().collect());
+        i += len;
+    }
+    pieces
+}
+
+async fn stream_through(pii: PiiMiddleware, pieces: &[String]) -> (String, String, Vec<AgentEvent>) {
+    let mut deltas: Vec<ModelDelta> = pieces.iter().map(ModelDelta::text).collect();
+    deltas.push(ModelDelta::finish(Default::default()));
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)]))
+        .with_stack(MiddlewareStack::new().with(pii).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    let events = sink.events();
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelDelta { delta, .. } => match &delta.content {
+                DeltaContent::Text { text } => Some(text.as_str()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    (streamed, run.final_text(), events)
+}
+
+#[tokio::test]
+async fn a_split_stream_redacts_exactly_like_the_whole_text_over_random_splits() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for case in 0..150 {
+        let text = random_text(&mut rng);
+        let pieces = random_split(&mut rng, &text);
+        assert_eq!(pieces.concat(), text);
+        let strategy = [PiiStrategy::Redact, PiiStrategy::Mask, PiiStrategy::Hash][case % 3];
+        let pii = PiiMiddleware::new(strategy);
+        let (expected, _) = pii.redact_text(&text).unwrap();
+        let (streamed, final_text, _) = stream_through(pii, &pieces).await;
+        assert_eq!(
+            streamed, expected,
+            "case {case}: the stream, concatenated\ntext: {text:?}\npieces: {pieces:?}"
+        );
+        assert_eq!(final_text, expected, "case {case}: the reply");
+    }
+}
+
+#[tokio::test]
+async fn values_split_one_character_per_delta_never_reach_the_sink() {
+    let secret = "card 4111 1111 1111 1111 mail ann@example.com";
+    let pieces: Vec<String> = secret.chars().map(String::from).collect();
+    let (streamed, _, events) = stream_through(PiiMiddleware::new(PiiStrategy::Redact), &pieces).await;
+    assert_eq!(streamed, "card [REDACTED_CREDIT_CARD] mail [REDACTED_EMAIL]");
+    let everything = format!("{events:?}");
+    for value in ["4111", "ann@", "example.com"] {
+        assert!(!everything.contains(value), "`{value}` leaked into an event");
+    }
+    let detected: Vec<&serde_json::Value> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Custom { name, data, .. } if name == "pii_detected" => Some(data),
+            _ => None,
+        })
+        .collect();
+    let total: u64 = detected
+        .iter()
+        .filter(|d| d["where"] == "stream")
+        .map(|d| {
+            d["counts"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(total, 2, "counts by type: {detected:?}");
+}
+
+#[tokio::test]
+async fn block_fails_the_run_on_a_streamed_value_and_names_only_counts() {
+    let pieces: Vec<String> = ["my key is AKIAIOSF", "ODNN7EXAMPLE ok"].map(String::from).to_vec();
+    let mut deltas: Vec<ModelDelta> = pieces.iter().map(ModelDelta::text).collect();
+    deltas.push(ModelDelta::finish(Default::default()));
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)])).with_stack(
+        MiddlewareStack::new()
+            .with(PiiMiddleware::new(PiiStrategy::Block))
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::new());
+    let err = agent
+        .run(
+            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
+            &(),
+            "go",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert!(err.to_string().contains("1 secret"), "{err}");
+    assert!(!err.to_string().contains("AKIA"));
+    assert!(
+        !format!("{:?}", sink.events()).contains("ODNN7"),
+        "no part of the key was forwarded"
+    );
+}
+
+#[tokio::test]
+async fn requests_tool_arguments_and_tool_results_are_scrubbed() {
+    let lookup = RecordingTool::new("lookup").returning("owner: bob@example.com, ip 10.1.2.3");
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("lookup", json!({ "email": "ann@example.com", "n": 1 })),
+        ScriptedTurn::text("done"),
+    ]));
+    let agent: Agent<()> = Agent::new(model.clone())
+        .with_tools(ToolRegistry::new().with(lookup.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let run = agent
+        .run(
+            &mut RunContext::new(RunConfig::new("r"), ()),
+            &(),
+            "my card is 4111111111111111",
+        )
+        .await
+        .unwrap();
+    let first = &model.requests()[0];
+    assert_eq!(first.messages[0].text(), "my card is [REDACTED_CREDIT_CARD]");
+    assert_eq!(lookup.calls(), [json!({ "email": "[REDACTED_EMAIL]", "n": 1 })]);
+    let tool_msg = run.messages.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(tool_msg.text(), "owner: [REDACTED_EMAIL], ip [REDACTED_IPV4]");
+    // the history keeps the redacted tool call the model made
+    let assistant = run.messages.iter().find(|m| !m.tool_calls.is_empty()).unwrap();
+    assert_eq!(assistant.tool_calls[0].arguments["email"], "[REDACTED_EMAIL]");
+    // the second request carries only redacted text
+    let second = format!("{:?}", model.requests()[1].messages);
+    assert!(!second.contains("bob@") && !second.contains("4111"), "{second}");
+}
+
+#[tokio::test]
+async fn a_blocked_tool_result_names_counts_and_apply_to_limits_the_scope() {
+    let mut h: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Block));
+    let call = ToolCall::new("1", "t", json!({}));
+    let err = h
+        .after_tool(ToolResult::ok(&call, "ssh 10.0.0.1 as root@host.example"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("1 email, 1 ipv4"), "{err}");
+    let mut only_input: MiddlewareHarness =
+        MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Redact).apply_to(true, false, false, false));
+    let r = only_input
+        .after_tool(ToolResult::ok(&call, "ann@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(r.content, "ann@example.com");
+}
+
+#[tokio::test]
+async fn a_failed_attempts_held_back_text_does_not_leak_into_the_retry() {
+    // attempt 1 streams part of a card then fails; attempt 2 streams clean text
+    let model = ScriptedModel::new([
+        ScriptedTurn::FailAfter(
+            vec![ModelDelta::text("number 4111 1111 ")],
+            TinyAgentsError::model("connection reset", true),
+        ),
+        ScriptedTurn::text("all good"),
+    ]);
+    #[wrap_model(name = "retry_once")]
+    async fn retry_once(
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        match next.run(ctx, state, request.clone()).await {
+            Err(e) if e.is_retryable() => next.run(ctx, state, request).await,
+            other => other,
+        }
+    }
+    let agent: Agent<()> = Agent::new(model).with_stack(
+        MiddlewareStack::new()
+            .with(RetryOnce)
+            .unwrap()
+            .with(PiiMiddleware::new(PiiStrategy::Redact))
+            .unwrap(),
+    );
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    assert_eq!(run.final_text(), "all good");
+}
+
+#[test]
+fn bad_configuration_is_rejected_naming_field_value_and_rule() {
+    let err = from_toml_str::<PiiConfig>("strategy = \"shred\"").unwrap_err();
+    assert_eq!(err.errors()[0].path, "strategy");
+    assert_eq!(err.errors()[0].value, Some(json!("shred")));
+    assert!(err.errors()[0].rule.contains("one of"), "{}", err.errors()[0].rule);
+    let err = from_toml_str::<PiiConfig>("types = [\"email\", \"ssn\"]").unwrap_err();
+    assert_eq!(err.errors()[0].path, "types");
+    assert_eq!(err.errors()[0].value, Some(json!("ssn")));
+    let err = from_toml_str::<PiiConfig>("custom = { employee = \"EMP-(\" }").unwrap_err();
+    assert_eq!(err.errors()[0].path, "custom.employee");
+    assert!(err.errors()[0].rule.contains("valid regular expression"));
+    let err = from_toml_str::<PiiConfig>("custom = { email = \"x\" }").unwrap_err();
+    assert_eq!(err.errors()[0].path, "custom.email");
+    let err = from_toml_str::<PiiConfig>("max_match_chars = 10").unwrap_err();
+    assert_eq!(err.errors()[0].path, "max_match_chars");
+    assert_eq!(err.errors()[0].rule, "must be in 256..=65536");
+}

@@ -1,0 +1,494 @@
+//! [`PiiMiddleware`]: detects PII (emails, Luhn-checked card numbers, IP and
+//! MAC addresses, phone numbers, URLs, secrets and API keys, user patterns)
+//! and blocks, redacts, masks or hashes it in requests, responses, streamed
+//! deltas, tool arguments and tool results.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+use super::pii_detect::{builtin, custom, Engine, PiiCounts, PiiStrategy, StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES};
+use crate::config::ConfigViolation;
+use crate::harness::context::RunContext;
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::message::ContentPart;
+use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
+use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::tool::{ToolCall, ToolResult};
+
+/// Options of [`PiiMiddleware`] (`type = "pii"`).
+///
+/// ```
+/// use tinyagents::config::from_toml_str;
+/// use tinyagents::middleware::PiiConfig;
+///
+/// let c: PiiConfig = from_toml_str("strategy = \"mask\"\ntypes = [\"email\", \"credit_card\"]").unwrap();
+/// assert_eq!(c.strategy, "mask");
+/// let err = from_toml_str::<PiiConfig>("custom = { employee_id = \"EMP-(\" }").unwrap_err();
+/// assert!(err.to_string().contains("custom.employee_id"));
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "pii", builds = PiiMiddleware, validate = check_pii_config)]
+pub struct PiiConfig {
+    /// What to do with a detected value.
+    #[config(default = "redact", one_of = ["block", "redact", "mask", "hash"])]
+    pub strategy: String,
+    /// The built-in types to detect: `secret`, `email`, `url`, `credit_card`, `ipv6`, `mac_address`, `ipv4`, `phone`.
+    #[config(default = PII_TYPES.iter().map(|s| (*s).to_owned()).collect())]
+    pub types: Vec<String>,
+    /// User patterns by type name (regular expressions, matching at most `max_match_chars` characters).
+    #[config(default = BTreeMap::new())]
+    pub custom: BTreeMap<String, String>,
+    /// Check the request's messages before each model call.
+    #[config(default = true)]
+    pub apply_to_input: bool,
+    /// Check the model's reply and its streamed text.
+    #[config(default = true)]
+    pub apply_to_output: bool,
+    /// Check tool-call arguments.
+    #[config(default = true)]
+    pub apply_to_tool_args: bool,
+    /// Check tool results.
+    #[config(default = true)]
+    pub apply_to_tool_results: bool,
+    /// The longest value a pattern matches: the stream holds back this many characters.
+    #[config(default = 256, range = 256..=65536)]
+    pub max_match_chars: usize,
+}
+
+fn check_pii_config(c: &PiiConfig) -> std::result::Result<(), ConfigViolation> {
+    for t in &c.types {
+        if !PII_TYPES.contains(&t.as_str()) {
+            return Err(
+                ConfigViolation::new("types", format!("each entry must be one of {}", PII_TYPES.join(", ")))
+                    .with_value(t),
+            );
+        }
+    }
+    for (name, pattern) in &c.custom {
+        if PII_TYPES.contains(&name.as_str()) || name.is_empty() {
+            return Err(ConfigViolation::new(
+                format!("custom.{name}"),
+                "a custom type needs its own non-empty name, not a built-in one",
+            ));
+        }
+        if let Err(e) = custom(name, pattern) {
+            let first = e.lines().last().unwrap_or("").trim().to_owned();
+            return Err(ConfigViolation::new(
+                format!("custom.{name}"),
+                format!("must be a valid regular expression ({first})"),
+            )
+            .with_value(pattern));
+        }
+    }
+    Ok(())
+}
+
+impl From<PiiConfig> for PiiMiddleware {
+    fn from(c: PiiConfig) -> Self {
+        let strategy = PiiStrategy::parse(&c.strategy).unwrap_or(PiiStrategy::Block);
+        let mut detectors: Vec<_> = c.types.iter().filter_map(|t| builtin(t)).collect();
+        for (name, pattern) in &c.custom {
+            // `validate` compiled it already; a pattern that does not compile detects nothing
+            // rather than panicking, and is reported there.
+            if let Ok(d) = custom(name, pattern) {
+                detectors.push(d);
+            }
+        }
+        Self {
+            engine: Engine { detectors, strategy },
+            apply_to_input: c.apply_to_input,
+            apply_to_output: c.apply_to_output,
+            apply_to_tool_args: c.apply_to_tool_args,
+            apply_to_tool_results: c.apply_to_tool_results,
+            hold: c.max_match_chars.max(BUILTIN_MAX_CHARS),
+        }
+    }
+}
+
+/// Stream buffers of one run, per middleware instance.
+#[derive(Default)]
+struct PiiStreams(Mutex<HashMap<usize, StreamState>>);
+
+#[derive(Default)]
+struct StreamState {
+    attempt: u32,
+    saw_text: bool,
+    text: StreamBuffer,
+    reasoning: StreamBuffer,
+    /// Tails flushed at the finish delta (already sent to the sink), for the response.
+    text_tail: String,
+    reasoning_tail: String,
+}
+
+/// Detects PII and blocks, redacts, masks or hashes it.
+///
+/// Applies to the request's messages (`before_model`), the streamed answer
+/// and reasoning text (`on_model_delta`), the reply (`wrap_model`), tool-call
+/// arguments (`before_tool`, and the reply's tool calls) and tool results
+/// (`after_tool`). A value split across deltas is still caught: each stream
+/// holds back its last `max_match_chars` characters (and any partial match)
+/// and releases the tail at the finish delta, so the redacted stream,
+/// concatenated, equals redacting the whole text. Events report counts by
+/// type, never values.
+///
+/// ```
+/// use tinyagents::middleware::{PiiMiddleware, PiiStrategy};
+///
+/// let pii = PiiMiddleware::new(PiiStrategy::Redact);
+/// let (text, counts) = pii.redact_text("mail ann@example.com, card 4111 1111 1111 1111").unwrap();
+/// assert_eq!(text, "mail [REDACTED_EMAIL], card [REDACTED_CREDIT_CARD]");
+/// assert_eq!(counts["email"], 1);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PiiMiddleware {
+    engine: Engine,
+    apply_to_input: bool,
+    apply_to_output: bool,
+    apply_to_tool_args: bool,
+    apply_to_tool_results: bool,
+    hold: usize,
+}
+
+impl PiiMiddleware {
+    /// Every built-in type, applied everywhere, with `strategy`.
+    pub fn new(strategy: PiiStrategy) -> Self {
+        let mut c = <PiiConfig as crate::config::MiddlewareConfig>::defaults().expect("every PII option has a default");
+        c.strategy = match strategy {
+            PiiStrategy::Block => "block",
+            PiiStrategy::Redact => "redact",
+            PiiStrategy::Mask => "mask",
+            PiiStrategy::Hash => "hash",
+        }
+        .to_owned();
+        c.into()
+    }
+
+    /// The same middleware detecting only these built-in types (unknown names are a `Config` error).
+    pub fn only<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, types: I) -> Result<Self> {
+        let mut detectors = Vec::new();
+        for t in types {
+            let t = t.as_ref();
+            detectors.push(builtin(t).ok_or_else(|| {
+                TinyAgentsError::config(format!(
+                    "`{t}` is not a built-in PII type; the types are {}",
+                    PII_TYPES.join(", ")
+                ))
+            })?);
+        }
+        let custom: Vec<_> = self
+            .engine
+            .detectors
+            .drain(..)
+            .filter(|d| !PII_TYPES.contains(&d.name.as_str()))
+            .collect();
+        detectors.extend(custom);
+        self.engine.detectors = detectors;
+        Ok(self)
+    }
+
+    /// The same middleware with a user pattern of type `name` (an invalid pattern is a `Config` error).
+    pub fn with_pattern(mut self, name: &str, pattern: &str) -> Result<Self> {
+        let d = custom(name, pattern).map_err(|e| {
+            TinyAgentsError::config_at(format!("custom.{name}"), format!("invalid regular expression: {e}"))
+        })?;
+        self.engine.detectors.push(d);
+        Ok(self)
+    }
+
+    /// Which parts it checks: request messages, output, tool arguments, tool results.
+    pub fn apply_to(mut self, input: bool, output: bool, tool_args: bool, tool_results: bool) -> Self {
+        self.apply_to_input = input;
+        self.apply_to_output = output;
+        self.apply_to_tool_args = tool_args;
+        self.apply_to_tool_results = tool_results;
+        self
+    }
+
+    /// `text` with every detected value replaced, and the counts by type;
+    /// `Err(counts)` with the `Block` strategy when anything was found.
+    pub fn redact_text(&self, text: &str) -> std::result::Result<(String, PiiCounts), PiiCounts> {
+        self.engine.redact(text)
+    }
+
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Replaces PII in `text` in place, adding to `counts`; a `Validation` error for `Block`.
+    fn scrub(&self, text: &mut String, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        match self.engine.redact(text) {
+            Ok((out, found)) => {
+                if !found.is_empty() {
+                    *text = out;
+                    merge(counts, found);
+                }
+                Ok(())
+            }
+            Err(found) => Err(blocked(place, &found)),
+        }
+    }
+
+    fn scrub_json(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        match value {
+            Value::String(s) => self.scrub(s, place, counts),
+            Value::Array(items) => items.iter_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
+            Value::Object(map) => map.values_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
+            _ => Ok(()),
+        }
+    }
+
+    fn scrub_response(&self, response: &mut ModelResponse, counts: &mut PiiCounts, text_too: bool) -> Result<()> {
+        if text_too {
+            for part in &mut response.message.content {
+                if let ContentPart::Text { text } | ContentPart::Reasoning { text } = part {
+                    self.scrub(text, "the model's reply", counts)?;
+                }
+            }
+        }
+        if self.apply_to_tool_args {
+            for call in &mut response.message.tool_calls {
+                self.scrub_json(&mut call.arguments, "the model's tool-call arguments", counts)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn merge(into: &mut PiiCounts, from: PiiCounts) {
+    for (k, v) in from {
+        *into.entry(k).or_default() += v;
+    }
+}
+
+fn describe(counts: &PiiCounts) -> String {
+    counts
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn blocked(place: &str, counts: &PiiCounts) -> TinyAgentsError {
+    TinyAgentsError::validation(format!(
+        "PII detected in {place} ({}); the pii middleware blocks it",
+        describe(counts)
+    ))
+}
+
+fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
+    if counts.is_empty() {
+        return;
+    }
+    ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+        middleware: "pii".into(),
+        name: "pii_detected".into(),
+        data: json!({ "where": place, "counts": counts }),
+    });
+}
+
+/// Detects PII (emails, Luhn-checked cards, IPv4/IPv6, MAC, phone, URL, secrets and API keys, user patterns) and blocks, redacts, masks or hashes it in requests, replies, streamed text, tool arguments and tool results.
+#[middleware(
+    builtin,
+    name = "pii",
+    config = PiiConfig,
+    doc(
+        mutation = "Rewrites message text parts of the request, streamed text and reasoning deltas, the reply's text and tool-call arguments, tool-call arguments before they run, and tool result content and error, replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`).",
+        events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` with counts by type, never values; the stream's held-back tail is sent as one `ModelDelta` just before the finish delta.",
+        failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts (a tool call's becomes its error result; elsewhere the run fails): closed. Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass.",
+        streaming = "Holds back the last `max_match_chars` characters of the answer and reasoning streams (and any partial match) so a value split across deltas is caught; the tail is released at the finish delta and appended to the reply, so the redacted stream concatenated equals redacting the whole text. Tool-call argument deltas are forwarded as streamed and redacted in the reply's tool calls and before the tool runs.",
+        cache = "Redacting the request is deterministic, so the same history gives the same prefix and the provider cache keeps working; it does not touch system segments.",
+        retries = "Per-attempt stream buffers are reset when a new attempt starts, so a failed attempt's held-back text never leaks into the next; the reply of every attempt (also one produced by an inner fallback or cache without streaming) is scrubbed in `wrap_model`."
+    )
+)]
+impl PiiMiddleware {
+    #[before_model]
+    fn scrub_request<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+        if !self.apply_to_input && !self.apply_to_tool_args {
+            return Ok(());
+        }
+        let mut counts = PiiCounts::new();
+        for message in &mut request.messages {
+            if self.apply_to_input {
+                for part in &mut message.content {
+                    if let ContentPart::Text { text } | ContentPart::Reasoning { text } = part {
+                        self.scrub(text, "the request", &mut counts)?;
+                    }
+                }
+            }
+            if self.apply_to_tool_args {
+                for call in &mut message.tool_calls {
+                    self.scrub_json(&mut call.arguments, "the request's tool calls", &mut counts)?;
+                }
+            }
+        }
+        report(ctx, "request", &counts);
+        Ok(())
+    }
+
+    #[on_model_delta]
+    fn scrub_delta<C>(&self, ctx: &mut RunContext<C>, delta: &mut ModelDelta) -> Result<()> {
+        if !self.apply_to_output {
+            return Ok(());
+        }
+        let attempt = ctx.counters().model_calls;
+        let streams = ctx.local::<PiiStreams>();
+        let mut map = streams.0.lock().expect("pii stream lock");
+        let state = map.entry(self.key()).or_default();
+        if state.attempt != attempt {
+            *state = StreamState {
+                attempt,
+                ..StreamState::default()
+            };
+        }
+        let mut counts = PiiCounts::new();
+        let result = match &mut delta.content {
+            DeltaContent::Text { text } => {
+                state.saw_text = true;
+                let piece = std::mem::take(text);
+                state
+                    .text
+                    .push(&self.engine, &piece, self.hold, false, &mut counts)
+                    .map(|out| *text = out)
+            }
+            DeltaContent::Reasoning { text } => {
+                state.saw_text = true;
+                let piece = std::mem::take(text);
+                state
+                    .reasoning
+                    .push(&self.engine, &piece, self.hold, false, &mut counts)
+                    .map(|out| *text = out)
+            }
+            DeltaContent::Finish { .. } => {
+                let text_tail = state.text.push(&self.engine, "", self.hold, true, &mut counts);
+                let reasoning_tail = state.reasoning.push(&self.engine, "", self.hold, true, &mut counts);
+                match (text_tail, reasoning_tail) {
+                    (Ok(t), Ok(r)) => {
+                        for (tail, delta) in [
+                            (&r, ModelDelta::reasoning(r.clone())),
+                            (&t, ModelDelta::text(t.clone())),
+                        ] {
+                            if !tail.is_empty() {
+                                ctx.emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
+                                    run_id: ctx.run_id().clone(),
+                                    attempt,
+                                    delta,
+                                });
+                            }
+                        }
+                        state.text_tail = t;
+                        state.reasoning_tail = r;
+                        Ok(())
+                    }
+                    _ => Err(()),
+                }
+            }
+            _ => Ok(()),
+        };
+        drop(map);
+        if result.is_err() {
+            return Err(blocked("the streamed reply", &counts));
+        }
+        report(ctx, "stream", &counts);
+        Ok(())
+    }
+
+    #[wrap_model]
+    async fn scrub_reply<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        request: ModelRequest,
+        next: ModelHandler<'_, S, C>,
+    ) -> Result<MiddlewareModelOutcome> {
+        let mut response = next.run(ctx, state, request).await?.into_response();
+        if !self.apply_to_output && !self.apply_to_tool_args {
+            return Ok(response.into());
+        }
+        let taken = {
+            let streams = ctx.local::<PiiStreams>();
+            let mut map = streams.0.lock().expect("pii stream lock");
+            map.remove(&self.key())
+        };
+        let mut counts = PiiCounts::new();
+        let streamed = match taken {
+            Some(mut s) if self.apply_to_output && s.saw_text && s.attempt == ctx.counters().model_calls => {
+                // A stream that ended without a finish delta still has its tail pending.
+                let mut tail_counts = PiiCounts::new();
+                let t = s.text.push(&self.engine, "", self.hold, true, &mut tail_counts);
+                let r = s.reasoning.push(&self.engine, "", self.hold, true, &mut tail_counts);
+                let (Ok(t), Ok(r)) = (t, r) else {
+                    return Err(blocked("the streamed reply", &tail_counts));
+                };
+                merge(&mut counts, tail_counts);
+                s.text_tail.push_str(&t);
+                s.reasoning_tail.push_str(&r);
+                append_tails(&mut response, &s.text_tail, &s.reasoning_tail);
+                true
+            }
+            _ => false,
+        };
+        self.scrub_response(&mut response, &mut counts, self.apply_to_output && !streamed)?;
+        report(ctx, "response", &counts);
+        Ok(response.into())
+    }
+
+    #[before_tool]
+    fn scrub_args<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
+        if !self.apply_to_tool_args {
+            return Ok(());
+        }
+        let mut counts = PiiCounts::new();
+        self.scrub_json(&mut call.arguments, "tool-call arguments", &mut counts)?;
+        report(ctx, "tool_args", &counts);
+        Ok(())
+    }
+
+    #[after_tool]
+    fn scrub_result<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
+        if !self.apply_to_tool_results {
+            return Ok(());
+        }
+        let mut counts = PiiCounts::new();
+        self.scrub(&mut result.content, "a tool result", &mut counts)?;
+        if let Some(e) = &mut result.error {
+            self.scrub(e, "a tool result", &mut counts)?;
+        }
+        if let Some(data) = &mut result.data {
+            self.scrub_json(data, "a tool result", &mut counts)?;
+        }
+        report(ctx, "tool_result", &counts);
+        Ok(())
+    }
+}
+
+/// Appends the released stream tails to the reply's text and reasoning parts.
+fn append_tails(response: &mut ModelResponse, text: &str, reasoning: &str) {
+    let parts = &mut response.message.content;
+    if !reasoning.is_empty() {
+        match parts.iter_mut().find_map(|p| match p {
+            ContentPart::Reasoning { text } => Some(text),
+            _ => None,
+        }) {
+            Some(r) => r.push_str(reasoning),
+            None => parts.insert(
+                0,
+                ContentPart::Reasoning {
+                    text: reasoning.to_owned(),
+                },
+            ),
+        }
+    }
+    if !text.is_empty() {
+        match parts.iter_mut().rev().find_map(|p| match p {
+            ContentPart::Text { text } => Some(text),
+            _ => None,
+        }) {
+            Some(t) => t.push_str(text),
+            None => parts.push(ContentPart::text(text)),
+        }
+    }
+}
