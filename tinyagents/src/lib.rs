@@ -34,6 +34,7 @@ pub mod config;
 pub mod docs;
 pub mod graph;
 pub mod harness;
+pub mod hooks;
 pub mod prelude;
 pub mod testing;
 

@@ -34,13 +34,17 @@
 //! assert_eq!(StepCapConfig::FIELDS[0].rules, "range = 1..=100");
 //! ```
 
+mod builtins;
 mod error;
+mod file;
 pub(crate) mod reader;
 mod registry;
-mod suggest;
+pub(crate) mod suggest;
 mod traits;
 
+pub use builtins::{BUILTIN_TYPES, DEFAULT_ON};
 pub use error::{ConfigError, ConfigErrors, ConfigViolation};
+pub use file::{ConfigFile, FileErrors, LocatedError, Location, FILE_SECTIONS};
 pub use registry::MiddlewareRegistry;
 pub use traits::{from_toml_str, from_value, BuildMiddleware, MiddlewareConfig};
 

@@ -70,6 +70,8 @@ where
     C: Send + Sync + 'static,
 {
     factories: BTreeMap<&'static str, Entry<S, C>>,
+    /// Middleware on by default in stacks built from a file: `type` and table, in order.
+    defaults: Vec<(&'static str, Value)>,
 }
 
 impl<S, C> Default for MiddlewareRegistry<S, C>
@@ -80,6 +82,7 @@ where
     fn default() -> Self {
         Self {
             factories: BTreeMap::new(),
+            defaults: Vec::new(),
         }
     }
 }
@@ -92,6 +95,7 @@ where
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MiddlewareRegistry")
             .field("types", &self.factories.keys().collect::<Vec<_>>())
+            .field("defaults", &self.defaults.iter().map(|(t, _)| t).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -225,27 +229,100 @@ where
         Ok(true)
     }
 
-    /// Builds a stack from `{ "middleware": [ {type = …, …}, … ] }`, in list
-    /// order. Keys other than `middleware` are left to the caller. Every
-    /// error of every entry is reported, each under `middleware[i]`.
+    /// Turns the registered type `type_key` on by default, with the options
+    /// in `table`: a stack built by [`build_stack`](Self::build_stack) (or from
+    /// a file) holds it unless the configuration has an entry of the same
+    /// `type`, which replaces the default instance (at the entry's position),
+    /// or that entry says `enabled = false`, which removes it. Defaults come
+    /// first, in the order they were set. Setting a type again replaces its
+    /// options. The table is checked now: a bad one is a `Config` error.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tinyagents::config::MiddlewareRegistry;
+    ///
+    /// let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    /// registry.set_default("logging", json!({ "level": "debug" })).unwrap();
+    /// assert_eq!(registry.stack_from_toml("").unwrap().names(), ["logging"]);
+    /// let off = "[[middleware]]\ntype = \"logging\"\nenabled = false";
+    /// assert!(registry.stack_from_toml(off).unwrap().is_empty());
+    /// assert!(registry.set_default("logging", json!({ "level": "loud" })).is_err());
+    /// ```
+    pub fn set_default(&mut self, type_key: &str, table: Value) -> Result<&mut Self> {
+        let Some((&key, entry)) = self.factories.get_key_value(type_key) else {
+            return Err(TinyAgentsError::config(format!(
+                "cannot turn `{type_key}` on by default: no middleware config of that type is registered; \
+                 the registered types are {}{}",
+                list(self.types()),
+                did_you_mean(type_key, self.types())
+            )));
+        };
+        let mut table = table;
+        if let Value::Object(map) = &mut table {
+            map.entry("type").or_insert_with(|| Value::String(key.to_owned()));
+        }
+        let mut scratch = MiddlewareStack::new();
+        (entry.build)(&table, &format!("defaults.{key}"), &mut scratch).map_err(TinyAgentsError::from)?;
+        self.defaults.retain(|(t, _)| *t != key);
+        self.defaults.push((key, table));
+        Ok(self)
+    }
+
+    /// Stops `type_key` being on by default.
+    pub fn clear_default(&mut self, type_key: &str) -> &mut Self {
+        self.defaults.retain(|(t, _)| *t != type_key);
+        self
+    }
+
+    /// The types on by default, in the order they are added to a stack.
+    pub fn defaults(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.defaults.iter().map(|(t, _)| *t)
+    }
+
+    /// Builds a stack from `{ "middleware": [ {type = …, …}, … ], "hooks": [ … ] }`:
+    /// first the [defaults](Self::set_default) no entry names, then the
+    /// entries in list order (ordering constraints still apply), then, when
+    /// there is a `hooks` list, one [`external_hooks`](crate::hooks)
+    /// middleware running those commands. Other keys are left to the caller.
+    /// Every error of every entry is reported, each under its path
+    /// (`middleware[i].key`, `hooks[i].key`); nothing half-built is returned.
     pub fn build_stack(&self, config: &Value) -> std::result::Result<MiddlewareStack<S, C>, ConfigErrors> {
         let mut stack = MiddlewareStack::new();
-        let entries = match config.get("middleware") {
-            None => return Ok(stack),
+        let mut errors = ConfigErrors::new();
+        let entries: &[Value] = match config.get("middleware") {
+            None => &[],
             Some(Value::Array(a)) => a,
             Some(other) => {
-                return Err(ConfigError::new(
+                errors.push(ConfigError::new(
                     "middleware",
                     Some(other.clone()),
                     "must be a list of tables: write `[[middleware]]` entries",
-                )
-                .into())
+                ));
+                &[]
             }
         };
-        let mut errors = ConfigErrors::new();
+        let named: Vec<&str> = entries
+            .iter()
+            .filter_map(|e| e.get("type").and_then(Value::as_str))
+            .collect();
+        for (type_key, table) in self.defaults.iter().filter(|(t, _)| !named.contains(t)) {
+            if let Err(e) = self.build_into(table, &format!("defaults.{type_key}"), &mut stack) {
+                errors.extend(e);
+            }
+        }
         for (i, entry) in entries.iter().enumerate() {
             if let Err(e) = self.build_into(entry, &format!("middleware[{i}]"), &mut stack) {
                 errors.extend(e);
+            }
+        }
+        if let Some(hooks) = config.get("hooks") {
+            match crate::hooks::ExternalHooksConfig::from_list(hooks, "hooks") {
+                Ok(config) => {
+                    if let Err(e) = stack.add(crate::hooks::ExternalHooksMiddleware::from(config)) {
+                        errors.push(ConfigError::new("hooks", None, e.to_string()));
+                    }
+                }
+                Err(e) => errors.extend(e),
             }
         }
         errors.into_result().map(|()| stack)

@@ -1,0 +1,250 @@
+//! Stacks built from agent files: built-ins and user factories in one
+//! registry, entries in order with ordering constraints, defaults replaced or
+//! removed, every error located by line and column, nothing half-built.
+
+use serde_json::json;
+use tinyagents::config::{ConfigFile, MiddlewareRegistry, BUILTIN_TYPES};
+use tinyagents::prelude::*;
+use tinyagents::MiddlewareConfig;
+
+/// Caps continuations.
+#[derive(Debug, Clone, MiddlewareConfig)]
+#[config(type = "recovery", builds = Recovery)]
+struct RecoveryConfig {
+    /// Continuations after a length stop.
+    #[config(default = 3, range = 0..=10)]
+    max_continuations: u8,
+}
+
+struct Recovery;
+
+impl From<RecoveryConfig> for Recovery {
+    fn from(_: RecoveryConfig) -> Self {
+        Recovery
+    }
+}
+
+#[middleware(name = "recovery", after = ["audit"])]
+impl Recovery {
+    #[after_model]
+    fn check(&self, _response: &mut ModelResponse) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Audits.
+#[derive(Debug, Clone, MiddlewareConfig)]
+#[config(type = "audit", builds = Audit)]
+struct AuditConfig {
+    /// A label.
+    #[config(default = "a")]
+    label: String,
+}
+
+struct Audit;
+
+impl From<AuditConfig> for Audit {
+    fn from(c: AuditConfig) -> Self {
+        assert!(!c.label.is_empty());
+        Audit
+    }
+}
+
+#[middleware(name = "audit")]
+impl Audit {
+    #[before_model]
+    fn audit(&self, _request: &mut ModelRequest) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn registry() -> MiddlewareRegistry<()> {
+    let mut registry = MiddlewareRegistry::with_builtins();
+    registry.register::<RecoveryConfig>().unwrap();
+    registry.register::<AuditConfig>().unwrap();
+    registry
+}
+
+fn build(registry: &MiddlewareRegistry<()>, text: &str) -> Result<MiddlewareStack<()>, tinyagents::config::FileErrors> {
+    registry.build_file(&ConfigFile::parse("agent.toml", text).unwrap())
+}
+
+#[test]
+fn entries_keep_their_order_and_ordering_constraints_apply() {
+    let text = r#"
+[[middleware]]
+type = "logging"
+
+[[middleware]]
+type = "recovery"
+max_continuations = 2
+
+[[middleware]]
+type = "tool_allowlist"
+deny = ["rm"]
+
+[[middleware]]
+type = "audit"
+"#;
+    let stack = build(&registry(), text).unwrap();
+    // `recovery` must run after `audit`: the only move from file order
+    assert_eq!(stack.names(), ["logging", "tool_allowlist", "audit", "recovery"]);
+}
+
+#[test]
+fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
+    let text =
+        "[[middleware]]\ntype = \"recovery\"\n[[middleware]]\ntype = \"logging\"\n[[middleware]]\ntype = \"audit\"\n";
+    let from_file = build(&registry(), text).unwrap();
+    let in_code: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(Recovery)
+        .unwrap()
+        .with(tinyagents::middleware::LoggingMiddleware::new())
+        .unwrap()
+        .with(Audit)
+        .unwrap();
+    assert_eq!(from_file.names(), in_code.names());
+    assert_eq!(from_file.names(), ["logging", "audit", "recovery"]);
+    for hook in HookKind::ALL {
+        assert_eq!(from_file.implementors(hook), in_code.implementors(hook), "{hook:?}");
+    }
+}
+
+#[test]
+fn a_default_is_replaced_by_an_entry_of_its_type_and_removed_by_enabled_false() {
+    let mut registry = registry();
+    registry.set_default("audit", json!({ "label": "default" })).unwrap();
+    registry.set_default("logging", json!({})).unwrap();
+    assert_eq!(registry.defaults().collect::<Vec<_>>(), ["audit", "logging"]);
+
+    // no entries: the defaults, in order
+    assert_eq!(build(&registry, "").unwrap().names(), ["audit", "logging"]);
+    // an entry of the same type replaces the default instance, at the entry's place
+    let text = "[[middleware]]\ntype = \"recovery\"\n[[middleware]]\ntype = \"logging\"\nlevel = \"debug\"\n";
+    assert_eq!(
+        build(&registry, text).unwrap().names(),
+        ["audit", "recovery", "logging"]
+    );
+    // `enabled = false` removes it
+    let text = "[[middleware]]\ntype = \"audit\"\nenabled = false\n";
+    assert_eq!(build(&registry, text).unwrap().names(), ["logging"]);
+}
+
+#[test]
+fn an_unknown_type_lists_the_valid_ones_and_suggests_the_nearest() {
+    let err = build(&registry(), "[[middleware]]\ntype = \"loging\"\n").unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with(
+            "agent.toml:2:8: `middleware[0].type` = \"loging\": unknown middleware type; the registered types are "
+        ),
+        "{shown}"
+    );
+    for t in BUILTIN_TYPES.iter().chain(&["recovery", "audit"]) {
+        assert!(shown.contains(&format!("`{t}`")), "{t} missing from {shown}");
+    }
+    assert!(shown.ends_with("did you mean `logging`?"), "{shown}");
+}
+
+#[test]
+fn every_mistake_of_a_file_is_reported_with_its_line_and_column() {
+    let text = r#"[[middleware]]
+type = "logging"
+
+[[middleware]]
+type = "tool_allowlist"
+
+[[middleware]]
+type = "recovery"
+max_continuations = 42
+
+[[middleware]]
+type = "audit"
+lable = "x"
+
+[[middleware]]
+type = "nope"
+
+[[hooks]]
+event = "pre_tool_use"
+matcher = "("
+command = "true"
+
+[agnet]
+"#;
+    let err = build(&registry(), text).unwrap_err();
+    let lines: Vec<String> = err.to_string().lines().map(str::to_owned).collect();
+    assert_eq!(err.len(), 5, "{lines:#?}");
+    assert_eq!(lines[0], "agent.toml:23:1: `agnet` = {}: unknown section; the sections of an agent file are `middleware`, `hooks`, `agent`, `script`; did you mean `agent`?");
+    assert_eq!(
+        lines[1],
+        "agent.toml:9:21: `middleware[2].max_continuations` = 42: must be in 0..=10"
+    );
+    assert!(
+        lines[2].starts_with("agent.toml:13:9: `middleware[3].lable` = \"x\": unknown key"),
+        "{}",
+        lines[2]
+    );
+    assert!(lines[2].ends_with("did you mean `label`?"), "{}", lines[2]);
+    assert!(
+        lines[3].starts_with("agent.toml:16:8: `middleware[4].type` = \"nope\": unknown middleware type"),
+        "{}",
+        lines[3]
+    );
+    assert!(
+        lines[4].starts_with("agent.toml:20:11: `hooks[0].matcher` = \"(\": must be a valid regex"),
+        "{}",
+        lines[4]
+    );
+}
+
+#[test]
+fn a_missing_key_points_at_its_table_and_bad_toml_at_the_syntax_error() {
+    let err = build(&registry(), "[[hooks]]\nevent = \"stop\"\n").unwrap_err();
+    assert_eq!(err.errors[0].location.map(|l| l.line), Some(1));
+    assert!(err.to_string().contains("`hooks[0].command`: required key is missing"));
+
+    let err = ConfigFile::parse("agent.toml", "[[middleware]]\ntype = \"logging\"\nlevel = \n").unwrap_err();
+    assert!(err.to_string().starts_with("agent.toml:3:"), "{err}");
+    assert!(err.to_string().contains("invalid TOML"), "{err}");
+}
+
+#[test]
+fn hooks_entries_become_one_external_hooks_middleware_after_the_entries() {
+    let text = "[[hooks]]\nevent = \"stop\"\ncommand = \"true\"\n\n[[middleware]]\ntype = \"logging\"\n";
+    let stack = build(&registry(), text).unwrap();
+    assert_eq!(stack.names(), ["logging", "external_hooks"]);
+    assert!(stack.implementors(HookKind::OnToolBatch).contains(&"external_hooks"));
+}
+
+#[test]
+fn every_catalog_built_in_with_a_config_type_is_registered() {
+    let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    let types: Vec<&str> = registry.types().collect();
+    for doc in tinyagents::middleware::catalog() {
+        if let Some(t) = doc.config_type {
+            assert!(
+                types.contains(&t),
+                "built-in `{}` (type `{t}`) is missing from `MiddlewareRegistry::with_builtins()`: \
+                 add its config type to the `builtins!` list in tinyagents/src/config/builtins.rs",
+                doc.name
+            );
+        }
+    }
+    for doc in tinyagents::hooks::CATALOG {
+        assert!(types.contains(&doc.config_type.unwrap()));
+    }
+}
+
+#[test]
+fn a_registered_type_cannot_be_registered_twice_and_a_default_must_be_valid() {
+    let mut registry = registry();
+    assert!(registry.register::<AuditConfig>().is_err());
+    let err = registry.set_default("audti", json!({})).unwrap_err().to_string();
+    assert!(err.contains("did you mean `audit`?"), "{err}");
+    let err = registry
+        .set_default("recovery", json!({ "max_continuations": 11 }))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("defaults.recovery.max_continuations"), "{err}");
+}

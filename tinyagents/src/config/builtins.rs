@@ -1,0 +1,87 @@
+//! Every built-in config type, registered by
+//! [`MiddlewareRegistry::with_builtins`](super::MiddlewareRegistry::with_builtins),
+//! and the built-ins that are on by default.
+//!
+//! Adding a built-in is one line in the [`builtins!`] list below; a test
+//! checks that every `catalog()` entry with a `config_type` is listed.
+
+use crate::config::MiddlewareConfig;
+use crate::middleware::*;
+
+/// Lists the built-in config types once, for both the registration and the
+/// list of their `type` keys.
+macro_rules! builtins {
+    ($($config:ty),* $(,)?) => {
+        /// The `type` key of every built-in the registry knows, in registration order.
+        pub const BUILTIN_TYPES: &[&str] = &[$(<$config as MiddlewareConfig>::TYPE),*];
+
+        impl<S, C> super::MiddlewareRegistry<S, C>
+        where
+            S: Send + Sync + 'static,
+            C: Send + Sync + 'static,
+        {
+            /// Registers every built-in config type (see [`BUILTIN_TYPES`]).
+            fn register_builtins(&mut self) -> crate::Result<()> {
+                $(self.register::<$config>()?;)*
+                Ok(())
+            }
+        }
+    };
+}
+
+builtins![
+    // observe
+    TracingConfig,
+    LoggingConfig,
+    // policy
+    ToolPolicyConfig,
+    ToolSelectionConfig,
+    ToolAllowlistConfig,
+    // guard
+    ShellFsGuardConfig,
+    // context
+    MessageTrimmingConfig,
+    SummarizationConfig,
+    ContextConfig,
+    // hooks
+    crate::hooks::ExternalHooksConfig,
+];
+
+/// The built-ins on by default in a stack built from a file by a registry
+/// made with [`with_builtins`](super::MiddlewareRegistry::with_builtins), with
+/// the options they get (a TOML table, empty for every default). A
+/// `[[middleware]]` entry of the same `type` replaces the default instance (at
+/// the entry's position); `enabled = false` removes it.
+pub const DEFAULT_ON: &[(&str, &str)] = &[];
+
+impl<S, C> super::MiddlewareRegistry<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// A registry holding every built-in's factory (see [`BUILTIN_TYPES`]),
+    /// with the built-ins of [`DEFAULT_ON`] on by default. Register your own
+    /// config types on it with [`register`](Self::register).
+    ///
+    /// ```
+    /// use tinyagents::config::{MiddlewareRegistry, BUILTIN_TYPES};
+    ///
+    /// let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    /// assert_eq!(registry.types().count(), BUILTIN_TYPES.len());
+    /// let stack = registry.stack_from_toml("[[middleware]]\ntype = \"logging\"").unwrap();
+    /// assert_eq!(stack.names(), ["logging"]);
+    /// ```
+    pub fn with_builtins() -> Self {
+        let mut registry = Self::new();
+        registry
+            .register_builtins()
+            .expect("every built-in config type has its own `type` key");
+        for (type_key, table) in DEFAULT_ON {
+            let table = super::traits::toml_to_value(table).expect("a built-in default is valid TOML");
+            registry
+                .set_default(type_key, table)
+                .expect("a default-on built-in is registered");
+        }
+        registry
+    }
+}

@@ -1,0 +1,361 @@
+//! Agent configuration files: [`ConfigFile`] (a parsed TOML file that can
+//! say where each key is), [`FileErrors`] (every problem, each with its line
+//! and column) and [`MiddlewareRegistry::build_file`].
+//!
+//! The file format:
+//!
+//! ```toml
+//! # Middleware, in order. Options are inline; `enabled = false` removes an entry
+//! # (and a built-in that is on by default).
+//! [[middleware]]
+//! type = "logging"
+//! level = "debug"
+//!
+//! # External command hooks (see `tinyagents::hooks`): one `external_hooks`
+//! # middleware, added after every `[[middleware]]` entry.
+//! [[hooks]]
+//! event = "pre_tool_use"
+//! matcher = "^shell$"
+//! command = "./scripts/check-shell.sh"
+//! timeout_ms = 5000
+//!
+//! # Read by the `tinyagents` command only.
+//! [agent]
+//! prompt = "List the files."
+//! [[script]]
+//! text = "Done."
+//! ```
+//!
+//! The top-level sections are [`FILE_SECTIONS`]; any other key is an error.
+
+use std::fmt;
+use std::path::Path;
+
+use serde_json::Value;
+use toml_edit::{ImDocument, Item};
+
+use super::error::{ConfigError, ConfigErrors};
+use super::registry::MiddlewareRegistry;
+use super::suggest::{did_you_mean, list};
+use crate::harness::error::TinyAgentsError;
+use crate::harness::middleware::MiddlewareStack;
+
+/// The top-level sections of an agent file: `middleware` and `hooks` build
+/// the stack; `agent` and `script` are read by the `tinyagents` command
+/// (the prompt, the system prompt, the step limit and the scripted model's replies).
+pub const FILE_SECTIONS: [&str; 4] = ["middleware", "hooks", "agent", "script"];
+
+/// A place in a file: 1-based line and column (in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// The line, from 1.
+    pub line: usize,
+    /// The column, from 1.
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// A [`ConfigError`] and where in the file it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocatedError {
+    /// The error (path, value, rule).
+    pub error: ConfigError,
+    /// Where the path points in the file (the value when the key is present,
+    /// else the nearest enclosing table), when it could be found.
+    pub location: Option<Location>,
+}
+
+/// Every problem found in a configuration file, each with its location.
+/// Displays one per line, as `agent.toml:7:21: `middleware[2].max_steps` = 0: must be in 1..=100`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileErrors {
+    /// The file's name, as given.
+    pub file: String,
+    /// The errors, in the order found (never empty when returned as an error).
+    pub errors: Vec<LocatedError>,
+}
+
+impl FileErrors {
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+impl fmt::Display for FileErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            match e.location {
+                Some(at) => write!(f, "{}:{at}: {}", self.file, e.error)?,
+                None => write!(f, "{}: {}", self.file, e.error)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for FileErrors {}
+
+impl From<FileErrors> for TinyAgentsError {
+    fn from(errors: FileErrors) -> Self {
+        TinyAgentsError::config(errors.to_string())
+    }
+}
+
+/// A parsed TOML configuration file: its value (as JSON, as the config
+/// readers take it) and its syntax tree, to say where a path is.
+///
+/// ```
+/// use tinyagents::config::{ConfigFile, Location};
+///
+/// let file = ConfigFile::parse("agent.toml", "[[middleware]]\ntype = \"logging\"\nlevel = \"loud\"\n").unwrap();
+/// assert_eq!(file.value()["middleware"][0]["level"], "loud");
+/// assert_eq!(file.locate("middleware[0].level"), Some(Location { line: 3, column: 9 }));
+///
+/// let bad = ConfigFile::parse("agent.toml", "[[middleware]]\ntype = ").unwrap_err();
+/// assert!(bad.to_string().starts_with("agent.toml:2:"));
+/// ```
+pub struct ConfigFile {
+    name: String,
+    text: String,
+    value: Value,
+    doc: ImDocument<String>,
+}
+
+impl fmt::Debug for ConfigFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConfigFile")
+            .field("name", &self.name)
+            .field("value", &self.value)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConfigFile {
+    /// Parses `text`; `name` (usually the path) prefixes every error.
+    pub fn parse(name: impl Into<String>, text: impl Into<String>) -> Result<Self, FileErrors> {
+        let name = name.into();
+        let text = text.into();
+        let syntax_error = |message: String, span: Option<std::ops::Range<usize>>| FileErrors {
+            file: name.clone(),
+            errors: vec![LocatedError {
+                error: ConfigError::new("", None, format!("invalid TOML: {}", message.trim_end())),
+                location: span.map(|s| location_of(&text, s.start)),
+            }],
+        };
+        let value = match super::traits::toml_to_value(&text) {
+            Ok(v) => v,
+            Err(_) => {
+                let err = toml::from_str::<toml::Table>(&text).expect_err("the text failed to parse");
+                return Err(syntax_error(err.message().to_owned(), err.span()));
+            }
+        };
+        let doc = match ImDocument::parse(text.clone()) {
+            Ok(doc) => doc,
+            Err(e) => return Err(syntax_error(e.message().to_owned(), e.span())),
+        };
+        Ok(Self { name, text, value, doc })
+    }
+
+    /// Reads and parses the file at `path` (named by its path in errors).
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, FileErrors> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(name, text),
+            Err(e) => Err(FileErrors {
+                file: name,
+                errors: vec![LocatedError {
+                    error: ConfigError::new("", None, format!("cannot read the file: {e}")),
+                    location: None,
+                }],
+            }),
+        }
+    }
+
+    /// The file's name, as given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The whole document as a JSON value (a table).
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// A top-level section, when present.
+    pub fn section(&self, key: &str) -> Option<&Value> {
+        self.value.get(key)
+    }
+
+    /// Where `path` (`middleware[2].max_steps`) is in the file: the value
+    /// when the key is present, else the nearest enclosing table or key found.
+    pub fn locate(&self, path: &str) -> Option<Location> {
+        let mut node = Node::Item(self.doc.as_item());
+        let mut span = None;
+        for segment in segments(path) {
+            let Some(next) = node.child(segment) else { break };
+            node = next;
+            span = node.span().or(span);
+        }
+        span.map(|s| location_of(&self.text, s))
+    }
+
+    /// `errors`, each with its location in this file.
+    pub fn locate_errors(&self, errors: ConfigErrors) -> FileErrors {
+        FileErrors {
+            file: self.name.clone(),
+            errors: errors
+                .into_iter()
+                .map(|error| LocatedError {
+                    location: self.locate(&error.path),
+                    error,
+                })
+                .collect(),
+        }
+    }
+
+    /// An error for every top-level key that is not one of `sections`, with a
+    /// suggestion for the nearest.
+    pub fn unknown_sections(&self, sections: &[&str]) -> ConfigErrors {
+        let mut errors = ConfigErrors::new();
+        if let Some(map) = self.value.as_object() {
+            for (key, v) in map.iter().filter(|(k, _)| !sections.contains(&k.as_str())) {
+                errors.push(ConfigError::new(
+                    key.clone(),
+                    Some(v.clone()),
+                    format!(
+                        "unknown section; the sections of an agent file are {}{}",
+                        list(sections.iter().copied()),
+                        did_you_mean(key, sections.iter().copied())
+                    ),
+                ));
+            }
+        }
+        errors
+    }
+}
+
+impl<S, C> MiddlewareRegistry<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// Builds the stack an agent file describes (see [the module docs](self)
+    /// and [`build_stack`](Self::build_stack)): every error of the file, each
+    /// with its line and column, and no stack unless there are none.
+    ///
+    /// ```
+    /// use tinyagents::config::{ConfigFile, MiddlewareRegistry};
+    ///
+    /// let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    /// let text = "[[middleware]]\ntype = \"loging\"\n\n[[middleware]]\ntype = \"logging\"\nlevel = \"loud\"\n";
+    /// let err = registry.build_file(&ConfigFile::parse("agent.toml", text).unwrap()).unwrap_err();
+    /// assert_eq!(err.len(), 2);
+    /// let shown = err.to_string();
+    /// assert!(shown.contains("agent.toml:2:8: `middleware[0].type` = \"loging\": unknown middleware type"));
+    /// assert!(shown.contains("did you mean `logging`?"));
+    /// assert!(shown.contains("agent.toml:6:9: `middleware[1].level` = \"loud\""));
+    /// ```
+    pub fn build_file(&self, file: &ConfigFile) -> Result<MiddlewareStack<S, C>, FileErrors> {
+        let mut errors = file.unknown_sections(&FILE_SECTIONS);
+        match self.build_stack(file.value()) {
+            Ok(stack) if errors.is_empty() => return Ok(stack),
+            Ok(_) => {}
+            Err(e) => errors.extend(e),
+        }
+        Err(file.locate_errors(errors))
+    }
+
+    /// Reads the file at `path` and [builds](Self::build_file) its stack.
+    pub fn stack_from_file(&self, path: impl AsRef<Path>) -> Result<MiddlewareStack<S, C>, FileErrors> {
+        self.build_file(&ConfigFile::read(path)?)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// `a.b[2].c` → `a`, `b`, `2`, `c`.
+fn segments(path: &str) -> Vec<Segment<'_>> {
+    let mut out = Vec::new();
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(Segment::Key(key));
+        }
+        while let Some(end) = rest.find(']') {
+            if let Ok(i) = rest[1..end].parse() {
+                out.push(Segment::Index(i));
+            }
+            rest = &rest[end + 1..];
+        }
+    }
+    out
+}
+
+/// A place in the syntax tree.
+#[derive(Clone, Copy)]
+enum Node<'a> {
+    Item(&'a Item),
+    Table(&'a toml_edit::Table),
+    Value(&'a toml_edit::Value),
+}
+
+impl<'a> Node<'a> {
+    fn child(self, segment: Segment<'_>) -> Option<Node<'a>> {
+        use toml_edit::Value as V;
+        match (self, segment) {
+            (Node::Item(Item::Table(t)) | Node::Table(t), Segment::Key(k)) => t.get(k).map(Node::Item),
+            (Node::Item(Item::ArrayOfTables(a)), Segment::Index(i)) => a.get(i).map(Node::Table),
+            (Node::Item(Item::Value(V::InlineTable(t))) | Node::Value(V::InlineTable(t)), Segment::Key(k)) => {
+                t.get(k).map(Node::Value)
+            }
+            (Node::Item(Item::Value(V::Array(a))) | Node::Value(V::Array(a)), Segment::Index(i)) => {
+                a.get(i).map(Node::Value)
+            }
+            _ => None,
+        }
+    }
+
+    /// The byte offset where it starts, when the parser recorded one.
+    fn span(self) -> Option<usize> {
+        match self {
+            Node::Item(Item::None) => None,
+            Node::Item(Item::Value(v)) | Node::Value(v) => v.span(),
+            Node::Item(Item::Table(t)) | Node::Table(t) => t.span(),
+            Node::Item(Item::ArrayOfTables(a)) => a.span(),
+        }
+        .map(|s| s.start)
+    }
+}
+
+/// The 1-based line and column of byte `offset` in `text`.
+fn location_of(text: &str, offset: usize) -> Location {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Location {
+        line,
+        column: before[line_start..].chars().count() + 1,
+    }
+}

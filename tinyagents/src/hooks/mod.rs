@@ -1,0 +1,518 @@
+//! External command hooks: policy in a script instead of compiled middleware.
+//!
+//! Middleware is compiled Rust code inside the run; hooks are profile-level
+//! external commands that talk JSON on stdin and stdout. Use hooks for local
+//! scripts, policy checks and approval automation; use middleware for typed
+//! in-process behaviour. One [`ExternalHooksMiddleware`] (`type =
+//! "external_hooks"`, a documented built-in) runs every hook command of a
+//! configuration.
+//!
+//! # Configuration
+//!
+//! ```toml
+//! [[hooks]]
+//! event = "pre_tool_use"          # when (see the table below)
+//! matcher = "^(shell|write_file)$" # a regex over the tool name (tool events only; none: every tool)
+//! command = "./hooks/check.sh"     # run with `sh -c` in the workspace directory
+//! timeout_ms = 5000                # default 60000; on timeout the process group is killed
+//! env = { POLICY = "strict" }      # extra environment variables
+//! fail_closed = false              # a failing hook blocks when true (default: reported, ignored)
+//! ```
+//!
+//! # Events and where they fire
+//!
+//! | event | hook point | input adds | what the answer can do |
+//! | --- | --- | --- | --- |
+//! | `session_start` | `before_agent` (every run; `depth` tells sub-agents apart) | — | block (the run fails, `Validation`), stop, context, message |
+//! | `user_prompt_submit` | the first `before_model` of a run | `prompt` | block (the run fails, `Validation`), stop, context, message |
+//! | `permission_request` | `on_tool_batch` (before any `pre_tool_use`) | `tool_*` | block (that call gets an error result), approve, rewrite input (applied in `before_tool`, before `pre_tool_use` hooks see it), stop, message |
+//! | `pre_tool_use` | `before_tool` | `tool_*` | block (that call gets an error result), approve, rewrite input, context (appended to the call's result), stop, message |
+//! | `post_tool_use` | `after_tool` | `tool_*`, `tool_output`, `tool_error` | block (the result becomes an error result with the reason), context (appended to the result), stop, message |
+//! | `pre_compact` | only through [`ExternalHooksMiddleware::pre_compact`]: the core has no hook point before a compaction | `compaction` | block (the caller should not compact), message |
+//! | `post_compact` | `before_model`, once per new entry of the run's [`CompressionLog`](crate::harness::provenance::CompressionLog) (place the hooks after the compaction middleware: the default) | `compaction` | context, stop, message |
+//! | `stop` | `after_agent` | `final_text`, `stop_reason` | message (the run has ended: a block is reported as a `Notice`) |
+//!
+//! Additional context of `session_start`, `user_prompt_submit` and
+//! `post_compact` goes into the volatile tail of the system prompt (segment
+//! `external_hooks`) of every later model call of the run.
+//!
+//! # Input (stdin) — schema `tinyagents.hook/1`
+//!
+//! One JSON object ([`HookInput`]): `schema`, `event`, `run_id`, `depth`,
+//! `cwd`, and, where they apply, `prompt`, `tool_call_id`, `tool_name`,
+//! `tool_input`, `tool_output`, `tool_error`, `final_text`, `stop_reason`,
+//! `compaction`. Fields that do not apply are absent. The environment also
+//! carries `TINYAGENTS_HOOK_EVENT`, `TINYAGENTS_RUN_ID` and `TINYAGENTS_HOOK_SCHEMA`.
+//!
+//! # Output
+//!
+//! * exit status 0: stdout is read. Empty means "no opinion"; otherwise one
+//!   JSON object ([`HookOutput`], every field optional): `continue` (false
+//!   stops the run, with `stop_reason` as its final text), `decision`
+//!   (`"approve"` or `"block"`) with a `reason`, `updated_input` (new tool
+//!   arguments), `additional_context`, `system_message` (emitted as a
+//!   `Notice`). Output that is not a JSON object is reported as a `Notice`
+//!   (`is_error = true`) and otherwise ignored: never a crash.
+//! * exit status 2: blocked, with stderr as the reason.
+//! * anything else (another status, a signal, a timeout, a command that
+//!   cannot start): a hook error, reported as a `Notice` (`is_error = true`);
+//!   the hook is ignored, unless the entry says `fail_closed = true`, when it blocks.
+//!
+//! # Several hooks on one event
+//!
+//! Every hook whose event (and matcher) applies runs, concurrently; their
+//! answers are combined in the order the hooks are listed, so the result is
+//! deterministic:
+//!
+//! 1. **A block wins**: any block (decision, exit 2, a failing
+//!    `fail_closed` hook) blocks, whatever the others approved; the reason is
+//!    that of the first blocking hook in list order.
+//! 2. **The last input rewrite wins**: every hook sees the original input;
+//!    of the `updated_input`s, the last in list order is applied (and none when blocked).
+//! 3. **Stop**: any `continue = false` stops the run; the first `stop_reason` is used.
+//! 4. **Context** from every hook is kept, joined in list order; every
+//!    `system_message` and notice is emitted, in list order.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use tinyagents::hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
+//! use tinyagents::prelude::*;
+//!
+//! let hooks = ExternalHooksMiddleware::new([HookCommand::new(HookEvent::PreToolUse, "./check.sh")
+//!     .with_matcher("^shell$")
+//!     .unwrap()
+//!     .with_timeout(Duration::from_secs(5))]);
+//! let stack: MiddlewareStack<()> = MiddlewareStack::new().with(hooks).unwrap();
+//! assert_eq!(stack.names(), ["external_hooks"]);
+//! ```
+
+mod config;
+mod process;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tinyagents_macros::middleware;
+
+pub use config::{ExternalHooksConfig, HookCommand, HookEvent, DEFAULT_TIMEOUT};
+pub use process::{run_hook, Decision, HookInput, HookOutput, HookRun, SCHEMA};
+
+use crate::docs::MiddlewareMetadata;
+use crate::harness::agent::AgentRun;
+use crate::harness::context::{MiddlewareControl, RunContext};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::message::Role;
+use crate::harness::middleware::{MiddlewareDoc, PreparedBatch};
+use crate::harness::model::ModelRequest;
+use crate::harness::provenance::CompressionLog;
+use crate::harness::tool::{ToolCall, ToolResult};
+
+/// The docs of the hooks built-in, for a catalog.
+pub const CATALOG: &[&MiddlewareDoc] = &[match <ExternalHooksMiddleware as MiddlewareMetadata>::DOC {
+    Some(doc) => doc,
+    None => panic!("a built-in always has a doc"),
+}];
+
+/// The answers of every hook of one event, combined (see [the rules](self#several-hooks-on-one-event)).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Combined {
+    /// The reason of the first block, when any hook blocked.
+    pub blocked: Option<String>,
+    /// Whether some hook approved (a block still wins).
+    pub approved: bool,
+    /// The last input rewrite.
+    pub updated_input: Option<Value>,
+    /// Every additional context, in list order.
+    pub additional_context: Vec<String>,
+    /// The final text, when some hook said `continue = false`.
+    pub stop: Option<String>,
+    /// How many hooks ran.
+    pub ran: usize,
+}
+
+impl Combined {
+    /// The additional context joined by blank lines, when there is any.
+    pub fn context(&self) -> Option<String> {
+        (!self.additional_context.is_empty()).then(|| self.additional_context.join("\n\n"))
+    }
+}
+
+/// Per-run state of the hooks middleware (a run local).
+#[derive(Debug, Default)]
+struct RunHooks {
+    prompt_submitted: AtomicBool,
+    compactions_seen: AtomicUsize,
+    context: Mutex<Vec<String>>,
+    tool_context: Mutex<HashMap<String, Vec<String>>>,
+    /// Input rewrites of `permission_request`, applied in `before_tool`.
+    pending_input: Mutex<HashMap<String, Value>>,
+}
+
+/// Runs external hook commands at the lifecycle points of a run (see [the module docs](self)).
+///
+/// ```
+/// use tinyagents::hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
+///
+/// let hooks = ExternalHooksMiddleware::new([HookCommand::new(HookEvent::Stop, "true")]);
+/// assert_eq!(hooks.commands().len(), 1);
+/// assert!(hooks.listens(HookEvent::Stop) && !hooks.listens(HookEvent::PreToolUse));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ExternalHooksMiddleware {
+    hooks: Arc<[HookCommand]>,
+    cwd: Option<PathBuf>,
+}
+
+impl From<ExternalHooksConfig> for ExternalHooksMiddleware {
+    fn from(config: ExternalHooksConfig) -> Self {
+        Self {
+            hooks: config.hooks.into(),
+            cwd: config.cwd,
+        }
+    }
+}
+
+impl ExternalHooksMiddleware {
+    /// Runs these hook commands (in this order for combining answers).
+    pub fn new(hooks: impl IntoIterator<Item = HookCommand>) -> Self {
+        Self {
+            hooks: hooks.into_iter().collect(),
+            cwd: None,
+        }
+    }
+
+    /// The same middleware running commands in `dir` (default: the run's
+    /// workspace root, else the current directory).
+    pub fn in_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// The hook commands.
+    pub fn commands(&self) -> &[HookCommand] {
+        &self.hooks
+    }
+
+    /// Whether any hook listens to `event`.
+    pub fn listens(&self, event: HookEvent) -> bool {
+        self.hooks.iter().any(|h| h.event == event)
+    }
+
+    fn cwd<C>(&self, ctx: &RunContext<C>) -> PathBuf {
+        self.cwd
+            .clone()
+            .or_else(|| ctx.workspace().map(|w| w.root.clone()))
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    fn input<C>(&self, ctx: &RunContext<C>, event: HookEvent) -> HookInput {
+        let mut input = HookInput::new(event, ctx.run_id().to_string(), self.cwd(ctx).display().to_string());
+        input.depth = ctx.depth();
+        input
+    }
+
+    /// Runs every hook of `event` matching `tool` with `input`, emits their
+    /// messages and notices, and combines their answers. Public so code with
+    /// no hook point of its own (a compactor) can fire an event.
+    pub async fn fire<C>(
+        &self,
+        ctx: &RunContext<C>,
+        event: HookEvent,
+        tool: Option<&str>,
+        input: &HookInput,
+    ) -> Combined {
+        let hooks: Vec<&HookCommand> = self
+            .hooks
+            .iter()
+            .filter(|h| h.event == event && h.matches(tool))
+            .collect();
+        let mut combined = Combined::default();
+        if hooks.is_empty() {
+            return combined;
+        }
+        let cwd = PathBuf::from(&input.cwd);
+        let runs = futures::future::join_all(hooks.iter().map(|h| run_hook(h, input, &cwd))).await;
+        combined.ran = runs.len();
+        let notice = |message: String, is_error: bool| {
+            ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+                source: "external_hooks".into(),
+                message,
+                is_error,
+            });
+        };
+        for (hook, run) in hooks.iter().zip(runs) {
+            match run {
+                HookRun::Answered(out) => {
+                    if let Some(message) = out.system_message {
+                        notice(message, false);
+                    }
+                    if !out.should_continue && combined.stop.is_none() {
+                        combined.stop = Some(out.stop_reason.clone().unwrap_or_default());
+                    }
+                    match out.decision {
+                        Some(Decision::Block) if combined.blocked.is_none() => {
+                            let command = &hook.command;
+                            combined.blocked =
+                                Some(out.reason.unwrap_or_else(|| format!("blocked by hook `{command}`")));
+                        }
+                        Some(Decision::Approve) => combined.approved = true,
+                        _ => {}
+                    }
+                    if out.updated_input.is_some() {
+                        combined.updated_input = out.updated_input;
+                    }
+                    if let Some(c) = out.additional_context.filter(|c| !c.trim().is_empty()) {
+                        combined.additional_context.push(c);
+                    }
+                }
+                HookRun::NotJson(text) => notice(
+                    format!(
+                        "{event} hook `{}` printed output that is not a JSON answer (ignored): {}",
+                        hook.command,
+                        truncate(&text, 500)
+                    ),
+                    true,
+                ),
+                HookRun::Blocked(reason) => {
+                    if combined.blocked.is_none() {
+                        combined.blocked = Some(reason);
+                    }
+                }
+                HookRun::Failed(message) => {
+                    notice(format!("{event} hook failed: {message}"), true);
+                    if hook.fail_closed && combined.blocked.is_none() {
+                        combined.blocked = Some(format!("hook failed (fail_closed): {message}"));
+                    }
+                }
+            }
+        }
+        if combined.blocked.is_some() {
+            combined.updated_input = None;
+        }
+        combined
+    }
+
+    /// Fires `pre_compact` for a compaction about to happen (the core has no
+    /// hook point for it: compaction code calls this). Returns the combined
+    /// answers: when `blocked` is set, the caller should not compact.
+    pub async fn pre_compact<C>(&self, ctx: &RunContext<C>, details: Value) -> Combined {
+        let mut input = self.input(ctx, HookEvent::PreCompact);
+        input.compaction = Some(details);
+        self.fire(ctx, HookEvent::PreCompact, None, &input).await
+    }
+
+    fn apply_stop<C>(ctx: &mut RunContext<C>, combined: &Combined) {
+        if let Some(text) = &combined.stop {
+            ctx.request_control(MiddlewareControl::StopWithFinal(text.clone()));
+        }
+    }
+
+    fn keep_context<C>(ctx: &RunContext<C>, combined: &Combined) {
+        if let Some(text) = combined.context() {
+            ctx.local::<RunHooks>().context.lock().expect("hooks lock").push(text);
+        }
+    }
+
+    async fn tool_event<C>(&self, ctx: &mut RunContext<C>, event: HookEvent, call: &ToolCall) -> Combined {
+        let input = self
+            .input(ctx, event)
+            .with_tool(call.id.clone(), call.name.clone(), call.arguments.clone());
+        let combined = self.fire(ctx, event, Some(&call.name), &input).await;
+        Self::apply_stop(ctx, &combined);
+        combined
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// Runs external commands (`[[hooks]]` entries) at session start, prompt submit, permission request, pre/post tool use, post compaction and stop; they answer JSON on stdout.
+#[middleware(
+    builtin,
+    name = "external_hooks",
+    config = ExternalHooksConfig,
+    doc(
+        mutation = "Tool call arguments (`updated_input` of `pre_tool_use`/`permission_request`); tool results (a `post_tool_use` block turns the result into an error result; additional context is appended to it); the volatile system prompt segment `external_hooks` (additional context of `session_start`, `user_prompt_submit`, `post_compact`); a `StopWithFinal` control request on `continue = false`.",
+        events = "`Notice { source: \"external_hooks\" }` for every `system_message` (`is_error = false`), for output that is not JSON and for failed or timed-out hooks (`is_error = true`).",
+        failure = "A blocked tool call (decision `block`, exit status 2) gets an error result; a blocked session start or prompt fails the run with `Validation`. A hook that fails, times out (its process group is killed) or prints no JSON is reported as a `Notice` and ignored (fails open) unless its entry says `fail_closed = true`.",
+        streaming = "Does not implement the delta hooks: streaming pays nothing. Hooks run before the model call and around tool calls, never per delta.",
+        cache = "Only the volatile tail segment `external_hooks` is written, so the stable prompt prefix is untouched.",
+        retries = "Tool hooks run once per call, outside the tool onion, so retried attempts do not re-run them; `user_prompt_submit` fires once per run whatever the model retries."
+    )
+)]
+impl ExternalHooksMiddleware {
+    #[before_agent]
+    async fn session_start<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        if !self.listens(HookEvent::SessionStart) {
+            return Ok(());
+        }
+        let input = self.input(ctx, HookEvent::SessionStart);
+        let combined = self.fire(ctx, HookEvent::SessionStart, None, &input).await;
+        if let Some(reason) = combined.blocked {
+            return Err(TinyAgentsError::validation(format!(
+                "session start blocked by a hook: {reason}"
+            )));
+        }
+        Self::keep_context(ctx, &combined);
+        Self::apply_stop(ctx, &combined);
+        Ok(())
+    }
+
+    #[before_model]
+    async fn before_model<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+        let state = ctx.local::<RunHooks>();
+        if self.listens(HookEvent::UserPromptSubmit) && !state.prompt_submitted.swap(true, Ordering::Relaxed) {
+            let mut input = self.input(ctx, HookEvent::UserPromptSubmit);
+            input.prompt = request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .map(|m| m.text().into_owned());
+            let combined = self.fire(ctx, HookEvent::UserPromptSubmit, None, &input).await;
+            if let Some(reason) = combined.blocked {
+                return Err(TinyAgentsError::validation(format!(
+                    "prompt blocked by a hook: {reason}"
+                )));
+            }
+            Self::keep_context(ctx, &combined);
+            Self::apply_stop(ctx, &combined);
+        }
+        if self.listens(HookEvent::PostCompact) {
+            if let Some(log) = ctx.try_local::<CompressionLog>() {
+                let entries = log.entries();
+                let seen = state.compactions_seen.swap(entries.len(), Ordering::Relaxed);
+                for entry in entries.iter().skip(seen) {
+                    let mut input = self.input(ctx, HookEvent::PostCompact);
+                    input.compaction = serde_json::to_value(entry).ok();
+                    let combined = self.fire(ctx, HookEvent::PostCompact, None, &input).await;
+                    if let Some(reason) = &combined.blocked {
+                        ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+                            source: "external_hooks".into(),
+                            message: format!("post_compact hook blocked after the fact (ignored): {reason}"),
+                            is_error: false,
+                        });
+                    }
+                    Self::keep_context(ctx, &combined);
+                    Self::apply_stop(ctx, &combined);
+                }
+            }
+        }
+        let context = state.context.lock().expect("hooks lock").join("\n\n");
+        if !context.is_empty() {
+            request.set_volatile("external_hooks", context);
+        }
+        Ok(())
+    }
+
+    #[on_tool_batch]
+    async fn permission_request<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
+        if !self.listens(HookEvent::PermissionRequest) {
+            return Ok(());
+        }
+        let calls: Vec<ToolCall> = batch.calls().iter().map(|p| p.call.clone()).collect();
+        for (i, call) in calls.iter().enumerate() {
+            let combined = self.tool_event(ctx, HookEvent::PermissionRequest, call).await;
+            if let Some(reason) = combined.blocked {
+                batch.reject(i, format!("permission denied by a hook: {reason}"));
+            } else if let Some(new_input) = combined.updated_input {
+                let state = ctx.local::<RunHooks>();
+                state
+                    .pending_input
+                    .lock()
+                    .expect("hooks lock")
+                    .insert(call.id.clone(), new_input);
+            }
+        }
+        Ok(())
+    }
+
+    #[before_tool]
+    async fn pre_tool_use<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
+        if let Some(state) = ctx.try_local::<RunHooks>() {
+            if let Some(new_input) = state.pending_input.lock().expect("hooks lock").remove(&call.id) {
+                call.arguments = new_input;
+            }
+        }
+        if !self.listens(HookEvent::PreToolUse) {
+            return Ok(());
+        }
+        let combined = self.tool_event(ctx, HookEvent::PreToolUse, call).await;
+        if let Some(reason) = combined.blocked {
+            return Err(TinyAgentsError::validation(format!(
+                "tool call `{}` blocked by a hook: {reason}",
+                call.name
+            )));
+        }
+        if let Some(context) = combined.context() {
+            let state = ctx.local::<RunHooks>();
+            state
+                .tool_context
+                .lock()
+                .expect("hooks lock")
+                .entry(call.id.clone())
+                .or_default()
+                .push(context);
+        }
+        if let Some(new_input) = combined.updated_input {
+            call.arguments = new_input;
+        }
+        Ok(())
+    }
+
+    #[after_tool]
+    async fn post_tool_use<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
+        let mut extra = ctx
+            .try_local::<RunHooks>()
+            .and_then(|s| s.tool_context.lock().expect("hooks lock").remove(&result.call_id))
+            .unwrap_or_default();
+        if self.listens(HookEvent::PostToolUse) {
+            let mut input = self.input(ctx, HookEvent::PostToolUse);
+            input.tool_call_id = Some(result.call_id.clone());
+            input.tool_name = Some(result.name.clone());
+            input.tool_output = Some(result.content.clone());
+            input.tool_error = Some(result.is_error());
+            let combined = self.fire(ctx, HookEvent::PostToolUse, Some(&result.name), &input).await;
+            Self::apply_stop(ctx, &combined);
+            extra.extend(combined.context());
+            if let Some(reason) = combined.blocked {
+                let message = format!("{}\n\n[blocked by a hook] {reason}", result.content);
+                result.error = Some(reason);
+                result.content = message;
+            }
+        }
+        for context in extra {
+            result.content.push_str("\n\n");
+            result.content.push_str(&context);
+        }
+        Ok(())
+    }
+
+    #[after_agent]
+    async fn stop<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+        if !self.listens(HookEvent::Stop) {
+            return Ok(());
+        }
+        let mut input = self.input(ctx, HookEvent::Stop);
+        input.final_text = Some(run.final_text());
+        input.stop_reason = Some(format!("{:?}", run.stop));
+        let combined = self.fire(ctx, HookEvent::Stop, None, &input).await;
+        if let Some(reason) = combined.blocked {
+            ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+                source: "external_hooks".into(),
+                message: format!("stop hook blocked, but the run has ended (ignored): {reason}"),
+                is_error: false,
+            });
+        }
+        Ok(())
+    }
+}
