@@ -1,6 +1,22 @@
-//! Built-ins: see the table in [the library docs](super).
+//! Output built-ins (output-limit recovery, structured output validation):
+//! see the table in [the library docs](super).
 
+mod output_limit_recovery;
+
+pub use output_limit_recovery::{
+    OutputLimitRecoveryConfig, OutputLimitRecoveryMiddleware, DEFAULT_CONTINUATION_INSTRUCTION,
+};
+
+use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
 
+/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
+const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
+    match M::DOC {
+        Some(doc) => doc,
+        None => panic!("a built-in always has a doc"),
+    }
+}
+
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<OutputLimitRecoveryMiddleware>()];
