@@ -39,7 +39,7 @@ pub use hooks::{HookKind, HookSet};
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
 pub use library::*;
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
-pub use stack::MiddlewareStack;
+pub use stack::{DeltaDispatch, MiddlewareStack};
 pub use traits::{Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
 
 pub use crate::harness::agent::AgentRun;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::invoke::{catch, catch_sync, outcome_of, Bracket, Slot};
+use super::invoke::{catch, catch_sync, outcome_of, panic_error, Bracket, Slot};
 use super::order::{resolve, OrderNode};
 use super::{
     HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, PreparedBatch,
@@ -79,6 +79,8 @@ where
     lists: [Vec<Slot<dyn Middleware<S, C>>>; HookKind::LIFECYCLE_COUNT],
     model: Vec<Slot<dyn ModelMiddleware<S, C>>>,
     tool: Vec<Slot<dyn ToolMiddleware<S, C>>>,
+    /// Per hook: whether every implementor takes the synchronous form.
+    all_sync: [bool; HookKind::LIFECYCLE_COUNT],
 }
 
 impl<S, C> Default for MiddlewareStack<S, C>
@@ -93,6 +95,7 @@ where
             lists: Default::default(),
             model: Vec::new(),
             tool: Vec::new(),
+            all_sync: [false; HookKind::LIFECYCLE_COUNT],
         }
     }
 }
@@ -133,6 +136,85 @@ hook_fn!(after_model_fn, after_model, ModelResponse);
 hook_fn!(on_tool_batch_fn, on_tool_batch, PreparedBatch);
 hook_fn!(before_tool_fn, before_tool, ToolCall);
 hook_fn!(after_tool_fn, after_tool, ToolResult);
+
+/// A synchronous delta hook, as a plain function.
+type SyncDeltaFn<S, C, D> = fn(&dyn Middleware<S, C>, &mut RunContext<C>, &S, &mut D) -> Result<()>;
+
+fn model_delta_sync<S, C>(
+    m: &dyn Middleware<S, C>,
+    ctx: &mut RunContext<C>,
+    state: &S,
+    d: &mut ModelDelta,
+) -> Result<()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    m.on_model_delta_sync(ctx, state, d)
+}
+
+fn tool_delta_sync<S, C>(m: &dyn Middleware<S, C>, ctx: &mut RunContext<C>, state: &S, d: &mut ToolDelta) -> Result<()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    m.on_tool_delta_sync(ctx, state, d)
+}
+
+hook_fn!(model_delta_async, on_model_delta, ModelDelta);
+hook_fn!(tool_delta_async, on_tool_delta, ToolDelta);
+
+/// A delta a hook can suppress.
+trait Suppressible {
+    fn is_suppressed(&self) -> bool;
+}
+
+impl Suppressible for ModelDelta {
+    fn is_suppressed(&self) -> bool {
+        ModelDelta::is_suppressed(self)
+    }
+}
+
+impl Suppressible for ToolDelta {
+    fn is_suppressed(&self) -> bool {
+        ToolDelta::is_suppressed(self)
+    }
+}
+
+/// The future of a delta dispatch ([`MiddlewareStack::run_on_model_delta`]):
+/// already complete when every delta hook was synchronous.
+#[must_use = "a delta dispatch does nothing more unless awaited (its synchronous hooks already ran)"]
+pub struct DeltaDispatch<'a>(DeltaState<'a>);
+
+enum DeltaState<'a> {
+    Done(Option<Result<()>>),
+    Later(BoxFuture<'a, Result<()>>),
+}
+
+impl<'a> DeltaDispatch<'a> {
+    #[inline]
+    fn done() -> Self {
+        Self(DeltaState::Done(Some(Ok(()))))
+    }
+
+    fn later(fut: BoxFuture<'a, Result<()>>) -> Self {
+        Self(DeltaState::Later(fut))
+    }
+}
+
+impl std::future::Future for DeltaDispatch<'_> {
+    type Output = Result<()>;
+
+    #[inline]
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<()>> {
+        match &mut self.0 {
+            DeltaState::Done(out) => {
+                std::task::Poll::Ready(out.take().expect("a delta dispatch polled after it completed"))
+            }
+            DeltaState::Later(fut) => fut.as_mut().poll(cx),
+        }
+    }
+}
 
 fn before_agent_fn<'a, S, C>(
     m: &'a dyn Middleware<S, C>,
@@ -348,6 +430,9 @@ where
                     sync: false,
                 });
             }
+        }
+        for (flag, list) in self.all_sync.iter_mut().zip(&self.lists) {
+            *flag = list.iter().all(|slot| slot.sync);
         }
     }
 
@@ -578,79 +663,122 @@ where
 
     /// Runs `on_model_delta` hooks in registration order, stopping at the
     /// first that suppresses the delta (recorded as
-    /// [`AgentEvent::DeltaSuppressed`]). No bracketing events; hooks marked
-    /// [`HookSet::SYNC_MODEL_DELTA`] are called without a future.
-    pub async fn run_on_model_delta(&self, ctx: &mut RunContext<C>, state: &S, delta: &mut ModelDelta) -> Result<()> {
-        let list = &self.lists[HookKind::OnModelDelta as usize];
-        if list.is_empty() {
-            return Ok(());
-        }
-        for slot in list {
-            let res = if slot.sync {
-                catch_sync(
-                    || slot.mw.on_model_delta_sync(ctx, state, delta),
-                    &slot.name,
-                    HookKind::OnModelDelta,
-                )
-            } else {
-                catch(
-                    slot.mw.on_model_delta(ctx, state, delta),
-                    &slot.name,
-                    HookKind::OnModelDelta,
-                )
-                .await
-                .0
-            };
-            if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
-                self.run_on_error(ctx, state, &e).await;
-                return Err(e);
-            }
-            if delta.is_suppressed() {
-                ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
-                    middleware: slot.name.clone(),
-                    hook: HookKind::OnModelDelta,
-                });
-                break;
-            }
-        }
-        Ok(())
+    /// [`AgentEvent::DeltaSuppressed`]). No bracketing events.
+    ///
+    /// When every delta hook is synchronous ([`HookSet::SYNC_MODEL_DELTA`],
+    /// what the DSL gives a plain fn) they run right here, and the returned
+    /// future is already complete: no boxed future, no allocation per delta.
+    /// Otherwise the returned future runs them when awaited.
+    pub fn run_on_model_delta<'a>(
+        &'a self,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut ModelDelta,
+    ) -> DeltaDispatch<'a> {
+        self.run_delta(
+            HookKind::OnModelDelta,
+            ctx,
+            state,
+            delta,
+            model_delta_sync,
+            model_delta_async,
+        )
     }
 
     /// Runs `on_tool_delta` hooks in registration order; see [`run_on_model_delta`](Self::run_on_model_delta).
-    pub async fn run_on_tool_delta(&self, ctx: &mut RunContext<C>, state: &S, delta: &mut ToolDelta) -> Result<()> {
-        let list = &self.lists[HookKind::OnToolDelta as usize];
+    pub fn run_on_tool_delta<'a>(
+        &'a self,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut ToolDelta,
+    ) -> DeltaDispatch<'a> {
+        self.run_delta(
+            HookKind::OnToolDelta,
+            ctx,
+            state,
+            delta,
+            tool_delta_sync,
+            tool_delta_async,
+        )
+    }
+
+    fn run_delta<'a, D: Suppressible + Send>(
+        &'a self,
+        hook: HookKind,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut D,
+        now: SyncDeltaFn<S, C, D>,
+        later: HookFn<S, C, D>,
+    ) -> DeltaDispatch<'a> {
+        let list = &self.lists[hook as usize];
         if list.is_empty() {
-            return Ok(());
+            return DeltaDispatch::done();
         }
-        for slot in list {
-            let res = if slot.sync {
-                catch_sync(
-                    || slot.mw.on_tool_delta_sync(ctx, state, delta),
-                    &slot.name,
-                    HookKind::OnToolDelta,
-                )
-            } else {
-                catch(
-                    slot.mw.on_tool_delta(ctx, state, delta),
-                    &slot.name,
-                    HookKind::OnToolDelta,
-                )
-                .await
-                .0
+        if self.all_sync[hook as usize] {
+            return match Self::deltas_now(list, hook, ctx, state, delta, now) {
+                Ok(()) => DeltaDispatch::done(),
+                Err(e) => DeltaDispatch::later(Box::pin(async move {
+                    self.run_on_error(ctx, state, &e).await;
+                    Err(e)
+                })),
             };
-            if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
-                self.run_on_error(ctx, state, &e).await;
-                return Err(e);
-            }
-            if delta.is_suppressed() {
-                ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
-                    middleware: slot.name.clone(),
-                    hook: HookKind::OnToolDelta,
-                });
-                break;
-            }
         }
-        Ok(())
+        DeltaDispatch::later(Box::pin(async move {
+            for slot in list {
+                let res = if slot.sync {
+                    catch_sync(|| now(&*slot.mw, ctx, state, delta), &slot.name, hook)
+                } else {
+                    catch(later(&*slot.mw, ctx, state, delta), &slot.name, hook).await.0
+                };
+                if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
+                    self.run_on_error(ctx, state, &e).await;
+                    return Err(e);
+                }
+                if delta.is_suppressed() {
+                    Self::suppressed(ctx, slot, hook);
+                    break;
+                }
+            }
+            Ok(())
+        }))
+    }
+
+    /// Every delta hook is synchronous: one panic guard for the whole pass.
+    #[inline]
+    fn deltas_now<D: Suppressible>(
+        list: &[Slot<dyn Middleware<S, C>>],
+        hook: HookKind,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        delta: &mut D,
+        now: SyncDeltaFn<S, C, D>,
+    ) -> Result<()> {
+        let mut at = 0;
+        let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for (i, slot) in list.iter().enumerate() {
+                at = i;
+                now(&*slot.mw, ctx, state, delta)?;
+                ctx.check_jump(&slot.name, slot.jumps)?;
+                if delta.is_suppressed() {
+                    Self::suppressed(ctx, slot, hook);
+                    break;
+                }
+            }
+            Ok(())
+        }));
+        match pass {
+            Ok(res) => res,
+            Err(payload) => Err(panic_error(&list[at].name, hook, payload)),
+        }
+    }
+
+    #[cold]
+    fn suppressed(ctx: &RunContext<C>, slot: &Slot<dyn Middleware<S, C>>, hook: HookKind) {
+        ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
+            middleware: slot.name.clone(),
+            hook,
+        });
     }
 
     /// Runs the model onion around `base`: the first-registered wrap is

@@ -1,0 +1,215 @@
+//! Wrap onions, model and tool, at depths 1, 10 and 50: the stack's
+//! `run_wrapped_*` against an equivalent tower stack of boxed layers (each
+//! layer a `BoxCloneService` whose future is boxed), with the same request
+//! and response types and the same innermost call. Prints ns per layer and
+//! the ratio (target: no slower than tower).
+//!
+//! Run: `cargo bench -p tinyagents --bench onion`.
+
+#![allow(missing_docs)] // criterion_group! generates an undocumented fn
+
+mod common;
+
+use std::sync::Arc;
+use std::task::Poll;
+
+use async_trait::async_trait;
+use common::{median_ns, quick_mode, ready};
+use criterion::{criterion_group, Criterion};
+use futures::future::BoxFuture;
+use tinyagents::harness::middleware::{ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
+use tinyagents::prelude::*;
+use tower::util::BoxCloneService;
+use tower::{Service, ServiceExt};
+
+/// A pass-through wrap layer, model and tool.
+struct Layer(String);
+
+#[async_trait]
+impl Middleware<()> for Layer {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn hooks(&self) -> HookSet {
+        HookSet::empty()
+    }
+    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
+        Some(self)
+    }
+    fn tool_middleware(self: Arc<Self>) -> Option<Arc<dyn ToolMiddleware<()>>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl ModelMiddleware<()> for Layer {
+    async fn wrap_model(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        next.run(ctx, state, request).await
+    }
+}
+
+#[async_trait]
+impl ToolMiddleware<()> for Layer {
+    async fn wrap_tool(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        call: ToolCall,
+        next: ToolHandler<'_, ()>,
+    ) -> Result<MiddlewareToolOutcome> {
+        next.run(ctx, state, call).await
+    }
+}
+
+struct Base;
+
+fn response() -> ModelResponse {
+    ModelResponse::text("ok")
+}
+
+#[async_trait]
+impl ModelBaseCall<()> for Base {
+    async fn call(&self, _: &mut RunContext, _: &(), _: ModelRequest) -> Result<ModelResponse> {
+        Ok(response())
+    }
+}
+
+#[async_trait]
+impl ToolBaseCall<()> for Base {
+    async fn call(&self, _: &mut RunContext, _: &(), call: ToolCall) -> Result<ToolResult> {
+        Ok(ToolResult::ok(&call, "ok"))
+    }
+}
+
+fn stack(depth: usize) -> MiddlewareStack<()> {
+    let mut stack = MiddlewareStack::new();
+    for i in 0..depth {
+        stack.add(Layer(format!("layer-{i}"))).unwrap();
+    }
+    stack
+}
+
+// ----- the tower equivalent --------------------------------------------------
+
+/// A pass-through tower layer: clones its inner service into a boxed future.
+#[derive(Clone)]
+struct TowerLayer<S>(S);
+
+impl<Req, S> Service<Req> for TowerLayer<S>
+where
+    Req: Send + 'static,
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send,
+    S::Error: Send,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, std::result::Result<S::Response, S::Error>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<std::result::Result<(), S::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        let mut inner = self.0.clone();
+        Box::pin(async move { inner.call(req).await })
+    }
+}
+
+type ModelSvc = BoxCloneService<ModelRequest, ModelResponse, TinyAgentsError>;
+type ToolSvc = BoxCloneService<ToolCall, ToolResult, TinyAgentsError>;
+
+fn tower_model(depth: usize) -> ModelSvc {
+    let mut svc: ModelSvc = BoxCloneService::new(tower::service_fn(|_req: ModelRequest| async { Ok(response()) }));
+    for _ in 0..depth {
+        svc = BoxCloneService::new(TowerLayer(svc));
+    }
+    svc
+}
+
+fn tower_tool(depth: usize) -> ToolSvc {
+    let mut svc: ToolSvc = BoxCloneService::new(tower::service_fn(|call: ToolCall| async move {
+        Ok(ToolResult::ok(&call, "ok"))
+    }));
+    for _ in 0..depth {
+        svc = BoxCloneService::new(TowerLayer(svc));
+    }
+    svc
+}
+
+fn call() -> ToolCall {
+    ToolCall::new("c1", "search", serde_json::json!({"q": "rust"}))
+}
+
+fn ours_model(stack: &MiddlewareStack<()>, ctx: &mut RunContext) {
+    ready(stack.run_wrapped_model(ctx, &(), ModelRequest::default(), &Base)).unwrap();
+}
+
+fn ours_tool(stack: &MiddlewareStack<()>, ctx: &mut RunContext) {
+    ready(stack.run_wrapped_tool(ctx, &(), call(), &Base)).unwrap();
+}
+
+fn tower_model_call(svc: &mut ModelSvc) {
+    let fut = ready(svc.ready()).unwrap().call(ModelRequest::default());
+    ready(fut).unwrap();
+}
+
+fn tower_tool_call(svc: &mut ToolSvc) {
+    let fut = ready(svc.ready()).unwrap().call(call());
+    ready(fut).unwrap();
+}
+
+fn bench_onions(c: &mut Criterion) {
+    let mut ctx: RunContext = RunContext::new(RunConfig::new("bench"), ());
+    for depth in [1usize, 10, 50] {
+        let s = stack(depth);
+        let (mut tm, mut tt) = (tower_model(depth), tower_tool(depth));
+        let mut g = c.benchmark_group(format!("onion depth {depth}"));
+        g.bench_function("tinyagents model", |b| b.iter(|| ours_model(&s, &mut ctx)));
+        g.bench_function("tower model", |b| b.iter(|| tower_model_call(&mut tm)));
+        g.bench_function("tinyagents tool", |b| b.iter(|| ours_tool(&s, &mut ctx)));
+        g.bench_function("tower tool", |b| b.iter(|| tower_tool_call(&mut tt)));
+        g.finish();
+    }
+}
+
+fn print_ratios() {
+    let mut ctx: RunContext = RunContext::new(RunConfig::new("bench"), ());
+    println!("\nper wrap layer (median ns; (depth 50 - depth 0) / 50):");
+    let (s0, s50) = (stack(0), stack(50));
+    let (mut tm0, mut tm50, mut tt0, mut tt50) = (tower_model(0), tower_model(50), tower_tool(0), tower_tool(50));
+    let iters = 20_000;
+    let ours_m =
+        (median_ns(iters, || ours_model(&s50, &mut ctx)) - median_ns(iters, || ours_model(&s0, &mut ctx))) / 50.0;
+    let ours_t =
+        (median_ns(iters, || ours_tool(&s50, &mut ctx)) - median_ns(iters, || ours_tool(&s0, &mut ctx))) / 50.0;
+    let tower_m =
+        (median_ns(iters, || tower_model_call(&mut tm50)) - median_ns(iters, || tower_model_call(&mut tm0))) / 50.0;
+    let tower_t =
+        (median_ns(iters, || tower_tool_call(&mut tt50)) - median_ns(iters, || tower_tool_call(&mut tt0))) / 50.0;
+    println!(
+        "  model: tinyagents {ours_m:7.1}  tower {tower_m:7.1}  ratio {:.2} (target <= 1.0)",
+        ours_m / tower_m
+    );
+    println!(
+        "  tool:  tinyagents {ours_t:7.1}  tower {tower_t:7.1}  ratio {:.2} (target <= 1.0)",
+        ours_t / tower_t
+    );
+}
+
+criterion_group!(benches, bench_onions);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    if !quick_mode() {
+        print_ratios();
+    }
+}
