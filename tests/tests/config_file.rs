@@ -3,7 +3,7 @@
 //! removed, every error located by line and column, nothing half-built.
 
 use serde_json::json;
-use tinyagents::config::{ConfigFile, MiddlewareRegistry, BUILTIN_TYPES};
+use tinyagents::config::{BuildMiddleware, ConfigFile, MiddlewareConfig, MiddlewareRegistry, BUILTIN_TYPES};
 use tinyagents::prelude::*;
 use tinyagents::MiddlewareConfig;
 
@@ -87,8 +87,17 @@ deny = ["rm"]
 type = "audit"
 "#;
     let stack = build(&registry(), text).unwrap();
-    // `recovery` must run after `audit`: the only move from file order
-    assert_eq!(stack.names(), ["logging", "tool_allowlist", "audit", "recovery"]);
+    // the default-on built-ins first; `recovery` must run after `audit`: the only move from file order
+    assert_eq!(
+        stack.names(),
+        [
+            "output_limit_recovery",
+            "logging",
+            "tool_allowlist",
+            "audit",
+            "recovery"
+        ]
+    );
 }
 
 #[test]
@@ -96,7 +105,11 @@ fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
     let text =
         "[[middleware]]\ntype = \"recovery\"\n[[middleware]]\ntype = \"logging\"\n[[middleware]]\ntype = \"audit\"\n";
     let from_file = build(&registry(), text).unwrap();
+    // the default-on built-ins come first, built from their defaults
+    let defaults = tinyagents::middleware::OutputLimitRecoveryConfig::defaults().unwrap();
     let in_code: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(defaults.build())
+        .unwrap()
         .with(Recovery)
         .unwrap()
         .with(tinyagents::middleware::LoggingMiddleware::new())
@@ -104,7 +117,10 @@ fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
         .with(Audit)
         .unwrap();
     assert_eq!(from_file.names(), in_code.names());
-    assert_eq!(from_file.names(), ["logging", "audit", "recovery"]);
+    assert_eq!(
+        from_file.names(),
+        ["output_limit_recovery", "logging", "audit", "recovery"]
+    );
     for hook in HookKind::ALL {
         assert_eq!(from_file.implementors(hook), in_code.implementors(hook), "{hook:?}");
     }
@@ -113,6 +129,8 @@ fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
 #[test]
 fn a_default_is_replaced_by_an_entry_of_its_type_and_removed_by_enabled_false() {
     let mut registry = registry();
+    assert_eq!(registry.defaults().collect::<Vec<_>>(), ["output_limit_recovery"]);
+    registry.clear_default("output_limit_recovery");
     registry.set_default("audit", json!({ "label": "default" })).unwrap();
     registry.set_default("logging", json!({})).unwrap();
     assert_eq!(registry.defaults().collect::<Vec<_>>(), ["audit", "logging"]);
@@ -213,7 +231,7 @@ fn a_missing_key_points_at_its_table_and_bad_toml_at_the_syntax_error() {
 fn hooks_entries_become_one_external_hooks_middleware_after_the_entries() {
     let text = "[[hooks]]\nevent = \"stop\"\ncommand = \"true\"\n\n[[middleware]]\ntype = \"logging\"\n";
     let stack = build(&registry(), text).unwrap();
-    assert_eq!(stack.names(), ["logging", "external_hooks"]);
+    assert_eq!(stack.names(), ["output_limit_recovery", "logging", "external_hooks"]);
     assert!(stack.implementors(HookKind::OnToolBatch).contains(&"external_hooks"));
 }
 

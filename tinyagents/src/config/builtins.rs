@@ -33,26 +33,44 @@ builtins![
     // observe
     TracingConfig,
     LoggingConfig,
+    // resilience
+    TimeoutConfig,
+    ModelRetryConfig,
+    ToolRetryConfig,
+    RateLimiterConfig,
     // policy
     ToolPolicyConfig,
     ToolSelectionConfig,
     ToolAllowlistConfig,
     // guard
     ShellFsGuardConfig,
+    PiiConfig,
+    // prompt
+    DynamicPromptConfig,
+    PromptCacheLayoutConfig,
     // context
     MessageTrimmingConfig,
     SummarizationConfig,
+    ContextEditingConfig,
     ContextConfig,
+    // output
+    OutputLimitRecoveryConfig,
     // hooks
     crate::hooks::ExternalHooksConfig,
 ];
 
 /// The built-ins on by default in a stack built from a file by a registry
 /// made with [`with_builtins`](super::MiddlewareRegistry::with_builtins), with
-/// the options they get (a TOML table, empty for every default). A
-/// `[[middleware]]` entry of the same `type` replaces the default instance (at
-/// the entry's position); `enabled = false` removes it.
-pub const DEFAULT_ON: &[(&str, &str)] = &[];
+/// the options they get (a TOML table; empty: every option at its default).
+/// A `[[middleware]]` entry of the same `type` replaces the default instance
+/// (at the entry's position); `enabled = false` removes it.
+///
+/// * `output_limit_recovery`: a reply cut off by the output-token limit is
+///   escalated once, then continued, instead of ending the run (seed 002:
+///   "active for every agent by default").
+///
+/// (`parallel_edit_guard` in `warn` mode joins this list when it lands.)
+pub const DEFAULT_ON: &[(&str, &str)] = &[("output_limit_recovery", "")];
 
 impl<S, C> super::MiddlewareRegistry<S, C>
 where
@@ -68,8 +86,11 @@ where
     ///
     /// let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
     /// assert_eq!(registry.types().count(), BUILTIN_TYPES.len());
+    /// assert_eq!(registry.defaults().collect::<Vec<_>>(), ["output_limit_recovery"]);
     /// let stack = registry.stack_from_toml("[[middleware]]\ntype = \"logging\"").unwrap();
-    /// assert_eq!(stack.names(), ["logging"]);
+    /// assert_eq!(stack.names(), ["output_limit_recovery", "logging"]);
+    /// let off = "[[middleware]]\ntype = \"output_limit_recovery\"\nenabled = false";
+    /// assert!(registry.stack_from_toml(off).unwrap().is_empty());
     /// ```
     pub fn with_builtins() -> Self {
         let mut registry = Self::new();

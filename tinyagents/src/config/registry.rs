@@ -242,6 +242,7 @@ where
     /// use tinyagents::config::MiddlewareRegistry;
     ///
     /// let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    /// registry.clear_default("output_limit_recovery");
     /// registry.set_default("logging", json!({ "level": "debug" })).unwrap();
     /// assert_eq!(registry.stack_from_toml("").unwrap().names(), ["logging"]);
     /// let off = "[[middleware]]\ntype = \"logging\"\nenabled = false";

@@ -1,0 +1,336 @@
+//! The `[agent]` and `[[script]]` sections of an agent file (the stack's
+//! sections are read by the library), and loading a whole file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use tinyagents::config::{ConfigError, ConfigErrors, ConfigFile, FileErrors, MiddlewareRegistry};
+use tinyagents::hooks::ExternalHooksMiddleware;
+use tinyagents::prelude::*;
+
+/// The `[agent]` section.
+#[derive(Debug, Clone)]
+pub struct AgentSection {
+    /// The user prompt.
+    pub prompt: String,
+    /// The system prompt.
+    pub system_prompt: Option<String>,
+    /// The step limit.
+    pub max_steps: Option<u32>,
+    /// The run id.
+    pub run_id: String,
+    /// What each fake tool answers (default `ok`).
+    pub tool_outputs: BTreeMap<String, String>,
+    /// The workspace directory (hooks run there), relative to the file.
+    pub workspace: PathBuf,
+}
+
+/// A loaded, checked agent file.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The stack it describes.
+    pub stack: MiddlewareStack<()>,
+    /// Its `[agent]` section.
+    pub agent: AgentSection,
+    /// The scripted model's replies (from `[[script]]` or a JSON file).
+    pub script: Vec<ScriptedTurn>,
+    /// The tools the script calls, in order of first use.
+    pub tools: Vec<String>,
+    /// The hook commands of the stack's `external_hooks` (for `check`).
+    pub hooks: Vec<tinyagents::hooks::HookCommand>,
+}
+
+const AGENT_KEYS: [&str; 6] = [
+    "prompt",
+    "system_prompt",
+    "max_steps",
+    "run_id",
+    "tool_outputs",
+    "workspace",
+];
+const TURN_KEYS: [&str; 3] = ["text", "tool_calls", "fail"];
+const CALL_KEYS: [&str; 3] = ["name", "arguments", "id"];
+
+fn unknown(map: &Map<String, Value>, path: &str, keys: &[&str], errors: &mut ConfigErrors) {
+    for (k, v) in map.iter().filter(|(k, _)| !keys.contains(&k.as_str())) {
+        let valid: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+        errors.push(ConfigError::new(
+            format!("{path}.{k}"),
+            Some(v.clone()),
+            format!("unknown key; the valid keys are {}", valid.join(", ")),
+        ));
+    }
+}
+
+fn string(map: &Map<String, Value>, path: &str, key: &str, errors: &mut ConfigErrors) -> Option<String> {
+    match map.get(key) {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            errors.push(ConfigError::new(
+                format!("{path}.{key}"),
+                Some(other.clone()),
+                "must be a string",
+            ));
+            None
+        }
+    }
+}
+
+fn agent_section(value: Option<&Value>, base: &Path, errors: &mut ConfigErrors) -> AgentSection {
+    let mut agent = AgentSection {
+        prompt: "Hello".to_owned(),
+        system_prompt: None,
+        max_steps: None,
+        run_id: "run-1".to_owned(),
+        tool_outputs: BTreeMap::new(),
+        workspace: base.to_path_buf(),
+    };
+    let Some(value) = value else { return agent };
+    let Some(map) = value.as_object() else {
+        errors.push(ConfigError::new(
+            "agent",
+            Some(value.clone()),
+            "must be a table: write `[agent]`",
+        ));
+        return agent;
+    };
+    unknown(map, "agent", &AGENT_KEYS, errors);
+    if let Some(p) = string(map, "agent", "prompt", errors) {
+        agent.prompt = p;
+    }
+    agent.system_prompt = string(map, "agent", "system_prompt", errors);
+    if let Some(id) = string(map, "agent", "run_id", errors) {
+        agent.run_id = id;
+    }
+    if let Some(dir) = string(map, "agent", "workspace", errors) {
+        agent.workspace = base.join(dir);
+    }
+    match map.get("max_steps") {
+        None => {}
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..=10_000) => agent.max_steps = Some(n as u32),
+            _ => errors.push(ConfigError::new(
+                "agent.max_steps",
+                Some(v.clone()),
+                "must be in 1..=10000",
+            )),
+        },
+    }
+    match map.get("tool_outputs") {
+        None => {}
+        Some(Value::Object(outputs)) => {
+            for (tool, v) in outputs {
+                match v {
+                    Value::String(s) => {
+                        agent.tool_outputs.insert(tool.clone(), s.clone());
+                    }
+                    other => errors.push(ConfigError::new(
+                        format!("agent.tool_outputs.{tool}"),
+                        Some(other.clone()),
+                        "must be a string: what the fake tool answers",
+                    )),
+                }
+            }
+        }
+        Some(other) => errors.push(ConfigError::new(
+            "agent.tool_outputs",
+            Some(other.clone()),
+            "must be a table: `tool_outputs = { shell = \"a.txt\" }`",
+        )),
+    }
+    agent
+}
+
+/// Parses a script (the `[[script]]` list or a JSON file's array); `path` prefixes errors.
+pub fn parse_script(
+    value: &Value,
+    path: &str,
+    tools: &mut Vec<String>,
+    errors: &mut ConfigErrors,
+) -> Vec<ScriptedTurn> {
+    let Some(turns) = value.as_array() else {
+        errors.push(ConfigError::new(
+            path,
+            Some(value.clone()),
+            "must be a list of replies: write `[[script]]` entries",
+        ));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, turn) in turns.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let Some(map) = turn.as_object() else {
+            errors.push(ConfigError::new(
+                &at,
+                Some(turn.clone()),
+                "must be a table with `text` and/or `tool_calls`",
+            ));
+            continue;
+        };
+        unknown(map, &at, &TURN_KEYS, errors);
+        if let Some(message) = string(map, &at, "fail", errors) {
+            out.push(ScriptedTurn::Fail(TinyAgentsError::model(message, false)));
+            continue;
+        }
+        let text = string(map, &at, "text", errors).unwrap_or_default();
+        let mut calls = Vec::new();
+        match map.get("tool_calls") {
+            None => {}
+            Some(Value::Array(list)) => {
+                for (j, call) in list.iter().enumerate() {
+                    let cat = format!("{at}.tool_calls[{j}]");
+                    let Some(c) = call.as_object() else {
+                        errors.push(ConfigError::new(
+                            &cat,
+                            Some(call.clone()),
+                            "must be a table with `name` and `arguments`",
+                        ));
+                        continue;
+                    };
+                    unknown(c, &cat, &CALL_KEYS, errors);
+                    let Some(name) = string(c, &cat, "name", errors) else {
+                        if !c.contains_key("name") {
+                            errors.push(ConfigError::new(
+                                format!("{cat}.name"),
+                                None,
+                                "required key is missing: the tool's name",
+                            ));
+                        }
+                        continue;
+                    };
+                    let arguments = match c.get("arguments") {
+                        None => Value::Object(Map::new()),
+                        Some(v @ Value::Object(_)) => v.clone(),
+                        Some(other) => {
+                            errors.push(ConfigError::new(
+                                format!("{cat}.arguments"),
+                                Some(other.clone()),
+                                "must be a table",
+                            ));
+                            continue;
+                        }
+                    };
+                    let id = string(c, &cat, "id", errors).unwrap_or_else(|| format!("call-{i}-{j}"));
+                    if !tools.contains(&name) {
+                        tools.push(name.clone());
+                    }
+                    calls.push(ToolCall::new(id, name, arguments));
+                }
+            }
+            Some(other) => errors.push(ConfigError::new(
+                format!("{at}.tool_calls"),
+                Some(other.clone()),
+                "must be a list: `tool_calls = [{ name = \"shell\", arguments = { command = \"ls\" } }]`",
+            )),
+        }
+        if calls.is_empty() {
+            out.push(ScriptedTurn::text(text));
+        } else {
+            let mut response = ModelResponse::tool_calls(calls);
+            if !text.is_empty() {
+                response.message.set_text(text);
+            }
+            out.push(ScriptedTurn::Reply(response));
+        }
+    }
+    out
+}
+
+/// Loads `path` (with the script from `script_file` when given): every
+/// error of the file, each located, or the loaded agent.
+pub fn load(path: &Path, script_file: Option<&Path>) -> Result<Loaded, Vec<FileErrors>> {
+    let file = ConfigFile::read(path).map_err(|e| vec![e])?;
+    let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    let stack = registry.build_file(&file);
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let base = if base.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        base
+    };
+
+    let mut errors = ConfigErrors::new();
+    let agent = agent_section(file.section("agent"), &base, &mut errors);
+    let mut tools = Vec::new();
+    let mut script = match file.section("script") {
+        Some(v) => parse_script(v, "script", &mut tools, &mut errors),
+        None => Vec::new(),
+    };
+    let mut all = Vec::new();
+    let mut stack = match stack {
+        Ok(s) => Some(s),
+        Err(e) => {
+            all.push(e);
+            None
+        }
+    };
+    if !errors.is_empty() {
+        all.push(file.locate_errors(errors));
+    }
+    if let Some(script_path) = script_file {
+        let name = script_path.display().to_string();
+        let text = std::fs::read_to_string(script_path).map_err(|e| {
+            errors_of(
+                &name,
+                ConfigError::new("", None, format!("cannot read the script: {e}")),
+            )
+        });
+        match text.and_then(|t| {
+            serde_json::from_str::<Value>(&t).map_err(|e| {
+                errors_of(
+                    &name,
+                    ConfigError::new(
+                        "",
+                        None,
+                        format!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()),
+                    ),
+                )
+            })
+        }) {
+            Ok(value) => {
+                let mut errs = ConfigErrors::new();
+                tools.clear();
+                script = parse_script(&value, "", &mut tools, &mut errs);
+                if !errs.is_empty() {
+                    all.push(FileErrors {
+                        file: name,
+                        errors: errs
+                            .into_iter()
+                            .map(|error| tinyagents::config::LocatedError { error, location: None })
+                            .collect(),
+                    });
+                }
+            }
+            Err(e) => all.push(e),
+        }
+    }
+    if !all.is_empty() {
+        return Err(all);
+    }
+    let stack = stack.take().expect("no errors");
+    let hooks = hooks_of(&file);
+    Ok(Loaded {
+        stack,
+        agent,
+        script,
+        tools,
+        hooks,
+    })
+}
+
+fn errors_of(file: &str, error: ConfigError) -> FileErrors {
+    FileErrors {
+        file: file.to_owned(),
+        errors: vec![tinyagents::config::LocatedError { error, location: None }],
+    }
+}
+
+/// The hook commands of a file that is known to be valid.
+fn hooks_of(file: &ConfigFile) -> Vec<tinyagents::hooks::HookCommand> {
+    file.section("hooks")
+        .and_then(|h| tinyagents::hooks::ExternalHooksConfig::from_list(h, "hooks").ok())
+        .map(|c| ExternalHooksMiddleware::from(c).commands().to_vec())
+        .unwrap_or_default()
+}
