@@ -1,6 +1,40 @@
-//! Built-ins: see the table in [the library docs](super).
+//! Call limits and budget built-ins: see the table in [the library docs](super).
+//!
+//! * [`ModelCallLimitMiddleware`] — model calls per run and per thread.
+//! * [`ToolCallLimitMiddleware`] — tool calls per run and per thread, per tool or all.
+//! * [`LimitsMiddleware`] — `max_steps`, `max_turns` and `max_price_usd` per
+//!   execution cycle (seed 002), with [`PriceBudget`], [`TokenRates`] and the
+//!   built-in [`PRICE_TABLE`].
 
+mod budget;
+mod counts;
+#[allow(clippy::module_inception)]
+mod limits;
+mod model_call_limit;
+mod pricing;
+mod tool_call_limit;
+
+pub use budget::{AccountingJournal, AttemptTicket, BillingClass, BudgetSnapshot, Charge, PriceBudget};
+pub use counts::ExitBehavior;
+pub use limits::{LimitsConfig, LimitsMiddleware};
+pub use model_call_limit::{ModelCallLimitConfig, ModelCallLimitMiddleware};
+pub use pricing::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};
+pub use tool_call_limit::{ToolCallLimitConfig, ToolCallLimitMiddleware};
+
+use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
 
+/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
+const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
+    match M::DOC {
+        Some(doc) => doc,
+        None => panic!("a built-in always has a doc"),
+    }
+}
+
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[
+    doc_of::<ModelCallLimitMiddleware>(),
+    doc_of::<ToolCallLimitMiddleware>(),
+    doc_of::<LimitsMiddleware>(),
+];

@@ -1,0 +1,324 @@
+//! [`LimitsMiddleware`] (seed 002): `max_steps`, `max_turns` and
+//! `max_price_usd` per execution cycle, with best-effort price enforcement.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::budget::{AccountingJournal, Basis, BudgetSnapshot, PriceBudget};
+use super::pricing::TokenRates;
+use crate::config::{ConfigError, ConfigErrors, MiddlewareConfig};
+use crate::harness::context::RunContext;
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
+use crate::harness::model::ModelRequest;
+use crate::harness::tool::ToolCall;
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// Options of [`LimitsMiddleware`] (`type = "limits"`), as in seed 002.
+///
+/// ```
+/// use tinyagents::config::{from_toml_str, BuildMiddleware};
+/// use tinyagents::middleware::LimitsConfig;
+///
+/// let config: LimitsConfig = from_toml_str("max_price_usd = 1.0\ninput_cost_per_million = 3.0").unwrap();
+/// let _limits = config.build();
+/// let err = from_toml_str::<LimitsConfig>("cache_read_cost_per_million = -0.3").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid configuration: `cache_read_cost_per_million` = -0.3: must not be negative");
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "limits", builds = LimitsMiddleware)]
+pub struct LimitsConfig {
+    /// Most tool calls per execution cycle (run).
+    #[config(range = 1..)]
+    pub max_steps: Option<u32>,
+    /// Most model turns per execution cycle (run).
+    #[config(range = 1..)]
+    pub max_turns: Option<u32>,
+    /// Most USD spent per execution cycle, checked before each paid attempt (best effort, not a reservation).
+    #[config(finite, non_negative)]
+    pub max_price_usd: Option<f64>,
+    /// Manual budget rate: USD per million uncached input tokens.
+    #[config(finite, non_negative)]
+    pub input_cost_per_million: Option<f64>,
+    /// Manual budget rate: USD per million output tokens (reasoning included).
+    #[config(finite, non_negative)]
+    pub output_cost_per_million: Option<f64>,
+    /// Manual budget rate: USD per million cache-read tokens (never derived from the input rate).
+    #[config(finite, non_negative)]
+    pub cache_read_cost_per_million: Option<f64>,
+    /// Manual budget rate: USD per million cache-write tokens (never derived from the input rate).
+    #[config(finite, non_negative)]
+    pub cache_write_cost_per_million: Option<f64>,
+    /// Manual budget rate: USD per million one-hour cache-write tokens (never derived from the base write rate).
+    #[config(finite, non_negative)]
+    pub cache_write_1h_cost_per_million: Option<f64>,
+    /// Providers (the part of a `provider:model` id before the colon) or model ids not metered per token: their usage is excluded from the budget.
+    #[config(default = vec!["codex".to_owned(), "kimi-code".to_owned()])]
+    pub excluded_providers: Vec<String>,
+}
+
+impl LimitsConfig {
+    fn rates(&self) -> TokenRates {
+        TokenRates {
+            input: self.input_cost_per_million,
+            output: self.output_cost_per_million,
+            cache_read: self.cache_read_cost_per_million,
+            cache_write: self.cache_write_cost_per_million,
+            cache_write_1h: self.cache_write_1h_cost_per_million,
+        }
+    }
+}
+
+impl From<LimitsConfig> for LimitsMiddleware {
+    fn from(c: LimitsConfig) -> Self {
+        Self {
+            max_steps: c.max_steps,
+            max_turns: c.max_turns,
+            cap: c.max_price_usd,
+            manual: Arc::new(RwLock::new(c.rates())),
+            excluded: c.excluded_providers.into(),
+            journal: None,
+            lifetime: Arc::default(),
+        }
+    }
+}
+
+/// Per-run step and turn counts.
+#[derive(Default)]
+struct Counts {
+    turns: AtomicU32,
+    steps: AtomicU32,
+}
+
+/// Whether a request asks for one-hour cache writes (`params.extra["cache_ttl"] = "1h"`).
+fn one_hour_writes(request: &ModelRequest) -> bool {
+    request.params.extra.get("cache_ttl").and_then(|v| v.as_str()) == Some("1h")
+}
+
+/// Enforces execution limits per execution cycle (one run): `max_steps`
+/// (tool calls), `max_turns` (model turns) and `max_price_usd` (seed 002,
+/// "Price limits").
+///
+/// The price cap is checked before each paid attempt is dispatched (it sits
+/// inside retry and fallback, so every attempt is one), against the cycle's
+/// known spend; at the cap the attempt is not sent and the run fails with
+/// `LimitExceeded { limit: "max_price_usd" }`. It is not a reservation:
+/// attempts in flight count once they settle. Usage is valued with the
+/// manual rates when any is set, else with the built-in
+/// [`PRICE_TABLE`](super::PRICE_TABLE); usage that cannot be priced makes the
+/// spend a lower bound and sends one `Notice { source: "price_limit" }` per
+/// cycle and reason. Providers not metered per token are excluded.
+///
+/// ```
+/// use tinyagents::middleware::{LimitsMiddleware, TokenRates};
+///
+/// let limits = LimitsMiddleware::new()
+///     .max_price_usd(1.0)
+///     .manual_rates(TokenRates { input: Some(3.0), output: Some(15.0), ..TokenRates::default() })
+///     .unwrap();
+/// assert_eq!(limits.lifetime_spend_usd(), 0.0);
+/// ```
+#[derive(Clone)]
+pub struct LimitsMiddleware {
+    max_steps: Option<u32>,
+    max_turns: Option<u32>,
+    cap: Option<f64>,
+    manual: Arc<RwLock<TokenRates>>,
+    excluded: Arc<[String]>,
+    journal: Option<Arc<dyn AccountingJournal>>,
+    lifetime: Arc<Mutex<f64>>,
+}
+
+impl std::fmt::Debug for LimitsMiddleware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LimitsMiddleware")
+            .field("max_steps", &self.max_steps)
+            .field("max_turns", &self.max_turns)
+            .field("max_price_usd", &self.cap)
+            .field("manual", &*self.manual.read().expect("manual rates lock"))
+            .field("excluded", &self.excluded)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LimitsMiddleware {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LimitsMiddleware {
+    /// No limits yet, catalog pricing, the default excluded providers.
+    pub fn new() -> Self {
+        LimitsConfig::defaults().expect("every limits key has a default").into()
+    }
+
+    /// A limits middleware from a config built in code, checked first.
+    pub fn try_from_config(config: LimitsConfig) -> std::result::Result<Self, ConfigErrors> {
+        config.check("")?;
+        Ok(config.into())
+    }
+
+    /// The same middleware with a price cap per cycle.
+    ///
+    /// # Panics
+    /// If `usd` is negative or not finite.
+    pub fn max_price_usd(mut self, usd: f64) -> Self {
+        assert!(
+            usd.is_finite() && usd >= 0.0,
+            "max_price_usd must be finite and not negative, got {usd}"
+        );
+        self.cap = Some(usd);
+        self
+    }
+
+    /// The same middleware with a tool-call cap per cycle.
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.max_steps = Some(steps.max(1));
+        self
+    }
+
+    /// The same middleware with a model-turn cap per cycle.
+    pub fn max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = Some(turns.max(1));
+        self
+    }
+
+    /// The same middleware recording every charge in `journal`.
+    pub fn with_journal(mut self, journal: Arc<dyn AccountingJournal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// The same middleware with manual budget rates (checked: finite, not negative).
+    pub fn manual_rates(self, rates: TokenRates) -> std::result::Result<Self, ConfigErrors> {
+        self.set_manual_rates(rates)?;
+        Ok(self)
+    }
+
+    /// Replaces the manual budget rates for attempts dispatched from now on;
+    /// charges already settled keep the valuation they were dispatched with.
+    pub fn set_manual_rates(&self, rates: TokenRates) -> std::result::Result<(), ConfigErrors> {
+        let mut errors = ConfigErrors::new();
+        for (class, rate) in rates.classes() {
+            if let Some(r) = rate {
+                if !r.is_finite() || r < 0.0 {
+                    let value = if r.is_finite() {
+                        serde_json::json!(r)
+                    } else {
+                        serde_json::json!(r.to_string())
+                    };
+                    errors.push(ConfigError::new(
+                        format!("{class}_cost_per_million"),
+                        Some(value),
+                        "must be a finite number and not negative",
+                    ));
+                }
+            }
+        }
+        errors.into_result()?;
+        *self.manual.write().expect("manual rates lock") = rates;
+        Ok(())
+    }
+
+    /// The budget valuation spent by every cycle this middleware served (the
+    /// lifetime total, reported apart from any one cycle's cap).
+    pub fn lifetime_spend_usd(&self) -> f64 {
+        *self.lifetime.lock().expect("lifetime spend lock")
+    }
+
+    /// The budget of the cycle `ctx` belongs to.
+    pub fn budget<C>(ctx: &RunContext<C>) -> BudgetSnapshot {
+        PriceBudget::of(ctx).snapshot()
+    }
+}
+
+/// Caps tool calls (`max_steps`), model turns (`max_turns`) and USD spend (`max_price_usd`) per execution cycle; price checked before each paid attempt, best effort.
+#[middleware(
+    builtin,
+    name = "limits",
+    config = LimitsConfig,
+    after = ["model_fallback", "model_retry", "output_limit_recovery"],
+    doc(
+        mutation = "None: it only admits or refuses calls and records the cycle's spend in the run context (`PriceBudget`).",
+        events = "`Notice { source: \"price_limit\", is_error: false }` once per cycle per reason when usage cannot be fully priced (a token class with no rate, an unknown model, an attempt that ended without final usage); none when the sink does not want notices (the reasons stay in `LimitsMiddleware::budget`).",
+        failure = "Fails closed: at a limit the call is not made and the run fails with `LimitExceeded` (`max_steps`, `max_turns`, `max_price_usd`). Incomplete pricing warns and continues against the known subtotal. A failure of the accounting journal fails the attempt with a `Middleware` error, and no further paid request of the cycle is sent.",
+        streaming = "Checks before the stream starts and values the accumulated usage when it settles; a request in flight is not an uncertainty.",
+        cache = "Values cache reads, cache writes and one-hour cache writes (requests with `params.extra.cache_ttl = \"1h\"`) at their own rates, never derived from the input or base write rate.",
+        retries = "Ordered inside `model_fallback`, `model_retry` and `output_limit_recovery`, so every paid attempt (retries, fallbacks, escalations) is checked and counted; paid calls made by other middleware count when they go through `PriceBudget::dispatch`."
+    )
+)]
+impl LimitsMiddleware {
+    #[before_agent]
+    fn open_cycle<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        PriceBudget::of(ctx).install(Basis {
+            cap: self.cap,
+            manual: self.manual.clone(),
+            excluded: self.excluded.clone(),
+            journal: self.journal.clone(),
+            lifetime: self.lifetime.clone(),
+        });
+        Ok(())
+    }
+
+    #[before_model]
+    fn count_turn<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+        let _ = request;
+        let Some(max) = self.max_turns else { return Ok(()) };
+        let counts = ctx.local::<Counts>();
+        if counts.turns.load(Ordering::Relaxed) >= max {
+            return Err(TinyAgentsError::limit(
+                "max_turns",
+                format!("this run reached its limit of {max} model turns"),
+            ));
+        }
+        counts.turns.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    #[before_tool]
+    fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
+        let Some(max) = self.max_steps else { return Ok(()) };
+        let counts = ctx.local::<Counts>();
+        if counts.steps.fetch_add(1, Ordering::Relaxed) >= max {
+            return Err(TinyAgentsError::limit(
+                "max_steps",
+                format!(
+                    "this run reached its limit of {max} tool calls; `{}` was not run",
+                    call.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    #[wrap_model]
+    async fn price<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        request: ModelRequest,
+        next: ModelHandler<'_, S, C>,
+    ) -> Result<MiddlewareModelOutcome> {
+        let budget = PriceBudget::of(ctx);
+        let ticket = budget.dispatch(ctx, one_hour_writes(&request))?;
+        let target = request
+            .route
+            .as_ref()
+            .map(|r| r.0.id().to_owned())
+            .or_else(|| request.model.clone())
+            .unwrap_or_default();
+        match next.run(ctx, state, request).await {
+            Ok(outcome) => {
+                let response = outcome.response();
+                let model = response.model.clone().unwrap_or(target);
+                ticket.settle(ctx, &model, response.usage)?;
+                Ok(outcome)
+            }
+            Err(e) => {
+                ticket.settle_unknown(ctx, &e);
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! [`ModelCallLimitMiddleware`]: caps model calls per run and per thread.
+
+use super::counts::{describe, instance_key, ExitBehavior, RunCounts, ThreadCounts};
+use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
+use crate::harness::context::{MiddlewareControl, RunContext};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::model::ModelRequest;
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// Options of [`ModelCallLimitMiddleware`] (`type = "model_call_limit"`); at least one limit must be set.
+///
+/// ```
+/// use tinyagents::config::{from_toml_str, BuildMiddleware};
+/// use tinyagents::middleware::ModelCallLimitConfig;
+///
+/// let config: ModelCallLimitConfig = from_toml_str("run_limit = 10\nthread_limit = 50").unwrap();
+/// let _limit = config.build();
+/// assert!(from_toml_str::<ModelCallLimitConfig>("exit_behavior = \"continue\"\nrun_limit = 1").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "model_call_limit", builds = ModelCallLimitMiddleware, validate = check_model_call_limit)]
+pub struct ModelCallLimitConfig {
+    /// Most model calls in one run.
+    #[config(range = 1..)]
+    pub run_limit: Option<u32>,
+    /// Most model calls across the runs of one thread (`RunConfig::thread_id`).
+    #[config(range = 1..)]
+    pub thread_limit: Option<u32>,
+    /// At the limit: `end` stops the run with a final message naming it, `error` fails the run with `LimitExceeded`.
+    #[config(default = "end", one_of = ["end", "error"])]
+    pub exit_behavior: String,
+}
+
+fn check_model_call_limit(c: &ModelCallLimitConfig) -> std::result::Result<(), ConfigViolation> {
+    if c.run_limit.is_none() && c.thread_limit.is_none() {
+        return Err(ConfigViolation::new(
+            "run_limit",
+            "set `run_limit`, `thread_limit` or both: a limit with no bound does nothing",
+        ));
+    }
+    Ok(())
+}
+
+impl From<ModelCallLimitConfig> for ModelCallLimitMiddleware {
+    fn from(c: ModelCallLimitConfig) -> Self {
+        Self {
+            run_limit: c.run_limit,
+            thread_limit: c.thread_limit,
+            exit: ExitBehavior::parse(&c.exit_behavior),
+            key: instance_key(),
+            threads: ThreadCounts::default(),
+        }
+    }
+}
+
+/// Caps the model calls (turns) of a run and of a conversation thread
+/// (LangChain's `ModelCallLimitMiddleware`). Each turn counts once, in
+/// `before_model`, however many attempts retries or fallbacks make inside
+/// the model onion. At the limit the call is not made: with `end` the run
+/// stops with a final assistant message naming the limit; with `error` it
+/// fails with [`TinyAgentsError::LimitExceeded`]. Every tool call of the
+/// previous reply already has its result, so nothing is left unanswered.
+///
+/// Run counts live in the run's context; thread counts in the middleware
+/// (keyed by `RunConfig::thread_id`), shared by every run of a thread.
+///
+/// ```
+/// use tinyagents::middleware::ModelCallLimitMiddleware;
+/// use tinyagents::prelude::*;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let model = ScriptedModel::new([ScriptedTurn::tool_call("t", serde_json::json!({})), ScriptedTurn::text("x")]);
+/// let tools = ToolRegistry::new().with(tool_fn("t", "T.", |_c, _a| async move { Ok("ok".into()) }))?;
+/// let limit = ModelCallLimitMiddleware::per_run(1);
+/// let agent: Agent<()> = Agent::new(model).with_tools(tools).with_stack(MiddlewareStack::new().with(limit)?);
+/// let run = agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go").await?;
+/// assert_eq!(run.stop, StopReason::StoppedByMiddleware);
+/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct ModelCallLimitMiddleware {
+    run_limit: Option<u32>,
+    thread_limit: Option<u32>,
+    exit: ExitBehavior,
+    key: u64,
+    threads: ThreadCounts,
+}
+
+impl ModelCallLimitMiddleware {
+    /// At most `limit` model calls per run, ending the run at the limit.
+    pub fn per_run(limit: u32) -> Self {
+        Self::from(ModelCallLimitConfig {
+            run_limit: Some(limit.max(1)),
+            thread_limit: None,
+            exit_behavior: "end".into(),
+        })
+    }
+
+    /// A limit from a config built in code, checked first.
+    pub fn try_from_config(config: ModelCallLimitConfig) -> std::result::Result<Self, ConfigErrors> {
+        config.check("")?;
+        Ok(config.into())
+    }
+
+    /// The same middleware also capping each thread at `limit` model calls.
+    pub fn thread_limit(mut self, limit: u32) -> Self {
+        self.thread_limit = Some(limit.max(1));
+        self
+    }
+
+    /// The same middleware failing the run at the limit instead of ending it.
+    pub fn error_at_limit(mut self) -> Self {
+        self.exit = ExitBehavior::Error;
+        self
+    }
+
+    /// The model calls counted so far for `thread`.
+    pub fn thread_count(&self, thread: &str) -> u32 {
+        self.threads.count(thread)
+    }
+
+    /// Starts `thread`'s count over.
+    pub fn reset_thread(&self, thread: &str) {
+        self.threads.reset(thread);
+    }
+}
+
+/// Caps model calls per run and per thread; at the limit the run ends with a final message naming it, or fails with `LimitExceeded`.
+#[middleware(
+    builtin,
+    name = "model_call_limit",
+    config = ModelCallLimitConfig,
+    doc(
+        mutation = "None on the request. At the limit with `end`, it asks the loop to stop with a final assistant message (`Model call limit reached: …`).",
+        events = "With `end`, the loop emits `ControlApplied { control: \"stop_with_final\" }`; nothing of its own otherwise.",
+        failure = "Fails closed: at the limit the call is never made. `error` fails the run with `LimitExceeded { limit: \"model_call_limit\" }`; `end` stops it cleanly. Runs without a `thread_id` are counted per run only.",
+        streaming = "Decides before the call; a call that is admitted streams normally.",
+        cache = "None: the request is not touched.",
+        retries = "Counts turns in `before_model`, outside the model onion: retries and fallbacks inside one turn count once. Use `limits` (`max_price_usd`) to bound every paid attempt."
+    )
+)]
+impl ModelCallLimitMiddleware {
+    #[before_model]
+    fn count<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+        let _ = request;
+        let run = RunCounts::get(ctx, self.key);
+        let thread = self.threads.get(ctx);
+        let over = match (self.run_limit, self.thread_limit) {
+            (Some(limit), _) if run >= limit => Some(format!("this run made {run} model calls")),
+            (_, Some(limit)) if ctx.config().thread_id.is_some() && thread >= limit => {
+                Some(format!("this thread made {thread} model calls"))
+            }
+            _ => None,
+        };
+        if let Some(what) = over {
+            let message = format!(
+                "Model call limit reached: {what}, {}.",
+                describe(self.run_limit, self.thread_limit)
+            );
+            return match self.exit {
+                ExitBehavior::Error => Err(TinyAgentsError::limit("model_call_limit", message)),
+                _ => {
+                    ctx.request_control(MiddlewareControl::StopWithFinal(message));
+                    Ok(())
+                }
+            };
+        }
+        RunCounts::add(ctx, self.key, 1);
+        self.threads.add(ctx, 1);
+        Ok(())
+    }
+}

@@ -1,0 +1,207 @@
+//! [`ToolCallLimitMiddleware`]: caps tool calls per run and per thread, for one tool or all.
+
+use super::counts::{describe, instance_key, ExitBehavior, RunCounts, ThreadCounts};
+use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
+use crate::harness::context::{MiddlewareControl, RunContext};
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::middleware::PreparedBatch;
+use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// Options of [`ToolCallLimitMiddleware`] (`type = "tool_call_limit"`); at least one limit must be set.
+///
+/// ```
+/// use tinyagents::config::{from_toml_str, BuildMiddleware};
+/// use tinyagents::middleware::ToolCallLimitConfig;
+///
+/// let config: ToolCallLimitConfig = from_toml_str("tool_name = \"search\"\nrun_limit = 3").unwrap();
+/// let _limit = config.build();
+/// ```
+#[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
+#[config(type = "tool_call_limit", builds = ToolCallLimitMiddleware, validate = check_tool_call_limit)]
+pub struct ToolCallLimitConfig {
+    /// The tool counted; unset: every tool call counts.
+    pub tool_name: Option<String>,
+    /// Most calls in one run.
+    #[config(range = 1..)]
+    pub run_limit: Option<u32>,
+    /// Most calls across the runs of one thread (`RunConfig::thread_id`).
+    #[config(range = 1..)]
+    pub thread_limit: Option<u32>,
+    /// At the limit: `continue` gives each blocked call an error result, `end` stops the run with a final message, `error` fails it.
+    #[config(default = "continue", one_of = ["continue", "end", "error"])]
+    pub exit_behavior: String,
+}
+
+fn check_tool_call_limit(c: &ToolCallLimitConfig) -> std::result::Result<(), ConfigViolation> {
+    if c.run_limit.is_none() && c.thread_limit.is_none() {
+        return Err(ConfigViolation::new(
+            "run_limit",
+            "set `run_limit`, `thread_limit` or both: a limit with no bound does nothing",
+        ));
+    }
+    if c.tool_name.as_deref() == Some("") {
+        return Err(
+            ConfigViolation::new("tool_name", "must name a tool, or be left out to count every tool").with_value(""),
+        );
+    }
+    Ok(())
+}
+
+impl From<ToolCallLimitConfig> for ToolCallLimitMiddleware {
+    fn from(c: ToolCallLimitConfig) -> Self {
+        Self {
+            tool: c.tool_name,
+            run_limit: c.run_limit,
+            thread_limit: c.thread_limit,
+            exit: ExitBehavior::parse(&c.exit_behavior),
+            key: instance_key(),
+            threads: ThreadCounts::default(),
+        }
+    }
+}
+
+/// Caps tool calls per run and per thread, for one tool or every tool
+/// (LangChain's `ToolCallLimitMiddleware`). It reviews each reply's batch
+/// (`on_tool_batch`) in the model's order, so concurrent calls are counted
+/// deterministically. At the limit:
+///
+/// * `continue` (default): each blocked call gets an error result telling
+///   the model not to call it again; the other calls run; the run goes on.
+/// * `end`: no call of the batch runs (each gets a "not run" result) and the
+///   run stops with a final assistant message naming the limit.
+/// * `error`: the run fails with [`TinyAgentsError::LimitExceeded`].
+///
+/// Every tool call still gets exactly one result. Give each instance its own
+/// name in a stack (`stack.add_named`) to cap several tools separately.
+///
+/// ```
+/// use tinyagents::middleware::ToolCallLimitMiddleware;
+/// let search = ToolCallLimitMiddleware::per_run(Some("search"), 3);
+/// # let _ = search;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolCallLimitMiddleware {
+    tool: Option<String>,
+    run_limit: Option<u32>,
+    thread_limit: Option<u32>,
+    exit: ExitBehavior,
+    key: u64,
+    threads: ThreadCounts,
+}
+
+impl ToolCallLimitMiddleware {
+    /// At most `limit` calls per run of `tool` (or of every tool), blocking the rest (`continue`).
+    pub fn per_run(tool: Option<&str>, limit: u32) -> Self {
+        Self::from(ToolCallLimitConfig {
+            tool_name: tool.map(str::to_owned),
+            run_limit: Some(limit.max(1)),
+            thread_limit: None,
+            exit_behavior: "continue".into(),
+        })
+    }
+
+    /// A limit from a config built in code, checked first.
+    pub fn try_from_config(config: ToolCallLimitConfig) -> std::result::Result<Self, ConfigErrors> {
+        config.check("")?;
+        Ok(config.into())
+    }
+
+    /// The same middleware also capping each thread at `limit` calls.
+    pub fn thread_limit(mut self, limit: u32) -> Self {
+        self.thread_limit = Some(limit.max(1));
+        self
+    }
+
+    /// The same middleware with another exit behaviour.
+    pub fn exit_behavior(mut self, exit: ExitBehavior) -> Self {
+        self.exit = exit;
+        self
+    }
+
+    /// The calls counted so far for `thread`.
+    pub fn thread_count(&self, thread: &str) -> u32 {
+        self.threads.count(thread)
+    }
+
+    /// Starts `thread`'s count over.
+    pub fn reset_thread(&self, thread: &str) {
+        self.threads.reset(thread);
+    }
+
+    fn counts(&self, name: &str) -> bool {
+        self.tool.as_deref().is_none_or(|t| t == name)
+    }
+
+    fn what(&self) -> String {
+        match &self.tool {
+            Some(t) => format!("`{t}`"),
+            None => "tools".to_owned(),
+        }
+    }
+}
+
+/// Caps tool calls per run and per thread, for one tool or all; blocked calls get an error result (`continue`), or the run ends or fails.
+#[middleware(
+    builtin,
+    name = "tool_call_limit",
+    config = ToolCallLimitConfig,
+    doc(
+        mutation = "Rejects blocked calls in the prepared batch with an error result (`Tool call limit reached: …`); with `end`, asks the loop to stop with a final message.",
+        events = "None of its own; blocked calls still get `after_tool` and their result; with `end` the loop emits `ControlApplied { control: \"stop_with_final\" }`.",
+        failure = "Fails closed: a call over the limit never runs. `continue` answers it with an error result, `end` stops the run before any call of the batch runs (each gets a \"not run\" result), `error` fails the run with `LimitExceeded { limit: \"tool_call_limit\" }`. Runs without a `thread_id` are counted per run only.",
+        streaming = "Decides on the whole batch before any call starts; admitted calls stream progress normally.",
+        cache = "None: the request is not touched; error results enter the conversation like any tool result.",
+        retries = "Counts each call once in the batch review, outside the tool onion: tool retries inside a call do not count again."
+    )
+)]
+impl ToolCallLimitMiddleware {
+    #[on_tool_batch]
+    fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
+        let mut run = RunCounts::get(ctx, self.key);
+        let mut thread = self.threads.get(ctx);
+        let has_thread = ctx.config().thread_id.is_some();
+        let (mut admitted, mut blocked) = (0u32, Vec::new());
+        for (i, p) in batch.calls().iter().enumerate() {
+            if !self.counts(&p.call.name) {
+                continue;
+            }
+            let over_run = self.run_limit.is_some_and(|l| run >= l);
+            let over_thread = has_thread && self.thread_limit.is_some_and(|l| thread >= l);
+            if over_run || over_thread {
+                blocked.push((i, p.call.name.clone(), if over_run { "run" } else { "thread" }));
+            } else {
+                run += 1;
+                thread += 1;
+                admitted += 1;
+            }
+        }
+        if blocked.is_empty() || self.exit == ExitBehavior::Continue {
+            RunCounts::add(ctx, self.key, admitted);
+            self.threads.add(ctx, admitted);
+        }
+        let Some((_, _, scope)) = blocked.first() else {
+            return Ok(());
+        };
+        let message = format!(
+            "Tool call limit reached for {}: {}; this {scope} has used them all.",
+            self.what(),
+            describe(self.run_limit, self.thread_limit)
+        );
+        match self.exit {
+            ExitBehavior::Error => Err(TinyAgentsError::limit("tool_call_limit", message)),
+            ExitBehavior::End => {
+                ctx.request_control(MiddlewareControl::StopWithFinal(message));
+                Ok(())
+            }
+            ExitBehavior::Continue => {
+                for (i, name, _) in blocked {
+                    batch.reject(
+                        i,
+                        format!("{message} The call to `{name}` was not run; do not call it again."),
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+}
