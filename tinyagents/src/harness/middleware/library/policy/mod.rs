@@ -1,11 +1,16 @@
 //! Tool policy and tool exposure built-ins: see the table in [the library docs](super).
 
 mod contextual_tool_selection;
+mod human_in_the_loop;
 mod tool_allowlist;
 mod tool_lists;
 mod tool_policy;
 
 pub use contextual_tool_selection::{ContextualToolSelectionMiddleware, ToolSelectionConfig, ToolSelectionContext};
+pub use human_in_the_loop::{
+    ApprovalRequest, Decision, DecisionKind, HitlConfig, HitlInterrupt, HitlResume, HumanInTheLoopMiddleware,
+    InterruptOn,
+};
 pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG, DENY_TAG};
 pub use tool_lists::ToolLists;
 pub use tool_policy::{ToolPolicyConfig, ToolPolicyMiddleware};
@@ -26,4 +31,5 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<ToolPolicyMiddleware>(),
     doc_of::<ContextualToolSelectionMiddleware>(),
     doc_of::<ToolAllowlistMiddleware>(),
+    doc_of::<HumanInTheLoopMiddleware>(),
 ];
