@@ -38,10 +38,15 @@ builtins![
     ModelRetryConfig,
     ToolRetryConfig,
     RateLimiterConfig,
+    // limits
+    ModelCallLimitConfig,
+    ToolCallLimitConfig,
+    LimitsConfig,
     // policy
     ToolPolicyConfig,
     ToolSelectionConfig,
     ToolAllowlistConfig,
+    HitlConfig,
     // guard
     ShellFsGuardConfig,
     PiiConfig,
@@ -55,6 +60,7 @@ builtins![
     ContextConfig,
     // output
     OutputLimitRecoveryConfig,
+    StructuredOutputConfig,
     // hooks
     crate::hooks::ExternalHooksConfig,
 ];

@@ -2,29 +2,7 @@
 //! say where each key is), [`FileErrors`] (every problem, each with its line
 //! and column) and [`MiddlewareRegistry::build_file`].
 //!
-//! The file format:
-//!
-//! ```toml
-//! # Middleware, in order. Options are inline; `enabled = false` removes an entry
-//! # (and a built-in that is on by default).
-//! [[middleware]]
-//! type = "logging"
-//! level = "debug"
-//!
-//! # External command hooks (see `tinyagents::hooks`): one `external_hooks`
-//! # middleware, added after every `[[middleware]]` entry.
-//! [[hooks]]
-//! event = "pre_tool_use"
-//! matcher = "^shell$"
-//! command = "./scripts/check-shell.sh"
-//! timeout_ms = 5000
-//!
-//! # Read by the `tinyagents` command only.
-//! [agent]
-//! prompt = "List the files."
-//! [[script]]
-//! text = "Done."
-//! ```
+//! The file format is described on [`ConfigFile`].
 //!
 //! The top-level sections are [`FILE_SECTIONS`]; any other key is an error.
 
@@ -71,7 +49,7 @@ pub struct LocatedError {
 }
 
 /// Every problem found in a configuration file, each with its location.
-/// Displays one per line, as `agent.toml:7:21: `middleware[2].max_steps` = 0: must be in 1..=100`.
+/// Displays one per line, as ``agent.toml:7:21: `middleware[2].max_steps` = 0: must be in 1..=100``.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileErrors {
     /// The file's name, as given.
@@ -117,6 +95,33 @@ impl From<FileErrors> for TinyAgentsError {
 
 /// A parsed TOML configuration file: its value (as JSON, as the config
 /// readers take it) and its syntax tree, to say where a path is.
+///
+/// The file format:
+///
+/// ```toml
+/// # Middleware, in order. Options are inline; `enabled = false` removes an entry
+/// # (and a built-in that is on by default).
+/// [[middleware]]
+/// type = "logging"
+/// level = "debug"
+///
+/// # External command hooks (see `tinyagents::hooks`): one `external_hooks`
+/// # middleware, added after every `[[middleware]]` entry.
+/// [[hooks]]
+/// event = "pre_tool_use"
+/// matcher = "^shell$"
+/// command = "./scripts/check-shell.sh"
+/// timeout_ms = 5000
+///
+/// # Read by the `tinyagents` command only.
+/// [agent]
+/// prompt = "List the files."
+/// [[script]]
+/// text = "Done."
+/// ```
+///
+/// The top-level sections are [`FILE_SECTIONS`]; any other key is an error.
+/// Defaults (built-ins on by default) come first, then the entries. Errors:
 ///
 /// ```
 /// use tinyagents::config::{ConfigFile, Location};
@@ -254,8 +259,8 @@ where
     S: Send + Sync + 'static,
     C: Send + Sync + 'static,
 {
-    /// Builds the stack an agent file describes (see [the module docs](self)
-    /// and [`build_stack`](Self::build_stack)): every error of the file, each
+    /// Builds the stack an agent file describes (see [`ConfigFile`] for the
+    /// format and [`build_stack`](Self::build_stack)): every error of the file, each
     /// with its line and column, and no stack unless there are none.
     ///
     /// ```

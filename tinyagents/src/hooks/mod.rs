@@ -29,7 +29,7 @@
 //! | `pre_tool_use` | `before_tool` | `tool_*` | block (that call gets an error result), approve, rewrite input, context (appended to the call's result), stop, message |
 //! | `post_tool_use` | `after_tool` | `tool_*`, `tool_output`, `tool_error` | block (the result becomes an error result with the reason), context (appended to the result), stop, message |
 //! | `pre_compact` | only through [`ExternalHooksMiddleware::pre_compact`]: the core has no hook point before a compaction | `compaction` | block (the caller should not compact), message |
-//! | `post_compact` | `before_model`, once per new entry of the run's [`CompressionLog`](crate::harness::provenance::CompressionLog) (place the hooks after the compaction middleware: the default) | `compaction` | context, stop, message |
+//! | `post_compact` | `before_model`, once per new entry of the run's [`CompressionLog`] (place the hooks after the compaction middleware: the default) | `compaction` | context, stop, message |
 //! | `stop` | `after_agent` | `final_text`, `stop_reason` | message (the run has ended: a block is reported as a `Notice`) |
 //!
 //! Additional context of `session_start`, `user_prompt_submit` and
