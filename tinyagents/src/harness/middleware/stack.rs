@@ -669,6 +669,7 @@ where
     /// what the DSL gives a plain fn) they run right here, and the returned
     /// future is already complete: no boxed future, no allocation per delta.
     /// Otherwise the returned future runs them when awaited.
+    #[inline]
     pub fn run_on_model_delta<'a>(
         &'a self,
         ctx: &'a mut RunContext<C>,
@@ -686,6 +687,7 @@ where
     }
 
     /// Runs `on_tool_delta` hooks in registration order; see [`run_on_model_delta`](Self::run_on_model_delta).
+    #[inline]
     pub fn run_on_tool_delta<'a>(
         &'a self,
         ctx: &'a mut RunContext<C>,
@@ -702,6 +704,7 @@ where
         )
     }
 
+    #[inline]
     fn run_delta<'a, D: Suppressible + Send>(
         &'a self,
         hook: HookKind,
@@ -715,15 +718,37 @@ where
         if list.is_empty() {
             return DeltaDispatch::done();
         }
-        if self.all_sync[hook as usize] {
-            return match Self::deltas_now(list, hook, ctx, state, delta, now) {
-                Ok(()) => DeltaDispatch::done(),
-                Err(e) => DeltaDispatch::later(Box::pin(async move {
-                    self.run_on_error(ctx, state, &e).await;
-                    Err(e)
-                })),
-            };
+        if !self.all_sync[hook as usize] {
+            return self.deltas_later(hook, ctx, state, delta, now, later);
         }
+        match Self::deltas_now(list, hook, ctx, state, delta, now) {
+            Ok(()) => DeltaDispatch::done(),
+            Err(e) => self.delta_failed(ctx, state, e),
+        }
+    }
+
+    /// A delta hook failed: every `on_error` sees it when the dispatch is awaited.
+    #[cold]
+    #[inline(never)]
+    fn delta_failed<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, e: TinyAgentsError) -> DeltaDispatch<'a> {
+        DeltaDispatch::later(Box::pin(async move {
+            self.run_on_error(ctx, state, &e).await;
+            Err(e)
+        }))
+    }
+
+    /// Some delta hook is async: the whole pass runs when the dispatch is awaited.
+    #[inline(never)]
+    fn deltas_later<'a, D: Suppressible + Send>(
+        &'a self,
+        hook: HookKind,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut D,
+        now: SyncDeltaFn<S, C, D>,
+        later: HookFn<S, C, D>,
+    ) -> DeltaDispatch<'a> {
+        let list = &self.lists[hook as usize];
         DeltaDispatch::later(Box::pin(async move {
             for slot in list {
                 let res = if slot.sync {
