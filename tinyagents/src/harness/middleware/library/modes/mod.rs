@@ -1,6 +1,21 @@
-//! Built-ins: see the table in [the library docs](super).
+//! Agent-mode and edit-review built-ins: see the table in [the library docs](super).
 
+mod agent_mode;
+
+pub use agent_mode::{
+    AgentMode, AgentModeConfig, AgentModeMiddleware, MODE_KEY, MODE_TAG, PLAN_REMINDER, REVIEW_REMINDER,
+};
+
+use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
 
+/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
+const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
+    match M::DOC {
+        Some(doc) => doc,
+        None => panic!("a built-in always has a doc"),
+    }
+}
+
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<AgentModeMiddleware>()];
