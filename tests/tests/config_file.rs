@@ -266,3 +266,36 @@ fn a_registered_type_cannot_be_registered_twice_and_a_default_must_be_valid() {
         .to_string();
     assert!(err.contains("defaults.recovery.max_continuations"), "{err}");
 }
+
+#[test]
+fn an_external_hooks_entry_places_the_hooks_itself() {
+    let text = r#"
+[[middleware]]
+type = "external_hooks"
+hooks = [{ event = "stop", command = "true" }]
+
+[[middleware]]
+type = "logging"
+"#;
+    let mut registry = registry();
+    registry.clear_default("output_limit_recovery");
+    assert_eq!(build(&registry, text).unwrap().names(), ["external_hooks", "logging"]);
+
+    let text = r#"
+[[middleware]]
+type = "external_hooks"
+hook = []
+hooks = [{ event = "stop", command = "true", matcher = "^shell$", timeout_ms = 0 }]
+"#;
+    let err = build(&registry, text).unwrap_err().to_string();
+    assert!(err.contains("`middleware[0].hook` = []: unknown key"), "{err}");
+    assert!(err.contains("did you mean `hooks`?"), "{err}");
+    assert!(
+        err.contains("`middleware[0].hooks[0].matcher` = \"^shell$\": `stop` concerns no tool"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`middleware[0].hooks[0].timeout_ms` = 0: must be in 1..=3600000"),
+        "{err}"
+    );
+}
