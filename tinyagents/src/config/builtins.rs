@@ -50,6 +50,8 @@ builtins![
     // guard
     ShellFsGuardConfig,
     PiiConfig,
+    // modes
+    AgentModeConfig,
     // prompt
     DynamicPromptConfig,
     PromptCacheLayoutConfig,
