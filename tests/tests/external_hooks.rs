@@ -349,3 +349,20 @@ async fn a_blocked_prompt_fails_the_run() {
     assert!(err.to_string().contains("contains a secret"));
     assert_eq!(out.model.calls(), 0);
 }
+
+#[test]
+fn a_runtime_without_io_reports_the_hook_as_failed_instead_of_panicking() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let dir = temp_dir("no-io");
+    let cmd = script(&dir, "ok.sh", "echo '{}'");
+    let hook = hook(HookEvent::PreToolUse, cmd);
+    let input = tinyagents::hooks::HookInput::new(HookEvent::PreToolUse, "run-1", dir.display().to_string());
+    let run = rt.block_on(tinyagents::hooks::run_hook(&hook, &input, &dir));
+    match run {
+        tinyagents::hooks::HookRun::Failed(message) => assert!(message.contains("IO enabled"), "{message}"),
+        other => panic!("expected a failed hook, got {other:?}"),
+    }
+}

@@ -179,6 +179,9 @@ pub enum HookRun {
 /// The command runs as `sh -c COMMAND` in a process group of its own. When
 /// the timeout passes, the whole group is killed (`SIGKILL`), so the
 /// children it started die with it, and the run is [`HookRun::Failed`].
+///
+/// It needs a Tokio runtime with IO enabled (`#[tokio::main]` and
+/// `Builder::enable_all()` have it); without, the hook is [`HookRun::Failed`].
 pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> HookRun {
     let payload = match serde_json::to_vec(input) {
         Ok(p) => p,
@@ -199,9 +202,18 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
-    let mut child = match command.spawn() {
-        Ok(c) => c,
-        Err(e) => return HookRun::Failed(format!("cannot start `{}`: {e}", hook.command)),
+    // Tokio panics when the runtime has no IO driver: report it as a failed hook instead.
+    let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn()));
+    let mut child = match spawned {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return HookRun::Failed(format!("cannot start `{}`: {e}", hook.command)),
+        Err(_) => {
+            return HookRun::Failed(format!(
+                "cannot start `{}`: hook commands need a Tokio runtime with IO enabled \
+                 (`Builder::enable_all()` or `enable_io()`)",
+                hook.command
+            ))
+        }
     };
     let pid = child.id();
     let stdin = child.stdin.take();
