@@ -1,6 +1,7 @@
 //! Context built-ins (trimming, editing, summarisation, compression, the
 //! context monitor): see the table in [the library docs](super).
 
+mod delta_compression;
 mod editing;
 mod monitor;
 mod summarization;
@@ -8,6 +9,7 @@ mod summarizer;
 mod trimming;
 mod window;
 
+pub use delta_compression::{DeltaCompression, DeltaCompressionConfig};
 pub use editing::{ContextEditing, ContextEditingConfig};
 pub use monitor::{ContextConfig, ContextMiddleware};
 pub use summarization::{Summarization, SummarizationConfig, SummaryTrigger};
@@ -31,4 +33,5 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<Summarization>(),
     doc_of::<ContextEditing>(),
     doc_of::<ContextMiddleware>(),
+    doc_of::<DeltaCompression>(),
 ];
