@@ -1,17 +1,21 @@
 //! Context built-ins (trimming, editing, summarisation, compression, the
 //! context monitor): see the table in [the library docs](super).
 
+mod artifacts;
 mod delta_compression;
 mod editing;
 mod monitor;
+mod output_compression;
 mod summarization;
 mod summarizer;
 mod trimming;
 mod window;
 
+pub use artifacts::{ArtifactStore, ReadArtifactTool};
 pub use delta_compression::{DeltaCompression, DeltaCompressionConfig};
 pub use editing::{ContextEditing, ContextEditingConfig};
 pub use monitor::{ContextConfig, ContextMiddleware};
+pub use output_compression::{OutputCompression, OutputCompressionConfig};
 pub use summarization::{Summarization, SummarizationConfig, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
 pub use trimming::{MessageTrimming, MessageTrimmingConfig, TrimStrategy};
@@ -34,4 +38,5 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<ContextEditing>(),
     doc_of::<ContextMiddleware>(),
     doc_of::<DeltaCompression>(),
+    doc_of::<OutputCompression>(),
 ];
