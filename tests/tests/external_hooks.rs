@@ -366,3 +366,45 @@ fn a_runtime_without_io_reports_the_hook_as_failed_instead_of_panicking() {
         other => panic!("expected a failed hook, got {other:?}"),
     }
 }
+
+/// A stand-in compactor: asks the `pre_compact` hooks before it would compact.
+struct Compactor {
+    blocked: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+#[middleware(name = "compactor")]
+impl Compactor {
+    #[before_model]
+    async fn compact<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        let answer = tinyagents::hooks::pre_compact(ctx, json!({ "middleware": "compactor", "messages": 3 })).await;
+        *self.blocked.lock().unwrap() = answer.blocked;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn compaction_code_asks_the_pre_compact_hooks() {
+    let dir = temp_dir("pre-compact");
+    let cmd = script(
+        &dir,
+        "keep.sh",
+        "cat > compact.json\necho '{\"decision\": \"block\", \"reason\": \"keep the history\"}'",
+    );
+    let blocked = Arc::new(std::sync::Mutex::new(None));
+    let stack = MiddlewareStack::new()
+        .with(Compactor {
+            blocked: blocked.clone(),
+        })
+        .unwrap()
+        .with(ExternalHooksMiddleware::new([hook(HookEvent::PreCompact, cmd)]).in_dir(&dir))
+        .unwrap();
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("hi")])).with_stack(stack);
+    agent
+        .run(&mut RunContext::new(RunConfig::new("run-1"), ()), &(), "hello")
+        .await
+        .unwrap();
+    assert_eq!(blocked.lock().unwrap().as_deref(), Some("keep the history"));
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("compact.json")).unwrap()).unwrap();
+    assert_eq!(input["event"], "pre_compact");
+    assert_eq!(input["compaction"]["messages"], 3);
+}

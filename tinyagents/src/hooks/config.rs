@@ -32,7 +32,7 @@ pub enum HookEvent {
     Stop,
     /// Context is about to be compacted. The core has no hook point before
     /// a compaction, so it fires only when compaction code calls
-    /// [`ExternalHooksMiddleware::pre_compact`](super::ExternalHooksMiddleware::pre_compact).
+    /// [`hooks::pre_compact`](super::pre_compact).
     PreCompact,
     /// Context was compacted: fired from `before_model` for every new entry
     /// of the run's compression log; the input carries `compaction`.

@@ -28,7 +28,7 @@
 //! | `permission_request` | `on_tool_batch` (before any `pre_tool_use`) | `tool_*` | block (that call gets an error result), approve, rewrite input (applied in `before_tool`, before `pre_tool_use` hooks see it), stop, message |
 //! | `pre_tool_use` | `before_tool` | `tool_*` | block (that call gets an error result), approve, rewrite input, context (appended to the call's result), stop, message |
 //! | `post_tool_use` | `after_tool` | `tool_*`, `tool_output`, `tool_error` | block (the result becomes an error result with the reason), context (appended to the result), stop, message |
-//! | `pre_compact` | only through [`ExternalHooksMiddleware::pre_compact`]: the core has no hook point before a compaction | `compaction` | block (the caller should not compact), message |
+//! | `pre_compact` | when compaction code calls [`pre_compact`] (the core has no hook point before a compaction; the hooks middleware makes itself reachable from the run in `before_agent`) | `compaction` | block (the caller should not compact), message |
 //! | `post_compact` | `before_model`, once per new entry of the run's [`CompressionLog`] (place the hooks after the compaction middleware: the default) | `compaction` | context, stop, message |
 //! | `stop` | `after_agent` | `final_text`, `stop_reason` | message (the run has ended: a block is reported as a `Notice`) |
 //!
@@ -138,6 +138,36 @@ impl Combined {
     /// The additional context joined by blank lines, when there is any.
     pub fn context(&self) -> Option<String> {
         (!self.additional_context.is_empty()).then(|| self.additional_context.join("\n\n"))
+    }
+}
+
+/// The hooks of a run that listen to `pre_compact`, installed as a run local
+/// by [`ExternalHooksMiddleware`] in `before_agent`, for [`pre_compact`].
+#[derive(Debug, Default)]
+struct PreCompactHooks(Mutex<Option<ExternalHooksMiddleware>>);
+
+/// Fires the run's `pre_compact` hooks, if it has any: compaction code calls
+/// this before it compacts (the core has no hook point there) and does not
+/// compact when the answer is blocked. Without an [`ExternalHooksMiddleware`]
+/// listening to `pre_compact` in the run's stack, it does nothing and
+/// returns the empty answer.
+///
+/// ```
+/// use tinyagents::prelude::*;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
+/// let answer = tinyagents::hooks::pre_compact(&ctx, serde_json::json!({ "middleware": "summarization" })).await;
+/// assert!(answer.blocked.is_none() && answer.ran == 0);
+/// # });
+/// ```
+pub async fn pre_compact<C>(ctx: &RunContext<C>, details: Value) -> Combined {
+    let hooks = ctx
+        .try_local::<PreCompactHooks>()
+        .and_then(|h| h.0.lock().expect("hooks lock").clone());
+    match hooks {
+        Some(hooks) => hooks.pre_compact(ctx, details).await,
+        None => Combined::default(),
     }
 }
 
@@ -352,6 +382,9 @@ fn truncate(text: &str, max: usize) -> String {
 impl ExternalHooksMiddleware {
     #[before_agent]
     async fn session_start<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        if self.listens(HookEvent::PreCompact) {
+            *ctx.local::<PreCompactHooks>().0.lock().expect("hooks lock") = Some(self.clone());
+        }
         if !self.listens(HookEvent::SessionStart) {
             return Ok(());
         }
