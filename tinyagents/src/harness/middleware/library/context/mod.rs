@@ -8,6 +8,7 @@ mod monitor;
 mod output_compression;
 mod summarization;
 mod summarizer;
+mod transcript;
 mod trimming;
 mod window;
 
@@ -18,6 +19,7 @@ pub use monitor::{ContextConfig, ContextMiddleware};
 pub use output_compression::{OutputCompression, OutputCompressionConfig};
 pub use summarization::{Summarization, SummarizationConfig, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
+pub use transcript::{TranscriptCompression, TranscriptCompressionConfig};
 pub use trimming::{MessageTrimming, MessageTrimmingConfig, TrimStrategy};
 
 use crate::docs::MiddlewareMetadata;
@@ -39,4 +41,5 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<ContextMiddleware>(),
     doc_of::<DeltaCompression>(),
     doc_of::<OutputCompression>(),
+    doc_of::<TranscriptCompression>(),
 ];
