@@ -59,6 +59,9 @@ builtins![
     MessageTrimmingConfig,
     SummarizationConfig,
     ContextEditingConfig,
+    TranscriptCompressionConfig,
+    DeltaCompressionConfig,
+    OutputCompressionConfig,
     ContextConfig,
     // output
     OutputLimitRecoveryConfig,
