@@ -41,6 +41,25 @@ pub struct Charge {
 /// Where charges are recorded durably (a journal, a database). A failure
 /// to record is an execution error: the attempt fails and no further paid
 /// request of the cycle is sent.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use tinyagents::middleware::{AccountingJournal, Charge, LimitsMiddleware};
+///
+/// #[derive(Default)]
+/// struct Lines(Mutex<Vec<String>>);
+///
+/// impl AccountingJournal for Lines {
+///     fn record(&self, run_id: &str, charge: &Charge) -> Result<(), String> {
+///         let line = format!("{run_id} {} {:?}", charge.model, charge.budget_usd);
+///         self.0.lock().map_err(|e| e.to_string())?.push(line);
+///         Ok(())
+///     }
+/// }
+///
+/// let limits = LimitsMiddleware::new().max_price_usd(5.0).with_journal(Arc::new(Lines::default()));
+/// # let _ = limits;
+/// ```
 pub trait AccountingJournal: Send + Sync {
     /// Records one charge of run `run_id`.
     fn record(&self, run_id: &str, charge: &Charge) -> std::result::Result<(), String>;

@@ -41,6 +41,30 @@ impl BucketSpec {
 /// longer than `max_wait`, it reserves nothing and returns `Err(wait)`.
 /// Reservations are exact under contention: each caller gets its own slot,
 /// so N concurrent callers are admitted exactly as fast as the bucket allows.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tinyagents::middleware::{BucketSpec, InMemoryRateLimitStore, RateLimitStore, RateLimiterMiddleware};
+///
+/// /// Prefixes every key with a tenant, over the in-memory store.
+/// struct Tenant(&'static str, InMemoryRateLimitStore);
+///
+/// impl RateLimitStore for Tenant {
+///     fn reserve(
+///         &self,
+///         key: &str,
+///         spec: BucketSpec,
+///         now: tokio::time::Instant,
+///         max_wait: Option<Duration>,
+///     ) -> Result<Duration, Duration> {
+///         self.1.reserve(&format!("{}/{key}", self.0), spec, now, max_wait)
+///     }
+/// }
+///
+/// let limiter = RateLimiterMiddleware::new(5.0, 5).with_store(Arc::new(Tenant("acme", Default::default())));
+/// # let _ = limiter;
+/// ```
 pub trait RateLimitStore: Send + Sync {
     /// Reserves one token; see the trait docs.
     fn reserve(
