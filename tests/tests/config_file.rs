@@ -65,6 +65,19 @@ fn registry() -> MiddlewareRegistry<()> {
     registry
 }
 
+/// The registry's default-on built-ins, then `names`.
+fn after_defaults(registry: &MiddlewareRegistry<()>, names: &[&'static str]) -> Vec<&'static str> {
+    registry.defaults().chain(names.iter().copied()).collect()
+}
+
+/// The registry with no middleware on by default.
+fn without_defaults(mut registry: MiddlewareRegistry<()>) -> MiddlewareRegistry<()> {
+    for t in registry.defaults().collect::<Vec<_>>() {
+        registry.clear_default(t);
+    }
+    registry
+}
+
 fn build(registry: &MiddlewareRegistry<()>, text: &str) -> Result<MiddlewareStack<()>, tinyagents::config::FileErrors> {
     registry.build_file(&ConfigFile::parse("agent.toml", text).unwrap())
 }
@@ -90,26 +103,17 @@ type = "audit"
     // the default-on built-ins first; `recovery` must run after `audit`: the only move from file order
     assert_eq!(
         stack.names(),
-        [
-            "output_limit_recovery",
-            "logging",
-            "tool_allowlist",
-            "audit",
-            "recovery"
-        ]
+        after_defaults(&registry(), &["logging", "tool_allowlist", "audit", "recovery"])
     );
+    assert!(registry().defaults().any(|t| t == "output_limit_recovery"));
 }
 
 #[test]
 fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
     let text =
         "[[middleware]]\ntype = \"recovery\"\n[[middleware]]\ntype = \"logging\"\n[[middleware]]\ntype = \"audit\"\n";
-    let from_file = build(&registry(), text).unwrap();
-    // the default-on built-ins come first, built from their defaults
-    let defaults = tinyagents::middleware::OutputLimitRecoveryConfig::defaults().unwrap();
+    let from_file = build(&without_defaults(registry()), text).unwrap();
     let in_code: MiddlewareStack<()> = MiddlewareStack::new()
-        .with(defaults.build())
-        .unwrap()
         .with(Recovery)
         .unwrap()
         .with(tinyagents::middleware::LoggingMiddleware::new())
@@ -117,10 +121,22 @@ fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
         .with(Audit)
         .unwrap();
     assert_eq!(from_file.names(), in_code.names());
-    assert_eq!(
-        from_file.names(),
-        ["output_limit_recovery", "logging", "audit", "recovery"]
-    );
+    assert_eq!(from_file.names(), ["logging", "audit", "recovery"]);
+    // a default-on built-in in code: built from its defaults, as the file does
+    let text = "[[middleware]]\ntype = \"logging\"\n";
+    let mut registry = without_defaults(registry());
+    registry.set_default("output_limit_recovery", json!({})).unwrap();
+    let from_file = build(&registry, text).unwrap();
+    let in_code: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(
+            tinyagents::middleware::OutputLimitRecoveryConfig::defaults()
+                .unwrap()
+                .build(),
+        )
+        .unwrap()
+        .with(tinyagents::middleware::LoggingMiddleware::new())
+        .unwrap();
+    assert_eq!(from_file.names(), in_code.names());
     for hook in HookKind::ALL {
         assert_eq!(from_file.implementors(hook), in_code.implementors(hook), "{hook:?}");
     }
@@ -128,9 +144,7 @@ fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
 
 #[test]
 fn a_default_is_replaced_by_an_entry_of_its_type_and_removed_by_enabled_false() {
-    let mut registry = registry();
-    assert_eq!(registry.defaults().collect::<Vec<_>>(), ["output_limit_recovery"]);
-    registry.clear_default("output_limit_recovery");
+    let mut registry = without_defaults(registry());
     registry.set_default("audit", json!({ "label": "default" })).unwrap();
     registry.set_default("logging", json!({})).unwrap();
     assert_eq!(registry.defaults().collect::<Vec<_>>(), ["audit", "logging"]);
@@ -231,7 +245,10 @@ fn a_missing_key_points_at_its_table_and_bad_toml_at_the_syntax_error() {
 fn hooks_entries_become_one_external_hooks_middleware_after_the_entries() {
     let text = "[[hooks]]\nevent = \"stop\"\ncommand = \"true\"\n\n[[middleware]]\ntype = \"logging\"\n";
     let stack = build(&registry(), text).unwrap();
-    assert_eq!(stack.names(), ["output_limit_recovery", "logging", "external_hooks"]);
+    assert_eq!(
+        stack.names(),
+        after_defaults(&registry(), &["logging", "external_hooks"])
+    );
     assert!(stack.implementors(HookKind::OnToolBatch).contains(&"external_hooks"));
 }
 
@@ -277,8 +294,7 @@ hooks = [{ event = "stop", command = "true" }]
 [[middleware]]
 type = "logging"
 "#;
-    let mut registry = registry();
-    registry.clear_default("output_limit_recovery");
+    let registry = without_defaults(registry());
     assert_eq!(build(&registry, text).unwrap().names(), ["external_hooks", "logging"]);
 
     let text = r#"
