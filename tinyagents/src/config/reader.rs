@@ -5,7 +5,6 @@
 
 use std::ops::RangeBounds;
 
-use serde::de::value::F64Deserializer;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -78,11 +77,8 @@ impl<'a> ConfigReader<'a> {
         match <T as Deserialize<'_>>::deserialize(v) {
             Ok(t) => Some(t),
             // TOML's `nan` and `inf` reach float fields (JSON cannot carry them), for `finite` to judge
-            Err(_)
-                if non_finite(v)
-                    .is_some_and(|f| T::deserialize(F64Deserializer::<serde_json::Error>::new(f)).is_ok()) =>
-            {
-                T::deserialize(F64Deserializer::<serde_json::Error>::new(non_finite(v)?)).ok()
+            Err(_) if non_finite(v).is_some_and(|f| T::deserialize(NonFinite(f)).is_ok()) => {
+                T::deserialize(NonFinite(non_finite(v)?)).ok()
             }
             Err(e) => {
                 self.checker.errors.push(ConfigError::new(
@@ -146,6 +142,27 @@ fn non_finite(v: &Value) -> Option<f64> {
         INF => Some(f64::INFINITY),
         NEG_INF => Some(f64::NEG_INFINITY),
         _ => None,
+    }
+}
+
+/// A non-finite float handed to a float field, plain or optional (`Option<f64>`).
+struct NonFinite(f64);
+
+impl<'de> serde::Deserializer<'de> for NonFinite {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_f64(self.0)
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_some(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
     }
 }
 
