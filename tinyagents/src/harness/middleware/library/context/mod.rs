@@ -6,6 +6,7 @@ mod delta_compression;
 mod editing;
 mod monitor;
 mod output_compression;
+mod retrieval;
 mod summarization;
 mod summarizer;
 mod transcript;
@@ -17,6 +18,7 @@ pub use delta_compression::{DeltaCompression, DeltaCompressionConfig};
 pub use editing::{ContextEditing, ContextEditingConfig};
 pub use monitor::{ContextConfig, ContextMiddleware};
 pub use output_compression::{OutputCompression, OutputCompressionConfig};
+pub use retrieval::{RetrievalCompression, RetrievalCompressionConfig};
 pub use summarization::{Summarization, SummarizationConfig, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
 pub use transcript::{TranscriptCompression, TranscriptCompressionConfig};
@@ -42,4 +44,5 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<DeltaCompression>(),
     doc_of::<OutputCompression>(),
     doc_of::<TranscriptCompression>(),
+    doc_of::<RetrievalCompression>(),
 ];
