@@ -39,6 +39,8 @@ pub struct Loaded {
     pub tools: Vec<String>,
     /// The hook commands of the stack's `external_hooks` (for `check`).
     pub hooks: Vec<tinyagents::hooks::HookCommand>,
+    /// The built-ins in the stack because they are on by default.
+    pub defaults: Vec<&'static str>,
 }
 
 const AGENT_KEYS: [&str; 6] = [
@@ -244,6 +246,17 @@ pub fn load(path: &Path, script_file: Option<&Path>) -> Result<Loaded, Vec<FileE
     let file = ConfigFile::read(path).map_err(|e| vec![e])?;
     let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
     let stack = registry.build_file(&file);
+    let named: Vec<&str> = file
+        .section("middleware")
+        .and_then(Value::as_array)
+        .map(|entries| {
+            entries
+                .iter()
+                .filter_map(|e| e.get("type").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    let defaults: Vec<&'static str> = registry.defaults().filter(|t| !named.contains(t)).collect();
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let base = if base.as_os_str().is_empty() {
         PathBuf::from(".")
@@ -317,6 +330,7 @@ pub fn load(path: &Path, script_file: Option<&Path>) -> Result<Loaded, Vec<FileE
         script,
         tools,
         hooks,
+        defaults,
     })
 }
 

@@ -121,7 +121,17 @@ fn check(path: &Path) -> ExitCode {
     );
     let width = loaded.stack.names().iter().map(|n| n.len()).max().unwrap_or(0);
     for (i, info) in loaded.stack.infos().enumerate() {
-        println!("  {:>2}. {:<width$}  {}", i + 1, info.name, hook_names(info.hooks));
+        let default = if loaded.defaults.contains(&info.name.as_ref()) {
+            "  (on by default)"
+        } else {
+            ""
+        };
+        println!(
+            "  {:>2}. {:<width$}  {}{default}",
+            i + 1,
+            info.name,
+            hook_names(info.hooks)
+        );
     }
     if !loaded.hooks.is_empty() {
         println!("external hooks:");
