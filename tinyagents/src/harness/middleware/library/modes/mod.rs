@@ -1,10 +1,12 @@
 //! Agent-mode and edit-review built-ins: see the table in [the library docs](super).
 
 mod agent_mode;
+mod parallel_edit_guard;
 
 pub use agent_mode::{
     AgentMode, AgentModeConfig, AgentModeMiddleware, MODE_KEY, MODE_TAG, PLAN_REMINDER, REVIEW_REMINDER,
 };
+pub use parallel_edit_guard::{ParallelEditGuard, ParallelEditGuardConfig};
 
 use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
@@ -18,4 +20,4 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 }
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<AgentModeMiddleware>()];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<AgentModeMiddleware>(), doc_of::<ParallelEditGuard>()];
