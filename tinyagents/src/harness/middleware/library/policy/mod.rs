@@ -1,12 +1,14 @@
 //! Tool policy and tool exposure built-ins: see the table in [the library docs](super).
 
 mod contextual_tool_selection;
+mod dynamic_tool_selection;
 mod human_in_the_loop;
 mod tool_allowlist;
 mod tool_lists;
 mod tool_policy;
 
 pub use contextual_tool_selection::{ContextualToolSelectionMiddleware, ToolSelectionConfig, ToolSelectionContext};
+pub use dynamic_tool_selection::{DynamicToolSelectionConfig, DynamicToolSelectionMiddleware, SELECTOR_PROMPT};
 pub use human_in_the_loop::{
     ApprovalRequest, Decision, DecisionKind, HitlConfig, HitlInterrupt, HitlResume, HumanInTheLoopMiddleware,
     InterruptOn,
@@ -31,5 +33,6 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<ToolPolicyMiddleware>(),
     doc_of::<ContextualToolSelectionMiddleware>(),
     doc_of::<ToolAllowlistMiddleware>(),
+    doc_of::<DynamicToolSelectionMiddleware>(),
     doc_of::<HumanInTheLoopMiddleware>(),
 ];
