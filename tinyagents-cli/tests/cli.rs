@@ -66,6 +66,11 @@ fn check_passes_on_the_example_and_prints_the_resolved_stack_with_hooks() {
         text.contains("pre_tool_use /^shell$/: sh hooks/check-shell.sh"),
         "{text}"
     );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("output_limit_recovery") && l.ends_with("(on by default)")),
+        "{text}"
+    );
     let catalog: Vec<&str> = tinyagents::middleware::catalog().iter().map(|d| d.name).collect();
     let builtins = rows
         .iter()
