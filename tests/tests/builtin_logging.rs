@@ -186,3 +186,38 @@ fn the_builtin_is_documented_and_in_the_catalog() {
     assert!(doc.hooks.contains(&HookKind::OnError));
     assert!(!doc.hooks.contains(&HookKind::OnModelDelta));
 }
+
+/// Every built-in of the observe, resilience and limits folders goes in a
+/// stack of any state and context type, and runs there.
+#[tokio::test(start_paused = true)]
+async fn the_builtins_fit_any_state_and_context() {
+    #[derive(Clone)]
+    struct AppState;
+    #[derive(Clone)]
+    struct AppCtx(u64);
+    let backup: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new([ScriptedTurn::text("unused")]));
+    let stack: MiddlewareStack<AppState, AppCtx> = MiddlewareStack::new()
+        .with(TracingMiddleware::new())
+        .and_then(|s| s.with(LoggingMiddleware::new()))
+        .and_then(|s| s.with(UsageAccountingMiddleware::new()))
+        .and_then(|s| s.with(ModelFallbackMiddleware::new([backup])))
+        .and_then(|s| s.with(ModelRetryMiddleware::new()))
+        .and_then(|s| s.with(ToolRetryMiddleware::new()))
+        .and_then(|s| s.with(RateLimiterMiddleware::new(100.0, 10)))
+        .and_then(|s| s.with(TimeoutMiddleware::new().model(std::time::Duration::from_secs(5))))
+        .and_then(|s| s.with(ModelCallLimitMiddleware::per_run(5)))
+        .and_then(|s| s.with(ToolCallLimitMiddleware::per_run(None, 5)))
+        .and_then(|s| s.with(LimitsMiddleware::new().max_turns(5)))
+        .unwrap();
+    assert_eq!(stack.len(), 11);
+    let agent: Agent<AppState, AppCtx> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("lookup", json!({})),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(lookup_tool())
+    .with_stack(stack);
+    let mut ctx = RunContext::new(RunConfig::new("r"), AppCtx(7));
+    let run = agent.run(&mut ctx, &AppState, "go").await.unwrap();
+    assert_eq!(run.final_text(), "done");
+    assert_eq!(ctx.context().0, 7);
+}
