@@ -5,6 +5,7 @@
 //!   allocates nothing;
 //! * an invoked async hook allocates exactly one block (its boxed future);
 //! * a sync delta hook allocates nothing;
+//! * a plain (non-async) DSL lifecycle hook allocates nothing;
 //! * with a sink that wants nothing, no event is built.
 //!
 //! `harness = false`: one `main`, so no other test thread allocates meanwhile.
@@ -50,6 +51,13 @@ impl Middleware<()> for Only {
     }
 }
 
+/// A plain fn through the DSL: the stack calls it with no future at all.
+#[before_model]
+fn plain_hook(request: &mut ModelRequest) -> Result<()> {
+    request.params.max_tokens = Some(64);
+    Ok(())
+}
+
 const NAMES: [&str; 10] = ["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"];
 
 fn blocks_during(f: impl FnOnce()) -> u64 {
@@ -77,6 +85,12 @@ fn main() {
         };
         one.add(Only(hooks, name)).unwrap();
     }
+    // Ten middleware, one of which is a plain DSL fn implementing before_model.
+    let mut plain: MiddlewareStack<()> = MiddlewareStack::new();
+    for name in &NAMES[..9] {
+        plain.add(Only(HookSet::AFTER_TOOL, name)).unwrap();
+    }
+    plain.add(PlainHook).unwrap();
     let mut ctx: RunContext = RunContext::new(RunConfig::new("alloc"), ());
     let mut request = ModelRequest::default();
     let mut delta = ModelDelta::text("hello");
@@ -102,6 +116,12 @@ fn main() {
             ready(one.run_before_model(&mut ctx, &(), &mut request)).unwrap();
         }
     });
+    ready(plain.run_before_model(&mut ctx, &(), &mut request)).unwrap();
+    let plain_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            ready(plain.run_before_model(&mut ctx, &(), &mut request)).unwrap();
+        }
+    });
     let sync_delta_blocks = blocks_during(|| {
         for _ in 0..1000 {
             ready(one.run_on_model_delta(&mut ctx, &(), &mut delta)).unwrap();
@@ -121,6 +141,11 @@ fn main() {
             "1000 invoked async hooks allocated {one_blocks} blocks (expected exactly 1000: one boxed future each)"
         ));
     }
+    if plain_blocks != 0 {
+        failures.push(format!(
+            "1000 plain (sync) DSL lifecycle hooks allocated {plain_blocks} blocks (expected 0)"
+        ));
+    }
     if sync_delta_blocks != 0 {
         failures.push(format!(
             "1000 sync delta hooks allocated {sync_delta_blocks} blocks (expected 0)"
@@ -128,16 +153,17 @@ fn main() {
     }
     assert_eq!(delta.as_text(), Some("HELLO"), "the sync delta hook ran");
     assert_eq!(request.params.temperature, Some(0.5), "the async hook ran");
+    assert_eq!(request.params.max_tokens, Some(64), "the plain hook ran");
 
     if failures.is_empty() {
-        println!("test result: ok. 3 passed; 0 failed");
+        println!("test result: ok. 4 passed; 0 failed");
     } else {
         for f in &failures {
             eprintln!("FAILED: {f}");
         }
         println!(
             "test result: FAILED. {} passed; {} failed",
-            3 - failures.len(),
+            4 - failures.len(),
             failures.len()
         );
         std::process::exit(1);

@@ -157,7 +157,14 @@ fn an_impl_block_reports_exact_metadata_and_a_derived_doc() {
     assert_eq!(m.name(), "budget");
     assert_eq!(
         m.hooks(),
-        HookSet::BEFORE_AGENT | HookSet::BEFORE_MODEL | HookSet::AFTER_AGENT | HookSet::WRAP_MODEL | HookSet::WRAP_TOOL
+        HookSet::BEFORE_AGENT
+            | HookSet::BEFORE_MODEL
+            | HookSet::AFTER_AGENT
+            | HookSet::WRAP_MODEL
+            | HookSet::WRAP_TOOL
+            // `start` and `finish` are plain fns: the stack calls them synchronously
+            | HookSet::sync_of(HookKind::BeforeAgent)
+            | HookSet::sync_of(HookKind::AfterAgent)
     );
     let info = m.info();
     assert_eq!(info.name, "budget");
@@ -381,5 +388,9 @@ fn audit(call: &ToolCall) -> Result<()> {
 #[test]
 fn type_name_names_the_generated_type_and_the_middleware() {
     assert_eq!(ToolAudit::NAME, "ToolAudit");
-    assert_eq!(ToolAudit::HOOKS, HookSet::BEFORE_TOOL);
+    // a plain fn: the hook and its synchronous form (no future per call)
+    assert_eq!(
+        ToolAudit::HOOKS,
+        HookSet::BEFORE_TOOL | HookSet::sync_of(HookKind::BeforeTool)
+    );
 }

@@ -48,7 +48,59 @@ fn hook_flags(def: &MiddlewareDef) -> TokenStream {
             }
         }
     }
-    quote!(#p::HookSet::from_bits_retain(0 #(| #p::HookSet::#flags.bits())*))
+    let sync_kinds = def
+        .hooks
+        .iter()
+        .filter(|h| has_sync_form(h))
+        .map(|h| Ident::new(h.hook.kind, Span::call_site()));
+    quote!(#p::HookSet::from_bits_retain(
+        0 #(| #p::HookSet::#flags.bits())* #(| #p::HookSet::sync_of(#p::HookKind::#sync_kinds).bits())*
+    ))
+}
+
+/// Whether a hook goes through `Middleware::on_sync`: a plain (non-async)
+/// lifecycle fn other than the delta hooks (which have typed sync methods).
+fn has_sync_form(h: &HookDef) -> bool {
+    matches!(h.hook.shape, Shape::Lifecycle { sync: None, .. }) && !h.sig.is_async
+}
+
+/// `Middleware::on_sync`: one arm per plain lifecycle hook, so the stack
+/// calls them with no future at all.
+fn on_sync(def: &MiddlewareDef, state: &Type, ctx: &Type) -> Option<TokenStream> {
+    let p = p();
+    let arms: Vec<TokenStream> = def
+        .hooks
+        .iter()
+        .filter(|h| has_sync_form(h))
+        .map(|h| {
+            let kind = Ident::new(h.hook.kind, Span::call_site());
+            let body = call(h);
+            match h.hook.shape {
+                Shape::Lifecycle { value: None, .. } => quote!(#p::HookValue::#kind => { #body }),
+                _ => quote!(#p::HookValue::#kind(__value) => { #body }),
+            }
+        })
+        .collect();
+    if arms.is_empty() {
+        return None;
+    }
+    Some(quote! {
+        fn on_sync(
+            &self,
+            __ctx: &mut #p::RunContext<#ctx>,
+            __state: &#state,
+            __value: #p::HookValue<'_>,
+        ) -> #p::Result<()> {
+            #[allow(unreachable_patterns)]
+            match __value {
+                #(#arms)*
+                __other => #p::Result::Err(#p::TinyAgentsError::middleware(
+                    <Self as #p::MiddlewareMetadata>::NAME,
+                    "`on_sync` was called for a hook this middleware does not implement synchronously",
+                )),
+            }
+        }
+    })
 }
 
 fn order_refs(refs: &[OrderRef]) -> TokenStream {
@@ -133,6 +185,7 @@ fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
     let attrs = impl_attrs();
     let (impl_g, _, where_c) = r.generics.split_for_impl();
     let (ty, state, ctx) = (&def.self_ty, &r.state, &r.ctx);
+    let on_sync = on_sync(def, state, ctx);
     let mut methods = Vec::new();
     for h in &def.hooks {
         let method = Ident::new(h.hook.method, Span::call_site());
@@ -213,6 +266,7 @@ fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
             fn info(&self) -> #p::MiddlewareInfo {
                 #p::info_of::<Self>()
             }
+            #on_sync
             #(#methods)*
         }
     }

@@ -8,7 +8,7 @@ pub use crate::harness::agent::AgentRun;
 pub use crate::harness::context::{JumpSet, RunContext};
 pub use crate::harness::error::{Result, TinyAgentsError};
 pub use crate::harness::middleware::{
-    ConfigFieldDoc, HookKind, HookSet, Middleware, MiddlewareDoc, MiddlewareInfo, MiddlewareModelOutcome,
+    ConfigFieldDoc, HookKind, HookSet, HookValue, Middleware, MiddlewareDoc, MiddlewareInfo, MiddlewareModelOutcome,
     MiddlewareToolOutcome, ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
 };
 pub use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};

@@ -190,7 +190,14 @@ type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 /// Per-run state of middleware, keyed by type and shared by every part of a
 /// run (including concurrent tool calls of one batch).
 #[derive(Clone, Default)]
-struct RunLocals(Arc<Mutex<LocalMap>>);
+struct RunLocals(Arc<Locals>);
+
+#[derive(Default)]
+struct Locals {
+    map: Mutex<LocalMap>,
+    /// How many entries the map has: lets a lookup in an empty map skip the lock.
+    len: std::sync::atomic::AtomicUsize,
+}
 
 /// The context of one run, passed `&mut` to every hook.
 ///
@@ -505,8 +512,12 @@ impl<Ctx> RunContext<Ctx> {
     /// assert_eq!(ctx.local::<Seen>().0.load(Ordering::Relaxed), 1);
     /// ```
     pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let mut map = self.locals.0.lock().expect("run locals lock");
-        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default()));
+        let locals = &self.locals.0;
+        let mut map = locals.map.lock().expect("run locals lock");
+        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| {
+            locals.len.fetch_add(1, std::sync::atomic::Ordering::Release);
+            Arc::new(T::default())
+        });
         Arc::clone(entry)
             .downcast::<T>()
             .expect("run local keyed by its own TypeId")
@@ -515,7 +526,11 @@ impl<Ctx> RunContext<Ctx> {
     /// The per-run state of type `T` if some part of the run created it
     /// (with [`local`](Self::local)); never creates it, never allocates.
     pub fn try_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let map = self.locals.0.lock().expect("run locals lock");
+        let locals = &self.locals.0;
+        if locals.len.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            return None;
+        }
+        let map = locals.map.lock().expect("run locals lock");
         let entry = map.get(&TypeId::of::<T>())?;
         Arc::clone(entry).downcast::<T>().ok()
     }

@@ -9,7 +9,53 @@ use crate::harness::message::Message;
 use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::model::{ModelRequest, ModelResponse};
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
-use crate::harness::tool::{ToolCall, ToolResult};
+use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall, ToolResult};
+
+/// A call after the batch review: its verdict and the file access declared for it.
+struct Reviewed {
+    call: ToolCall,
+    verdict: PreparedCallVerdict,
+    access: Vec<FileAccess>,
+}
+
+/// Groups the calls of a batch so that calls touching a common file, one of
+/// them writing it, share a group (in the model's order); groups are independent.
+fn conflict_groups(items: &[Reviewed]) -> Vec<Vec<usize>> {
+    let n = items.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for i in 0..n {
+        for j in (i + 1)..n {
+            let conflict = items[i].access.iter().any(|a| {
+                items[j]
+                    .access
+                    .iter()
+                    .any(|b| a.path == b.path && (a.mode == FileAccessMode::Write || b.mode == FileAccessMode::Write))
+            });
+            if conflict {
+                let (ri, rj) = (root(&mut parent, i), root(&mut parent, j));
+                parent[ri.max(rj)] = ri.min(rj);
+            }
+        }
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut index_of_root = vec![usize::MAX; n];
+    for i in 0..n {
+        let r = root(&mut parent, i);
+        if index_of_root[r] == usize::MAX {
+            index_of_root[r] = groups.len();
+            groups.push(Vec::new());
+        }
+        groups[index_of_root[r]].push(i);
+    }
+    groups
+}
 
 /// Where a model turn leaves the loop.
 pub(crate) enum StepOutcome {
@@ -368,12 +414,7 @@ where
     }
 
     /// Prepares a batch (effective arguments and declared file access) and runs the batch review.
-    async fn review_batch(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        calls: Vec<ToolCall>,
-    ) -> Result<Vec<(ToolCall, PreparedCallVerdict)>> {
+    async fn review_batch(&self, ctx: &mut RunContext<C>, state: &S, calls: Vec<ToolCall>) -> Result<Vec<Reviewed>> {
         let prepared = calls
             .into_iter()
             .map(|call| {
@@ -390,63 +431,80 @@ where
         Ok(batch
             .into_calls()
             .into_iter()
-            .map(PreparedToolCall::into_parts)
+            .map(|p| {
+                let access = p.access.clone();
+                let (call, verdict) = p.into_parts();
+                Reviewed { call, verdict, access }
+            })
             .collect())
     }
 
     /// Runs one reviewed batch; results keep the model's order, one per call.
-    async fn run_batch(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        items: Vec<(ToolCall, PreparedCallVerdict)>,
-    ) -> Result<Vec<ToolResult>> {
-        let proceeding = items.iter().filter(|(_, v)| *v == PreparedCallVerdict::Proceed).count();
-        match self.fork {
-            Some(fork) if proceeding > 1 => {
-                let mut branches: Vec<RunContext<C>> = Vec::with_capacity(items.len());
-                let futures = items.into_iter().map(|(call, verdict)| {
-                    let mut branch = ctx.fork(fork(ctx.context()));
-                    async move {
-                        let r = match verdict {
-                            PreparedCallVerdict::Proceed => self.run_one(&mut branch, state, call).await,
-                            PreparedCallVerdict::Reject(result) => {
-                                self.finish_rejected(&mut branch, state, result).await
-                            }
-                        };
-                        (branch, r)
-                    }
-                });
-                let outputs = futures::future::join_all(futures).await;
-                let mut results = Vec::with_capacity(outputs.len());
-                let mut first_err = None;
-                for (branch, r) in outputs {
-                    branches.push(branch);
-                    match r {
-                        Ok(res) => results.push(res),
-                        Err(e) => {
-                            first_err.get_or_insert(e);
-                        }
-                    }
-                }
-                for branch in branches {
-                    ctx.merge(branch);
-                }
-                match first_err {
-                    Some(e) => Err(e),
-                    None => Ok(results),
-                }
-            }
+    async fn run_batch(&self, ctx: &mut RunContext<C>, state: &S, items: Vec<Reviewed>) -> Result<Vec<ToolResult>> {
+        let proceeding = items
+            .iter()
+            .filter(|r| r.verdict == PreparedCallVerdict::Proceed)
+            .count();
+        let fork = match self.fork {
+            Some(fork) if proceeding > 1 => fork,
             _ => {
                 let mut results = Vec::with_capacity(items.len());
-                for (call, verdict) in items {
-                    results.push(match verdict {
-                        PreparedCallVerdict::Proceed => self.run_one(ctx, state, call).await?,
-                        PreparedCallVerdict::Reject(result) => self.finish_rejected(ctx, state, result).await?,
-                    });
+                for item in items {
+                    results.push(self.run_reviewed(ctx, state, item).await?);
                 }
-                Ok(results)
+                return Ok(results);
             }
+        };
+        // Calls that touch a common file (a write and any other access) run one
+        // after another in the model's order; independent groups run concurrently.
+        let groups = conflict_groups(&items);
+        let mut slots: Vec<Option<Reviewed>> = items.into_iter().map(Some).collect();
+        let futures = groups.into_iter().map(|group| {
+            let mut branch = ctx.fork(fork(ctx.context()));
+            let calls: Vec<(usize, Reviewed)> = group
+                .into_iter()
+                .map(|i| (i, slots[i].take().expect("each call is in one group")))
+                .collect();
+            async move {
+                let mut out = Vec::with_capacity(calls.len());
+                for (i, item) in calls {
+                    let r = self.run_reviewed(&mut branch, state, item).await;
+                    let failed = r.is_err();
+                    out.push((i, r));
+                    if failed {
+                        break;
+                    }
+                }
+                (branch, out)
+            }
+        });
+        let outputs = futures::future::join_all(futures).await;
+        let mut results: Vec<Option<ToolResult>> = vec![None; slots.len()];
+        let mut first_err: Option<(usize, TinyAgentsError)> = None;
+        for (branch, out) in outputs {
+            ctx.merge(branch);
+            for (i, r) in out {
+                match r {
+                    Ok(res) => results[i] = Some(res),
+                    Err(e) if first_err.as_ref().is_none_or(|(j, _)| i < *j) => first_err = Some((i, e)),
+                    Err(_) => {}
+                }
+            }
+        }
+        if let Some((_, e)) = first_err {
+            return Err(e);
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every call of a finished batch has its result"))
+            .collect())
+    }
+
+    /// One reviewed call: run it, or finish its rejection.
+    async fn run_reviewed(&self, ctx: &mut RunContext<C>, state: &S, item: Reviewed) -> Result<ToolResult> {
+        match item.verdict {
+            PreparedCallVerdict::Proceed => self.run_one(ctx, state, item.call).await,
+            PreparedCallVerdict::Reject(result) => self.finish_rejected(ctx, state, result).await,
         }
     }
 

@@ -137,15 +137,24 @@ bitflags::bitflags! {
         const WRAP_TOOL = 1 << HookKind::WrapTool as u8;
         /// The stack calls `on_model_delta_sync` instead of the async
         /// `on_model_delta`: no boxed future per delta.
-        const SYNC_MODEL_DELTA = 1 << 24;
+        const SYNC_MODEL_DELTA = HookSet::sync_of(HookKind::OnModelDelta).bits();
         /// The stack calls `on_tool_delta_sync` instead of the async `on_tool_delta`.
-        const SYNC_TOOL_DELTA = 1 << 25;
+        const SYNC_TOOL_DELTA = HookSet::sync_of(HookKind::OnToolDelta).bits();
         /// Every lifecycle hook (the default of a hand-written impl).
         const LIFECYCLE = (1 << HookKind::LIFECYCLE_COUNT) - 1;
     }
 }
 
 impl HookSet {
+    /// The flag saying a lifecycle hook has a synchronous form the stack calls
+    /// instead of the async one: [`Middleware::on_sync`](super::Middleware::on_sync)
+    /// (or `on_model_delta_sync`/`on_tool_delta_sync` for the delta hooks).
+    /// A plain (non-async) fn under a hook attribute gets it from the DSL:
+    /// such a hook runs with no boxed future and no allocation.
+    pub const fn sync_of(hook: HookKind) -> HookSet {
+        HookSet::from_bits_retain(1 << (16 + hook as u8))
+    }
+
     /// The hook kinds in this set, in lifecycle order.
     pub fn kinds(self) -> impl Iterator<Item = HookKind> {
         HookKind::ALL.into_iter().filter(move |k| self.contains(k.as_set()))

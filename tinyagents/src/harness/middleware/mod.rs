@@ -40,6 +40,6 @@ pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
 pub use library::*;
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
 pub use stack::{DeltaDispatch, MiddlewareStack};
-pub use traits::{Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
+pub use traits::{HookValue, Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
 
 pub use crate::harness::agent::AgentRun;

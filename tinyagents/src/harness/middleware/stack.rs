@@ -7,8 +7,8 @@ use futures::future::BoxFuture;
 use super::invoke::{catch, catch_sync, outcome_of, panic_error, Bracket, Slot};
 use super::order::{resolve, OrderNode};
 use super::{
-    HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, PreparedBatch,
-    ToolBaseCall, ToolHandler, ToolMiddleware,
+    HookKind, HookSet, HookValue, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware,
+    PreparedBatch, ToolBaseCall, ToolHandler, ToolMiddleware,
 };
 use crate::harness::agent::AgentRun;
 use crate::harness::context::{JumpSet, RunContext};
@@ -108,6 +108,39 @@ where
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MiddlewareStack").field("order", &self.names()).finish()
     }
+}
+
+/// A lifecycle hook's synchronous form, as a plain function over the value it passes.
+type SyncHookFn<S, C, T> = fn(&dyn Middleware<S, C>, &mut RunContext<C>, &S, &mut T) -> Result<()>;
+
+macro_rules! sync_fn {
+    ($name:ident, $variant:ident, $ty:ty) => {
+        fn $name<S, C>(m: &dyn Middleware<S, C>, ctx: &mut RunContext<C>, state: &S, value: &mut $ty) -> Result<()>
+        where
+            S: Send + Sync + 'static,
+            C: Send + Sync + 'static,
+        {
+            m.on_sync(ctx, state, HookValue::$variant(value))
+        }
+    };
+}
+
+sync_fn!(after_agent_sync, AfterAgent, AgentRun);
+sync_fn!(before_steering_sync, BeforeSteering, SteeringCommand);
+sync_fn!(after_steering_sync, AfterSteering, SteeringOutcome);
+sync_fn!(before_model_sync, BeforeModel, ModelRequest);
+sync_fn!(before_model_stream_sync, BeforeModelStream, ModelRequest);
+sync_fn!(after_model_sync, AfterModel, ModelResponse);
+sync_fn!(on_tool_batch_sync, OnToolBatch, PreparedBatch);
+sync_fn!(before_tool_sync, BeforeTool, ToolCall);
+sync_fn!(after_tool_sync, AfterTool, ToolResult);
+
+fn before_agent_sync<S, C>(m: &dyn Middleware<S, C>, ctx: &mut RunContext<C>, state: &S, _: &mut ()) -> Result<()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    m.on_sync(ctx, state, HookValue::BeforeAgent)
 }
 
 macro_rules! hook_fn {
@@ -401,11 +434,7 @@ where
             let (name, jumps, hooks) = (e.name.clone(), e.info.jumps, e.info.hooks);
             if let Some(mw) = &e.lifecycle {
                 for kind in hooks.kinds().filter(|k| (*k as usize) < HookKind::LIFECYCLE_COUNT) {
-                    let sync = match kind {
-                        HookKind::OnModelDelta => hooks.contains(HookSet::SYNC_MODEL_DELTA),
-                        HookKind::OnToolDelta => hooks.contains(HookSet::SYNC_TOOL_DELTA),
-                        _ => false,
-                    };
+                    let sync = hooks.contains(HookSet::sync_of(kind));
                     self.lists[kind as usize].push(Slot {
                         mw: mw.clone(),
                         name: name.clone(),
@@ -488,9 +517,16 @@ where
         state: &S,
         value: &mut T,
         f: HookFn<S, C, T>,
+        g: SyncHookFn<S, C, T>,
     ) -> Result<()> {
         let bracket = Bracket::open(ctx, &slot.name, hook);
-        let (res, panicked) = catch(f(&*slot.mw, ctx, state, value), &slot.name, hook).await;
+        let (res, panicked) = if slot.sync {
+            let res = catch_sync(|| g(&*slot.mw, ctx, state, value), &slot.name, hook);
+            let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
+            (res, panicked)
+        } else {
+            catch(f(&*slot.mw, ctx, state, value), &slot.name, hook).await
+        };
         let res = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps));
         bracket.close(outcome_of(&res, panicked));
         res
@@ -503,7 +539,7 @@ where
         ctx: &mut RunContext<C>,
         state: &S,
         value: &mut T,
-        f: HookFn<S, C, T>,
+        (f, g): (HookFn<S, C, T>, SyncHookFn<S, C, T>),
     ) -> Result<()> {
         let list = &self.lists[hook as usize];
         if list.is_empty() {
@@ -512,14 +548,14 @@ where
         let mut res = Ok(());
         if reverse {
             for slot in list.iter().rev() {
-                res = Self::call_slot(slot, hook, ctx, state, value, f).await;
+                res = Self::call_slot(slot, hook, ctx, state, value, f, g).await;
                 if res.is_err() {
                     break;
                 }
             }
         } else {
             for slot in list {
-                res = Self::call_slot(slot, hook, ctx, state, value, f).await;
+                res = Self::call_slot(slot, hook, ctx, state, value, f, g).await;
                 if res.is_err() {
                     break;
                 }
@@ -536,21 +572,45 @@ where
     pub async fn run_on_error(&self, ctx: &mut RunContext<C>, state: &S, error: &TinyAgentsError) {
         for slot in &self.lists[HookKind::OnError as usize] {
             let bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
-            let (res, panicked) = catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await;
+            let (res, panicked) = if slot.sync {
+                let res = catch_sync(
+                    || slot.mw.on_sync(ctx, state, HookValue::OnError(error)),
+                    &slot.name,
+                    HookKind::OnError,
+                );
+                let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
+                (res, panicked)
+            } else {
+                catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await
+            };
             bracket.close(outcome_of(&res, panicked));
         }
     }
 
     /// Runs `before_agent` hooks in registration order.
     pub async fn run_before_agent(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
-        self.dispatch(HookKind::BeforeAgent, false, ctx, state, &mut (), before_agent_fn)
-            .await
+        self.dispatch(
+            HookKind::BeforeAgent,
+            false,
+            ctx,
+            state,
+            &mut (),
+            (before_agent_fn, before_agent_sync),
+        )
+        .await
     }
 
     /// Runs `after_agent` hooks in reverse registration order.
     pub async fn run_after_agent(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<()> {
-        self.dispatch(HookKind::AfterAgent, true, ctx, state, run, after_agent_fn)
-            .await
+        self.dispatch(
+            HookKind::AfterAgent,
+            true,
+            ctx,
+            state,
+            run,
+            (after_agent_fn, after_agent_sync),
+        )
+        .await
     }
 
     /// Runs `before_steering` hooks in registration order.
@@ -560,8 +620,15 @@ where
         state: &S,
         command: &mut SteeringCommand,
     ) -> Result<()> {
-        self.dispatch(HookKind::BeforeSteering, false, ctx, state, command, before_steering_fn)
-            .await
+        self.dispatch(
+            HookKind::BeforeSteering,
+            false,
+            ctx,
+            state,
+            command,
+            (before_steering_fn, before_steering_sync),
+        )
+        .await
     }
 
     /// Runs `after_steering` hooks in reverse registration order.
@@ -571,8 +638,15 @@ where
         state: &S,
         outcome: &mut SteeringOutcome,
     ) -> Result<()> {
-        self.dispatch(HookKind::AfterSteering, true, ctx, state, outcome, after_steering_fn)
-            .await
+        self.dispatch(
+            HookKind::AfterSteering,
+            true,
+            ctx,
+            state,
+            outcome,
+            (after_steering_fn, after_steering_sync),
+        )
+        .await
     }
 
     /// Runs `before_model` hooks in registration order.
@@ -590,13 +664,29 @@ where
         };
         let Some(tracking) = tracking else {
             return self
-                .dispatch(HookKind::BeforeModel, false, ctx, state, request, before_model_fn)
+                .dispatch(
+                    HookKind::BeforeModel,
+                    false,
+                    ctx,
+                    state,
+                    request,
+                    (before_model_fn, before_model_sync),
+                )
                 .await;
         };
         let mut before = crate::harness::cache::fingerprint(request);
         tracking.begin(before);
         for slot in list {
-            let res = Self::call_slot(slot, HookKind::BeforeModel, ctx, state, request, before_model_fn).await;
+            let res = Self::call_slot(
+                slot,
+                HookKind::BeforeModel,
+                ctx,
+                state,
+                request,
+                before_model_fn,
+                before_model_sync,
+            )
+            .await;
             let after = crate::harness::cache::fingerprint(request);
             if after != before {
                 tracking.record(crate::harness::cache::PrefixEdit {
@@ -627,7 +717,7 @@ where
             ctx,
             state,
             request,
-            before_model_stream_fn,
+            (before_model_stream_fn, before_model_stream_sync),
         )
         .await
     }
@@ -639,26 +729,54 @@ where
         state: &S,
         response: &mut ModelResponse,
     ) -> Result<()> {
-        self.dispatch(HookKind::AfterModel, true, ctx, state, response, after_model_fn)
-            .await
+        self.dispatch(
+            HookKind::AfterModel,
+            true,
+            ctx,
+            state,
+            response,
+            (after_model_fn, after_model_sync),
+        )
+        .await
     }
 
     /// Runs `on_tool_batch` hooks in registration order.
     pub async fn run_on_tool_batch(&self, ctx: &mut RunContext<C>, state: &S, batch: &mut PreparedBatch) -> Result<()> {
-        self.dispatch(HookKind::OnToolBatch, false, ctx, state, batch, on_tool_batch_fn)
-            .await
+        self.dispatch(
+            HookKind::OnToolBatch,
+            false,
+            ctx,
+            state,
+            batch,
+            (on_tool_batch_fn, on_tool_batch_sync),
+        )
+        .await
     }
 
     /// Runs `before_tool` hooks in registration order.
     pub async fn run_before_tool(&self, ctx: &mut RunContext<C>, state: &S, call: &mut ToolCall) -> Result<()> {
-        self.dispatch(HookKind::BeforeTool, false, ctx, state, call, before_tool_fn)
-            .await
+        self.dispatch(
+            HookKind::BeforeTool,
+            false,
+            ctx,
+            state,
+            call,
+            (before_tool_fn, before_tool_sync),
+        )
+        .await
     }
 
     /// Runs `after_tool` hooks in reverse registration order.
     pub async fn run_after_tool(&self, ctx: &mut RunContext<C>, state: &S, result: &mut ToolResult) -> Result<()> {
-        self.dispatch(HookKind::AfterTool, true, ctx, state, result, after_tool_fn)
-            .await
+        self.dispatch(
+            HookKind::AfterTool,
+            true,
+            ctx,
+            state,
+            result,
+            (after_tool_fn, after_tool_sync),
+        )
+        .await
     }
 
     /// Runs `on_model_delta` hooks in registration order, stopping at the

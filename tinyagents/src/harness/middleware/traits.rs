@@ -6,7 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    HookSet, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, PreparedBatch, ToolHandler,
+    HookKind, HookSet, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, PreparedBatch,
+    ToolHandler,
 };
 use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
@@ -86,6 +87,21 @@ where
     /// This value as wrap-tool middleware, when it is one.
     fn tool_middleware(self: Arc<Self>) -> Option<Arc<dyn ToolMiddleware<State, Ctx>>> {
         None
+    }
+
+    /// The synchronous form of every lifecycle hook whose
+    /// [`HookSet::sync_of`] flag is in [`hooks`](Middleware::hooks) (the
+    /// delta hooks excepted: they have typed sync methods). The stack calls it
+    /// instead of the async hook, with no future. The DSL implements it for
+    /// plain (non-async) hook fns.
+    fn on_sync(&self, ctx: &mut RunContext<Ctx>, state: &State, value: HookValue<'_>) -> Result<()> {
+        Err(TinyAgentsError::middleware(
+            self.name(),
+            format!(
+                "`on_sync` was called for `{}`, which has no synchronous form",
+                value.hook()
+            ),
+        ))
     }
 
     /// Once, when a run starts.
@@ -181,6 +197,53 @@ where
     /// here are ignored and never replace the original error.
     async fn on_error(&self, ctx: &mut RunContext<Ctx>, state: &State, error: &TinyAgentsError) -> Result<()> {
         Ok(())
+    }
+}
+
+/// The value a lifecycle hook passes, for [`Middleware::on_sync`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HookValue<'a> {
+    /// `before_agent` (no value).
+    BeforeAgent,
+    /// `after_agent`.
+    AfterAgent(&'a mut AgentRun),
+    /// `before_steering`.
+    BeforeSteering(&'a mut SteeringCommand),
+    /// `after_steering`.
+    AfterSteering(&'a mut SteeringOutcome),
+    /// `before_model`.
+    BeforeModel(&'a mut ModelRequest),
+    /// `before_model_stream`.
+    BeforeModelStream(&'a mut ModelRequest),
+    /// `after_model`.
+    AfterModel(&'a mut ModelResponse),
+    /// `on_tool_batch`.
+    OnToolBatch(&'a mut PreparedBatch),
+    /// `before_tool`.
+    BeforeTool(&'a mut ToolCall),
+    /// `after_tool`.
+    AfterTool(&'a mut ToolResult),
+    /// `on_error`.
+    OnError(&'a TinyAgentsError),
+}
+
+impl HookValue<'_> {
+    /// The hook this value is passed to.
+    pub const fn hook(&self) -> HookKind {
+        match self {
+            Self::BeforeAgent => HookKind::BeforeAgent,
+            Self::AfterAgent(_) => HookKind::AfterAgent,
+            Self::BeforeSteering(_) => HookKind::BeforeSteering,
+            Self::AfterSteering(_) => HookKind::AfterSteering,
+            Self::BeforeModel(_) => HookKind::BeforeModel,
+            Self::BeforeModelStream(_) => HookKind::BeforeModelStream,
+            Self::AfterModel(_) => HookKind::AfterModel,
+            Self::OnToolBatch(_) => HookKind::OnToolBatch,
+            Self::BeforeTool(_) => HookKind::BeforeTool,
+            Self::AfterTool(_) => HookKind::AfterTool,
+            Self::OnError(_) => HookKind::OnError,
+        }
     }
 }
 
