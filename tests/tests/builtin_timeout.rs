@@ -257,6 +257,42 @@ async fn the_run_limit_bounds_every_call_after_it_starts() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_run_deadline_is_not_retried_or_fallen_back_from() {
+    let model = Arc::new(SlowModel::new([5000]));
+    let backup: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new([ScriptedTurn::text("unused")]));
+    let retry = from_toml_str::<ModelRetryConfig>("initial_delay_ms = 10\njitter = 0.0")
+        .unwrap()
+        .build();
+    let agent: Agent<()> = Agent::new(model.clone()).with_stack(
+        MiddlewareStack::new()
+            .with(ModelFallbackMiddleware::new([backup]))
+            .unwrap()
+            .with(retry)
+            .unwrap()
+            .with(timeout("run_ms = 1000"))
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::new());
+    let err = agent
+        .run(
+            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
+            &(),
+            "hi",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err, TinyAgentsError::timeout("run", Duration::from_secs(1)));
+    assert_eq!(model.calls.load(Ordering::SeqCst), 1);
+    let lines = trace(&sink.events());
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.starts_with("retry") || l.starts_with("fallback")),
+        "{lines:#?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_call_starting_after_the_run_deadline_fails_at_once() {
     let calls = Arc::new(AtomicU32::new(0));
     let c = calls.clone();

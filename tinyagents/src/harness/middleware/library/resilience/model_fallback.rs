@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::backoff::default_classifier;
+use super::timeout::is_run_deadline;
 use super::ErrorClassifier;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
@@ -87,7 +88,7 @@ fn target_of(request: &ModelRequest) -> Arc<str> {
     doc(
         mutation = "Sets `request.route` to the fallback model for the calls it makes after a failure; the caller's request is otherwise unchanged.",
         events = "`Fallback { from, to, error }` before each fallback call (`from` is the failed model's id, or the requested model, or `primary`); the model call emits `ModelCallStarted` naming the routed model, and `AttemptDiscarded` for the failed attempt.",
-        failure = "Fails clearly: an error its classifier rejects, and every interrupt or cancellation, is returned at once; when the last model fails too, its error is returned.",
+        failure = "Fails clearly: an error its classifier rejects, and every interrupt, cancellation or run deadline (`Timeout { what: \"run\" }`), is returned at once; when the last model fails too, its error is returned.",
         streaming = "Each model streams anew; the failed attempt's deltas are marked by `AttemptDiscarded`, so a client drops them before the fallback's deltas arrive.",
         cache = "A fallback model has its own provider cache: the first fallback call pays a cold prefix. The request (and its stable prefix) is sent unchanged.",
         retries = "Place it outside `model_retry` so each model is retried before the next is tried, and outside `timeout`; limits and rate limiters inside it see every fallback call as a new attempt."
@@ -108,7 +109,7 @@ impl ModelFallbackMiddleware {
             Err(e) => e,
         };
         for model in &self.models {
-            if error.is_control_flow() || !(self.fallback_on)(&error) {
+            if error.is_control_flow() || is_run_deadline(&error) || !(self.fallback_on)(&error) {
                 return Err(error);
             }
             let to: Arc<str> = model.id().into();

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::backoff::{check_retry, default_classifier, kinds_classifier, parse_kinds, pause};
+use super::timeout::is_run_deadline;
 use super::{Backoff, ErrorClassifier, OnFailure};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::RunContext;
@@ -168,7 +169,7 @@ impl ModelRetryMiddleware {
     doc(
         mutation = "None on success. With `on_failure = \"continue\"` a call that failed on its last attempt resolves to an assistant message `Model call failed after N attempt(s): …` instead of an error.",
         events = "`Retry { target: \"model\", attempt, max_attempts, delay, error }` before each new attempt; the model call itself emits `ModelCallStarted`/`ModelCallCompleted` per attempt and `AttemptDiscarded` for each failed one.",
-        failure = "Fails clearly: an error its classifier rejects (and every interrupt or cancellation) is returned at once, unchanged; after the last attempt the last error is returned (or, with `continue`, described in the reply). A cancellation during a backoff wait ends the wait with `Cancelled`.",
+        failure = "Fails clearly: an error its classifier rejects (and every interrupt, cancellation or run deadline `Timeout { what: \"run\" }`) is returned at once, unchanged; after the last attempt the last error is returned (or, with `continue`, described in the reply). A cancellation during a backoff wait ends the wait with `Cancelled`.",
         streaming = "Each attempt streams anew; deltas of a failed attempt were already sent, and the `AttemptDiscarded { attempt }` event tells a client to drop them (`ModelDelta` events carry their attempt).",
         cache = "Sends the same request again, so the provider's prompt cache prefix is reused by the retry.",
         retries = "Place it inside `model_fallback` (each model retried before falling back) and outside `timeout` (a timed-out attempt is a retryable `Timeout`). Backoff waits use tokio's clock, honour a `retry_after` hint up to the cap, and count toward a run timeout outside."
@@ -188,7 +189,7 @@ impl ModelRetryMiddleware {
             attempt += 1;
             let error = match next.run(ctx, state, request.clone()).await {
                 Ok(outcome) => return Ok(outcome),
-                Err(e) if e.is_control_flow() || !(self.retry_on)(&e) => return Err(e),
+                Err(e) if e.is_control_flow() || is_run_deadline(&e) || !(self.retry_on)(&e) => return Err(e),
                 Err(e) => e,
             };
             if attempt >= self.max_attempts {

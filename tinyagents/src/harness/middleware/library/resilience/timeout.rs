@@ -148,6 +148,12 @@ impl TimeoutMiddleware {
     }
 }
 
+/// Whether `error` is a run's deadline passing: trying the call again
+/// cannot help, so retry and fallback return it at once.
+pub(super) fn is_run_deadline(error: &TinyAgentsError) -> bool {
+    matches!(error, TinyAgentsError::Timeout { what, .. } if what == "run")
+}
+
 /// Runs `fut` under `limit`, dropping it on expiry.
 async fn bounded<T>(limit: Option<(Duration, TinyAgentsError)>, fut: impl Future<Output = Result<T>>) -> Result<T> {
     match limit {
@@ -167,7 +173,7 @@ async fn bounded<T>(limit: Option<(Duration, TinyAgentsError)>, fut: impl Future
         failure = "Fails clearly with `TinyAgentsError::Timeout { what, after }` (`model call`, `tool call `NAME``, or `run`); `on_error` hooks see it when it escapes the onion. A timed-out tool call ends the run under the default tool error policy unless a `tool_retry` outside turns it into an error result.",
         streaming = "The limit covers the whole streamed call, first delta to last; deltas already forwarded stay forwarded and are marked by `AttemptDiscarded`.",
         cache = "None: the request is not touched.",
-        retries = "Place it inside `model_retry`/`tool_retry`: each attempt gets its own limit and a `Timeout` is retryable. Placed outside, one limit covers every attempt and backoff wait. The run limit bounds retries and fallbacks too."
+        retries = "Place it inside `model_retry`/`tool_retry`: each attempt gets its own limit and a `Timeout` is retryable. Placed outside, one limit covers every attempt and backoff wait. The run limit bounds retries and fallbacks too, and its `Timeout { what: \"run\" }` is never retried or fallen back from."
     )
 )]
 impl TimeoutMiddleware {

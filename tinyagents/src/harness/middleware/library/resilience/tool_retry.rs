@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::backoff::{check_retry, default_classifier, kinds_classifier, parse_kinds, pause};
+use super::timeout::is_run_deadline;
 use super::{Backoff, ErrorClassifier, OnFailure};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::RunContext;
@@ -179,7 +180,7 @@ impl ToolRetryMiddleware {
     doc(
         mutation = "None on success. With `on_failure = \"continue\"` (the default) a call that failed on its last attempt resolves to an error `ToolResult` (`Tool `NAME` failed after N attempt(s): …`) instead of an error.",
         events = "`Retry { target: \"tool\", attempt, max_attempts, delay, error }` before each new attempt. `ToolCallStarted`/`ToolCallCompleted` stay one pair per call: the retries happen inside the call.",
-        failure = "Fails clearly: an error its classifier rejects (and every interrupt or cancellation) is returned at once, unchanged; after the last attempt the call gets an error result (`continue`) or the last error is returned (`error`). A cancellation during a backoff wait ends the wait with `Cancelled`.",
+        failure = "Fails clearly: an error its classifier rejects (and every interrupt, cancellation or run deadline `Timeout { what: \"run\" }`) is returned at once, unchanged; after the last attempt the call gets an error result (`continue`) or the last error is returned (`error`). A cancellation during a backoff wait ends the wait with `Cancelled`.",
         streaming = "Tool progress deltas of every attempt are forwarded as they come; a failed attempt's progress is not withdrawn.",
         cache = "None: tool calls do not touch the prompt prefix.",
         retries = "Place it outside `timeout` (a timed-out attempt is a retryable `Timeout`) and outside a rate limiter in `reject` mode (a `RateLimited` refusal is retried after its `retry_after`). Tools not listed in `tools` pass straight through."
@@ -202,7 +203,7 @@ impl ToolRetryMiddleware {
             attempt += 1;
             let error = match next.run(ctx, state, call.clone()).await {
                 Ok(outcome) => return Ok(outcome),
-                Err(e) if e.is_control_flow() || !(self.retry_on)(&e) => return Err(e),
+                Err(e) if e.is_control_flow() || is_run_deadline(&e) || !(self.retry_on)(&e) => return Err(e),
                 Err(e) => e,
             };
             if attempt >= self.max_attempts {
