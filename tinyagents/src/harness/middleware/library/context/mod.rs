@@ -2,6 +2,7 @@
 //! context monitor): see the table in [the library docs](super).
 
 mod artifacts;
+mod compression;
 mod delta_compression;
 mod editing;
 mod monitor;
@@ -14,6 +15,7 @@ mod trimming;
 mod window;
 
 pub use artifacts::{ArtifactStore, ReadArtifactTool};
+pub use compression::{ContextCompression, ContextCompressionConfig};
 pub use delta_compression::{DeltaCompression, DeltaCompressionConfig};
 pub use editing::{ContextEditing, ContextEditingConfig};
 pub use monitor::{ContextConfig, ContextMiddleware};
@@ -40,6 +42,7 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<MessageTrimming>(),
     doc_of::<Summarization>(),
     doc_of::<ContextEditing>(),
+    doc_of::<ContextCompression>(),
     doc_of::<ContextMiddleware>(),
     doc_of::<DeltaCompression>(),
     doc_of::<OutputCompression>(),
