@@ -2,6 +2,7 @@
 //! warns once, then compacts through a summariser.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::summarizer::{ConcatSummarizer, Summarizer};
@@ -11,7 +12,7 @@ use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::model::ModelRequest;
+use crate::harness::model::{ModelRequest, ModelResponse};
 use crate::harness::provenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -77,7 +78,12 @@ impl From<ContextConfig> for ContextMiddleware {
 #[derive(Debug, Default)]
 struct Warned(Mutex<HashSet<u64>>);
 
-/// Monitors how full the context window is: one warning notice per run at
+/// Per-run: the context the provider reported for the latest call (input, cache included, plus output).
+#[derive(Debug, Default)]
+struct Reported(AtomicU64);
+
+/// Monitors how full the context window is (the request's estimate, or the
+/// context the provider reported for the previous call when larger): one warning notice per run at
 /// `warn_at_percent`, then a compaction through the summariser at
 /// `compact_at_percent` (the older conversation replaced by a summary, the
 /// newest `keep_messages` and every system message kept, tool calls kept with
@@ -164,13 +170,16 @@ impl ContextMiddleware {
         failure = "Fails clearly: a summariser error ends the run with that error. When the window is full but everything is in the kept window, it warns and sends the request unchanged (the provider then decides).",
         streaming = "None on deltas; it acts before the stream starts.",
         cache = "Keeps the stable prefix (system segments, tools, leading system messages): the summary is a user message after them; provenance records the fingerprints. The conversation cache restarts at the summary when it is made or extended.",
-        retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the compacted request; measured against `fallback_max_tokens` or `with_context_window`, not the fallback model's window."
+        retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the compacted request; measured against `fallback_max_tokens` or `with_context_window`, not the fallback model's window. `after_model` notes the usage the provider reported for the call that succeeded."
     )
 )]
 impl ContextMiddleware {
     #[before_model]
     async fn watch<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
-        let tokens = self.counter.count_request(request);
+        // The estimate of this request, or what the provider reported for the
+        // previous call when that is larger (the estimate is approximate).
+        let reported = ctx.try_local::<Reported>().map_or(0, |r| r.0.load(Ordering::Relaxed));
+        let tokens = self.counter.count_request(request).max(reported);
         let percent = tokens as f64 * 100.0 / self.max_tokens as f64;
         if percent >= f64::from(self.compact_at_percent) {
             let done = compact(
@@ -222,6 +231,15 @@ impl ContextMiddleware {
                 },
                 false,
             );
+        }
+        Ok(())
+    }
+
+    #[after_model]
+    fn measure<C>(&self, ctx: &mut RunContext<C>, response: &mut ModelResponse) -> Result<()> {
+        let used = response.usage.total_input() + response.usage.output_tokens;
+        if used > 0 {
+            ctx.local::<Reported>().0.store(used, Ordering::Relaxed);
         }
         Ok(())
     }
