@@ -341,3 +341,52 @@ fn config_builds_and_bad_values_are_rejected_naming_field_value_and_rule() {
     let err = from_toml_str::<HitlConfig>("").unwrap_err();
     assert_eq!(err.errors()[0].path, "interrupt_on");
 }
+
+#[tokio::test]
+async fn decisions_apply_when_the_resumed_batch_runs_concurrently() {
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let read = RecordingTool::new("read").returning("contents");
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            ToolCall::new("d1", "delete", json!({ "path": "a.txt" })),
+            ToolCall::new("d2", "delete", json!({ "path": "b.txt" })),
+            ToolCall::new("r1", "read", json!({ "path": "c.txt" })),
+        ]),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(
+            ToolRegistry::new()
+                .with(delete.clone())
+                .unwrap()
+                .with(read.clone())
+                .unwrap(),
+        )
+        .with_stack(MiddlewareStack::new().with(gates()).unwrap())
+        .with_concurrent_tools();
+    let mut ctx = RunContext::new(RunConfig::new("first"), ());
+    assert_eq!(
+        agent.run(&mut ctx, &(), "go").await.unwrap_err().kind(),
+        ErrorKind::Interrupted
+    );
+    assert!(delete.calls().is_empty() && read.calls().is_empty());
+    let resume = HumanInTheLoopMiddleware::take_interrupt(&ctx)
+        .unwrap()
+        .decide([
+            (
+                "d1",
+                Decision::Edit {
+                    arguments: json!({ "path": "a.bak" }),
+                },
+            ),
+            ("d2", Decision::Reject { message: None }),
+        ])
+        .unwrap();
+    let input = resume.input();
+    let mut ctx = RunContext::new(RunConfig::new("second"), ());
+    resume.attach(&ctx);
+    let run = agent.run(&mut ctx, &(), input).await.unwrap();
+    assert_eq!(delete.calls(), [json!({ "path": "a.bak" })]);
+    assert_eq!(read.calls().len(), 1);
+    assert_eq!(tool_results(&run).len(), 3);
+}

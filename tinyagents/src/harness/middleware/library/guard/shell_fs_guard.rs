@@ -419,7 +419,7 @@ impl ShellFsGuardMiddleware {
     doc(
         mutation = "None: it only admits or refuses calls (a refused batch call gets its one error result).",
         events = "None of its own: refusals are `Validation` errors (in a batch, the call's error result) naming the tool and the reason.",
-        failure = "Fails closed: no workspace root, an unresolvable root, arguments that are not an object, a missing path or command, or any construct the lexer does not understand is refused. File-system lookups resolve symlinks at check time; a link swapped after the check is outside its reach (run tools in a sandbox for that).",
+        failure = "Fails closed: no workspace root, an unresolvable root, arguments that are not an object, a missing path or command, or any construct the lexer does not understand is refused. File-system lookups resolve symlinks at check time; a link swapped after the check is outside its reach. Admitted commands still run with the workspace's own configuration: `git` (repository config such as `core.fsmonitor`) and `cargo` (build scripts) can run code from the workspace, so drop them from `allow_commands` or sandbox the run for untrusted workspaces.",
         streaming = "None: it judges whole tool calls, before they run.",
         cache = "None: it does not touch the request.",
         retries = "Checks each call once in `before_tool`, outside the tool onion, and each batch once; register it after middleware that rewrites arguments so it judges the effective ones."
