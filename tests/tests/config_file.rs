@@ -259,7 +259,7 @@ fn every_catalog_built_in_with_a_config_type_is_registered() {
     for doc in tinyagents::middleware::catalog() {
         if let Some(t) = doc.config_type {
             assert!(
-                types.contains(&t),
+                types.contains(&t) || tinyagents::config::CODE_ONLY.contains(&t),
                 "built-in `{}` (type `{t}`) is missing from `MiddlewareRegistry::with_builtins()`: \
                  add its config type to the `builtins!` list in tinyagents/src/config/builtins.rs",
                 doc.name
@@ -312,6 +312,19 @@ hooks = [{ event = "stop", command = "true", matcher = "^shell$", timeout_ms = 0
     );
     assert!(
         err.contains("`middleware[0].hooks[0].timeout_ms` = 0: must be in 1..=3600000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_built_in_only_code_can_build_says_so() {
+    let err = build(&registry(), "[[middleware]]\ntype = \"dynamic_tool_selection\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "`middleware[0].type` = \"dynamic_tool_selection\": this built-in needs something only code can give"
+        ),
         "{err}"
     );
 }

@@ -52,6 +52,8 @@ builtins![
     PiiConfig,
     // modes
     AgentModeConfig,
+    ParallelEditGuardConfig,
+    DedupCheckConfig,
     // prompt
     DynamicPromptConfig,
     PromptCacheLayoutConfig,
@@ -62,6 +64,8 @@ builtins![
     TranscriptCompressionConfig,
     DeltaCompressionConfig,
     OutputCompressionConfig,
+    ContextCompressionConfig,
+    RetrievalCompressionConfig,
     ContextConfig,
     // output
     OutputLimitRecoveryConfig,
@@ -70,18 +74,30 @@ builtins![
     crate::hooks::ExternalHooksConfig,
 ];
 
+/// Built-ins with a config type that a file cannot build, because they need
+/// something only code can give (a model, a predicate): build them in code
+/// from their config (their docs say how). A file naming one gets an error saying so.
+pub const CODE_ONLY: &[&str] = &[
+    // needs the selector model: `DynamicToolSelectionMiddleware::from_config(config, model)`
+    <DynamicToolSelectionConfig as MiddlewareConfig>::TYPE,
+];
+
 /// The built-ins on by default in a stack built from a file by a registry
 /// made with [`with_builtins`](super::MiddlewareRegistry::with_builtins), with
 /// the options they get (a TOML table; empty: every option at its default).
 /// A `[[middleware]]` entry of the same `type` replaces the default instance
 /// (at the entry's position); `enabled = false` removes it.
 ///
+/// * `parallel_edit_guard` in `warn` mode: a model response that writes one
+///   file with several tool calls gets guidance toward one multi-edit call
+///   (seed 002: "active in warn mode for every agent").
 /// * `output_limit_recovery`: a reply cut off by the output-token limit is
 ///   escalated once, then continued, instead of ending the run (seed 002:
 ///   "active for every agent by default").
-///
-/// (`parallel_edit_guard` in `warn` mode joins this list when it lands.)
-pub const DEFAULT_ON: &[(&str, &str)] = &[("output_limit_recovery", "")];
+pub const DEFAULT_ON: &[(&str, &str)] = &[
+    ("parallel_edit_guard", "mode = \"warn\""),
+    ("output_limit_recovery", ""),
+];
 
 impl<S, C> super::MiddlewareRegistry<S, C>
 where
@@ -97,11 +113,13 @@ where
     ///
     /// let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
     /// assert_eq!(registry.types().count(), BUILTIN_TYPES.len());
-    /// assert_eq!(registry.defaults().collect::<Vec<_>>(), ["output_limit_recovery"]);
+    /// assert_eq!(registry.defaults().collect::<Vec<_>>(), ["parallel_edit_guard", "output_limit_recovery"]);
     /// let stack = registry.stack_from_toml("[[middleware]]\ntype = \"logging\"").unwrap();
-    /// assert_eq!(stack.names(), ["output_limit_recovery", "logging"]);
-    /// let off = "[[middleware]]\ntype = \"output_limit_recovery\"\nenabled = false";
-    /// assert!(registry.stack_from_toml(off).unwrap().is_empty());
+    /// assert_eq!(stack.names(), ["parallel_edit_guard", "output_limit_recovery", "logging"]);
+    /// // an entry of a default's type replaces it, at the entry's place; `enabled = false` removes it
+    /// let text = "[[middleware]]\ntype = \"logging\"\n[[middleware]]\ntype = \"parallel_edit_guard\"\nmode = \"deny\"\n\
+    ///             [[middleware]]\ntype = \"output_limit_recovery\"\nenabled = false";
+    /// assert_eq!(registry.stack_from_toml(text).unwrap().names(), ["logging", "parallel_edit_guard"]);
     /// ```
     pub fn with_builtins() -> Self {
         let mut registry = Self::new();

@@ -42,7 +42,7 @@ mod registry;
 pub(crate) mod suggest;
 mod traits;
 
-pub use builtins::{BUILTIN_TYPES, DEFAULT_ON};
+pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON};
 pub use error::{ConfigError, ConfigErrors, ConfigViolation};
 pub use file::{ConfigFile, FileErrors, LocatedError, Location, FILE_SECTIONS};
 pub use registry::MiddlewareRegistry;

@@ -202,6 +202,15 @@ where
             }
         };
         let Some(entry) = self.factories.get(type_key) else {
+            if super::builtins::CODE_ONLY.contains(&type_key) {
+                return Err(ConfigError::new(
+                    type_path,
+                    Some(Value::String(type_key.to_owned())),
+                    "this built-in needs something only code can give (a model or a predicate), so a \
+                     configuration cannot build it: build it in code from its config and add it to the stack",
+                )
+                .into());
+            }
             return Err(ConfigError::new(
                 type_path,
                 Some(Value::String(type_key.to_owned())),
@@ -242,7 +251,9 @@ where
     /// use tinyagents::config::MiddlewareRegistry;
     ///
     /// let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
-    /// registry.clear_default("output_limit_recovery");
+    /// for t in ["parallel_edit_guard", "output_limit_recovery"] {
+    ///     registry.clear_default(t);
+    /// }
     /// registry.set_default("logging", json!({ "level": "debug" })).unwrap();
     /// assert_eq!(registry.stack_from_toml("").unwrap().names(), ["logging"]);
     /// let off = "[[middleware]]\ntype = \"logging\"\nenabled = false";
