@@ -12,6 +12,22 @@
 //! `max_steps`, `run_id`, `tool_outputs`, `workspace`) and `[[script]]`
 //! (the scripted model's replies: `text`, `tool_calls = [{ name, arguments }]`, `fail`).
 
+/// `println!` that ignores a closed stdout (`tinyagents docs | head` must not panic).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that ignores a closed stdout.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod agent_file;
 mod render;
 
@@ -78,7 +94,7 @@ fn main() -> ExitCode {
     let matches = cli().get_matches();
     match matches.subcommand() {
         Some(("docs", _)) => {
-            print!(
+            out!(
                 "{}",
                 tinyagents::docs::render_markdown(&tinyagents::middleware::catalog())
             );
@@ -114,7 +130,7 @@ fn check(path: &Path) -> ExitCode {
         Ok(l) => l,
         Err(errors) => return report(&errors),
     };
-    println!(
+    outln!(
         "{}: ok — {} middleware, in resolved order:",
         path.display(),
         loaded.stack.len()
@@ -126,7 +142,7 @@ fn check(path: &Path) -> ExitCode {
         } else {
             ""
         };
-        println!(
+        outln!(
             "  {:>2}. {:<width$}  {}{default}",
             i + 1,
             info.name,
@@ -134,14 +150,14 @@ fn check(path: &Path) -> ExitCode {
         );
     }
     if !loaded.hooks.is_empty() {
-        println!("external hooks:");
+        outln!("external hooks:");
         for h in &loaded.hooks {
             let matcher = h
                 .matcher
                 .as_ref()
                 .map(|m| format!(" /{}/", m.as_str()))
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "  - {}{matcher}: {} (timeout {} ms)",
                 h.event,
                 h.command,
@@ -149,7 +165,7 @@ fn check(path: &Path) -> ExitCode {
             );
         }
     }
-    println!(
+    outln!(
         "script: {} repl{}{}",
         loaded.script.len(),
         if loaded.script.len() == 1 { "y" } else { "ies" },
@@ -246,7 +262,7 @@ async fn run_agent(loaded: agent_file::Loaded, prompt: Option<String>, verbose: 
     let _ = printer.await;
     match result {
         Ok(run) => {
-            println!(
+            outln!(
                 "\n── finished ({:?}): {} step{}, {} model call{}, {} tool call{}",
                 run.stop,
                 run.counters.steps,
@@ -261,13 +277,13 @@ async fn run_agent(loaded: agent_file::Loaded, prompt: Option<String>, verbose: 
                 let first = text.lines().next().unwrap_or("");
                 let short: String = first.chars().take(120).collect();
                 let more = if short.len() < text.len() { "…" } else { "" };
-                println!(
+                outln!(
                     "tool result {} ({}): {short}{more}",
                     m.name.as_deref().unwrap_or("?"),
                     m.tool_call_id.as_deref().unwrap_or("?"),
                 );
             }
-            println!("final: {}", run.final_text());
+            outln!("final: {}", run.final_text());
             ExitCode::SUCCESS
         }
         Err(e) => {

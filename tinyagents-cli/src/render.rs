@@ -47,10 +47,10 @@ impl Renderer {
     fn line(&mut self, text: String) {
         self.clear_progress();
         if self.in_text {
-            println!();
+            outln!();
             self.in_text = false;
         }
-        println!("{text}");
+        outln!("{text}");
     }
 
     /// Renders one event.
@@ -76,10 +76,10 @@ impl Renderer {
                 if let DeltaContent::Text { text } = &delta.content {
                     self.clear_progress();
                     if !self.in_text {
-                        print!("  ");
+                        out!("  ");
                         self.in_text = true;
                     }
-                    print!("{text}");
+                    out!("{text}");
                     let _ = std::io::stdout().flush();
                 }
             }
@@ -88,7 +88,7 @@ impl Renderer {
             }
             AgentEvent::ModelCallCompleted { .. } => {
                 if self.in_text {
-                    println!();
+                    outln!();
                     self.in_text = false;
                 }
             }
@@ -161,7 +161,7 @@ impl Renderer {
     pub fn finish(&mut self) {
         self.clear_progress();
         if self.in_text {
-            println!();
+            outln!();
             self.in_text = false;
         }
     }
