@@ -207,6 +207,10 @@ fn hostile_calls() -> Vec<ToolCall> {
         file("shell", json!({ "command": "ls", "env": { "LD_PRELOAD": "x.so" } })),
         file("shell", json!({ "command": "ls", "cwd": "/etc" })),
         file("bash", json!({ "command": "ls; id" })),
+        // a second command key or extra argv the tool might append
+        file("shell", json!({ "command": "ls", "cmd": "rm -rf /" })),
+        file("shell", json!({ "command": "cat", "args": ["/etc/passwd"] })),
+        file("shell", json!({ "command": "ls", "stdin": "rm -rf /" })),
     ]);
     calls
 }
@@ -258,6 +262,10 @@ fn ordinary_inputs_are_admitted() {
         sh("mkdir -p build/out"),
         sh("diff src/main.rs src/main.rs"),
         file("shell", json!({ "command": "ls", "cwd": "src" })),
+        file(
+            "shell",
+            json!({ "command": "ls", "timeout": 30, "description": "list", "env": {} }),
+        ),
         // not a file or shell tool: not this guard's business
         file("search", json!({ "path": "/etc" })),
     ];

@@ -10,7 +10,7 @@ pub use pii::{PiiConfig, PiiMiddleware};
 pub use pii_detect::{PiiCounts, PiiStrategy, PII_TYPES};
 pub use shell_fs_guard::{
     ShellFsGuardConfig, ShellFsGuardMiddleware, DEFAULT_ALLOW_COMMANDS, DEFAULT_DENY_COMMANDS, DEFAULT_FILE_TOOLS,
-    DEFAULT_PATH_KEYS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS,
+    DEFAULT_PATH_KEYS, DEFAULT_SHELL_EXTRA_KEYS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS,
 };
 
 use crate::docs::MiddlewareMetadata;

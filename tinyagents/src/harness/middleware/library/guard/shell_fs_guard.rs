@@ -68,6 +68,8 @@ pub const DEFAULT_PATH_KEYS: &[&str] = &[
 ];
 /// The default shell tools.
 pub const DEFAULT_SHELL_TOOLS: &[&str] = &["shell", "bash", "run_command", "exec", "terminal"];
+/// The default harmless extra argument keys of a shell tool call.
+pub const DEFAULT_SHELL_EXTRA_KEYS: &[&str] = &["timeout", "timeout_ms", "description"];
 /// The default commands a shell tool may run.
 pub const DEFAULT_ALLOW_COMMANDS: &[&str] = &[
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd", "diff", "sort", "uniq", "stat", "file",
@@ -184,6 +186,9 @@ pub struct ShellFsGuardConfig {
     /// Admit pipelines whose every stage passes (chaining stays refused).
     #[config(default = false)]
     pub allow_pipes: bool,
+    /// Other argument keys a shell tool call may carry (besides command, path and empty `env` keys); any other key is refused.
+    #[config(default = strings(DEFAULT_SHELL_EXTRA_KEYS))]
+    pub shell_extra_keys: Vec<String>,
 }
 
 fn check_guard_config(c: &ShellFsGuardConfig) -> std::result::Result<(), ConfigViolation> {
@@ -226,6 +231,7 @@ impl Default for ShellFsGuardConfig {
             allow_commands: strings(DEFAULT_ALLOW_COMMANDS),
             deny_commands: strings(DEFAULT_DENY_COMMANDS),
             allow_pipes: false,
+            shell_extra_keys: strings(DEFAULT_SHELL_EXTRA_KEYS),
         }
     }
 }
@@ -356,13 +362,26 @@ impl ShellFsGuardMiddleware {
         {
             return Err("environment overrides for a shell command".to_owned());
         }
+        if let Some(key) = args.keys().find(|k| {
+            !(c.command_keys.contains(k) || c.path_keys.contains(k) || c.shell_extra_keys.contains(k) || *k == "env")
+        }) {
+            return Err(format!(
+                "the argument `{key}` of a shell call is not understood (it could carry more of the command)"
+            ));
+        }
         let mut found = 0;
         self.check_paths(&call.arguments, &root, &mut found)?;
-        let command = c
-            .command_keys
-            .iter()
-            .find_map(|k| args.get(k))
-            .ok_or_else(|| format!("no command argument (expected one of: {})", c.command_keys.join(", ")))?;
+        let commands: Vec<&Value> = c.command_keys.iter().filter_map(|k| args.get(k)).collect();
+        let command = match commands.as_slice() {
+            [one] => *one,
+            [] => {
+                return Err(format!(
+                    "no command argument (expected one of: {})",
+                    c.command_keys.join(", ")
+                ))
+            }
+            _ => return Err("several command arguments: which one runs is not understood".to_owned()),
+        };
         let Some(command) = command.as_str() else {
             return Err("the command is not a string".to_owned());
         };
