@@ -127,3 +127,60 @@ impl TokenCounter for ApproxTokenCounter {
 pub fn default_counter() -> Arc<dyn TokenCounter> {
     Arc::new(ApproxTokenCounter::default())
 }
+
+/// An exact counter for OpenAI's tokenizers (feature `exact-tokens`): the
+/// `o200k_base` (GPT-4o and later) or `cl100k_base` (GPT-4, GPT-3.5)
+/// encoding, bundled in the `tiktoken-rs` crate. The vocabulary is parsed
+/// once per process, on first use. For other model families it is a closer
+/// estimate than [`ApproxTokenCounter`], not an exact count.
+///
+/// ```
+/// use tinyagents::harness::tokens::{TiktokenCounter, TokenCounter};
+///
+/// let counter = TiktokenCounter::o200k();
+/// assert_eq!(counter.count_text("Hello, world!"), 4);
+/// ```
+#[cfg(feature = "exact-tokens")]
+#[derive(Clone, Copy)]
+pub struct TiktokenCounter {
+    bpe: &'static tiktoken_rs::CoreBPE,
+    name: &'static str,
+}
+
+#[cfg(feature = "exact-tokens")]
+impl std::fmt::Debug for TiktokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TiktokenCounter").field("encoding", &self.name).finish()
+    }
+}
+
+#[cfg(feature = "exact-tokens")]
+impl TiktokenCounter {
+    /// The `o200k_base` encoding.
+    pub fn o200k() -> Self {
+        Self {
+            bpe: tiktoken_rs::o200k_base_singleton(),
+            name: "o200k_base",
+        }
+    }
+
+    /// The `cl100k_base` encoding.
+    pub fn cl100k() -> Self {
+        Self {
+            bpe: tiktoken_rs::cl100k_base_singleton(),
+            name: "cl100k_base",
+        }
+    }
+
+    /// The encoding's name.
+    pub fn encoding(&self) -> &'static str {
+        self.name
+    }
+}
+
+#[cfg(feature = "exact-tokens")]
+impl TokenCounter for TiktokenCounter {
+    fn count_text(&self, text: &str) -> u64 {
+        self.bpe.encode_ordinary(text).len() as u64
+    }
+}
