@@ -154,3 +154,35 @@ fn bad_configuration_is_rejected() {
     assert!(text.contains("`on_change` = \"warn\""), "{text}");
     assert!(text.contains("record"), "{text}");
 }
+
+#[tokio::test]
+async fn the_compression_built_ins_keep_the_prefix_and_a_stable_dynamic_prompt_is_named() {
+    // summarisation, trimming and a volatile dynamic prompt change the request every call,
+    // but never its stable prefix
+    let stack = MiddlewareStack::new()
+        .with(Summarization::new(SummaryTrigger::messages(2)).keep_messages(1))
+        .unwrap()
+        .with(MessageTrimming::new(TrimStrategy::LastMessages(4)))
+        .unwrap()
+        .with(DynamicPrompt::new("step {step}").unwrap())
+        .unwrap()
+        .with(PromptCacheLayoutGuard::new())
+        .unwrap();
+    let (result, layout, events) = run(stack, 4).await;
+    let done = result.unwrap();
+    assert!(layout.is_empty(), "{layout:?}");
+    assert!(!done.compressions.is_empty(), "it did compress");
+    assert!(done.compressions.iter().all(|p| p.stable_prefix_preserved));
+    assert!(events.iter().any(|e| e.kind() == EventKind::Compressed));
+
+    // the same prompt written into the stable prefix is a cache miss each call, and named
+    let stack = MiddlewareStack::new()
+        .with(DynamicPrompt::new("step {step}").unwrap().stable(true))
+        .unwrap()
+        .with(PromptCacheLayoutGuard::new())
+        .unwrap();
+    let (result, layout, _) = run(stack, 3).await;
+    result.unwrap();
+    assert_eq!(layout.len(), 2);
+    assert!(layout.iter().all(|e| e.changed_by == ["dynamic_prompt"]));
+}
