@@ -99,7 +99,8 @@ async fn the_input_follows_the_schema_and_a_json_block_respects_the_matcher() {
     let cmd = script(
         &dir,
         "record.sh",
-        "cat > input-$TINYAGENTS_HOOK_EVENT.json\necho '{\"decision\": \"block\", \"reason\": \"not this one\"}'",
+        "cat > input-$TINYAGENTS_HOOK_EVENT.json\necho \"$MODE $TINYAGENTS_RUN_ID $TINYAGENTS_HOOK_SCHEMA\" > env.txt\n\
+         echo '{\"decision\": \"block\", \"reason\": \"not this one\"}'",
     );
     // the matcher does not match `shell`: nothing is blocked
     let tool = RecordingTool::new("shell");
@@ -115,7 +116,8 @@ async fn the_input_follows_the_schema_and_a_json_block_respects_the_matcher() {
     let tool = RecordingTool::new("shell");
     let hooks = vec![hook(HookEvent::PreToolUse, cmd)
         .with_matcher("^(shell|write_file)$")
-        .unwrap()];
+        .unwrap()
+        .with_env("MODE", "strict")];
     let out = run_with(&dir, hooks, tool.clone()).await;
     assert!(tool.calls().is_empty());
     assert!(out.tool_results()[0].contains("not this one"));
@@ -130,6 +132,8 @@ async fn the_input_follows_the_schema_and_a_json_block_respects_the_matcher() {
     assert_eq!(input["tool_input"], json!({ "command": "ls" }));
     assert_eq!(input["cwd"], dir.display().to_string());
     assert!(input.get("tool_output").is_none());
+    let env = std::fs::read_to_string(dir.join("env.txt")).unwrap();
+    assert_eq!(env.trim(), "strict run-1 tinyagents.hook/1");
 }
 
 #[tokio::test]
