@@ -289,3 +289,45 @@ fn bad_configuration_is_rejected_naming_field_value_and_rule() {
     let ok: SummarizationConfig = from_toml_str("trigger_tokens = 4000\ntrigger_messages = 30").unwrap();
     assert_eq!((ok.trigger_tokens, ok.keep_messages), (Some(4000), 20));
 }
+
+#[tokio::test]
+async fn one_stack_serves_concurrent_runs_with_separate_summaries() {
+    let recorder = Arc::new(Recorder::default());
+    let stack = Arc::new(
+        MiddlewareStack::new()
+            .with(
+                Summarization::new(SummaryTrigger::messages(2))
+                    .keep_messages(1)
+                    .with_summarizer(recorder.clone()),
+            )
+            .unwrap(),
+    );
+    let model = Arc::new(ScriptedModel::from_fn(|_| ScriptedTurn::text("ok")));
+    let agent: Arc<Agent<()>> = Arc::new(Agent::from_shared(model).with_shared_stack(stack));
+    let runs = (0..8).map(|i| {
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            let input = vec![
+                msg(Message::user("hello"), &format!("r{i}-u1")),
+                msg(Message::assistant("hi"), &format!("r{i}-a1")),
+                msg(Message::user("again"), &format!("r{i}-u2")),
+            ];
+            let mut ctx = RunContext::new(RunConfig::new(format!("run-{i}")), ());
+            agent.run(&mut ctx, &(), input).await.unwrap()
+        })
+    });
+    for (i, run) in futures::future::join_all(runs).await.into_iter().enumerate() {
+        let run = run.unwrap();
+        let covered: Vec<String> = run.compressions[0]
+            .source_message_ids
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            covered,
+            [format!("r{i}-u1"), format!("r{i}-a1")],
+            "run {i} summarised only its own messages"
+        );
+    }
+    assert_eq!(recorder.calls.lock().unwrap().len(), 8);
+}
