@@ -195,24 +195,31 @@ struct RunHooks {
 pub struct ExternalHooksMiddleware {
     hooks: Arc<[HookCommand]>,
     cwd: Option<PathBuf>,
+    /// The events some hook listens to (bit `1 << HookEvent as u8`): idle hooks return at once.
+    listening: u16,
 }
 
 impl From<ExternalHooksConfig> for ExternalHooksMiddleware {
     fn from(config: ExternalHooksConfig) -> Self {
-        Self {
-            hooks: config.hooks.into(),
-            cwd: config.cwd,
-        }
+        Self::new(config.hooks).with_cwd(config.cwd)
     }
 }
 
 impl ExternalHooksMiddleware {
     /// Runs these hook commands (in this order for combining answers).
     pub fn new(hooks: impl IntoIterator<Item = HookCommand>) -> Self {
+        let hooks: Arc<[HookCommand]> = hooks.into_iter().collect();
+        let listening = hooks.iter().fold(0, |bits, h| bits | event_bit(h.event));
         Self {
-            hooks: hooks.into_iter().collect(),
+            hooks,
             cwd: None,
+            listening,
         }
+    }
+
+    fn with_cwd(mut self, cwd: Option<PathBuf>) -> Self {
+        self.cwd = cwd;
+        self
     }
 
     /// The same middleware running commands in `dir` (default: the run's
@@ -228,8 +235,9 @@ impl ExternalHooksMiddleware {
     }
 
     /// Whether any hook listens to `event`.
+    #[inline]
     pub fn listens(&self, event: HookEvent) -> bool {
-        self.hooks.iter().any(|h| h.event == event)
+        self.listening & event_bit(event) != 0
     }
 
     fn cwd<C>(&self, ctx: &RunContext<C>) -> PathBuf {
@@ -358,6 +366,10 @@ impl ExternalHooksMiddleware {
     }
 }
 
+const fn event_bit(event: HookEvent) -> u16 {
+    1 << event as u8
+}
+
 fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &text[..i]),
@@ -402,7 +414,13 @@ impl ExternalHooksMiddleware {
 
     #[before_model]
     async fn before_model<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
-        let state = ctx.local::<RunHooks>();
+        let fires = self.listens(HookEvent::UserPromptSubmit) || self.listens(HookEvent::PostCompact);
+        let state = match ctx.try_local::<RunHooks>() {
+            Some(state) => state,
+            // nothing to fire and no context kept: nothing to do
+            None if !fires => return Ok(()),
+            None => ctx.local::<RunHooks>(),
+        };
         if self.listens(HookEvent::UserPromptSubmit) && !state.prompt_submitted.swap(true, Ordering::Relaxed) {
             let mut input = self.input(ctx, HookEvent::UserPromptSubmit);
             input.prompt = request
