@@ -178,3 +178,36 @@ fn bad_schemas_and_options_are_rejected() {
     assert_eq!(mw.check("[1, 2]"), Ok(json!([1, 2])));
     assert!(mw.check("{}").unwrap_err()[0].contains("want array"));
 }
+
+#[tokio::test]
+async fn it_validates_the_merged_reply_of_a_recovered_turn_whatever_the_registration_order() {
+    let recovery: OutputLimitRecoveryMiddleware = from_toml_str::<OutputLimitRecoveryConfig>("escalate = false")
+        .unwrap()
+        .build();
+    // registered after recovery, ordered outside it by its `before` declaration
+    let stack = MiddlewareStack::new()
+        .with(recovery)
+        .unwrap()
+        .with(StructuredOutput::new(schema()).unwrap())
+        .unwrap();
+    assert_eq!(
+        stack.implementors(HookKind::WrapModel),
+        ["structured_output", "output_limit_recovery"]
+    );
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::Reply(
+            ModelResponse::text(r#"{"city": "Ly"#).with_finish_reason(tinyagents::harness::model::FinishReason::Length),
+        ),
+        ScriptedTurn::text(r#"on", "population": 522250}"#),
+    ]));
+    let agent: Agent<()> = Agent::new(model.clone()).with_stack(stack);
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "Lyon?")
+        .await
+        .unwrap();
+    assert_eq!(
+        run.structured_output,
+        Some(json!({"city": "Lyon", "population": 522250}))
+    );
+    assert_eq!(model.calls(), 2, "continued once, validated once, no re-ask");
+}

@@ -177,13 +177,14 @@ impl OutputLimitRecoveryMiddleware {
     builtin,
     name = "output_limit_recovery",
     config = OutputLimitRecoveryConfig,
+    before = ["model_retry", "model_fallback", "timeout"],
     doc(
         mutation = "Sets `request.params.max_tokens` (the first cap when none is configured; the ceiling on escalation); on continuation sends the partial reply plus a temporary user instruction (never stored), may lower `reasoning_effort`, and returns one reply merging the parts' text with the last part's tool calls.",
         events = "One durable `OutputLimitRecovery { turn, attempt, action: escalate|continue, cap_before, cap_after, thinking_only, discarded_message_id }` per escalation or continuation (an escalation names the discarded message); `AttemptDiscarded` for the escalated attempt's streamed deltas; an explicit state update `output_limit_recovery` per step.",
         failure = "After `max_continuations` in one turn the turn fails with `LimitExceeded` (`model_token_limit`), as a cut-off would end the run without it; model errors pass through untouched.",
         streaming = "Deltas of every attempt stream as usual; a discarded (escalated) attempt is announced with `AttemptDiscarded` so clients drop its deltas. A sync `on_model_delta` hook notes tool-call starts (only for tool-call deltas) to tell a cut inside a tool call.",
         cache = "The stable prefix is untouched; continuation requests append the partial reply and the instruction at the tail, so they reuse the cached prefix of the turn.",
-        retries = "A wrap around the rest of the onion: register it outside retry and fallback middleware so each attempt it makes is retried or falls back on errors; a `Length` reply is not an error, so retry middleware never sees it."
+        retries = "A wrap ordered outside retry, fallback and timeout (it declares `before` them), so each attempt it makes is retried or falls back on errors; a `Length` reply is not an error, so retry middleware never sees it. Structured output orders itself outside it and validates the merged reply."
     )
 )]
 impl OutputLimitRecoveryMiddleware {

@@ -221,13 +221,14 @@ impl From<StructuredOutputConfig> for StructuredOutput {
     builtin,
     name = "structured_output",
     config = StructuredOutputConfig,
+    before = ["output_limit_recovery", "model_retry", "model_fallback", "timeout"],
     doc(
         mutation = "Adds the schema as a stable system segment `structured_output` (with `instruct`); on an invalid final reply, sends the same request plus the reply and a user message listing the errors (never stored); sets `AgentRun::structured_output` in `after_agent`.",
         events = "`Notice { source: \"structured_output\" }` with the errors and `AttemptDiscarded` for each rejected reply; an explicit state update `structured_output_errors` with the last errors.",
         failure = "Fails clearly: after `max_retries` re-asks the turn fails with a `Validation` error listing the last errors (each `at <pointer>: <rule>`); an invalid schema is rejected when it is built. Replies with tool calls pass unvalidated.",
         streaming = "Every attempt streams; a rejected reply's deltas are announced with `AttemptDiscarded` so clients drop them. Validation needs the whole reply, so it happens after the stream.",
         cache = "The schema segment is stable (the same text every call) and sits with the stable prefix: one cache write, then reuse; re-asks append at the tail.",
-        retries = "A wrap: register it outside retry and fallback middleware so every re-ask is retried or falls back on errors; a schema failure is not a model error, so retry middleware never sees it."
+        retries = "A wrap ordered outside output-limit recovery, retry, fallback and timeout (it declares `before` them): it validates the merged reply of a recovered turn, and each re-ask is retried or falls back on errors; a schema failure is not a model error, so retry middleware never sees it."
     )
 )]
 impl StructuredOutput {
