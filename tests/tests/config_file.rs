@@ -328,3 +328,29 @@ fn a_built_in_only_code_can_build_says_so() {
         "{err}"
     );
 }
+
+#[test]
+fn every_built_in_builds_from_its_defaults_or_says_which_key_to_set() {
+    let registry = without_defaults(MiddlewareRegistry::<()>::with_builtins());
+    let mut built = 0;
+    for t in BUILTIN_TYPES {
+        let text = format!("[[middleware]]\ntype = \"{t}\"\n");
+        match build(&registry, &text) {
+            Ok(stack) => {
+                assert_eq!(stack.len(), 1, "{t}");
+                built += 1;
+            }
+            // a key with no default (`dynamic_prompt.template`) or a cross-field rule (`timeout`)
+            Err(errors) => {
+                for e in &errors.errors {
+                    assert!(e.error.path.starts_with("middleware[0]."), "`{t}`: {}", e.error);
+                    assert_eq!(e.location.map(|l| l.line), Some(1), "`{t}`: {}", e.error);
+                }
+            }
+        }
+    }
+    assert!(
+        built * 2 > BUILTIN_TYPES.len(),
+        "most built-ins build from their defaults alone"
+    );
+}
