@@ -257,3 +257,83 @@ fn config_builds_and_bad_values_are_rejected_naming_field_value_and_rule() {
     // `enabled` is the reserved switch every middleware table accepts
     assert!(from_toml_str::<ParallelEditGuardConfig>("enabled = false").is_ok());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_id_the_model_repeats_does_not_wait_on_itself() {
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            edit("same", "a.rs", 1, 5),
+            edit("same", "a.rs", 2, 0),
+            edit("other", "a.rs", 3, 0),
+        ]),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(tools(&log))
+        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::warn()).unwrap())
+        .with_concurrent_tools();
+    let run = tokio::time::timeout(
+        Duration::from_secs(3600),
+        agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go"),
+    )
+    .await
+    .expect("the run finished instead of hanging")
+    .unwrap();
+    assert_eq!(results(&run).len(), 3);
+    assert_eq!(log.lock().unwrap().last().map(String::as_str), Some("a.rs#3"));
+}
+
+/// Writes every path in `paths`.
+struct MultiEdit(ToolSchema);
+
+#[async_trait]
+impl Tool for MultiEdit {
+    fn schema(&self) -> &ToolSchema {
+        &self.0
+    }
+
+    fn file_access(&self, arguments: &Value) -> Vec<FileAccess> {
+        arguments["paths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|p| FileAccess {
+                path: p.to_owned(),
+                mode: FileAccessMode::Write,
+            })
+            .collect()
+    }
+
+    async fn call(&self, _cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
+        Ok(format!("edited {}", arguments["paths"]).into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn in_deny_mode_a_refused_call_claims_none_of_its_files() {
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            edit("1", "a.rs", 1, 0),
+            ToolCall::new("2", "multi", json!({ "paths": ["a.rs", "b.rs"] })), // refused: a.rs taken
+            edit("3", "b.rs", 3, 0),                                           // runs: b.rs is still free
+        ]),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(
+            tools(&log)
+                .with(MultiEdit(ToolSchema::new("multi", "Edits many.")))
+                .unwrap(),
+        )
+        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::deny()).unwrap());
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    assert_eq!(*log.lock().unwrap(), ["a.rs#1", "b.rs#3"]);
+    let r = results(&run);
+    assert!(r[1].1.contains("already writes `a.rs`"), "{}", r[1].1);
+}

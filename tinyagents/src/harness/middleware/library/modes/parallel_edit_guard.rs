@@ -1,22 +1,20 @@
 //! [`ParallelEditGuard`]: reviews each prepared batch for several writes to
 //! one file, steers the model toward one multi-edit call per file (warn) or
-//! refuses the later writes (deny), and keeps same-file writes in the
-//! model's order when a batch runs concurrently.
+//! refuses the later writes (deny).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Component, Path};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use tinyagents_macros::{middleware, MiddlewareConfig};
-use tokio::sync::Notify;
 
 use crate::harness::context::RunContext;
-use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
-use crate::harness::middleware::{MiddlewareToolOutcome, PreparedBatch, PreparedCallVerdict, ToolHandler};
+use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict};
 use crate::harness::model::ModelRequest;
-use crate::harness::tool::{FileAccessMode, ToolCall, ToolResult};
+use crate::harness::tool::FileAccessMode;
 
 /// Options of [`ParallelEditGuard`] (`type = "parallel_edit_guard"`).
 ///
@@ -47,64 +45,9 @@ impl From<ParallelEditGuardConfig> for ParallelEditGuard {
     }
 }
 
-/// Per-run state: the pending guidance and the same-file write order.
+/// Per-run state: the guidance waiting for the next model request.
 #[derive(Default)]
-struct EditState {
-    inner: Mutex<EditInner>,
-    notify: Notify,
-}
-
-#[derive(Default)]
-struct EditInner {
-    guidance: Option<String>,
-    /// file → the sequence number of the write allowed to run next.
-    next: HashMap<String, usize>,
-    /// call id → its (file, sequence number) tickets.
-    tickets: HashMap<String, Vec<(String, usize)>>,
-    /// Set when a hook failed and the batch may never finish in order: release every waiter.
-    released: bool,
-}
-
-impl EditInner {
-    fn ready(&self, call_id: &str) -> bool {
-        self.released
-            || self
-                .tickets
-                .get(call_id)
-                .is_none_or(|ts| ts.iter().all(|(f, seq)| self.next.get(f).copied().unwrap_or(0) >= *seq))
-    }
-
-    fn advance(&mut self, call_id: &str) -> bool {
-        let Some(tickets) = self.tickets.remove(call_id) else {
-            return false;
-        };
-        for (file, seq) in tickets {
-            let n = self.next.entry(file).or_default();
-            *n = (*n).max(seq + 1);
-        }
-        true
-    }
-}
-
-/// Advances a call's tickets when its wrap ends, however it ends.
-struct Turn {
-    state: Arc<EditState>,
-    call_id: String,
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        let advanced = self
-            .state
-            .inner
-            .lock()
-            .map(|mut s| s.advance(&self.call_id))
-            .unwrap_or(false);
-        if advanced {
-            self.state.notify.notify_waiters();
-        }
-    }
-}
+struct EditState(Mutex<Option<String>>);
 
 /// The file a path names, for comparison (`./a//b` and `a/b` are one file).
 fn file_key(path: &str) -> String {
@@ -140,9 +83,10 @@ fn file_key(path: &str) -> String {
 /// multi-edit tool is added after the tool results (sent once). In `deny`
 /// mode the first write per file runs and every later write to that file
 /// gets an error result naming the file; calls to other files still run.
-/// Either way every call gets exactly one result, and when a batch runs
-/// concurrently, writes to one file still run one after another in the
-/// model's order.
+/// Either way every call gets exactly one result. Writes to one file in one
+/// batch run one after another in the model's order whether or not this
+/// guard is active: the agent loop's scheduler keeps that order (the guard
+/// only changes what the model is told).
 ///
 /// ```
 /// use tinyagents::middleware::ParallelEditGuard;
@@ -186,7 +130,7 @@ impl ParallelEditGuard {
     }
 }
 
-/// Steers a model that writes one file with several calls of one reply toward one multi-edit call: warns once (all run, in order) or refuses the later writes.
+/// Steers a model that writes one file with several calls of one reply toward one multi-edit call: warns once (all run) or refuses the later writes.
 #[middleware(
     builtin,
     name = "parallel_edit_guard",
@@ -194,23 +138,17 @@ impl ParallelEditGuard {
     doc(
         mutation = "Warn: appends one user guidance message to the next request (after the tool results). Deny: gives each later write to a file an error result naming the file.",
         events = "`Notice { source: \"parallel_edit_guard\", message, is_error: false }` when a batch writes a file more than once.",
-        failure = "Cannot fail. Only declared file writes count (reads and shell calls do not). Every call gets exactly one result. If a hook fails mid-batch, waiting same-file writes are released rather than left hanging.",
+        failure = "Cannot fail. Only declared file writes count (reads and shell calls do not). Every call gets exactly one result.",
         streaming = "None: it reviews whole prepared batches.",
         cache = "The guidance message is appended at the end of the conversation, after the cached prefix.",
-        retries = "The batch is reviewed once per reply; a retried tool call keeps its turn in the per-file order (the order is kept in `wrap_tool`, around retries registered inside it)."
+        retries = "The batch is reviewed once per reply, before any call runs; tool retries happen per call afterwards and are not counted again."
     )
 )]
 impl ParallelEditGuard {
     #[on_tool_batch]
     fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
-        {
-            // the previous batch is over: its tickets (all used, or released on an error) go
-            let edit = ctx.local::<EditState>();
-            let mut s = edit.inner.lock().expect("edit guard lock");
-            s.tickets.clear();
-            s.released = false;
-        }
-        // file → indices of the proceeding calls that write it, in model order
+        // the files each proceeding call writes, and file → the calls writing it, in model order
+        let mut per_call: Vec<(usize, Vec<String>)> = Vec::new();
         let mut writers: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, p) in batch.calls().iter().enumerate() {
             if *p.verdict() != PreparedCallVerdict::Proceed {
@@ -224,9 +162,10 @@ impl ParallelEditGuard {
                 .collect();
             files.sort();
             files.dedup();
-            for f in files {
-                writers.entry(f).or_default().push(i);
+            for f in &files {
+                writers.entry(f.clone()).or_default().push(i);
             }
+            per_call.push((i, files));
         }
         writers.retain(|_, calls| calls.len() > 1);
         if writers.is_empty() {
@@ -244,100 +183,36 @@ impl ParallelEditGuard {
             is_error: false,
         });
         if self.deny {
-            let mut rejected = std::collections::BTreeSet::new();
-            for (file, calls) in &writers {
-                for &i in &calls[1..] {
-                    if rejected.insert(i) {
-                        batch.reject(
-                            i,
-                            format!(
-                                "not run: an earlier call of this reply already writes `{file}`; combine the edits \
-                                 to `{file}` into one `{}` call",
-                                self.multiedit
-                            ),
-                        );
-                    }
+            // In model order: a call writing a file an earlier running call writes is refused
+            // (and claims nothing, so the files it would have written stay with their first writer).
+            let mut claimed = std::collections::BTreeSet::new();
+            for (i, files) in per_call {
+                match files.iter().find(|f| claimed.contains(*f)) {
+                    Some(file) => batch.reject(
+                        i,
+                        format!(
+                            "not run: an earlier call of this reply already writes `{file}`; combine the edits \
+                             to `{file}` into one `{}` call",
+                            self.multiedit
+                        ),
+                    ),
+                    None => claimed.extend(files),
                 }
             }
             return Ok(());
         }
-        let state = ctx.local::<EditState>();
-        let mut s = state.inner.lock().expect("edit guard lock");
-        s.guidance = Some(format!(
+        let guidance = format!(
             "[parallel_edit_guard] Your last reply changed {names} with several tool calls. They ran one after \
              another in your order, but next time combine all edits to one file into a single `{}` call.",
             self.multiedit
-        ));
-        for (file, calls) in writers {
-            // earlier batches are finished: this file's order starts afresh
-            s.next.insert(file.clone(), 0);
-            for (seq, i) in calls.into_iter().enumerate() {
-                let id = batch.calls()[i].call.id.clone();
-                s.tickets.entry(id).or_default().push((file.clone(), seq));
-            }
-        }
-        Ok(())
-    }
-
-    #[wrap_tool]
-    async fn in_order<S, C>(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        call: ToolCall,
-        next: ToolHandler<'_, S, C>,
-    ) -> Result<MiddlewareToolOutcome> {
-        let edit = ctx.local::<EditState>();
-        let has_ticket = edit
-            .inner
-            .lock()
-            .expect("edit guard lock")
-            .tickets
-            .contains_key(&call.id);
-        if !has_ticket {
-            return next.run(ctx, state, call).await;
-        }
-        loop {
-            let notified = edit.notify.notified();
-            if edit.inner.lock().expect("edit guard lock").ready(&call.id) {
-                break;
-            }
-            notified.await;
-        }
-        let _turn = Turn {
-            state: edit.clone(),
-            call_id: call.id.clone(),
-        };
-        next.run(ctx, state, call).await
-    }
-
-    #[after_tool]
-    fn done<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
-        // A call refused before its wrap still hands the turn on.
-        let edit = ctx.local::<EditState>();
-        let advanced = edit.inner.lock().expect("edit guard lock").advance(&result.call_id);
-        if advanced {
-            edit.notify.notify_waiters();
-        }
-        Ok(())
-    }
-
-    #[on_error]
-    fn release<C>(&self, ctx: &mut RunContext<C>, _error: &TinyAgentsError) -> Result<()> {
-        let edit = ctx.local::<EditState>();
-        let mut s = edit.inner.lock().expect("edit guard lock");
-        if !s.tickets.is_empty() {
-            s.released = true;
-            drop(s);
-            edit.notify.notify_waiters();
-        }
+        );
+        *ctx.local::<EditState>().0.lock().expect("edit guard lock") = Some(guidance);
         Ok(())
     }
 
     #[before_model]
     fn guide<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
-        let edit = ctx.local::<EditState>();
-        let guidance = edit.inner.lock().expect("edit guard lock").guidance.take();
+        let guidance = ctx.local::<EditState>().0.lock().expect("edit guard lock").take();
         if let Some(text) = guidance {
             request.messages.push(Message::user(text));
         }
