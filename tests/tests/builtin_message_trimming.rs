@@ -150,3 +150,30 @@ fn config_builds_the_strategy_and_rejects_bad_values() {
     assert!(text.contains("`max_messages` = 0"), "{text}");
     assert_eq!(err.errors().len(), 2);
 }
+
+#[tokio::test]
+async fn provenance_is_recorded_when_the_cut_moves_not_on_every_call() {
+    use tinyagents::harness::provenance::CompressionLog;
+    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(MessageTrimming::new(TrimStrategy::LastMessages(1)))
+        .unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let request = ModelRequest::new(history());
+    for _ in 0..3 {
+        let mut sent = request.clone();
+        stack.run_before_model(&mut ctx, &(), &mut sent).await.unwrap();
+        assert_eq!(ids(&sent.messages), ["sys", "u3"]);
+    }
+    assert_eq!(
+        ctx.local::<CompressionLog>().entries().len(),
+        1,
+        "the same cut three times"
+    );
+    // one more message moves the cut: u3 is dropped for the first time
+    let mut longer = request.clone();
+    longer.messages.push(msg(Message::assistant("reply"), "a3"));
+    stack.run_before_model(&mut ctx, &(), &mut longer).await.unwrap();
+    let entries = ctx.local::<CompressionLog>().entries();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1].source_message_ids.last().unwrap().as_str(), "u3");
+}

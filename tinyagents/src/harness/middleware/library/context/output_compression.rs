@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use super::artifacts::ArtifactStore;
-use super::summarizer::clip;
 use crate::config::ConfigViolation;
 use crate::harness::agent::AgentRun;
 use crate::harness::cache;
@@ -127,8 +126,7 @@ impl OutputCompression {
 
     fn excerpt(&self, text: &str, id: &str, tokens: u64) -> String {
         let total = text.chars().count();
-        let head = clip(text, self.config.head_chars as usize);
-        let head = head.trim_end_matches('…');
+        let head: String = text.chars().take(self.config.head_chars as usize).collect();
         let tail_start = total
             .saturating_sub(self.config.tail_chars as usize)
             .max(head.chars().count());

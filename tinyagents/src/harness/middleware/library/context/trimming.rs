@@ -2,17 +2,22 @@
 //! conversation within a budget ([`TrimStrategy`]), always keeping system
 //! messages and never separating a tool call from its results.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use super::window::units;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
-use crate::harness::message::{Message, Role};
+use crate::harness::message::{Message, MessageId, Role};
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::{self, CompressionProvenance};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
+
+/// Per-run: the messages already recorded as dropped.
+#[derive(Debug, Default)]
+struct Dropped(Mutex<HashSet<MessageId>>);
 
 /// What [`MessageTrimming`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +59,8 @@ pub struct MessageTrimmingConfig {
 /// It edits the request (a copy): the run's stored history is never changed,
 /// so the next call trims from the full history again. Every system message
 /// is kept; an assistant message and the tool results answering its calls
-/// are kept or dropped together. Each trim that drops messages is recorded
-/// as compression provenance.
+/// are kept or dropped together. Each time the cut moves (a message is
+/// dropped for the first time in the run) it is recorded as compression provenance.
 ///
 /// ```
 /// use tinyagents::middleware::{MessageTrimming, TrimStrategy};
@@ -159,7 +164,7 @@ impl From<MessageTrimmingConfig> for MessageTrimming {
     config = MessageTrimmingConfig,
     doc(
         mutation = "Drops the oldest non-system messages from `request.messages` (a copy: the run's history is untouched); an assistant tool-call message and its tool results go together.",
-        events = "`Compressed` with provenance (dropped message ids, their tool call ids, their token estimate, 0 compressed tokens) on each call that drops messages.",
+        events = "`Compressed` with provenance (dropped message ids, their tool call ids, their token estimate, 0 compressed tokens) on each call where the cut moves (a message is dropped for the first time in the run).",
         failure = "Cannot fail; it never drops system messages or the newest message unit, so the model always has something to answer.",
         streaming = "None: it edits the request before the stream starts.",
         cache = "Never touches system segments, tools or leading system messages, so the stable prefix is preserved; dropping the oldest conversation messages moves the start of the cached conversation, which costs a conversation-cache miss on the calls where the cut moves.",
@@ -186,8 +191,19 @@ impl MessageTrimming {
             }
         }
         request.messages = kept;
-        p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
-        provenance::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+        // Recorded when the cut moves (a message is dropped for the first time in this run).
+        let mut newly = false;
+        {
+            let recorded = ctx.local::<Dropped>();
+            let mut seen = recorded.0.lock().expect("dropped lock");
+            for id in &p.source_message_ids {
+                newly |= seen.insert(id.clone());
+            }
+        }
+        if newly {
+            p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
+            provenance::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+        }
         Ok(())
     }
 
