@@ -400,3 +400,34 @@ fn bad_configuration_is_rejected_naming_field_value_and_rule() {
     assert_eq!(err.errors()[0].path, "max_match_chars");
     assert_eq!(err.errors()[0].rule, "must be in 256..=65536");
 }
+
+#[tokio::test]
+async fn block_stops_a_reply_whose_tool_call_carries_pii_before_the_tool_runs() {
+    let send = RecordingTool::new("send").returning("sent");
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("send", json!({ "to": "ann@example.com", "body": "hi" })),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Block).apply_to(false, false, true, false))
+                .unwrap(),
+        );
+    let err = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert!(err.to_string().contains("tool-call arguments (1 email)"), "{err}");
+    assert!(!err.to_string().contains("ann@"), "{err}");
+    assert!(send.calls().is_empty(), "the call carrying PII never ran");
+    // a call built elsewhere (not from a reply) is refused on its own in `before_tool`
+    let mut h: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Block));
+    let err = h
+        .before_tool(ToolCall::new("1", "send", json!({ "to": ["x", "bob@example.com"] })))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("(1 email)"), "{err}");
+}
