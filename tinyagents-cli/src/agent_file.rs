@@ -57,12 +57,33 @@ const CALL_KEYS: [&str; 3] = ["name", "arguments", "id"];
 fn unknown(map: &Map<String, Value>, path: &str, keys: &[&str], errors: &mut ConfigErrors) {
     for (k, v) in map.iter().filter(|(k, _)| !keys.contains(&k.as_str())) {
         let valid: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+        let hint = keys
+            .iter()
+            .map(|c| (distance(k, c), c))
+            .filter(|(d, c)| *d <= c.len() / 3 + 1)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, c)| format!("; did you mean `{c}`?"))
+            .unwrap_or_default();
         errors.push(ConfigError::new(
             format!("{path}.{k}"),
             Some(v.clone()),
-            format!("unknown key; the valid keys are {}", valid.join(", ")),
+            format!("unknown key; the valid keys are {}{hint}", valid.join(", ")),
         ));
     }
+}
+
+/// The edit distance between two keys.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 fn string(map: &Map<String, Value>, path: &str, key: &str, errors: &mut ConfigErrors) -> Option<String> {

@@ -96,6 +96,7 @@ command = "true"
 
 [agent]
 max_steps = "many"
+promt = "hi"
 "#,
     );
     let out = tinyagents(&["check", bad.to_str().unwrap()]);
@@ -121,7 +122,12 @@ max_steps = "many"
         err.contains(&format!("{name}:13:13: `agent.max_steps` = \"many\"")),
         "{err}"
     );
-    assert!(err.contains("error: 4 problems found"), "{err}");
+    assert!(
+        err.contains(&format!("{name}:14:9: `agent.promt` = \"hi\": unknown key"))
+            && err.contains("did you mean `prompt`?"),
+        "{err}"
+    );
+    assert!(err.contains("error: 5 problems found"), "{err}");
     assert!(stdout(&out).is_empty());
 }
 
