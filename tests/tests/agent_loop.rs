@@ -320,3 +320,59 @@ async fn cancelling_a_run_drops_a_stalled_model_stream_at_once() {
 fn tokio_util_token() -> tinyagents::harness::context::CancellationToken {
     tinyagents::harness::context::CancellationToken::new()
 }
+
+/// Writes the file named by `path` after `ms` milliseconds, logging the order.
+struct SlowWrite {
+    schema: ToolSchema,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl Tool for SlowWrite {
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+    fn file_access(&self, arguments: &serde_json::Value) -> Vec<tinyagents::harness::tool::FileAccess> {
+        vec![tinyagents::harness::tool::FileAccess {
+            path: arguments["path"].as_str().unwrap_or_default().to_owned(),
+            mode: tinyagents::harness::tool::FileAccessMode::Write,
+        }]
+    }
+    async fn call(
+        &self,
+        _cx: tinyagents::harness::tool::ToolContext,
+        args: serde_json::Value,
+    ) -> Result<tinyagents::harness::tool::ToolOutput> {
+        tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0))).await;
+        self.log
+            .lock()
+            .unwrap()
+            .push(args["path"].as_str().unwrap_or_default().to_owned());
+        Ok("written".into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn writes_to_one_file_under_different_spellings_keep_the_models_order() {
+    let log: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let tool = SlowWrite {
+        schema: ToolSchema::new("write", "writes"),
+        log: log.clone(),
+    };
+    let calls = vec![
+        ToolCall::new("1", "write", json!({"path": "./src/a.rs", "ms": 50})),
+        ToolCall::new("2", "write", json!({"path": "src/b.rs", "ms": 0})),
+        ToolCall::new("3", "write", json!({"path": "src/../src/a.rs", "ms": 0})),
+    ];
+    let agent = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(calls),
+        ScriptedTurn::text("ok"),
+    ]))
+    .with_tools(ToolRegistry::new().with(tool).unwrap())
+    .with_concurrent_tools();
+    agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    assert_eq!(*log.lock().unwrap(), ["src/b.rs", "./src/a.rs", "src/../src/a.rs"]);
+}

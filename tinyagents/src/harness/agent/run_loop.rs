@@ -33,10 +33,9 @@ fn conflict_groups(items: &[Reviewed]) -> Vec<Vec<usize>> {
     for i in 0..n {
         for j in (i + 1)..n {
             let conflict = items[i].access.iter().any(|a| {
-                items[j]
-                    .access
-                    .iter()
-                    .any(|b| a.path == b.path && (a.mode == FileAccessMode::Write || b.mode == FileAccessMode::Write))
+                items[j].access.iter().any(|b| {
+                    (a.mode == FileAccessMode::Write || b.mode == FileAccessMode::Write) && same_file(&a.path, &b.path)
+                })
             });
             if conflict {
                 let (ri, rj) = (root(&mut parent, i), root(&mut parent, j));
@@ -55,6 +54,25 @@ fn conflict_groups(items: &[Reviewed]) -> Vec<Vec<usize>> {
         groups[index_of_root[r]].push(i);
     }
     groups
+}
+
+/// Whether two declared paths name the same file, lexically: `./a.rs`,
+/// `a.rs` and `src/../a.rs` are one file (symlinks are the guard's business).
+fn same_file(a: &str, b: &str) -> bool {
+    fn normal(path: &str) -> Vec<&str> {
+        let mut parts: Vec<&str> = Vec::new();
+        for part in path.split(['/', '\\']) {
+            match part {
+                "" | "." => {}
+                ".." if parts.last().is_some_and(|p| *p != "..") => {
+                    parts.pop();
+                }
+                other => parts.push(other),
+            }
+        }
+        parts
+    }
+    a == b || (a.starts_with('/') == b.starts_with('/') && normal(a) == normal(b))
 }
 
 /// Where a model turn leaves the loop.
