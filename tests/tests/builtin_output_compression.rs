@@ -187,3 +187,50 @@ fn bad_configuration_is_rejected() {
     let err = from_toml_str::<OutputCompressionConfig>("max_tokens = 0").unwrap_err();
     assert!(err.to_string().contains("`max_tokens` = 0"), "{err}");
 }
+
+#[tokio::test]
+async fn with_a_summariser_a_large_result_is_summarised_once_per_run() {
+    let store = ArtifactStore::new();
+    let summarizer_model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
+        ModelResponse::text("2000 numbered lines, line 0000 to line 1999.").with_usage(Usage::new(30, 9)),
+    )]));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("dump", json!({})),
+        ScriptedTurn::tool_call("small", json!({})),
+        ScriptedTurn::text("ok"),
+    ]));
+    let tools = ToolRegistry::new()
+        .with(RecordingTool::new("dump").returning(big()))
+        .unwrap()
+        .with(RecordingTool::new("small").returning("tiny"))
+        .unwrap();
+    let mw = compression("max_tokens = 500", &store)
+        .with_summarizer(Arc::new(ModelSummarizer::new(summarizer_model.clone())));
+    let agent: Agent<()> = Agent::new(model.clone())
+        .with_tools(tools)
+        .with_stack(MiddlewareStack::new().with(mw).unwrap());
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r3"), ()), &(), "go")
+        .await
+        .unwrap();
+    // the second and third requests carry the same summary; the summariser was asked once
+    for request in &model.requests()[1..] {
+        let sent = request
+            .messages
+            .iter()
+            .find(|m| m.name.as_deref() == Some("dump"))
+            .unwrap()
+            .text()
+            .into_owned();
+        assert!(sent.starts_with("[output summarised: 20000 characters"), "{sent}");
+        assert!(sent.contains("artifact `artifact://r3/"), "{sent}");
+        assert!(sent.ends_with("2000 numbered lines, line 0000 to line 1999."), "{sent}");
+    }
+    assert_eq!(summarizer_model.calls(), 1);
+    assert_eq!(run.usage.input_tokens, 30, "the summary's usage is the run's");
+    assert_eq!(
+        run.compressions[0].policy_version,
+        "output_compression/summary/1+model:scripted"
+    );
+    assert_eq!(store.len(), 1);
+}

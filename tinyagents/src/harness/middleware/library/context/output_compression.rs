@@ -2,10 +2,11 @@
 //! model-visible context, by an excerpt plus an artifact reference; the
 //! original stays in the run's history and in an [`ArtifactStore`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::artifacts::ArtifactStore;
+use super::summarizer::Summarizer;
 use crate::config::ConfigViolation;
 use crate::harness::agent::AgentRun;
 use crate::harness::cache;
@@ -62,6 +63,7 @@ impl From<OutputCompressionConfig> for OutputCompression {
             config: c,
             store: ArtifactStore::new(),
             counter: default_counter(),
+            summarizer: None,
         }
     }
 }
@@ -70,11 +72,16 @@ impl From<OutputCompressionConfig> for OutputCompression {
 #[derive(Debug, Default)]
 struct Recorded(Mutex<HashSet<MessageId>>);
 
+/// Per-run: the summaries made so far, by message id (a summariser is called once per result).
+#[derive(Debug, Default)]
+struct Summaries(Mutex<HashMap<MessageId, String>>);
+
 /// Replaces large tool results in the model-visible context (a copy of the
 /// request) with their first `head_chars` and last `tail_chars` characters and
 /// a reference to the full text, kept in an [`ArtifactStore`] under
-/// `artifact://<run id>/<message id>`. The run's stored history keeps the
-/// original too. Pair it with a [`ReadArtifactTool`](super::ReadArtifactTool)
+/// `artifact://<run id>/<message id>`; with
+/// [`with_summarizer`](Self::with_summarizer), with a summary instead of the
+/// excerpt. The run's stored history keeps the original too. Pair it with a [`ReadArtifactTool`](super::ReadArtifactTool)
 /// on the same store so the model can page through an original.
 ///
 /// ```
@@ -93,6 +100,7 @@ pub struct OutputCompression {
     config: OutputCompressionConfig,
     store: Arc<ArtifactStore>,
     counter: Arc<dyn TokenCounter>,
+    summarizer: Option<Arc<dyn Summarizer>>,
 }
 
 impl std::fmt::Debug for OutputCompression {
@@ -104,7 +112,8 @@ impl std::fmt::Debug for OutputCompression {
 }
 
 impl OutputCompression {
-    /// The provenance policy version.
+    /// The provenance policy version of the head/tail excerpt (with a
+    /// summariser: `output_compression/summary/1+<summariser id>`).
     pub const POLICY: &'static str = "output_compression/head_tail/1";
 
     /// The same middleware keeping originals in `store` (shared with a reader tool).
@@ -116,6 +125,14 @@ impl OutputCompression {
     /// The same middleware measuring with `counter`.
     pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = counter;
+        self
+    }
+
+    /// The same middleware summarising each large result with `summarizer`
+    /// (once per result and run, its usage added to the run) instead of
+    /// keeping a head/tail excerpt.
+    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.summarizer = Some(summarizer);
         self
     }
 
@@ -146,9 +163,9 @@ impl OutputCompression {
     name = "output_compression",
     config = OutputCompressionConfig,
     doc(
-        mutation = "Replaces the text of tool-result messages above `max_tokens` in `request.messages` (a copy; stored history keeps the original) with a head/tail excerpt and the artifact id; stores the original in its `ArtifactStore`. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Replaces the text of tool-result messages above `max_tokens` in `request.messages` (a copy; stored history keeps the original) with a head/tail excerpt (or, with a summariser, a summary made once per result and run) and the artifact id; stores the original in its `ArtifactStore`. `after_agent` attaches provenance to `AgentRun::compressions`.",
         events = "`Compressed` with provenance (the message id, its tool call id and artifact id, tokens before and after) the first time each result is compressed in a run.",
-        failure = "Cannot fail; originals are never lost (history and store). A result that is not larger than its excerpt is left alone.",
+        failure = "The excerpt cannot fail; a summariser's error fails the call with that error. Originals are never lost (history and store). A result that is not larger than its replacement is left alone.",
         streaming = "None: it edits the request before the stream starts.",
         cache = "Never touches system segments, tools or leading system messages (stable prefix preserved); a result is compressed the same way on every call (deterministic excerpt), so the conversation prefix stays cacheable.",
         retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the compressed request."
@@ -156,7 +173,7 @@ impl OutputCompression {
 )]
 impl OutputCompression {
     #[before_model]
-    fn compress<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    async fn compress<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let tool_positions: Vec<usize> = request
             .messages
             .iter()
@@ -175,7 +192,36 @@ impl OutputCompression {
             }
             let text = m.text().into_owned();
             let id = ArtifactStore::id_for(ctx.run_id(), m.id.as_str());
-            let excerpt = self.excerpt(&text, &id, tokens);
+            let excerpt = match &self.summarizer {
+                None => self.excerpt(&text, &id, tokens),
+                Some(summarizer) => {
+                    let cached = ctx
+                        .local::<Summaries>()
+                        .0
+                        .lock()
+                        .expect("summaries lock")
+                        .get(&m.id)
+                        .cloned();
+                    let summary = match cached {
+                        Some(summary) => summary,
+                        None => {
+                            let made = summarizer.summarize(std::slice::from_ref(&*m), None).await?;
+                            ctx.add_usage(made.usage);
+                            ctx.local::<Summaries>()
+                                .0
+                                .lock()
+                                .expect("summaries lock")
+                                .insert(m.id.clone(), made.text.clone());
+                            made.text
+                        }
+                    };
+                    format!(
+                        "[output summarised: {} characters, about {tokens} tokens. The full output is artifact `{id}` \
+                         (read it with `read_artifact`).]\n{summary}",
+                        text.chars().count()
+                    )
+                }
+            };
             if excerpt.len() >= text.len() {
                 continue;
             }
@@ -199,7 +245,11 @@ impl OutputCompression {
             if !recorded.0.lock().expect("recorded lock").insert(message.clone()) {
                 continue;
             }
-            let mut p = CompressionProvenance::new("output_compression", Self::POLICY).with_prefix(before, after);
+            let policy = match &self.summarizer {
+                None => Self::POLICY.to_owned(),
+                Some(summarizer) => format!("output_compression/summary/1+{}", summarizer.id()),
+            };
+            let mut p = CompressionProvenance::new("output_compression", policy).with_prefix(before, after);
             p.source_message_ids.push(message);
             p.source_artifact_ids.extend(call);
             p.source_artifact_ids.push(artifact);
