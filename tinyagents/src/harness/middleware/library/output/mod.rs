@@ -2,13 +2,11 @@
 //! see the table in [the library docs](super).
 
 mod output_limit_recovery;
-#[cfg(feature = "structured-output")]
 mod structured_output;
 
 pub use output_limit_recovery::{
     OutputLimitRecoveryConfig, OutputLimitRecoveryMiddleware, DEFAULT_CONTINUATION_INSTRUCTION,
 };
-#[cfg(feature = "structured-output")]
 pub use structured_output::{StructuredOutput, StructuredOutputConfig, STRUCTURED_OUTPUT_SEGMENT};
 
 use crate::docs::MiddlewareMetadata;
@@ -25,6 +23,5 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<OutputLimitRecoveryMiddleware>(),
-    #[cfg(feature = "structured-output")]
     doc_of::<StructuredOutput>(),
 ];

@@ -50,52 +50,103 @@ fn check_structured(c: &StructuredOutputConfig) -> std::result::Result<(), Confi
     Ok(())
 }
 
-/// A loader that refuses every remote or file `$ref`: a schema is self-contained.
-struct NoLoader;
+/// The JSON Schema validator: `boon`, behind the default feature `structured-output`.
+#[cfg(feature = "structured-output")]
+mod validator {
+    use serde_json::Value;
 
-impl boon::UrlLoader for NoLoader {
-    fn load(&self, url: &str) -> std::result::Result<Value, Box<dyn std::error::Error>> {
-        Err(format!("`$ref` to `{url}` is not allowed: the schema must be self-contained").into())
+    /// A compiled schema.
+    pub(super) struct Compiled(boon::Schemas, boon::SchemaIndex);
+
+    /// A loader that refuses every remote or file `$ref`: a schema is self-contained.
+    struct NoLoader;
+
+    impl boon::UrlLoader for NoLoader {
+        fn load(&self, url: &str) -> Result<Value, Box<dyn std::error::Error>> {
+            Err(format!("`$ref` to `{url}` is not allowed: the schema must be self-contained").into())
+        }
+    }
+
+    const SCHEMA_URL: &str = "urn:tinyagents:structured-output";
+
+    /// An error and its causes, one after the other.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
+    }
+
+    /// Compiles a schema; the error completes "the schema …".
+    pub(super) fn compile(schema: &Value) -> Result<Compiled, String> {
+        let mut schemas = boon::Schemas::new();
+        let mut compiler = boon::Compiler::new();
+        compiler.use_loader(Box::new(NoLoader));
+        compiler
+            .add_resource(SCHEMA_URL, schema.clone())
+            .map_err(|e| format!("is not a valid JSON Schema: {}", chain(&e)))?;
+        let index = compiler
+            .compile(SCHEMA_URL, &mut schemas)
+            .map_err(|e| format!("is not a valid JSON Schema: {}", chain(&e)))?;
+        Ok(Compiled(schemas, index))
+    }
+
+    /// The leaf errors of a validation error, one line each.
+    fn leaves(e: &boon::ValidationError<'_, '_>, out: &mut Vec<String>) {
+        if e.causes.is_empty() {
+            let at = e.instance_location.to_string();
+            out.push(format!("at `{}`: {}", if at.is_empty() { "/" } else { &at }, e.kind));
+        }
+        for c in &e.causes {
+            leaves(c, out);
+        }
+    }
+
+    impl Compiled {
+        /// Validates a value: the errors, one line each.
+        pub(super) fn validate(&self, value: &Value) -> Result<(), Vec<String>> {
+            self.0.validate(value, self.1).map_err(|e| {
+                let mut out = Vec::new();
+                leaves(&e, &mut out);
+                if out.is_empty() {
+                    out.push(e.to_string());
+                }
+                out
+            })
+        }
     }
 }
 
-const SCHEMA_URL: &str = "urn:tinyagents:structured-output";
+/// Without the `structured-output` feature no schema can be checked: every
+/// schema is refused with an error saying so.
+#[cfg(not(feature = "structured-output"))]
+mod validator {
+    use serde_json::Value;
 
-/// An error and its causes, one after the other.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        out.push_str(": ");
-        out.push_str(&c.to_string());
-        cause = c.source();
+    /// A compiled schema (none exists without the validator).
+    pub(super) enum Compiled {}
+
+    /// Refuses: there is no validator.
+    pub(super) fn compile(_schema: &Value) -> Result<Compiled, String> {
+        Err(
+            "cannot be checked: tinyagents was built without its `structured-output` feature (the JSON Schema \
+             validator)"
+                .to_owned(),
+        )
     }
-    out
-}
 
-fn compile(schema: &Value) -> std::result::Result<(boon::Schemas, boon::SchemaIndex), String> {
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler.use_loader(Box::new(NoLoader));
-    compiler
-        .add_resource(SCHEMA_URL, schema.clone())
-        .map_err(|e| format!("is not a valid JSON Schema: {}", chain(&e)))?;
-    let index = compiler
-        .compile(SCHEMA_URL, &mut schemas)
-        .map_err(|e| format!("is not a valid JSON Schema: {}", chain(&e)))?;
-    Ok((schemas, index))
-}
-
-/// The leaf errors of a validation error, one line each.
-fn leaves(e: &boon::ValidationError<'_, '_>, out: &mut Vec<String>) {
-    if e.causes.is_empty() {
-        let at = e.instance_location.to_string();
-        out.push(format!("at `{}`: {}", if at.is_empty() { "/" } else { &at }, e.kind));
-    }
-    for c in &e.causes {
-        leaves(c, out);
+    impl Compiled {
+        pub(super) fn validate(&self, _value: &Value) -> Result<(), Vec<String>> {
+            match *self {}
+        }
     }
 }
+
+use validator::{compile, Compiled};
 
 /// The reply text without surrounding code fences.
 fn unfence(text: &str) -> &str {
@@ -135,7 +186,7 @@ struct Outcome {
 /// ```
 pub struct StructuredOutput {
     schema: Value,
-    compiled: std::result::Result<(boon::Schemas, boon::SchemaIndex), String>,
+    compiled: std::result::Result<Compiled, String>,
     max_retries: u32,
     instruct: bool,
 }
@@ -177,20 +228,10 @@ impl StructuredOutput {
 
     /// Parses and validates a reply: the value, or the errors (one line each).
     pub fn check(&self, reply: &str) -> std::result::Result<Value, Vec<String>> {
-        let (schemas, index) = self.compiled.as_ref().map_err(|e| vec![format!("the schema {e}")])?;
+        let compiled = self.compiled.as_ref().map_err(|e| vec![format!("the schema {e}")])?;
         let value: Value =
             serde_json::from_str(unfence(reply)).map_err(|e| vec![format!("the reply is not JSON: {e}")])?;
-        match schemas.validate(&value, *index) {
-            Ok(()) => Ok(value),
-            Err(e) => {
-                let mut out = Vec::new();
-                leaves(&e, &mut out);
-                if out.is_empty() {
-                    out.push(e.to_string());
-                }
-                Err(out)
-            }
-        }
+        compiled.validate(&value).map(|()| value)
     }
 
     fn instruction(&self) -> String {
@@ -225,7 +266,7 @@ impl From<StructuredOutputConfig> for StructuredOutput {
     doc(
         mutation = "Adds the schema as a stable system segment `structured_output` (with `instruct`); on an invalid final reply, sends the same request plus the reply and a user message listing the errors (never stored); sets `AgentRun::structured_output` in `after_agent`.",
         events = "`Notice { source: \"structured_output\" }` with the errors and `AttemptDiscarded` for each rejected reply; an explicit state update `structured_output_errors` with the last errors.",
-        failure = "Fails clearly: after `max_retries` re-asks the turn fails with a `Validation` error listing the last errors (each `at <pointer>: <rule>`); an invalid schema is rejected when it is built. Replies with tool calls pass unvalidated.",
+        failure = "Fails clearly: after `max_retries` re-asks the turn fails with a `Validation` error listing the last errors (each `at <pointer>: <rule>`); an invalid schema is rejected when it is built (every schema, when tinyagents is built without its default `structured-output` feature). Replies with tool calls pass unvalidated.",
         streaming = "Every attempt streams; a rejected reply's deltas are announced with `AttemptDiscarded` so clients drop them. Validation needs the whole reply, so it happens after the stream.",
         cache = "The schema segment is stable (the same text every call) and sits with the stable prefix: one cache write, then reuse; re-asks append at the tail.",
         retries = "A wrap ordered outside output-limit recovery, retry, fallback and timeout (it declares `before` them): it validates the merged reply of a recovered turn, and each re-ask is retried or falls back on errors; a schema failure is not a model error, so retry middleware never sees it."
