@@ -21,7 +21,5 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 }
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[
-    doc_of::<OutputLimitRecoveryMiddleware>(),
-    doc_of::<StructuredOutput>(),
-];
+pub(super) const CATALOG: &[&MiddlewareDoc] =
+    &[doc_of::<OutputLimitRecoveryMiddleware>(), doc_of::<StructuredOutput>()];
