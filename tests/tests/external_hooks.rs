@@ -412,3 +412,38 @@ async fn compaction_code_asks_the_pre_compact_hooks() {
     assert_eq!(input["event"], "pre_compact");
     assert_eq!(input["compaction"]["messages"], 3);
 }
+
+#[tokio::test]
+async fn a_pre_compact_hook_can_keep_the_summarization_built_in_from_compacting() {
+    use tinyagents::middleware::{Summarization, SummaryTrigger};
+    let dir = temp_dir("pre-compact-summary");
+    let cmd = script(&dir, "keep.sh", "cat > compact.json\necho 'not now' >&2\nexit 2");
+    let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
+    let stack = MiddlewareStack::new()
+        .with(ExternalHooksMiddleware::new([hook(HookEvent::PreCompact, cmd)]).in_dir(&dir))
+        .unwrap()
+        .with(Summarization::new(SummaryTrigger::messages(2)).keep_messages(1))
+        .unwrap();
+    let agent: Agent<()> = Agent::from_shared(model.clone()).with_stack(stack);
+    let sink = Arc::new(CollectingSink::new());
+    let history = vec![Message::user("one"), Message::assistant("two"), Message::user("three")];
+    agent
+        .run(
+            &mut RunContext::new(RunConfig::new("run-1"), ()).with_sink(sink.clone()),
+            &(),
+            history,
+        )
+        .await
+        .unwrap();
+    // the model saw the whole history: the summary was blocked
+    let texts: Vec<String> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["one", "two", "three"]);
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("compact.json")).unwrap()).unwrap();
+    assert_eq!(input["compaction"]["middleware"], "summarization");
+    assert!(sink.events().iter().any(|e| matches!(e,
+        AgentEvent::Notice { source, message, .. } if source == "pre_compact" && message.contains("not now"))));
+}

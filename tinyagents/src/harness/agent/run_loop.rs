@@ -527,8 +527,15 @@ where
     }
 
     /// A call rejected by the batch review: its result still passes `after_tool`.
+    /// (It is reported as a completed call with an error result, like a refusal in `before_tool`.)
     async fn finish_rejected(&self, ctx: &mut RunContext<C>, state: &S, mut result: ToolResult) -> Result<ToolResult> {
         self.stack.run_after_tool(ctx, state, &mut result).await?;
+        ctx.emit_with(EventKind::ToolCallCompleted, || AgentEvent::ToolCallCompleted {
+            run_id: ctx.run_id().clone(),
+            call_id: result.call_id.clone(),
+            tool: result.name.clone(),
+            is_error: true,
+        });
         Ok(result)
     }
 

@@ -61,6 +61,7 @@ pub fn catalog() -> Vec<&'static MiddlewareDoc> {
         prompt::CATALOG,
         context::CATALOG,
         output::CATALOG,
+        crate::hooks::CATALOG,
     ]
     .concat()
 }

@@ -10,6 +10,7 @@ use super::summarizer::Summarizer;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
+use crate::harness::event::AgentEvent;
 use crate::harness::message::{Message, MessageId, Role};
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::{self, CompressionProvenance};
@@ -111,6 +112,18 @@ pub(crate) async fn compact<C>(
         .expect("summaries lock")
         .get(&key)
         .cloned();
+    // A new or extended summary is a compaction: external `pre_compact` hooks may block it.
+    if previous.as_ref().is_none_or(|p| p.covered != old_ids) {
+        let details = serde_json::json!({ "middleware": middleware, "policy": policy, "messages": old_ids.len() });
+        if let Some(reason) = crate::hooks::pre_compact(ctx, details).await.blocked {
+            ctx.emit(AgentEvent::Notice {
+                source: "pre_compact".into(),
+                message: format!("`{middleware}` did not compact: a pre_compact hook blocked it: {reason}"),
+                is_error: false,
+            });
+            return Ok(None);
+        }
+    }
     let (state, fresh) = match previous {
         Some(prev) if prev.covered == old_ids => (prev, false),
         prev => {
