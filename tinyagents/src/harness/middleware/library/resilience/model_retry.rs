@@ -1,8 +1,6 @@
 //! [`ModelRetryMiddleware`]: retries failed model calls with exponential backoff.
 
-use std::time::Duration;
-
-use super::backoff::{check_retry, default_classifier, kinds_classifier, parse_kinds, pause};
+use super::backoff::{check_retry, pause, retry_parts};
 use super::timeout::is_run_deadline;
 use super::{Backoff, ErrorClassifier, OnFailure};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
@@ -56,24 +54,19 @@ fn check_model_retry(c: &ModelRetryConfig) -> std::result::Result<(), ConfigViol
 
 impl From<ModelRetryConfig> for ModelRetryMiddleware {
     fn from(c: ModelRetryConfig) -> Self {
+        let (backoff, retry_on, on_failure) = retry_parts(
+            c.initial_delay_ms,
+            c.backoff_factor,
+            c.max_delay_ms,
+            c.jitter,
+            &c.retry_on,
+            &c.on_failure,
+        );
         Self {
             max_attempts: c.max_attempts,
-            backoff: Backoff {
-                initial: Duration::from_millis(c.initial_delay_ms),
-                factor: c.backoff_factor,
-                max: Duration::from_millis(c.max_delay_ms),
-                jitter: c.jitter,
-            },
-            retry_on: if c.retry_on.is_empty() {
-                default_classifier()
-            } else {
-                kinds_classifier(parse_kinds(&c.retry_on))
-            },
-            on_failure: if c.on_failure == "continue" {
-                OnFailure::Continue
-            } else {
-                OnFailure::Error
-            },
+            backoff,
+            retry_on,
+            on_failure,
         }
     }
 }

@@ -1,8 +1,6 @@
 //! [`ToolRetryMiddleware`]: retries failed tool calls with exponential backoff.
 
-use std::time::Duration;
-
-use super::backoff::{check_retry, default_classifier, kinds_classifier, parse_kinds, pause};
+use super::backoff::{check_retry, pause, retry_parts};
 use super::timeout::is_run_deadline;
 use super::{Backoff, ErrorClassifier, OnFailure};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
@@ -59,24 +57,19 @@ fn check_tool_retry(c: &ToolRetryConfig) -> std::result::Result<(), ConfigViolat
 
 impl From<ToolRetryConfig> for ToolRetryMiddleware {
     fn from(c: ToolRetryConfig) -> Self {
+        let (backoff, retry_on, on_failure) = retry_parts(
+            c.initial_delay_ms,
+            c.backoff_factor,
+            c.max_delay_ms,
+            c.jitter,
+            &c.retry_on,
+            &c.on_failure,
+        );
         Self {
             max_attempts: c.max_attempts,
-            backoff: Backoff {
-                initial: Duration::from_millis(c.initial_delay_ms),
-                factor: c.backoff_factor,
-                max: Duration::from_millis(c.max_delay_ms),
-                jitter: c.jitter,
-            },
-            retry_on: if c.retry_on.is_empty() {
-                default_classifier()
-            } else {
-                kinds_classifier(parse_kinds(&c.retry_on))
-            },
-            on_failure: if c.on_failure == "continue" {
-                OnFailure::Continue
-            } else {
-                OnFailure::Error
-            },
+            backoff,
+            retry_on,
+            on_failure,
             tools: c.tools,
         }
     }
