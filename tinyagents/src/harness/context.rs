@@ -192,6 +192,20 @@ type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 #[derive(Clone, Default)]
 struct RunLocals(Arc<Locals>);
 
+/// A handle on a run's per-run state ([`RunContext::local`]), carried by
+/// [`ParentRun`] so that a child run can find the state its parent's
+/// middleware keeps for the whole run tree (a price budget, for instance)
+/// with [`RunContext::parent_local`]. It is opaque: a child reads its
+/// parent's values, it never replaces them.
+#[derive(Clone, Default)]
+pub struct RunLocalsHandle(RunLocals);
+
+impl std::fmt::Debug for RunLocalsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLocalsHandle").finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct Locals {
     map: Mutex<LocalMap>,
@@ -228,6 +242,7 @@ pub struct RunContext<Ctx = ()> {
     jump: Option<JumpRequest>,
     cancellation: CancellationToken,
     locals: RunLocals,
+    parent_locals: Option<RunLocals>,
     steering: Option<(SteeringHandle, bool)>,
     max_steps: Option<u32>,
 }
@@ -260,6 +275,7 @@ impl<Ctx> RunContext<Ctx> {
             jump: None,
             cancellation: CancellationToken::new(),
             locals: RunLocals::default(),
+            parent_locals: None,
             steering: None,
             max_steps: None,
         }
@@ -523,6 +539,49 @@ impl<Ctx> RunContext<Ctx> {
             .expect("run local keyed by its own TypeId")
     }
 
+    /// Per-run state of type `T`, created with `init` on first use (see [`local`](Self::local)).
+    pub fn local_with<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let locals = &self.locals.0;
+        let mut map = locals.map.lock().expect("run locals lock");
+        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| {
+            locals.len.fetch_add(1, std::sync::atomic::Ordering::Release);
+            Arc::new(init())
+        });
+        Arc::clone(entry)
+            .downcast::<T>()
+            .expect("run local keyed by its own TypeId")
+    }
+
+    /// The parent run's per-run state of type `T`, when this is a child run
+    /// (started with [`with_parent_locals`](Self::with_parent_locals)) and
+    /// the parent created it. Never creates it.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use tinyagents::harness::context::{RunConfig, RunContext};
+    ///
+    /// #[derive(Default)]
+    /// struct Tree(AtomicU32);
+    ///
+    /// let parent: RunContext = RunContext::new(RunConfig::new("p"), ());
+    /// parent.local::<Tree>().0.store(7, Ordering::Relaxed);
+    /// let link = parent.as_parent();
+    /// let child: RunContext = RunContext::new(RunConfig::child_of(&link, "p/c"), ()).with_parent_locals(&link.locals);
+    /// assert_eq!(child.parent_local::<Tree>().unwrap().0.load(Ordering::Relaxed), 7);
+    /// assert!(parent.parent_local::<Tree>().is_none());
+    /// ```
+    pub fn parent_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let map = self.parent_locals.as_ref()?.0.map.lock().expect("run locals lock");
+        Arc::clone(map.get(&TypeId::of::<T>())?).downcast::<T>().ok()
+    }
+
+    /// The same context as a child of the run `parent` came from: its
+    /// per-run state becomes reachable through [`parent_local`](Self::parent_local).
+    pub fn with_parent_locals(mut self, parent: &RunLocalsHandle) -> Self {
+        self.parent_locals = Some(parent.0.clone());
+        self
+    }
+
     /// The per-run state of type `T` if some part of the run created it
     /// (with [`local`](Self::local)); never creates it, never allocates.
     pub fn try_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
@@ -546,6 +605,7 @@ impl<Ctx> RunContext<Ctx> {
             workspace: self.workspace.clone(),
             cancellation: self.cancellation.clone(),
             steering: self.steering.as_ref().map(|(h, _)| h.clone()),
+            locals: RunLocalsHandle(self.locals.clone()),
         }
     }
 
@@ -566,6 +626,7 @@ impl<Ctx> RunContext<Ctx> {
             jump: None,
             cancellation: self.cancellation.clone(),
             locals: self.locals.clone(),
+            parent_locals: self.parent_locals.clone(),
             steering: self.steering.clone(),
             max_steps: self.max_steps,
         }

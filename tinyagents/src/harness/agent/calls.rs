@@ -50,6 +50,8 @@ where
             },
         });
         let guard = AttemptGuard::arm(ctx, step, attempt);
+        // Usage the provider reported during this attempt: charged even when the attempt fails.
+        let mut streamed = crate::harness::model::Usage::default();
         let result = async {
             let cancelled = || TinyAgentsError::cancelled("the run was cancelled during a model call");
             let token = ctx.cancellation().clone();
@@ -69,6 +71,9 @@ where
                 };
                 let Some(item) = item else { break };
                 let mut delta = item?;
+                if let crate::harness::model::DeltaContent::Usage { usage } = &delta.content {
+                    streamed += *usage;
+                }
                 stack.run_on_model_delta(ctx, state, &mut delta).await?;
                 if delta.is_suppressed() {
                     continue;
@@ -101,11 +106,20 @@ where
                 });
             }
             Err(e) => {
+                if !streamed.is_zero() {
+                    // A paid attempt is not free because it failed: the run's usage and
+                    // the budget (through `FailedAttemptUsage`) count what it reported.
+                    ctx.add_usage(streamed);
+                    *ctx.local::<FailedAttemptUsage>()
+                        .0
+                        .lock()
+                        .expect("failed attempt usage lock") += streamed;
+                }
                 ctx.emit_with(EventKind::ModelCallCompleted, || AgentEvent::ModelCallCompleted {
                     run_id: ctx.run_id().clone(),
                     step,
                     attempt,
-                    usage: Default::default(),
+                    usage: streamed,
                     finish_reason: None,
                     error: Some(e.kind()),
                 });
@@ -117,6 +131,20 @@ where
             }
         }
         result
+    }
+}
+
+/// Usage that failed model attempts of a run reported before failing, not
+/// yet charged: the price budget takes it when it settles the failed attempt.
+#[derive(Default)]
+pub(crate) struct FailedAttemptUsage(pub(crate) std::sync::Mutex<crate::harness::model::Usage>);
+
+impl FailedAttemptUsage {
+    /// Takes (and clears) the usage recorded for the run's failed attempts.
+    pub(crate) fn take<C>(ctx: &RunContext<C>) -> crate::harness::model::Usage {
+        ctx.try_local::<FailedAttemptUsage>()
+            .map(|u| std::mem::take(&mut *u.0.lock().expect("failed attempt usage lock")))
+            .unwrap_or_default()
     }
 }
 

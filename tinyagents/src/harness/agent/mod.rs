@@ -14,6 +14,7 @@ mod subagent;
 
 use std::sync::Arc;
 
+pub(crate) use calls::FailedAttemptUsage;
 pub use run::{AgentRun, StopReason};
 pub(crate) use run_loop::StepOutcome;
 pub use subagent::AgentTool;

@@ -10,6 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use super::{FileAccess, ToolDelta, ToolPolicy, ToolSchema};
+use crate::harness::context::RunLocalsHandle;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::EventSink;
 use crate::harness::model::Usage;
@@ -72,6 +73,8 @@ pub struct ParentRun {
     pub cancellation: CancellationToken,
     /// The run's steering handle (a child run receives commands addressed to its id).
     pub steering: Option<SteeringHandle>,
+    /// The run's per-run state, for a child run's [`RunContext::with_parent_locals`](crate::harness::context::RunContext::with_parent_locals).
+    pub locals: RunLocalsHandle,
 }
 
 impl std::fmt::Debug for ParentRun {

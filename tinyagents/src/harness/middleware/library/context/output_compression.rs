@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::artifacts::ArtifactStore;
-use super::summarizer::Summarizer;
+use super::summarizer::{summarize_charged, Summarizer};
 use crate::config::ConfigViolation;
 use crate::harness::agent::AgentRun;
 use crate::harness::cache;
@@ -205,8 +205,8 @@ impl OutputCompression {
                     let summary = match cached {
                         Some(summary) => summary,
                         None => {
-                            let made = summarizer.summarize(std::slice::from_ref(&*m), None).await?;
-                            ctx.add_usage(made.usage);
+                            let made =
+                                summarize_charged(ctx, summarizer.as_ref(), std::slice::from_ref(&*m), None).await?;
                             ctx.local::<Summaries>()
                                 .0
                                 .lock()

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 
+use super::super::limits::PriceBudget;
+use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{Message, Role};
 use crate::harness::model::{ChatModel, ModelRequest, PromptSegment, ResponseAccumulator, Usage};
@@ -42,6 +44,45 @@ pub trait Summarizer: Send + Sync {
 
     /// Summarises `messages`; `previous` is the summary they extend, when there is one.
     async fn summarize(&self, messages: &[Message], previous: Option<&str>) -> Result<Summary>;
+
+    /// The model a summary is paid to, when producing one costs money (the
+    /// built-in middleware then checks the run's price budget before asking,
+    /// and charges the summary's usage to it). `None`, the default, for a
+    /// summariser that calls no paid model.
+    fn paid_model(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Asks `summarizer` on behalf of the run `ctx`: a paid summariser is
+/// checked against the run's price budget before the call (a summary at the
+/// cap is refused like any other paid attempt) and its usage is charged to
+/// the budget and added to the run's usage. Every built-in that summarises
+/// goes through here, so no summary is free.
+pub(crate) async fn summarize_charged<C>(
+    ctx: &mut RunContext<C>,
+    summarizer: &dyn Summarizer,
+    messages: &[Message],
+    previous: Option<&str>,
+) -> Result<Summary> {
+    let Some(model) = summarizer.paid_model() else {
+        let summary = summarizer.summarize(messages, previous).await?;
+        ctx.add_usage(summary.usage);
+        return Ok(summary);
+    };
+    let model = model.to_owned();
+    let ticket = PriceBudget::of(ctx).dispatch(ctx, false)?;
+    match summarizer.summarize(messages, previous).await {
+        Ok(summary) => {
+            ctx.add_usage(summary.usage);
+            ticket.settle(ctx, &model, summary.usage)?;
+            Ok(summary)
+        }
+        Err(e) => {
+            ticket.settle_unknown(ctx, &e);
+            Err(e)
+        }
+    }
 }
 
 /// One line per message: `role: text`, tool calls as `assistant called name(args)`,
@@ -110,7 +151,8 @@ impl Summarizer for ConcatSummarizer {
 
 /// A summariser that asks a chat model. The model is called directly, not
 /// through the agent's middleware stack (which would recurse); its usage is
-/// returned so the calling middleware adds it to the run's usage.
+/// returned, and the built-in middleware that call it add it to the run's
+/// usage and charge it to the run's price budget ([`Summarizer::paid_model`]).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -126,6 +168,7 @@ impl Summarizer for ConcatSummarizer {
 /// ```
 pub struct ModelSummarizer {
     model: Arc<dyn ChatModel>,
+    model_id: String,
     id: String,
     instructions: String,
 }
@@ -146,9 +189,11 @@ impl ModelSummarizer {
 
     /// A summariser asking `model` with the default instructions.
     pub fn new(model: Arc<dyn ChatModel>) -> Self {
-        let id = format!("model:{}", model.id());
+        let model_id = model.id().to_owned();
+        let id = format!("model:{model_id}");
         Self {
             model,
+            model_id,
             id,
             instructions: Self::DEFAULT_INSTRUCTIONS.to_owned(),
         }
@@ -165,6 +210,10 @@ impl ModelSummarizer {
 impl Summarizer for ModelSummarizer {
     fn id(&self) -> &str {
         &self.id
+    }
+
+    fn paid_model(&self) -> Option<&str> {
+        Some(&self.model_id)
     }
 
     async fn summarize(&self, messages: &[Message], previous: Option<&str>) -> Result<Summary> {

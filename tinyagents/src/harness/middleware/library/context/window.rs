@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::summarizer::Summarizer;
+use super::summarizer::{summarize_charged, Summarizer};
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
@@ -135,8 +135,7 @@ pub(crate) async fn compact<C>(
                 ),
                 None => (old.iter().map(|m| (*m).clone()).collect(), None),
             };
-            let summary = summarizer.summarize(&to_summarize, prior).await?;
-            ctx.add_usage(summary.usage);
+            let summary = summarize_charged(ctx, summarizer, &to_summarize, prior).await?;
             (
                 SummaryState {
                     covered: old_ids.clone(),

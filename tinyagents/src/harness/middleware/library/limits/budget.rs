@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::pricing::{catalog_rates, provider_of, TokenRates};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::event::{AgentEvent, EventKind, EventSink};
 use crate::harness::model::Usage;
 
 /// Whether usage is metered per token.
@@ -104,6 +104,15 @@ pub struct BudgetSnapshot {
 /// calls of its own (a summariser) attributes them to the cycle through it:
 /// [`dispatch`](PriceBudget::dispatch) before the call, then settle the ticket.
 ///
+/// **One budget covers the run tree.** A sub-agent's budget is linked to its
+/// parent's ([`RunContext::parent_local`]): every charge a child settles also
+/// counts in each ancestor's spend, and a child's attempt is refused when
+/// its own cap *or any ancestor's* is reached, so three sub-agents under a
+/// $1 cap share that dollar (concurrent children included: the check is not
+/// a reservation, so spend can overshoot by the attempts in flight, as the
+/// seed's best-effort rule says). A child without a `limits` middleware of
+/// its own is valued with its nearest ancestor's rates.
+///
 /// ```
 /// use tinyagents::middleware::PriceBudget;
 /// use tinyagents::prelude::*;
@@ -117,6 +126,8 @@ pub struct BudgetSnapshot {
 #[derive(Default)]
 pub struct PriceBudget {
     state: Mutex<State>,
+    /// The budget of the parent run, for a sub-agent's run.
+    parent: Option<Arc<PriceBudget>>,
 }
 
 impl std::fmt::Debug for PriceBudget {
@@ -126,19 +137,52 @@ impl std::fmt::Debug for PriceBudget {
 }
 
 /// An attempt admitted by [`PriceBudget::dispatch`], with the rates
-/// snapshotted then. Settle it when the attempt ends.
+/// snapshotted then. Settle it when the attempt ends; a ticket dropped
+/// unsettled (an attempt abandoned by a timeout or a cancellation outside
+/// it) makes the spend a lower bound.
 #[derive(Debug)]
 #[must_use = "settle the ticket when the attempt ends"]
 pub struct AttemptTicket {
-    budget: Arc<PriceBudget>,
+    budget: Option<Arc<PriceBudget>>,
     rates: Option<TokenRates>,
     one_hour_writes: bool,
 }
 
+/// Where a settled charge's notices go.
+struct Reporter<'a> {
+    run_id: &'a str,
+    sink: &'a Arc<dyn EventSink>,
+    wants_notices: bool,
+}
+
+impl<'a> Reporter<'a> {
+    fn of<C>(ctx: &'a RunContext<C>) -> Self {
+        Self {
+            run_id: ctx.run_id(),
+            sink: ctx.sink(),
+            wants_notices: ctx.wants(EventKind::Notice),
+        }
+    }
+
+    fn notice(&self, message: String) {
+        if self.wants_notices {
+            self.sink.emit(AgentEvent::Notice {
+                source: "price_limit".into(),
+                message,
+                is_error: false,
+            });
+        }
+    }
+}
+
 impl PriceBudget {
-    /// The budget of the cycle `ctx` belongs to.
+    /// The budget of the cycle `ctx` belongs to (linked to the parent run's
+    /// budget when `ctx` is a sub-agent's run).
     pub fn of<C>(ctx: &RunContext<C>) -> Arc<PriceBudget> {
-        ctx.local::<PriceBudget>()
+        ctx.local_with(|| PriceBudget {
+            state: Mutex::default(),
+            parent: ctx.parent_local::<PriceBudget>(),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -149,39 +193,56 @@ impl PriceBudget {
         self.lock().basis = Some(basis);
     }
 
+    /// This budget and its ancestors, nearest first.
+    fn chain(self: &Arc<Self>) -> impl Iterator<Item = Arc<PriceBudget>> {
+        std::iter::successors(Some(self.clone()), |b| b.parent.clone())
+    }
+
+    /// The valuation basis: this cycle's, else the nearest ancestor's.
+    fn basis(self: &Arc<Self>) -> Option<Basis> {
+        self.chain().find_map(|b| b.lock().basis.clone())
+    }
+
     /// Checks the cap before a paid attempt is dispatched: `Err` with a
-    /// `max_price_usd` limit when the known spend has reached it (or an
-    /// execution error after a failed journal record). Not a reservation:
-    /// attempts in flight are not counted until they settle. `one_hour_writes`
-    /// says the attempt's cache writes have a one-hour lifetime.
+    /// `max_price_usd` limit when the known spend has reached this cycle's
+    /// cap or the cap of any ancestor run (a sub-agent spends its parent's
+    /// budget), or an execution error after a failed journal record. Not a
+    /// reservation: attempts in flight are not counted until they settle.
+    /// `one_hour_writes` says the attempt's cache writes have a one-hour lifetime.
     pub fn dispatch<C>(self: &Arc<Self>, ctx: &RunContext<C>, one_hour_writes: bool) -> Result<AttemptTicket> {
         let _ = ctx;
-        let state = self.lock();
-        if let Some(why) = &state.journal_failed {
-            return Err(TinyAgentsError::middleware(
-                "limits",
-                format!("accounting could not be recorded ({why}); no further paid request is sent"),
-            ));
-        }
-        let rates = match &state.basis {
-            Some(basis) => {
-                if let Some(cap) = basis.cap {
-                    if state.spent >= cap {
-                        return Err(TinyAgentsError::limit(
-                            "max_price_usd",
-                            format!(
-                                "this run has spent ${:.6} of its ${cap} budget; the next paid request was not sent",
-                                state.spent
-                            ),
-                        ));
-                    }
-                }
-                Some(*basis.manual.read().expect("manual rates lock"))
+        let mut rates = None;
+        for (depth, budget) in self.chain().enumerate() {
+            let state = budget.lock();
+            if let Some(why) = &state.journal_failed {
+                return Err(TinyAgentsError::middleware(
+                    "limits",
+                    format!("accounting could not be recorded ({why}); no further paid request is sent"),
+                ));
             }
-            None => None,
-        };
+            let Some(basis) = &state.basis else { continue };
+            if let Some(cap) = basis.cap {
+                if state.spent >= cap {
+                    let whose = if depth == 0 {
+                        "this run".to_owned()
+                    } else {
+                        format!("the run tree of an ancestor run ({depth} level(s) up)")
+                    };
+                    return Err(TinyAgentsError::limit(
+                        "max_price_usd",
+                        format!(
+                            "{whose} has spent ${:.6} of its ${cap} budget; the next paid request was not sent",
+                            state.spent
+                        ),
+                    ));
+                }
+            }
+            if rates.is_none() {
+                rates = Some(*basis.manual.read().expect("manual rates lock"));
+            }
+        }
         Ok(AttemptTicket {
-            budget: self.clone(),
+            budget: Some(self.clone()),
             rates,
             one_hour_writes,
         })
@@ -191,21 +252,139 @@ impl PriceBudget {
     /// is not valued, for instance): the reason is kept in the accounting
     /// metadata and, with a cap set, a `price_limit` notice is sent once per
     /// cycle for it.
-    pub fn mark_incomplete<C>(&self, ctx: &RunContext<C>, key: &str, message: &str) {
-        let mut state = self.lock();
-        Self::note(&mut state, ctx, key, message);
+    pub fn mark_incomplete<C>(self: &Arc<Self>, ctx: &RunContext<C>, key: &str, message: &str) {
+        self.note(&Reporter::of(ctx), key, message);
     }
 
-    fn note<C>(state: &mut State, ctx: &RunContext<C>, key: &str, message: &str) {
-        state.reasons.insert(message.to_owned());
-        let capped = state.basis.as_ref().is_some_and(|b| b.cap.is_some());
-        if capped && state.notified.insert(key.to_owned()) {
-            ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
-                source: "price_limit".into(),
-                message: format!("{message}; the price limit is enforced against the known subtotal"),
-                is_error: false,
-            });
+    /// Adds a reason to this budget (one notice per cycle and key, with a cap
+    /// set in the chain) and to every ancestor's reasons.
+    fn note(self: &Arc<Self>, reporter: &Reporter<'_>, key: &str, message: &str) {
+        let capped = self
+            .chain()
+            .any(|b| b.lock().basis.as_ref().is_some_and(|b| b.cap.is_some()));
+        for (depth, budget) in self.chain().enumerate() {
+            let mut state = budget.lock();
+            state.reasons.insert(message.to_owned());
+            if depth == 0 && capped && state.notified.insert(key.to_owned()) {
+                reporter.notice(format!(
+                    "{message}; the price limit is enforced against the known subtotal"
+                ));
+            }
         }
+    }
+
+    /// Charges usage that no attempt of a sub-agent's run priced (a child
+    /// whose stack has no `limits`), when the child returns: `model` is the
+    /// child's model. Called by the sub-agent tool with the parent's run id
+    /// and sink; a late charge stays with the cycle that started it.
+    pub(crate) fn settle_late(
+        self: &Arc<Self>,
+        run_id: &str,
+        sink: &Arc<dyn EventSink>,
+        model: &str,
+        usage: Usage,
+    ) -> Result<()> {
+        let rates = self.basis().map(|b| *b.manual.read().expect("manual rates lock"));
+        let reporter = Reporter {
+            run_id,
+            sink,
+            wants_notices: sink.interest().contains(EventKind::Notice),
+        };
+        self.settle_charge(&reporter, rates, false, model, usage)
+    }
+
+    /// The usage of every charge counted here (this cycle's and its sub-agents').
+    pub(crate) fn priced_usage(&self) -> Usage {
+        let state = self.lock();
+        let mut total = Usage::default();
+        for charge in &state.charges {
+            total += charge.usage;
+        }
+        total
+    }
+
+    fn settle_charge(
+        self: &Arc<Self>,
+        reporter: &Reporter<'_>,
+        rates: Option<TokenRates>,
+        one_hour_writes: bool,
+        model: &str,
+        usage: Usage,
+    ) -> Result<()> {
+        let Some(basis) = self.basis() else {
+            return Ok(());
+        };
+        let excluded = basis.excluded.iter().any(|e| e == model || e == provider_of(model));
+        let charge = if excluded {
+            Charge {
+                model: model.to_owned(),
+                usage,
+                billing: BillingClass::Excluded,
+                api_usd: None,
+                budget_usd: None,
+                partial: false,
+            }
+        } else {
+            let catalog = catalog_rates(model);
+            let api = catalog.map(|r| r.value(&usage, one_hour_writes));
+            let manual = rates.filter(|r| !r.is_empty());
+            let budget = match manual {
+                Some(rates) => Some(rates.value(&usage, one_hour_writes)),
+                None => api.clone(),
+            };
+            let mut partial = false;
+            match &budget {
+                Some(v) => {
+                    for class in &v.unpriced {
+                        partial = true;
+                        let basis_name = if manual.is_some() {
+                            "manual budget rates"
+                        } else {
+                            "the price table"
+                        };
+                        self.note(
+                            reporter,
+                            &format!("unpriced:{class}"),
+                            &format!("`{class}` tokens were used but {basis_name} give no `{class}` rate"),
+                        );
+                    }
+                }
+                None if !usage.is_zero() => {
+                    partial = true;
+                    self.note(
+                        reporter,
+                        &format!("unknown_model:{model}"),
+                        &format!("model `{model}` has no price in the table and no manual rates are set"),
+                    );
+                }
+                None => {}
+            }
+            Charge {
+                model: model.to_owned(),
+                usage,
+                billing: BillingClass::Metered,
+                api_usd: api.map(|v| v.usd),
+                budget_usd: Some(budget.map_or(0.0, |v| v.usd)),
+                partial,
+            }
+        };
+        if let Some(journal) = &basis.journal {
+            if let Err(why) = journal.record(reporter.run_id, &charge) {
+                self.lock().journal_failed = Some(why.clone());
+                return Err(TinyAgentsError::middleware(
+                    "limits",
+                    format!("accounting could not be recorded ({why}); no further paid request is sent"),
+                ));
+            }
+        }
+        let usd = charge.budget_usd.unwrap_or(0.0);
+        *basis.lifetime.lock().expect("lifetime spend lock") += usd;
+        for budget in self.chain() {
+            let mut state = budget.lock();
+            state.spent += usd;
+            state.charges.push(charge.clone());
+        }
+        Ok(())
     }
 
     /// What the budget looks like now.
@@ -224,93 +403,24 @@ impl PriceBudget {
 
 impl AttemptTicket {
     /// Settles the attempt with the usage it reported from `model`.
-    pub fn settle<C>(self, ctx: &RunContext<C>, model: &str, usage: Usage) -> Result<()> {
-        let mut state = self.budget.lock();
-        let Some(basis) = state.basis.clone() else {
+    pub fn settle<C>(mut self, ctx: &RunContext<C>, model: &str, usage: Usage) -> Result<()> {
+        let Some(budget) = self.budget.take() else {
             return Ok(());
         };
-        let excluded = basis.excluded.iter().any(|e| e == model || e == provider_of(model));
-        let charge = if excluded {
-            Charge {
-                model: model.to_owned(),
-                usage,
-                billing: BillingClass::Excluded,
-                api_usd: None,
-                budget_usd: None,
-                partial: false,
-            }
-        } else {
-            let catalog = catalog_rates(model);
-            let api = catalog.map(|r| r.value(&usage, self.one_hour_writes));
-            let manual = self.rates.filter(|r| !r.is_empty());
-            let budget = match manual {
-                Some(rates) => Some(rates.value(&usage, self.one_hour_writes)),
-                None => api.clone(),
-            };
-            let mut partial = false;
-            match &budget {
-                Some(v) => {
-                    for class in &v.unpriced {
-                        partial = true;
-                        let basis_name = if manual.is_some() {
-                            "manual budget rates"
-                        } else {
-                            "the price table"
-                        };
-                        Self::note_for(
-                            &mut state,
-                            ctx,
-                            &format!("unpriced:{class}"),
-                            &format!("`{class}` tokens were used but {basis_name} give no `{class}` rate"),
-                        );
-                    }
-                }
-                None if !usage.is_zero() => {
-                    partial = true;
-                    Self::note_for(
-                        &mut state,
-                        ctx,
-                        &format!("unknown_model:{model}"),
-                        &format!("model `{model}` has no price in the table and no manual rates are set"),
-                    );
-                }
-                None => {}
-            }
-            Charge {
-                model: model.to_owned(),
-                usage,
-                billing: BillingClass::Metered,
-                api_usd: api.map(|v| v.usd),
-                budget_usd: Some(budget.map_or(0.0, |v| v.usd)),
-                partial,
-            }
-        };
-        if let Some(journal) = &basis.journal {
-            if let Err(why) = journal.record(ctx.run_id(), &charge) {
-                state.journal_failed = Some(why.clone());
-                return Err(TinyAgentsError::middleware(
-                    "limits",
-                    format!("accounting could not be recorded ({why}); no further paid request is sent"),
-                ));
-            }
-        }
-        let usd = charge.budget_usd.unwrap_or(0.0);
-        state.spent += usd;
-        *basis.lifetime.lock().expect("lifetime spend lock") += usd;
-        state.charges.push(charge);
-        Ok(())
+        budget.settle_charge(&Reporter::of(ctx), self.rates, self.one_hour_writes, model, usage)
     }
 
     /// Settles an attempt that ended without final usage (an error or an
     /// interrupt): its cost is unknown, so the spend becomes a lower bound.
-    pub fn settle_unknown<C>(self, ctx: &RunContext<C>, error: &TinyAgentsError) {
-        let mut state = self.budget.lock();
-        if state.basis.is_none() {
+    /// Usage the attempt streamed before it failed is charged with
+    /// [`settle_failed`](Self::settle_failed) instead.
+    pub fn settle_unknown<C>(mut self, ctx: &RunContext<C>, error: &TinyAgentsError) {
+        let Some(budget) = self.budget.take() else { return };
+        if budget.basis().is_none() {
             return;
         }
-        Self::note_for(
-            &mut state,
-            ctx,
+        budget.note(
+            &Reporter::of(ctx),
             "no_final_usage",
             &format!(
                 "an attempt ended without final usage ({}), so its cost is unknown",
@@ -319,7 +429,46 @@ impl AttemptTicket {
         );
     }
 
-    fn note_for<C>(state: &mut State, ctx: &RunContext<C>, key: &str, message: &str) {
-        PriceBudget::note(state, ctx, key, message);
+    /// Settles a failed attempt that streamed `usage` before it failed: the
+    /// streamed usage is charged (a paid attempt is never free because it
+    /// failed), and the spend is marked a lower bound, since the provider
+    /// may bill more than it reported before the failure.
+    pub fn settle_failed<C>(
+        self,
+        ctx: &RunContext<C>,
+        model: &str,
+        usage: Usage,
+        error: &TinyAgentsError,
+    ) -> Result<()> {
+        let Some(budget) = self.budget.clone() else {
+            return Ok(());
+        };
+        self.settle(ctx, model, usage)?;
+        if budget.basis().is_some() {
+            budget.note(
+                &Reporter::of(ctx),
+                "failed_attempt_usage",
+                &format!(
+                    "an attempt failed ({}) after reporting part of its usage; the rest of its cost is unknown",
+                    error.kind()
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for AttemptTicket {
+    fn drop(&mut self) {
+        let Some(budget) = self.budget.take() else { return };
+        if budget.basis().is_none() {
+            return;
+        }
+        for b in budget.chain() {
+            b.lock().reasons.insert(
+                "an attempt was abandoned before it settled (a timeout or cancellation outside it), so its cost is unknown"
+                    .to_owned(),
+            );
+        }
     }
 }

@@ -66,6 +66,19 @@ impl ThreadCounts {
         }
     }
 
+    /// Counts one more for `thread` if its count is below `max` (check and
+    /// count under one lock, so concurrent calls never pass the limit
+    /// together); `false` when the thread is at its limit.
+    pub(super) fn admit(&self, thread: &Arc<str>, max: u32) -> bool {
+        let mut map = self.0.lock().expect("thread counts lock");
+        let count = map.entry(thread.clone()).or_insert(0);
+        if *count >= max {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
     /// Forgets the count of `thread` (a conversation that starts over).
     pub(super) fn reset(&self, thread: &str) {
         self.0.lock().expect("thread counts lock").remove(thread);

@@ -1,12 +1,14 @@
-//! [`LimitsMiddleware`] (seed 002): `max_steps`, `max_turns` and
-//! `max_price_usd` per execution cycle, with best-effort price enforcement.
+//! [`LimitsMiddleware`] (seed 002): `max_steps` per session, `max_turns`
+//! and `max_price_usd` per execution cycle, with best-effort price enforcement.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::budget::{AccountingJournal, Basis, BudgetSnapshot, PriceBudget};
+use super::counts::ThreadCounts;
 use super::pricing::TokenRates;
 use crate::config::{ConfigError, ConfigErrors, MiddlewareConfig};
+use crate::harness::agent::FailedAttemptUsage;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
@@ -28,7 +30,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
 #[config(type = "limits", builds = LimitsMiddleware)]
 pub struct LimitsConfig {
-    /// Most tool calls per execution cycle (run).
+    /// Most tool calls per session: per conversation thread (`RunConfig::thread_id`) across its runs, or per run for a run without a thread.
     #[config(range = 1..)]
     pub max_steps: Option<u32>,
     /// Most model turns per execution cycle (run).
@@ -79,6 +81,7 @@ impl From<LimitsConfig> for LimitsMiddleware {
             excluded: c.excluded_providers.into(),
             journal: None,
             lifetime: Arc::default(),
+            thread_steps: ThreadCounts::default(),
         }
     }
 }
@@ -90,14 +93,50 @@ struct Counts {
     steps: AtomicU32,
 }
 
+/// A fee the request is known to incur that token prices do not value
+/// (seed 002, "Unsupported dimensions"): provider-side server tools asked
+/// for through `params.extra` (web search, code execution, file search…).
+fn unvalued_fee(request: &ModelRequest) -> Option<&'static str> {
+    let extra = &request.params.extra;
+    if extra.contains_key("web_search_options") {
+        return Some("web search");
+    }
+    let tools = extra.get("tools").and_then(|t| t.as_array())?;
+    tools.iter().find_map(|tool| {
+        let kind = tool.get("type").and_then(|t| t.as_str())?;
+        [
+            ("web_search", "web search"),
+            ("web_fetch", "web fetch"),
+            ("code_execution", "code execution"),
+            ("code_interpreter", "code interpreter"),
+            ("file_search", "file search"),
+            ("computer", "computer use"),
+        ]
+        .into_iter()
+        .find(|(prefix, _)| kind.starts_with(prefix))
+        .map(|(_, name)| name)
+    })
+}
+
 /// Whether a request asks for one-hour cache writes (`params.extra["cache_ttl"] = "1h"`).
 fn one_hour_writes(request: &ModelRequest) -> bool {
     request.params.extra.get("cache_ttl").and_then(|v| v.as_str()) == Some("1h")
 }
 
-/// Enforces execution limits per execution cycle (one run): `max_steps`
-/// (tool calls), `max_turns` (model turns) and `max_price_usd` (seed 002,
-/// "Price limits").
+/// Enforces execution limits (seed 002): `max_steps` (tool calls per
+/// session: per conversation thread across its runs, or per run without a
+/// thread), `max_turns` (model turns per run) and `max_price_usd` (USD per
+/// execution cycle, "Price limits").
+///
+/// **What the price cap counts:** every paid attempt attributed to the
+/// cycle — main responses, retries, fallbacks, the built-in summarisers'
+/// model calls (compaction, transcript and output summaries), and the whole
+/// tree of sub-agents, concurrent children included (a child's budget is
+/// linked to its parent's: see [`PriceBudget`]); usage that a failed
+/// attempt streamed before failing is charged too. Known fees that token
+/// prices do not value (server tools asked for in `params.extra`: web
+/// search, code execution, file search…) make the spend a lower bound with
+/// a notice, never a silent zero.
 ///
 /// The price cap is checked before each paid attempt is dispatched (it sits
 /// inside retry and fallback, so every attempt is one), against the cycle's
@@ -127,6 +166,8 @@ pub struct LimitsMiddleware {
     excluded: Arc<[String]>,
     journal: Option<Arc<dyn AccountingJournal>>,
     lifetime: Arc<Mutex<f64>>,
+    /// Tool calls per conversation thread, across its runs (`max_steps` is per session).
+    thread_steps: ThreadCounts,
 }
 
 impl std::fmt::Debug for LimitsMiddleware {
@@ -172,7 +213,8 @@ impl LimitsMiddleware {
         self
     }
 
-    /// The same middleware with a tool-call cap per cycle.
+    /// The same middleware with a tool-call cap per session: per
+    /// conversation thread across its runs, or per run without a thread.
     pub fn max_steps(mut self, steps: u32) -> Self {
         self.max_steps = Some(steps.max(1));
         self
@@ -233,7 +275,7 @@ impl LimitsMiddleware {
     }
 }
 
-/// Caps tool calls (`max_steps`), model turns (`max_turns`) and USD spend (`max_price_usd`) per execution cycle; price checked before each paid attempt, best effort.
+/// Caps tool calls per session (`max_steps`), model turns (`max_turns`) and USD spend (`max_price_usd`) per execution cycle, sub-agents and summaries included; price checked before each paid attempt, best effort.
 #[middleware(
     builtin,
     name = "limits",
@@ -241,11 +283,11 @@ impl LimitsMiddleware {
     after = ["model_fallback", "model_retry", "output_limit_recovery"],
     doc(
         mutation = "None: it only admits or refuses calls and records the cycle's spend in the run context (`PriceBudget`).",
-        events = "`Notice { source: \"price_limit\", is_error: false }` once per cycle per reason when usage cannot be fully priced (a token class with no rate, an unknown model, an attempt that ended without final usage); none when the sink does not want notices (the reasons stay in `LimitsMiddleware::budget`).",
+        events = "`Notice { source: \"price_limit\", is_error: false }` once per cycle per reason when usage cannot be fully priced (a token class with no rate, an unknown model, an attempt that ended without final usage or failed after reporting part of it, a server-tool fee); none when the sink does not want notices (the reasons stay in `LimitsMiddleware::budget`).",
         failure = "Fails closed: at a limit the call is not made and the run fails with `LimitExceeded` (`max_steps`, `max_turns`, `max_price_usd`). Incomplete pricing warns and continues against the known subtotal. A failure of the accounting journal fails the attempt with a `Middleware` error, and no further paid request of the cycle is sent.",
         streaming = "Checks before the stream starts and values the accumulated usage when it settles; a request in flight is not an uncertainty.",
         cache = "Values cache reads, cache writes and one-hour cache writes (requests with `params.extra.cache_ttl = \"1h\"`) at their own rates, never derived from the input or base write rate.",
-        retries = "Ordered inside `model_fallback`, `model_retry` and `output_limit_recovery`, so every paid attempt (retries, fallbacks, escalations) is checked and counted; paid calls made by other middleware count when they go through `PriceBudget::dispatch`."
+        retries = "Ordered inside `model_fallback`, `model_retry` and `output_limit_recovery`, so every paid attempt (retries, fallbacks, escalations) is checked and counted, with the usage a failed attempt streamed before failing; the built-in summarisers' calls and sub-agents' spend count in the same budget; paid calls made by other middleware count when they go through `PriceBudget::dispatch`."
     )
 )]
 impl LimitsMiddleware {
@@ -279,12 +321,18 @@ impl LimitsMiddleware {
     #[before_tool]
     fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
         let Some(max) = self.max_steps else { return Ok(()) };
-        let counts = ctx.local::<Counts>();
-        if counts.steps.fetch_add(1, Ordering::Relaxed) >= max {
+        let (admitted, scope) = match &ctx.config().thread_id {
+            Some(thread) => (self.thread_steps.admit(thread, max), "this session (thread)"),
+            None => (
+                ctx.local::<Counts>().steps.fetch_add(1, Ordering::Relaxed) < max,
+                "this run",
+            ),
+        };
+        if !admitted {
             return Err(TinyAgentsError::limit(
                 "max_steps",
                 format!(
-                    "this run reached its limit of {max} tool calls; `{}` was not run",
+                    "{scope} reached its limit of {max} tool calls; `{}` was not run",
                     call.name
                 ),
             ));
@@ -302,21 +350,36 @@ impl LimitsMiddleware {
     ) -> Result<MiddlewareModelOutcome> {
         let budget = PriceBudget::of(ctx);
         let ticket = budget.dispatch(ctx, one_hour_writes(&request))?;
+        if let Some(fee) = unvalued_fee(&request) {
+            budget.mark_incomplete(
+                ctx,
+                &format!("fee:{fee}"),
+                &format!("{fee} fees apply to this request and are not valued"),
+            );
+        }
         let target = request
             .route
             .as_ref()
             .map(|r| r.0.id().to_owned())
             .or_else(|| request.model.clone())
             .unwrap_or_default();
+        // Usage of attempts that failed before this one was dispatched is not this attempt's.
+        let _ = FailedAttemptUsage::take(ctx);
         match next.run(ctx, state, request).await {
             Ok(outcome) => {
                 let response = outcome.response();
                 let model = response.model.clone().unwrap_or(target);
-                ticket.settle(ctx, &model, response.usage)?;
+                let failed = FailedAttemptUsage::take(ctx);
+                ticket.settle(ctx, &model, response.usage + failed)?;
                 Ok(outcome)
             }
             Err(e) => {
-                ticket.settle_unknown(ctx, &e);
+                let failed = FailedAttemptUsage::take(ctx);
+                if failed.is_zero() {
+                    ticket.settle_unknown(ctx, &e);
+                } else {
+                    ticket.settle_failed(ctx, &target, failed, &e)?;
+                }
                 Err(e)
             }
         }
