@@ -26,6 +26,7 @@
 //! (the loop), [`harness::model`], [`harness::tool`], [`harness::context`],
 //! [`harness::event`], [`harness::error`], and [`testing`] for testing your
 //! own middleware.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The built-ins are written with the DSL, whose output names `::tinyagents::…`.
 extern crate self as tinyagents;
