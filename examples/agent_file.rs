@@ -40,7 +40,15 @@ impl TeamStamp {
 }
 
 #[tokio::main]
-async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+async fn main() {
+    // Errors are printed with their readable `Display` form, and the process exits non-zero.
+    if let Err(e) = run().await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
     // Every built-in's factory, and ours next to them.
     let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
     registry.register::<TeamStampConfig>()?;

@@ -120,7 +120,15 @@ fn script() -> ScriptedModel {
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
+async fn main() {
+    // Errors are printed with their readable `Display` form, and the process exits non-zero.
+    if let Err(e) = run().await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<()> {
     let app = App { user: "Ada".into() };
 
     let stack = build_stack(5)?;

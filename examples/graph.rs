@@ -11,7 +11,15 @@ use tinyagents::graph::{
 use tinyagents::prelude::*;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
+async fn main() {
+    // Errors are printed with their readable `Display` form, and the process exits non-zero.
+    if let Err(e) = run().await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<()> {
     // 1. A review pipeline: fan out to three reviewers, merge their notes in
     //    a fixed order, then ask a person before publishing.
     let graph = StateGraph::<()>::new()

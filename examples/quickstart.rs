@@ -67,7 +67,15 @@ fn model() -> Result<Arc<dyn ChatModel>> {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
+async fn main() {
+    // Errors are printed with their readable `Display` form, and the process exits non-zero.
+    if let Err(e) = run().await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<()> {
     let model = model()?;
     let tools = ToolRegistry::new().with(tool_fn(
         "weather",

@@ -25,7 +25,15 @@ fn gatekeeper(ctx: &mut RunContext, command: &mut SteeringCommand) -> Result<()>
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
+async fn main() {
+    // Errors are printed with their readable `Display` form, and the process exits non-zero.
+    if let Err(e) = run().await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<()> {
     let handle = SteeringHandle::new();
     // A tool that, while it runs, receives a command from "outside": it is
     // queued and applied at the next safe point, never inside the call.

@@ -80,8 +80,8 @@ async fn delta_hooks_modify_and_suppress_before_forwarding_and_accumulation() {
     assert_eq!(t.iter().filter(|l| *l == "suppressed Censor").count(), 1);
     assert_eq!(t.iter().filter(|l| l.starts_with("delta ")).count(), 4);
     // hooks after the suppressing one did not see the suppressed delta:
-    // 5 text deltas + 1 finish delta = 6 deltas, one suppressed before `count`
-    assert_eq!(count.0.load(Ordering::Relaxed), 5);
+    // 5 text deltas + 1 usage delta + 1 finish delta = 7 deltas, one suppressed before `count`
+    assert_eq!(count.0.load(Ordering::Relaxed), 6);
     // delta hooks emit no bracketing events
     assert!(!t.iter().any(|l| l.contains("on_model_delta")));
 }

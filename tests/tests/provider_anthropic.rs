@@ -303,7 +303,11 @@ async fn http_429_is_a_rate_limit_with_its_retry_after_hint() {
     assert_eq!(err.kind(), ErrorKind::RateLimited);
     assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
     assert!(
-        err.to_string().contains("(rate_limit_error): Number of request tokens"),
+        err.to_string().contains("(rate_limit_error) to POST http://127.0.0.1:"),
+        "the error names the method and the URL: {err}"
+    );
+    assert!(
+        err.to_string().contains("/v1/messages: Number of request tokens"),
         "{err}"
     );
     assert!(err.to_string().contains("req_an_1"), "{err}");

@@ -281,7 +281,11 @@ async fn http_429_is_a_rate_limit_with_its_retry_after_hint() {
     assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
     let msg = err.to_string();
     assert!(
-        msg.contains("HTTP 429 (rate_limit_exceeded): Rate limit reached for requests"),
+        msg.contains("HTTP 429 (rate_limit_exceeded) to POST http://127.0.0.1:"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("/v1/chat/completions: Rate limit reached for requests"),
         "{msg}"
     );
     assert!(msg.contains("req_42"), "{msg}");
@@ -309,7 +313,12 @@ async fn http_500_is_retryable() {
     assert!(err.is_retryable());
     assert!(
         err.to_string()
-            .contains("HTTP 500 (server_error): The server had an error"),
+            .contains("HTTP 500 (server_error) to POST http://127.0.0.1:"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("/v1/chat/completions: The server had an error"),
         "{err}"
     );
     assert!(trace.contains(&"model_done error:model".to_owned()));

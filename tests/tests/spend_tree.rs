@@ -406,3 +406,33 @@ async fn max_steps_counts_per_session() {
     run(None, two_calls()).await.unwrap();
     run(None, two_calls()).await.unwrap();
 }
+
+/// A provider that reports no usage is not free: the call is unpriced and
+/// the spend a lower bound (issue "providers as documented", item 3).
+#[tokio::test]
+async fn a_reply_without_reported_usage_is_unpriced_not_free() {
+    let model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
+        ModelResponse::text("ok").without_usage_report(),
+    )]));
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    Agent::new(model)
+        .with_stack(MiddlewareStack::new().with(limits(5.0)).unwrap())
+        .run(&mut ctx, &(), "go")
+        .await
+        .unwrap();
+    let budget = LimitsMiddleware::budget(&ctx);
+    assert_eq!(
+        budget.partial_reasons,
+        ["model `scripted` reported no usage, so the cost of its calls is unknown"]
+    );
+    let reported: Vec<bool> = sink
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelCallCompleted { usage_reported, .. } => Some(*usage_reported),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, [false], "the event says so too");
+}

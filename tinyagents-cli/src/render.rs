@@ -86,10 +86,13 @@ impl Renderer {
             AgentEvent::ModelCallCompleted { error: Some(kind), .. } => {
                 self.line(format!("  ✗ model call failed ({kind})"))
             }
-            AgentEvent::ModelCallCompleted { .. } => {
+            AgentEvent::ModelCallCompleted { usage_reported, .. } => {
                 if self.in_text {
                     outln!();
                     self.in_text = false;
+                }
+                if !usage_reported {
+                    self.line("  ℹ usage: not reported by the model".to_owned());
                 }
             }
             AgentEvent::ToolCallStarted { tool, call_id, .. } => {

@@ -101,6 +101,7 @@ where
                     step,
                     attempt,
                     usage: response.usage,
+                    usage_reported: response.usage_reported,
                     finish_reason: Some(response.finish_reason.clone()),
                     error: None,
                 });
@@ -120,6 +121,7 @@ where
                     step,
                     attempt,
                     usage: streamed,
+                    usage_reported: !streamed.is_zero(),
                     finish_reason: None,
                     error: Some(e.kind()),
                 });
@@ -189,6 +191,7 @@ impl Drop for AttemptGuard {
                 step: self.step,
                 attempt: self.attempt,
                 usage: Default::default(),
+                usage_reported: false,
                 finish_reason: None,
                 error: Some(ErrorKind::Cancelled),
             });

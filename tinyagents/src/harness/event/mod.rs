@@ -106,6 +106,10 @@ pub enum AgentEvent {
         attempt: u32,
         /// Its usage (zero when it failed before reporting any).
         usage: Usage,
+        /// Whether the provider reported the usage; `false` means `usage` is
+        /// unknown, not zero (a server that sends no usage, a failed attempt
+        /// that reported none).
+        usage_reported: bool,
         /// Why the model stopped; `None` when the attempt failed.
         finish_reason: Option<FinishReason>,
         /// The class of the error that ended it, when it failed.

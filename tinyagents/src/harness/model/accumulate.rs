@@ -29,6 +29,7 @@ pub struct ResponseAccumulator {
     reasoning: String,
     calls: Vec<PartialCall>,
     usage: Usage,
+    usage_reported: bool,
     finish: Option<FinishReason>,
 }
 
@@ -65,7 +66,10 @@ impl ResponseAccumulator {
                 }
                 call.arguments.push_str(arguments);
             }
-            DeltaContent::Usage { usage } => self.usage += *usage,
+            DeltaContent::Usage { usage } => {
+                self.usage += *usage;
+                self.usage_reported = true;
+            }
             DeltaContent::Finish { reason } => self.finish = Some(reason.clone()),
         }
     }
@@ -120,6 +124,7 @@ impl ResponseAccumulator {
         Ok(ModelResponse {
             message,
             usage: self.usage,
+            usage_reported: self.usage_reported,
             finish_reason,
             model: None,
         })

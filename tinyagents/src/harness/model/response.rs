@@ -88,10 +88,19 @@ pub struct ModelResponse {
     pub message: Message,
     /// Token usage of this call.
     pub usage: Usage,
+    /// Whether the provider reported usage at all. `false` means `usage` is
+    /// not a real zero but unknown: the price budget treats such a call as
+    /// unpriced (the spend becomes a lower bound), never as free.
+    #[serde(default = "reported")]
+    pub usage_reported: bool,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
     /// The model that answered, when known.
     pub model: Option<String>,
+}
+
+fn reported() -> bool {
+    true
 }
 
 impl ModelResponse {
@@ -100,6 +109,7 @@ impl ModelResponse {
         Self {
             message: Message::assistant(text),
             usage: Usage::default(),
+            usage_reported: true,
             finish_reason: FinishReason::Stop,
             model: None,
         }
@@ -110,14 +120,24 @@ impl ModelResponse {
         Self {
             message: Message::assistant("").with_tool_calls(calls),
             usage: Usage::default(),
+            usage_reported: true,
             finish_reason: FinishReason::ToolCalls,
             model: None,
         }
     }
 
-    /// The same reply with usage.
+    /// The same reply with usage (reported).
     pub fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = usage;
+        self.usage_reported = true;
+        self
+    }
+
+    /// The same reply marked as having no usage reported by the provider
+    /// (what a server that sends no `usage` produces).
+    pub fn without_usage_report(mut self) -> Self {
+        self.usage = Usage::default();
+        self.usage_reported = false;
         self
     }
 

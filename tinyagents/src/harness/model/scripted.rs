@@ -163,7 +163,7 @@ impl ScriptedModel {
                 arguments: args[mid..].to_string(),
             }));
         }
-        if !response.usage.is_zero() {
+        if response.usage_reported {
             out.push(ModelDelta::usage(response.usage));
         }
         out.push(ModelDelta::finish(response.finish_reason.clone()));

@@ -76,7 +76,7 @@ impl AnthropicModel {
         let http = HttpClient::new(&config, headers)?;
         Ok(Self {
             id: config.id(),
-            url: config.endpoint("v1/messages"),
+            url: config.endpoint(),
             http,
             config,
         })

@@ -13,10 +13,12 @@
 //! | `vllm`              | Chat Completions  | `http://localhost:8000/v1`   | `VLLM_API_KEY` (no)                | `VLLM_BASE_URL`              |
 //! | `llamacpp`          | Chat Completions  | `http://localhost:8080/v1`   | `LLAMACPP_API_KEY` (no)            | `LLAMACPP_BASE_URL`          |
 //!
-//! The base URLs follow each vendor's SDK convention: OpenAI's includes `/v1`
-//! (the model posts to `{base}/chat/completions`), Anthropic's does not (it
-//! posts to `{base}/v1/messages`). So an `OPENAI_BASE_URL` or
-//! `ANTHROPIC_BASE_URL` already set for the official SDKs works unchanged.
+//! Base URLs are taken the way the official SDKs take them, with or without
+//! the version segment and with any trailing slash: the Messages API posts
+//! to `{base}/v1/messages` (`http://host` and `http://host/v1` both work),
+//! Chat Completions to `{base}/chat/completions` (a bare `http://host:8000`
+//! gets `/v1`). So an `OPENAI_BASE_URL` or `ANTHROPIC_BASE_URL` already set
+//! for the official SDKs works unchanged ([`ProviderConfig::endpoint`]).
 //!
 //! ```
 //! use tinyagents::harness::model::providers::{ProviderConfig, ProviderKind};
@@ -459,9 +461,35 @@ impl ProviderConfig {
         }
     }
 
-    /// The URL of one endpoint under the base URL (`chat/completions`, `v1/messages`).
-    pub(crate) fn endpoint(&self, path: &str) -> String {
-        format!("{}/{}", self.base_url().trim_end_matches('/'), path)
+    /// The URL the model posts to, from the base URL as the official SDKs
+    /// accept it: trailing slashes ignored; for the Messages API
+    /// `{base}/v1/messages` whether or not the base ends in `/v1`; for Chat
+    /// Completions `{base}/chat/completions`, with `/v1` added when the base
+    /// is a bare host (`http://localhost:8000`).
+    ///
+    /// ```
+    /// use tinyagents::harness::model::providers::ProviderConfig;
+    ///
+    /// let at = |model: &str, base: &str| ProviderConfig::parse(model).unwrap().with_base_url(base).endpoint();
+    /// assert_eq!(at("anthropic:m", "http://h:1"), "http://h:1/v1/messages");
+    /// assert_eq!(at("anthropic:m", "http://h:1/v1/"), "http://h:1/v1/messages");
+    /// assert_eq!(at("vllm:m", "http://h:1"), "http://h:1/v1/chat/completions");
+    /// assert_eq!(at("vllm:m", "http://h:1/v1/"), "http://h:1/v1/chat/completions");
+    /// assert_eq!(at("openai:m", "https://proxy/openai/v1"), "https://proxy/openai/v1/chat/completions");
+    /// ```
+    pub fn endpoint(&self) -> String {
+        let base = self.base_url().trim_end_matches('/');
+        let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
+        let bare_host = !after_scheme.contains('/');
+        match self.kind {
+            ProviderKind::Anthropic => {
+                format!("{}/v1/messages", base.strip_suffix("/v1").unwrap_or(base))
+            }
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible if bare_host => {
+                format!("{base}/v1/chat/completions")
+            }
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => format!("{base}/chat/completions"),
+        }
     }
 
     /// The model name a request asks for, when it overrides this model's:
@@ -536,13 +564,10 @@ mod tests {
         let c = ProviderConfig::parse("ollama:llama3.2:3b").unwrap();
         assert_eq!((c.provider(), c.model()), ("ollama", "llama3.2:3b"));
         assert_eq!(c.id(), "ollama:llama3.2:3b");
-        assert_eq!(
-            c.endpoint("chat/completions"),
-            "http://localhost:11434/v1/chat/completions"
-        );
+        assert_eq!(c.endpoint(), "http://localhost:11434/v1/chat/completions");
         let c = ProviderConfig::parse(" Anthropic:claude-sonnet-4-5 ").unwrap();
         assert_eq!(c.kind(), ProviderKind::Anthropic);
-        assert_eq!(c.endpoint("v1/messages"), "https://api.anthropic.com/v1/messages");
+        assert_eq!(c.endpoint(), "https://api.anthropic.com/v1/messages");
     }
 
     #[test]
@@ -590,7 +615,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.api_key(), Some("sk-1"));
-        assert_eq!(c.endpoint("chat/completions"), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(c.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
         assert!(!format!("{c:?}").contains("sk-1"), "Debug must not print the key");
     }
 

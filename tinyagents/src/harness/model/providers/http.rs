@@ -84,7 +84,7 @@ impl HttpClient {
             .body(body)
             .send()
             .await
-            .map_err(|e| self.transport_error(&e, "sending the request"))?;
+            .map_err(|e| self.transport_error(&e, &format!("sending POST {}", shown_url(url))))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -92,7 +92,7 @@ impl HttpClient {
         let headers = response.headers().clone();
         // The body of an error is short; a failure to read it loses only detail.
         let body = response.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-        Err(self.status_error(status.as_u16(), &headers, &String::from_utf8_lossy(&body)))
+        Err(self.status_error(status.as_u16(), &headers, &String::from_utf8_lossy(&body), url))
     }
 
     /// Reads a whole (non-streamed) body.
@@ -126,8 +126,9 @@ impl HttpClient {
         TinyAgentsError::model(format!("`{label}`: {what} while {doing}: {}", error_chain(e)), true)
     }
 
-    /// The classified error for a non-2xx reply.
-    pub(crate) fn status_error(&self, status: u16, headers: &HeaderMap, body: &str) -> TinyAgentsError {
+    /// The classified error for a non-2xx reply to a POST to `url` (named in
+    /// the message without credentials, query or fragment).
+    pub(crate) fn status_error(&self, status: u16, headers: &HeaderMap, body: &str, url: &str) -> TinyAgentsError {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         let hint = retry_hint(header("retry-after-ms"), header("retry-after"), SystemTime::now());
         let should_retry = match header("x-should-retry") {
@@ -136,15 +137,28 @@ impl HttpClient {
             _ => None,
         };
         let request_id = header("x-request-id").or_else(|| header("request-id"));
-        classify_status(
-            &self.label,
-            self.key_env.as_deref(),
-            status,
-            hint,
-            should_retry,
-            request_id,
-            body,
-        )
+        let request = format!("POST {}", shown_url(url));
+        let target = Target {
+            label: &self.label,
+            request: Some(&request),
+            key_env: self.key_env.as_deref(),
+        };
+        classify_status(&target, status, hint, should_retry, request_id, body)
+    }
+}
+
+/// `url` as it may be shown in an error: without user info (`user:key@`),
+/// query or fragment, where a key could hide.
+pub(crate) fn shown_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let rest = &rest[..end];
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    if scheme.is_empty() {
+        format!("{host}{path}")
+    } else {
+        format!("{scheme}://{host}{path}")
     }
 }
 
@@ -197,23 +211,41 @@ pub(crate) fn error_detail(body: &str) -> (Option<String>, String) {
     }
 }
 
+/// Who answered a non-2xx reply, and to what.
+#[derive(Clone, Copy)]
+pub(crate) struct Target<'a> {
+    /// The model id (`provider:model`).
+    pub(crate) label: &'a str,
+    /// The request (`POST {url}`), when known.
+    pub(crate) request: Option<&'a str>,
+    /// The variable the key came from, named in auth failures.
+    pub(crate) key_env: Option<&'a str>,
+}
+
 /// Classifies a non-2xx reply: 429 is a rate limit (retryable, hint kept)
 /// unless the quota is spent; 408, 409 and 5xx (Anthropic's 529 included) are
 /// retryable; 401 and 403 are auth failures naming the key variable; every
 /// other 4xx is not retryable. A provider's `x-should-retry` has the last word.
 pub(crate) fn classify_status(
-    label: &str,
-    key_env: Option<&str>,
+    target: &Target<'_>,
     status: u16,
     retry_after: Option<Duration>,
     should_retry: Option<bool>,
     request_id: Option<&str>,
     body: &str,
 ) -> TinyAgentsError {
+    let Target {
+        label,
+        request,
+        key_env,
+    } = *target;
     let (code, detail) = error_detail(body);
     let mut message = format!("`{label}` answered HTTP {status}");
     if let Some(code) = &code {
         message.push_str(&format!(" ({code})"));
+    }
+    if let Some(request) = request {
+        message.push_str(&format!(" to {request}"));
     }
     if !detail.is_empty() {
         message.push_str(": ");
@@ -496,7 +528,18 @@ mod tests {
     #[test]
     fn statuses_are_classified() {
         let c = |status, hint, should, body| {
-            classify_status("openai:m", Some("OPENAI_API_KEY"), status, hint, should, None, body)
+            classify_status(
+                &Target {
+                    label: "openai:m",
+                    request: None,
+                    key_env: Some("OPENAI_API_KEY"),
+                },
+                status,
+                hint,
+                should,
+                None,
+                body,
+            )
         };
         let body = r#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}"#;
         let e = c(429, Some(Duration::from_secs(3)), None, body);
@@ -541,6 +584,14 @@ mod tests {
     #[test]
     fn loopback_hosts() {
         assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert_eq!(
+            shown_url("https://user:sk-secret@api.example.com/v1/chat/completions?key=sk-2#x"),
+            "https://api.example.com/v1/chat/completions"
+        );
+        assert_eq!(
+            shown_url("http://127.0.0.1:9/v1/messages"),
+            "http://127.0.0.1:9/v1/messages"
+        );
         assert!(is_loopback("http://localhost:11434/v1"));
         assert!(is_loopback("http://[::1]:8000"));
         assert!(!is_loopback("https://api.openai.com/v1"));

@@ -67,7 +67,7 @@ impl OpenAiModel {
         let http = HttpClient::new(&config, auth)?;
         Ok(Self {
             id: config.id(),
-            url: config.endpoint("chat/completions"),
+            url: config.endpoint(),
             http,
             config,
         })

@@ -369,6 +369,13 @@ impl LimitsMiddleware {
             Ok(outcome) => {
                 let response = outcome.response();
                 let model = response.model.clone().unwrap_or(target);
+                if !response.usage_reported {
+                    budget.mark_incomplete(
+                        ctx,
+                        &format!("unreported:{model}"),
+                        &format!("model `{model}` reported no usage, so the cost of its calls is unknown"),
+                    );
+                }
                 let failed = FailedAttemptUsage::take(ctx);
                 ticket.settle(ctx, &model, response.usage + failed)?;
                 Ok(outcome)

@@ -468,7 +468,9 @@ impl HumanInTheLoopMiddleware {
         match replay {
             Some(message) => Ok(ModelResponse {
                 message,
+                // A replay of a reply already paid for: no call, a real zero.
                 usage: Usage::default(),
+                usage_reported: true,
                 finish_reason: FinishReason::ToolCalls,
                 model: None,
             }
