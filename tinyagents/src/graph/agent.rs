@@ -16,6 +16,7 @@ use crate::harness::agent::{Agent, AgentInput, AgentRun, StepOutcome, StopReason
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::Message;
+use crate::harness::middleware::{ConsumedDecisions, HitlResume, CONSUMED_KEY};
 use crate::harness::model::Usage;
 use crate::harness::tool::ToolCall;
 
@@ -269,6 +270,116 @@ where
             Err(e) => Err(e),
         };
         agent.end(ctx, state, run, result).await
+    }
+
+    /// Goes on with thread `thread_id`, paused for a person's approval
+    /// (`human_in_the_loop`), with the person's decisions: in this process
+    /// or in another one started fresh on the same store (the interrupt and
+    /// the decisions serialise).
+    ///
+    /// Before anything runs, the decisions are checked against the paused
+    /// checkpoint (the thread must be paused at the reply they answer) and
+    /// recorded as used in a new checkpoint, so a second resume with them —
+    /// replayed, or racing this one — is refused with a `Validation` error.
+    /// The pending batch then runs from the `tools` node with the decisions
+    /// applied there: an approved call runs once, with the arguments the
+    /// person saw (a call whose tool or arguments differ from the digest of
+    /// the call decided on is refused and nothing runs), an edited one with
+    /// the person's arguments, a rejected one never.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
+    /// use tinyagents::middleware::{Decision, HitlInterrupt, HumanInTheLoopMiddleware, InterruptOn};
+    /// use tinyagents::prelude::*;
+    /// use tinyagents::testing::RecordingTool;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let delete = RecordingTool::new("delete").returning("deleted");
+    /// let agent: Agent<()> = Agent::new(ScriptedModel::new([
+    ///     ScriptedTurn::tool_call("delete", json!({"path": "a.txt"})),
+    ///     ScriptedTurn::text("done"),
+    /// ]))
+    /// .with_tools(ToolRegistry::new().with(delete.clone())?)
+    /// .with_stack(MiddlewareStack::new().with(HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new()))?);
+    /// let store = MemoryCheckpointer::new();
+    /// let mut ctx = RunContext::new(RunConfig::new("r1"), ());
+    /// let err = AgentGraph::new(&agent).run_durable(&mut ctx, &(), "tidy", "t1", &store).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Interrupted);
+    /// // what the person sees travels as JSON
+    /// let shown = serde_json::to_string(&HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap()).unwrap();
+    /// let paused: HitlInterrupt = serde_json::from_str(&shown).unwrap();
+    /// let resume = paused.decide([("call-delete", Decision::Approve)])?;
+    /// let mut ctx = RunContext::new(RunConfig::new("r2"), ());
+    /// let run = AgentGraph::new(&agent).resume_with(&mut ctx, &(), "t1", &store, resume.clone()).await?;
+    /// assert_eq!(run.final_text(), "done");
+    /// assert_eq!(delete.calls().len(), 1);
+    /// // single-use: the same decisions again are refused
+    /// let mut ctx = RunContext::new(RunConfig::new("r3"), ());
+    /// let again = AgentGraph::new(&agent).resume_with(&mut ctx, &(), "t1", &store, resume).await;
+    /// assert_eq!(again.unwrap_err().kind(), ErrorKind::Validation);
+    /// assert_eq!(delete.calls().len(), 1);
+    /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+    /// ```
+    pub async fn resume_with(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        thread_id: &str,
+        store: &dyn Checkpointer,
+        resume: HitlResume,
+    ) -> Result<AgentRun> {
+        let checkpoint = store.latest(thread_id).await?.ok_or_else(|| {
+            TinyAgentsError::config(format!(
+                "there is no checkpoint for thread `{thread_id}`; start it with `run_durable`"
+            ))
+        })?;
+        let used: Vec<String> = checkpoint.state.get_as(CONSUMED_KEY)?.unwrap_or_default();
+        let ids = resume.request_ids();
+        if let Some(id) = ids.iter().find(|id| used.contains(id)) {
+            return Err(TinyAgentsError::validation(format!(
+                "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a \
+                 call at most once; a replayed resume is refused and nothing ran"
+            )));
+        }
+        if checkpoint.interrupt.is_none() || checkpoint.next.as_deref() != Some(TOOLS_NODE) {
+            return Err(TinyAgentsError::validation(format!(
+                "thread `{thread_id}` is not paused before a tool batch (its latest checkpoint, #{}, {}); decisions \
+                 apply only to the pause they answer, and nothing ran",
+                checkpoint.seq,
+                match &checkpoint.next {
+                    None => "finished".to_owned(),
+                    Some(next) => format!("goes on at `{next}`"),
+                }
+            )));
+        }
+        let messages: Vec<Message> = checkpoint.state.get_as(MESSAGES)?.unwrap_or_default();
+        if messages.last() != Some(&resume.interrupt().reply) {
+            return Err(TinyAgentsError::validation(format!(
+                "these decisions answer another pause than thread `{thread_id}`'s: its paused reply is not the \
+                 interrupt's; decide on the interrupt of this pause; nothing ran"
+            )));
+        }
+        // Spend the decisions before anything runs: a second resume (replayed or racing) is refused.
+        let mut spent = used.clone();
+        spent.extend(ids);
+        let u = update([(CONSUMED_KEY, json!(spent))]);
+        let mut marked = checkpoint.clone();
+        marked.seq += 1;
+        marked.updates.push(super::checkpoint::UpdateRecord {
+            step: marked.steps,
+            node: "resume".to_owned(),
+            update: u.clone(),
+        });
+        marked.state.apply(u, &Default::default());
+        store.put(&marked).await?;
+        ctx.local::<ConsumedDecisions>()
+            .0
+            .lock()
+            .expect("consumed lock")
+            .extend(used);
+        resume.attach_without_replay(ctx);
+        self.resume(ctx, state, thread_id, store).await
     }
 
     async fn drive(

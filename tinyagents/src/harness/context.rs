@@ -15,7 +15,9 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};
 use crate::harness::model::Usage;
 use crate::harness::steering::SteeringHandle;
-use crate::harness::tool::ParentRun;
+use crate::harness::tool::{
+    call_digest, Approval, Grants, ParentRun, Restriction, RunRestrictions, ToolCall, ToolPolicy,
+};
 use crate::harness::workspace::WorkspaceDescriptor;
 
 /// The identity and options of one run.
@@ -33,6 +35,9 @@ pub struct RunConfig {
     pub tags: Vec<String>,
     /// The model the caller asked for.
     pub requested_model: Option<String>,
+    /// Restrictions inherited from the parent run: the agent loop enforces
+    /// them whatever the run's stack holds ([`RunConfig::child_of`] fills it in).
+    pub inherited: Arc<RunRestrictions>,
 }
 
 impl RunConfig {
@@ -45,10 +50,13 @@ impl RunConfig {
             depth: 0,
             tags: Vec::new(),
             requested_model: None,
+            inherited: Arc::default(),
         }
     }
 
-    /// A child run of `parent`, one level deeper, with the parent's tags and model.
+    /// A child run of `parent`, one level deeper, with the parent's tags,
+    /// model and every restriction of the parent run (its own guards' and
+    /// those it inherited), which the agent loop enforces in the child.
     pub fn child_of(parent: &ParentRun, run_id: impl Into<Arc<str>>) -> Self {
         Self {
             run_id: run_id.into(),
@@ -57,6 +65,7 @@ impl RunConfig {
             depth: parent.depth + 1,
             tags: parent.tags.to_vec(),
             requested_model: parent.requested_model.clone(),
+            inherited: parent.restrictions.clone(),
         }
     }
 
@@ -190,7 +199,22 @@ type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 /// Per-run state of middleware, keyed by type and shared by every part of a
 /// run (including concurrent tool calls of one batch).
 #[derive(Clone, Default)]
-struct RunLocals(Arc<Locals>);
+pub(crate) struct RunLocals(Arc<Locals>);
+
+impl RunLocals {
+    /// The value of type `T`, created with `T::default()` on first use.
+    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let locals = &self.0;
+        let mut map = locals.map.lock().expect("run locals lock");
+        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| {
+            locals.len.fetch_add(1, std::sync::atomic::Ordering::Release);
+            Arc::new(T::default())
+        });
+        Arc::clone(entry)
+            .downcast::<T>()
+            .expect("run local keyed by its own TypeId")
+    }
+}
 
 /// A handle on a run's per-run state ([`RunContext::local`]), carried by
 /// [`ParentRun`] so that a child run can find the state its parent's
@@ -199,6 +223,13 @@ struct RunLocals(Arc<Locals>);
 /// parent's values, it never replaces them.
 #[derive(Clone, Default)]
 pub struct RunLocalsHandle(RunLocals);
+
+impl RunLocalsHandle {
+    /// The value of type `T` in the run's state, created on first use.
+    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.0.get::<T>()
+    }
+}
 
 impl std::fmt::Debug for RunLocalsHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -245,6 +276,8 @@ pub struct RunContext<Ctx = ()> {
     parent_locals: Option<RunLocals>,
     steering: Option<(SteeringHandle, bool)>,
     max_steps: Option<u32>,
+    /// Restrictions this run's own guards recorded, by guard name.
+    own: Vec<(Arc<str>, Restriction)>,
 }
 
 impl<Ctx> std::fmt::Debug for RunContext<Ctx> {
@@ -278,6 +311,7 @@ impl<Ctx> RunContext<Ctx> {
             parent_locals: None,
             steering: None,
             max_steps: None,
+            own: Vec::new(),
         }
     }
 
@@ -528,15 +562,7 @@ impl<Ctx> RunContext<Ctx> {
     /// assert_eq!(ctx.local::<Seen>().0.load(Ordering::Relaxed), 1);
     /// ```
     pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let locals = &self.locals.0;
-        let mut map = locals.map.lock().expect("run locals lock");
-        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| {
-            locals.len.fetch_add(1, std::sync::atomic::Ordering::Release);
-            Arc::new(T::default())
-        });
-        Arc::clone(entry)
-            .downcast::<T>()
-            .expect("run local keyed by its own TypeId")
+        self.locals.get::<T>()
     }
 
     /// Per-run state of type `T`, created with `init` on first use (see [`local`](Self::local)).
@@ -594,6 +620,160 @@ impl<Ctx> RunContext<Ctx> {
         Arc::clone(entry).downcast::<T>().ok()
     }
 
+    /// The same context under restrictions inherited from a parent run
+    /// (what [`ParentRun::restrictions`] carries). The agent loop enforces
+    /// them at exposure and at every tool call, whatever the stack holds;
+    /// a child's own guards can only add to them.
+    pub fn with_inherited_restrictions(mut self, restrictions: Arc<RunRestrictions>) -> Self {
+        self.config.inherited = restrictions;
+        self
+    }
+
+    /// The restrictions this run inherited from its parent.
+    pub fn inherited_restrictions(&self) -> &RunRestrictions {
+        &self.config.inherited
+    }
+
+    /// Records (`Some`) or clears (`None`) the restriction of guard `by` on
+    /// this run. Child runs inherit it; it never loosens what was inherited.
+    ///
+    /// ```
+    /// use tinyagents::harness::context::{RunConfig, RunContext};
+    /// use tinyagents::harness::tool::{Approval, Restriction};
+    /// use tinyagents::middleware::ToolLists;
+    ///
+    /// let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
+    /// let lists = ToolLists::new(None::<Vec<String>>, ["shell"]);
+    /// ctx.restrict("my_guard", Some(Restriction::Tools(lists)));
+    /// assert!(ctx.as_parent().restrictions.check("shell", None, None, Approval::Missing).is_err());
+    /// ```
+    pub fn restrict(&mut self, by: &str, restriction: Option<Restriction>) {
+        self.own.retain(|(name, _)| &**name != by);
+        if let Some(r) = restriction {
+            self.own.push((Arc::from(by), r));
+        }
+    }
+
+    /// Adds the restriction of guard `by` to this run (once: an equal one
+    /// already recorded is not repeated). Child runs inherit it.
+    pub fn add_restriction(&mut self, by: &str, restriction: Restriction) {
+        if !self.own.iter().any(|(name, r)| &**name == by && *r == restriction) {
+            self.own.push((Arc::from(by), restriction));
+        }
+    }
+
+    /// Every restriction of the run: inherited, then its own guards'.
+    pub fn restrictions(&self) -> RunRestrictions {
+        self.config.inherited.and(self.own.iter().cloned())
+    }
+
+    /// Whether the run inherited any restriction.
+    #[inline]
+    pub fn is_restricted(&self) -> bool {
+        !self.config.inherited.is_empty()
+    }
+
+    /// Records that a person approved call `call_id`: it was shown as
+    /// `shown` (tool and arguments) and runs as `effective` (an edit).
+    pub fn grant_approval(&self, call_id: &str, shown: &ToolCall, effective: &ToolCall) {
+        let grants = self.local::<Grants>();
+        grants.0.lock().expect("grants lock").insert(
+            call_id.to_owned(),
+            (
+                call_digest(&shown.name, &shown.arguments),
+                call_digest(&effective.name, &effective.arguments),
+            ),
+        );
+    }
+
+    /// Whether a person approved this exact call. `strict` accepts only the
+    /// call as it will run (after an edit); otherwise the call as shown is
+    /// accepted too (a guard that runs before the edit is applied).
+    pub fn approval_of(&self, call: &ToolCall, strict: bool) -> Approval {
+        let Some(grants) = self.try_local::<Grants>() else {
+            return Approval::Missing;
+        };
+        let grants = grants.0.lock().expect("grants lock");
+        match grants.get(&call.id) {
+            Some((shown, effective)) => {
+                let digest = call_digest(&call.name, &call.arguments);
+                if digest == *effective || (!strict && digest == *shown) {
+                    Approval::Granted
+                } else {
+                    Approval::Missing
+                }
+            }
+            None => Approval::Missing,
+        }
+    }
+
+    /// Whether a person can be asked to approve calls to `tool` in this run
+    /// (a `human_in_the_loop` of this run gates it).
+    pub fn can_ask_approval(&self, tool: &str) -> bool {
+        self.own
+            .iter()
+            .any(|(_, r)| matches!(r, Restriction::Approval(tools) if tools.contains(tool)))
+    }
+
+    /// `Ok` when the restrictions the run inherited let the model be shown
+    /// tool `name` (an approval it can ask for counts).
+    pub fn exposes_inherited(&self, name: &str, declared: Option<&ToolPolicy>) -> bool {
+        let approval = if self.can_ask_approval(name) {
+            Approval::Obtainable
+        } else {
+            Approval::Missing
+        };
+        self.config
+            .inherited
+            .check(name, declared, self.workspace(), approval)
+            .is_ok()
+    }
+
+    /// `Err(reason)` when `call` may not run as it is now: the agent loop's
+    /// own check, the last before the tool runs. A call a person approved
+    /// must be exactly the call approved (or the person's edit of it); a
+    /// tool whose policy requires approval (this run's `tool_policy`) needs
+    /// that approval of this exact call; and the restrictions the run
+    /// inherited must all admit it.
+    pub fn check_call(&self, call: &ToolCall, declared: Option<&ToolPolicy>) -> std::result::Result<(), String> {
+        if let Some(grants) = self.try_local::<Grants>() {
+            let grants = grants.0.lock().expect("grants lock");
+            if let Some((_, effective)) = grants.get(&call.id) {
+                if call_digest(&call.name, &call.arguments) != *effective {
+                    return Err(format!(
+                        "call `{}` to `{}` changed after a person approved it (its tool or arguments differ from \
+                         the call approved)",
+                        call.id, call.name
+                    ));
+                }
+            }
+        }
+        for (by, r) in &self.own {
+            if matches!(r, Restriction::Policy(_))
+                && RunRestrictions::new()
+                    .with(by.clone(), r.clone())
+                    .needs_approval(&call.name, declared)
+                && self.approval_of(call, true) != Approval::Granted
+            {
+                return Err(format!(
+                    "tool `{}` requires approval and no person approved this exact call (restriction of `{by}`)",
+                    call.name
+                ));
+            }
+        }
+        if self.config.inherited.is_empty() {
+            return Ok(());
+        }
+        let approval = if self.config.inherited.needs_approval(&call.name, declared) {
+            self.approval_of(call, true)
+        } else {
+            Approval::Missing
+        };
+        self.config.inherited
+            .check(&call.name, declared, self.workspace(), approval)
+            .map_err(|reason| format!("{reason}; it is inherited from the parent run, and a sub-agent can only narrow its parent's restrictions"))
+    }
+
     /// This run as a parent, for a tool that starts a child run.
     pub fn as_parent(&self) -> ParentRun {
         ParentRun {
@@ -605,6 +785,7 @@ impl<Ctx> RunContext<Ctx> {
             workspace: self.workspace.clone(),
             cancellation: self.cancellation.clone(),
             steering: self.steering.as_ref().map(|(h, _)| h.clone()),
+            restrictions: Arc::new(self.restrictions()),
             locals: RunLocalsHandle(self.locals.clone()),
         }
     }
@@ -629,6 +810,7 @@ impl<Ctx> RunContext<Ctx> {
             parent_locals: self.parent_locals.clone(),
             steering: self.steering.clone(),
             max_steps: self.max_steps,
+            own: self.own.clone(),
         }
     }
 

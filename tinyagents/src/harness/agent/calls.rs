@@ -238,6 +238,14 @@ where
                 ),
             ));
         };
+        // The last gate before the tool: approvals bound to the exact call, and the parent run's
+        // restrictions whatever this run's stack holds.
+        ctx.check_call(&call, Some(&tool.policy())).map_err(|reason| {
+            TinyAgentsError::validation(format!(
+                "the runtime refused the call `{}` to `{}`: {reason}",
+                call.id, call.name
+            ))
+        })?;
         let stack = &self.agent.stack;
         let wants_deltas = stack.has(HookKind::OnToolDelta) || ctx.wants(EventKind::ToolDelta);
         let (tx, mut rx) = if wants_deltas {

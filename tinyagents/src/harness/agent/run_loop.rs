@@ -211,7 +211,7 @@ where
         let mut request = ModelRequest {
             messages: run.messages.clone(),
             system: self.system.clone(),
-            tools: self.tools.schemas(),
+            tools: self.exposed_tools(ctx),
             model: ctx.requested_model().map(str::to_owned),
             params: self.params.clone(),
             route: None,

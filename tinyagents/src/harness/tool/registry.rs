@@ -73,6 +73,9 @@ pub struct ParentRun {
     pub cancellation: CancellationToken,
     /// The run's steering handle (a child run receives commands addressed to its id).
     pub steering: Option<SteeringHandle>,
+    /// Every restriction of the run (inherited and its own guards'): a child
+    /// run inherits them all, and the agent loop enforces them in it.
+    pub restrictions: Arc<super::RunRestrictions>,
     /// The run's per-run state, for a child run's [`RunContext::with_parent_locals`](crate::harness::context::RunContext::with_parent_locals).
     pub locals: RunLocalsHandle,
 }

@@ -167,6 +167,23 @@ impl AgentModeMiddleware {
                 .is_some_and(|p| p.access.read_only || (p.classified && SideEffects::READ.contains(p.side_effects)))
     }
 
+    /// Records the mode's restriction on the run (read-only tools only, in
+    /// plan and review), so a sub-agent started now inherits it and the
+    /// agent loop enforces it there whatever the child's stack holds.
+    fn record<C>(&self, ctx: &mut RunContext<C>, mode: AgentMode) {
+        let restriction = mode.read_only().then(|| {
+            let mut tools = self.read_only.clone();
+            tools.extend(
+                self.policies
+                    .iter()
+                    .filter(|(_, p)| crate::harness::tool::declares_read_only(p))
+                    .map(|(n, _)| n.clone()),
+            );
+            crate::harness::tool::Restriction::ReadOnly(tools)
+        });
+        ctx.restrict("agent_mode", restriction);
+    }
+
     /// The mode of the run of `ctx`.
     pub fn mode<C>(&self, ctx: &RunContext<C>) -> AgentMode {
         let switched = ctx
@@ -197,7 +214,7 @@ impl AgentModeMiddleware {
     name = "agent_mode",
     config = AgentModeConfig,
     doc(
-        mutation = "In plan and review: sets the volatile system segment `agent_mode` to the mode's reminder and removes tools that are not read-only from `request.tools`.",
+        mutation = "Records the mode's read-only restriction on the run, which every sub-agent run started in that mode inherits and the agent loop enforces there. In plan and review: sets the volatile system segment `agent_mode` to the mode's reminder and removes tools that are not read-only from `request.tools`.",
         events = "`ToolsFiltered { by: \"agent_mode\", … }` when it hides tools; the mode switch itself is the steering `StateUpdated { key: \"mode\" }`.",
         failure = "Fails closed: in plan and review a call to a tool not known to be read-only (unknown tools included) is refused with `Validation` (by default the call's error result); a `SwitchMode` to an unknown mode is rejected with a reason.",
         streaming = "None.",
@@ -220,6 +237,7 @@ impl AgentModeMiddleware {
     #[before_model]
     fn apply<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let mode = self.mode(ctx);
+        self.record(ctx, mode);
         if !mode.read_only() {
             return Ok(());
         }
@@ -249,6 +267,7 @@ impl AgentModeMiddleware {
     #[before_tool]
     fn restrict<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
         let mode = self.mode(ctx);
+        self.record(ctx, mode);
         if mode.read_only() && !self.is_read_only(&call.name) {
             return Err(TinyAgentsError::validation(format!(
                 "`{}` is not a read-only tool and the agent is in {} mode; switch to build mode to use it",

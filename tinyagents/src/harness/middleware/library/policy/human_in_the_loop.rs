@@ -2,7 +2,8 @@
 //! with one request per gated call of the batch, and resumes it in a new run
 //! with a person's decisions (approve, edit, reject, respond).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler, PreparedBatch};
 use crate::harness::model::{FinishReason, ModelRequest, ModelResponse, Usage};
-use crate::harness::tool::{ToolCall, ToolResult};
+use crate::harness::tool::{call_digest, Restriction, ToolCall, ToolResult};
 
 /// A kind of decision a person may take on a gated call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -155,23 +156,94 @@ pub struct ApprovalRequest {
     pub allowed: Vec<DecisionKind>,
     /// What the person is asked.
     pub description: String,
+    /// [`call_digest`] of `tool` and `arguments`: the exact call shown. A
+    /// decision is bound to it, and a call whose tool or arguments differ
+    /// from it never runs under that decision.
+    pub digest: String,
+    /// This request's unique id: a decision on it is used once, and a
+    /// second resume with it is refused.
+    pub request_id: String,
+}
+
+/// A sub-agent's approval requests, carried up in its parent's interrupt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildApproval {
+    /// The parent's call that ran the sub-agent (an [`AgentTool`](crate::harness::agent::AgentTool) call).
+    pub call_id: String,
+    /// The sub-agent tool's name.
+    pub tool: String,
+    /// [`call_digest`] of the parent's call: on resume the sub-agent resumes
+    /// only under that exact call.
+    pub digest: String,
+    /// The sub-agent run that paused.
+    pub run_id: String,
+    /// Its interrupt.
+    pub interrupt: HitlInterrupt,
 }
 
 /// A paused run: every request of the batch, and what a new run needs to resume.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// It serialises (JSON through serde), so the process that paused can store
+/// or show it and another process can decide and resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HitlInterrupt {
+    /// The run that paused.
+    #[serde(default)]
+    pub run_id: String,
     /// One request per gated call of the batch, in the model's order.
     pub requests: Vec<ApprovalRequest>,
+    /// The approval requests of sub-agent runs that paused under calls of
+    /// this batch (a child's gated call pauses its parent).
+    #[serde(default)]
+    pub children: Vec<ChildApproval>,
     /// The conversation before the reply that asked for the calls.
     pub messages: Vec<Message>,
     /// The reply that asked for the calls (replayed, not re-asked, on resume).
     pub reply: Message,
 }
 
+/// A decision bound to the request it answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundDecision {
+    /// The decision.
+    pub decision: Decision,
+    /// The digest of the call the person saw ([`ApprovalRequest::digest`]).
+    pub digest: String,
+    /// The request it answers ([`ApprovalRequest::request_id`]): used once.
+    pub request_id: String,
+}
+
+fn unique_id(seed: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let text = format!("{}:{nanos}:{n}:{seed}", std::process::id());
+    call_digest("request_id", &Value::String(text))[..32].to_owned()
+}
+
 impl HitlInterrupt {
-    /// Checks `decisions` (by call id) against the requests: exactly one per
-    /// request, none for anything else, each of an allowed kind, edits with
-    /// object arguments. Any mismatch is a `Validation` error and nothing runs.
+    /// Every pending request, its own and its sub-agents', with the address
+    /// a decision gives it: the call id for its own requests, and
+    /// `"<parent call id>/<address in the child>"` for a sub-agent's.
+    pub fn pending(&self) -> Vec<(String, &ApprovalRequest)> {
+        let mut out: Vec<(String, &ApprovalRequest)> = self.requests.iter().map(|r| (r.call_id.clone(), r)).collect();
+        for child in &self.children {
+            for (address, r) in child.interrupt.pending() {
+                out.push((format!("{}/{address}", child.call_id), r));
+            }
+        }
+        out
+    }
+
+    /// Checks `decisions` (by address, see [`pending`](Self::pending))
+    /// against the requests: exactly one per request, none for anything
+    /// else, each of an allowed kind, edits with object arguments, and each
+    /// request's digest the digest of its tool and arguments. Each decision
+    /// is then bound to that digest and to the request's id. Any mismatch is
+    /// a `Validation` error and nothing runs.
     pub fn decide<I, K>(self, decisions: I) -> Result<HitlResume>
     where
         I: IntoIterator<Item = (K, Decision)>,
@@ -186,15 +258,120 @@ impl HitlInterrupt {
                 )));
             }
         }
-        check_decisions(&self.requests, &by_id)?;
+        self.bind(by_id, None)
+    }
+
+    /// [`decide`](Self::decide) with the digest the person's screen showed
+    /// for each request (`(address, digest, decision)`): a digest that is
+    /// not the request's is refused, so a decision taken on other arguments
+    /// than the ones stored here can never apply.
+    pub fn decide_bound<I, K, D>(self, decisions: I) -> Result<HitlResume>
+    where
+        I: IntoIterator<Item = (K, D, Decision)>,
+        K: Into<String>,
+        D: Into<String>,
+    {
+        let mut by_id: HashMap<String, Decision> = HashMap::new();
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for (id, digest, d) in decisions {
+            let id = id.into();
+            if by_id.insert(id.clone(), d).is_some() {
+                return Err(TinyAgentsError::validation(format!(
+                    "two decisions for call `{id}`: give exactly one per request"
+                )));
+            }
+            seen.insert(id, digest.into());
+        }
+        self.bind(by_id, Some(&seen))
+    }
+
+    fn bind(self, mut by_id: HashMap<String, Decision>, seen: Option<&HashMap<String, String>>) -> Result<HitlResume> {
+        let addresses: Vec<String> = self.pending().into_iter().map(|(a, _)| a).collect();
+        let unique: HashSet<&String> = addresses.iter().collect();
+        if unique.len() != addresses.len() {
+            return Err(TinyAgentsError::validation(
+                "two pending requests share an address (a call id containing `/` collides with a sub-agent's); \
+                 nothing ran",
+            ));
+        }
+        let known: HashSet<&str> = addresses.iter().map(String::as_str).collect();
+        let mut extra: Vec<&str> = by_id
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect();
+        extra.sort_unstable();
+        if !extra.is_empty() {
+            return Err(TinyAgentsError::validation(format!(
+                "decisions for calls that await none: {}; nothing ran",
+                extra.join(", ")
+            )));
+        }
+        self.bind_at("", &mut by_id, seen)
+    }
+
+    fn bind_at(
+        self,
+        prefix: &str,
+        by_id: &mut HashMap<String, Decision>,
+        seen: Option<&HashMap<String, String>>,
+    ) -> Result<HitlResume> {
+        let mut own: HashMap<String, Decision> = HashMap::new();
+        for r in &self.requests {
+            if let Some(d) = by_id.remove(&format!("{prefix}{}", r.call_id)) {
+                own.insert(r.call_id.clone(), d);
+            }
+        }
+        check_decisions(&self.requests, &own)?;
+        let mut decisions = BTreeMap::new();
+        for r in &self.requests {
+            let digest = call_digest(&r.tool, &r.arguments);
+            if digest != r.digest {
+                return Err(TinyAgentsError::validation(format!(
+                    "the request for call `{}` to `{}` was altered: its digest is not the digest of its tool and \
+                     arguments; decide on an interrupt as the run gave it; nothing ran",
+                    r.call_id, r.tool
+                )));
+            }
+            if let Some(shown) = seen.and_then(|m| m.get(&format!("{prefix}{}", r.call_id))) {
+                if *shown != digest {
+                    return Err(TinyAgentsError::validation(format!(
+                        "the decision on call `{}` to `{}` was taken on another call than this request \
+                         (digest {shown}, the request's is {digest}); show the request again and decide; nothing ran",
+                        r.call_id, r.tool
+                    )));
+                }
+            }
+            let decision = own.remove(&r.call_id).expect("checked: one decision per request");
+            decisions.insert(
+                r.call_id.clone(),
+                BoundDecision {
+                    decision,
+                    digest,
+                    request_id: r.request_id.clone(),
+                },
+            );
+        }
+        let mut children = BTreeMap::new();
+        let child_interrupts: Vec<ChildApproval> = self.children.clone();
+        for child in child_interrupts {
+            let nested = format!("{prefix}{}/", child.call_id);
+            let resume = child.interrupt.clone().bind_at(&nested, by_id, seen)?;
+            children.insert(child.call_id.clone(), (child.digest.clone(), resume));
+        }
         Ok(HitlResume {
-            decisions: by_id,
             interrupt: self,
+            decisions,
+            children,
+            spent_by_parent: false,
         })
     }
 }
 
-fn check_decisions(requests: &[ApprovalRequest], decisions: &HashMap<String, Decision>) -> Result<()> {
+fn check_decisions<D>(requests: &[ApprovalRequest], decisions: &HashMap<String, D>) -> Result<()>
+where
+    D: std::borrow::Borrow<Decision>,
+{
     let ids: HashSet<&str> = requests.iter().map(|r| r.call_id.as_str()).collect();
     let mut extra: Vec<&str> = decisions
         .keys()
@@ -220,7 +397,7 @@ fn check_decisions(requests: &[ApprovalRequest], decisions: &HashMap<String, Dec
         )));
     }
     for r in requests {
-        let d = &decisions[&r.call_id];
+        let d: &Decision = decisions[&r.call_id].borrow();
         if !r.allowed.contains(&d.kind()) {
             let allowed: Vec<&str> = r.allowed.iter().map(|k| k.as_str()).collect();
             return Err(TinyAgentsError::validation(format!(
@@ -243,12 +420,25 @@ fn check_decisions(requests: &[ApprovalRequest], decisions: &HashMap<String, Dec
     Ok(())
 }
 
-/// Checked decisions for a paused run: attach them to a new run's context
-/// and start it from [`HitlResume::input`].
-#[derive(Debug, Clone, PartialEq)]
+/// Checked decisions for a paused run, each bound to the digest of the call
+/// shown and to its request's id. Attach them to a new run's context and
+/// start it from [`HitlResume::input`], or give them to
+/// [`AgentGraph::resume_with`](crate::graph::AgentGraph::resume_with) to go
+/// on from a checkpoint (in this process or another: it serialises).
+///
+/// Each decision is single-use: once applied, its request id is recorded
+/// (in the middleware and, for a graph run, in the checkpoint), and a second
+/// resume with it is refused before anything runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HitlResume {
     interrupt: HitlInterrupt,
-    decisions: HashMap<String, Decision>,
+    decisions: BTreeMap<String, BoundDecision>,
+    /// Sub-agent decisions by the parent call id: (digest of the parent's call, the child's resume).
+    #[serde(default)]
+    children: BTreeMap<String, (String, HitlResume)>,
+    /// Already spent by the parent run that routed it here (never deserialised: only the runtime sets it).
+    #[serde(skip)]
+    spent_by_parent: bool,
 }
 
 impl HitlResume {
@@ -257,14 +447,66 @@ impl HitlResume {
         AgentInput(self.interrupt.messages.clone())
     }
 
+    /// The interrupt these decisions answer.
+    pub fn interrupt(&self) -> &HitlInterrupt {
+        &self.interrupt
+    }
+
+    /// The request ids of every decision, sub-agents' included.
+    pub fn request_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.decisions.values().map(|d| d.request_id.clone()).collect();
+        for (_, child) in self.children.values() {
+            ids.extend(child.request_ids());
+        }
+        ids
+    }
+
     /// Gives the decisions to the run of `ctx` (its first model turn replays
-    /// the paused reply instead of calling the model).
+    /// the paused reply instead of calling the model; a graph run resumed at
+    /// its `tools` node applies them to the pending batch directly).
     pub fn attach<C>(self, ctx: &RunContext<C>) {
         let state = ctx.local::<HitlState>();
         let mut s = state.0.lock().expect("hitl lock");
         s.resume = Some(self);
         s.replayed = false;
     }
+
+    /// Marks decisions the parent run already spent (recorded as used there)
+    /// before it hands them to the sub-agent run they answer.
+    pub(crate) fn spent_by_parent(mut self) -> Self {
+        self.spent_by_parent = true;
+        self
+    }
+
+    /// Like [`attach`](Self::attach), for a run resumed after the paused
+    /// reply is already in its conversation (a checkpoint): nothing is replayed.
+    pub(crate) fn attach_without_replay<C>(self, ctx: &RunContext<C>) {
+        let state = ctx.local::<HitlState>();
+        let mut s = state.0.lock().expect("hitl lock");
+        s.resume = Some(self);
+        s.replayed = true;
+    }
+}
+
+/// Decision request ids already used in a run (seeded from a checkpoint on
+/// resume; every use is recorded with `update_state("hitl_consumed", …)`).
+#[derive(Debug, Default)]
+pub(crate) struct ConsumedDecisions(pub(crate) Mutex<BTreeSet<String>>);
+
+/// The graph-state key of the used decision ids.
+pub(crate) const CONSUMED_KEY: &str = "hitl_consumed";
+
+/// Sub-agent approvals travelling between a parent run and its
+/// [`AgentTool`](crate::harness::agent::AgentTool) calls.
+#[derive(Debug, Default)]
+pub(crate) struct RoutedApprovals(pub(crate) Mutex<RoutedInner>);
+
+#[derive(Debug, Default)]
+pub(crate) struct RoutedInner {
+    /// Children that paused for approval during this run.
+    pub(crate) paused: Vec<ChildApproval>,
+    /// Decisions for children to resume with, by the parent call id: (digest of that call, resume).
+    pub(crate) resumes: HashMap<String, (String, HitlResume)>,
 }
 
 #[derive(Default)]
@@ -274,8 +516,8 @@ struct HitlState(Mutex<HitlInner>);
 struct HitlInner {
     resume: Option<HitlResume>,
     replayed: bool,
-    /// Gated calls admitted by a decision: call id → edited arguments, if any.
-    admitted: HashMap<String, Option<Value>>,
+    /// Gated calls admitted by a decision: call id → (digest shown, edited arguments, if any).
+    admitted: HashMap<String, (String, Option<Value>)>,
     /// Requests of the batch that paused the run (until `after_agent` completes the interrupt).
     pending: Option<Vec<ApprovalRequest>>,
     interrupt: Option<HitlInterrupt>,
@@ -381,6 +623,8 @@ impl From<HitlConfig> for HumanInTheLoopMiddleware {
 pub struct HumanInTheLoopMiddleware {
     gates: HashMap<String, InterruptOn>,
     description: String,
+    /// Request ids of decisions already applied by this middleware (and its clones).
+    consumed: Arc<Mutex<HashSet<String>>>,
 }
 
 impl HumanInTheLoopMiddleware {
@@ -389,6 +633,7 @@ impl HumanInTheLoopMiddleware {
         Self {
             gates: HashMap::new(),
             description: "Tool execution requires approval".to_owned(),
+            consumed: Arc::default(),
         }
     }
 
@@ -416,7 +661,7 @@ impl HumanInTheLoopMiddleware {
             .filter(|g| g.condition.as_ref().is_none_or(|c| c(call)))
     }
 
-    fn request(&self, call: &ToolCall, gate: &InterruptOn) -> ApprovalRequest {
+    fn request(&self, call: &ToolCall, gate: &InterruptOn, run_id: &str) -> ApprovalRequest {
         ApprovalRequest {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -426,7 +671,31 @@ impl HumanInTheLoopMiddleware {
                 .description
                 .clone()
                 .unwrap_or_else(|| format!("{}: `{}`", self.description, call.name)),
+            digest: call_digest(&call.name, &call.arguments),
+            request_id: unique_id(&format!("{run_id}/{}", call.id)),
         }
+    }
+
+    /// Refuses a decision already used (here, or in the run's checkpoint), then records it as used.
+    fn consume<C>(&self, ctx: &mut RunContext<C>, resume: &HitlResume) -> Result<()> {
+        let ids = resume.request_ids();
+        let run_used = ctx.local::<ConsumedDecisions>();
+        {
+            let mut used = self.consumed.lock().expect("hitl ledger lock");
+            let mut run_used = run_used.0.lock().expect("consumed lock");
+            let replayed = ids.iter().find(|id| used.contains(*id) || run_used.contains(*id));
+            if let Some(id) = replayed.filter(|_| !resume.spent_by_parent) {
+                return Err(TinyAgentsError::validation(format!(
+                    "the decision on request `{id}` was already used: a person's decision runs a call at most \
+                     once; a replayed resume is refused and nothing ran (pause again to ask anew)"
+                )));
+            }
+            used.extend(ids.iter().cloned());
+            run_used.extend(ids);
+        }
+        let all: Vec<String> = run_used.0.lock().expect("consumed lock").iter().cloned().collect();
+        ctx.update_state(CONSUMED_KEY, json!(all));
+        Ok(())
     }
 }
 
@@ -436,15 +705,25 @@ impl HumanInTheLoopMiddleware {
     name = "human_in_the_loop",
     config = HitlConfig,
     doc(
-        mutation = "On resume: replaces the first model call with the paused reply, rewrites an edited call's arguments, and gives rejected and answered calls their one result. Records `hitl_pending` with `update_state` when it pauses.",
-        events = "`StateUpdated { key: \"hitl_pending\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses.",
-        failure = "Fails closed: a batch with any gated call and no decisions fails the run with `Interrupted` before any call of the batch runs; decisions that are missing, extra, of a kind not allowed, or that do not match the replayed batch are a `Validation` error and nothing runs; `before_tool` refuses a gated call the batch review did not admit.",
+        mutation = "Records its gated tools as a run restriction (every call to them in a sub-agent run needs a person's approval of that call). On resume: replaces the first model call with the paused reply, rewrites an edited call's arguments, gives rejected and answered calls their one result, and records each approved call (its digest) so `tool_policy`'s `approval_required` accepts it. Records `hitl_pending` when it pauses and `hitl_consumed` (used decision ids) when it applies decisions, with `update_state`.",
+        events = "`StateUpdated { key: \"hitl_pending\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses; `StateUpdated { key: \"hitl_consumed\" }` when it applies decisions.",
+        failure = "Fails closed: a batch with any gated call and no decisions fails the run with `Interrupted` before any call of the batch runs; decisions that are missing, extra, of a kind not allowed, that do not match the replayed batch, whose call's tool or arguments differ from the digest the person decided on, or that were already used once are a `Validation` error and nothing runs; `before_tool` refuses a gated call the batch review did not admit. A sub-agent's request pauses the parent too and is carried in the parent's interrupt (`children`).",
         streaming = "None: the replayed reply is not streamed again (no deltas on the resumed turn).",
         cache = "None: it does not change the request; a resumed run sends the same history as the paused one.",
         retries = "The replay happens in its `wrap_model`, so register it outermost: inner retries and fallbacks never re-ask the model for the paused reply."
     )
 )]
 impl HumanInTheLoopMiddleware {
+    #[before_agent]
+    fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        if !self.gates.is_empty() {
+            // A sub-agent inherits the gates (a condition is not inherited: every call to the tool needs approval there).
+            let tools: BTreeSet<String> = self.gates.keys().cloned().collect();
+            ctx.add_restriction("human_in_the_loop", Restriction::Approval(tools));
+        }
+        Ok(())
+    }
+
     #[wrap_model]
     async fn replay<S, C>(
         &self,
@@ -481,26 +760,73 @@ impl HumanInTheLoopMiddleware {
 
     #[on_tool_batch]
     fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
+        let run_id = ctx.run_id().to_string();
         let gated: Vec<(usize, ApprovalRequest)> = batch
             .calls()
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| self.gate(&p.call).map(|g| (i, self.request(&p.call, g))))
+            .filter_map(|(i, p)| self.gate(&p.call).map(|g| (i, self.request(&p.call, g, &run_id))))
             .collect();
         let st = ctx.local::<HitlState>();
-        let mut s = st.0.lock().expect("hitl lock");
-        let resume = if s.replayed { s.resume.take() } else { None };
+        let resume = {
+            let mut s = st.0.lock().expect("hitl lock");
+            if s.replayed {
+                s.resume.take()
+            } else {
+                None
+            }
+        };
         if let Some(resume) = resume {
-            // The replayed batch: the decisions must match its gated calls exactly.
+            // The replayed batch: the decisions must match its gated calls exactly, each the call the person saw.
             let requests: Vec<ApprovalRequest> = gated.iter().map(|(_, r)| r.clone()).collect();
-            check_decisions(&requests, &resume.decisions)?;
+            check_decisions(
+                &requests,
+                &resume
+                    .decisions
+                    .iter()
+                    .map(|(k, d)| (k.clone(), d.decision.clone()))
+                    .collect(),
+            )?;
+            for r in &requests {
+                let bound = &resume.decisions[&r.call_id];
+                if bound.digest != r.digest {
+                    return Err(TinyAgentsError::validation(format!(
+                        "call `{}` to `{}` is not the call the person decided on: its tool or arguments changed \
+                         since (decided on digest {}, the call's is {}); nothing ran",
+                        r.call_id, r.tool, bound.digest, r.digest
+                    )));
+                }
+            }
+            let calls: HashMap<&str, &ToolCall> = batch.calls().iter().map(|p| (p.call.id.as_str(), &p.call)).collect();
+            for (call_id, (digest, _)) in &resume.children {
+                let Some(call) = calls.get(call_id.as_str()) else {
+                    return Err(TinyAgentsError::validation(format!(
+                        "decisions for the sub-agent of call `{call_id}`, which is not in the resumed batch; nothing ran"
+                    )));
+                };
+                if call_digest(&call.name, &call.arguments) != *digest {
+                    return Err(TinyAgentsError::validation(format!(
+                        "call `{call_id}` to `{}` is not the sub-agent call the person decided under: its tool or \
+                         arguments changed since; nothing ran",
+                        call.name
+                    )));
+                }
+            }
+            self.consume(ctx, &resume)?;
+            let mut s = st.0.lock().expect("hitl lock");
             for (i, r) in &gated {
-                match &resume.decisions[&r.call_id] {
+                let shown = &batch.calls()[*i].call;
+                match &resume.decisions[&r.call_id].decision {
                     Decision::Approve => {
-                        s.admitted.insert(r.call_id.clone(), None);
+                        ctx.grant_approval(&r.call_id, shown, shown);
+                        s.admitted.insert(r.call_id.clone(), (r.digest.clone(), None));
                     }
                     Decision::Edit { arguments } => {
-                        s.admitted.insert(r.call_id.clone(), Some(arguments.clone()));
+                        let mut edited = shown.clone();
+                        edited.arguments = arguments.clone();
+                        ctx.grant_approval(&r.call_id, shown, &edited);
+                        s.admitted
+                            .insert(r.call_id.clone(), (r.digest.clone(), Some(arguments.clone())));
                     }
                     Decision::Reject { message } => batch.reject(
                         *i,
@@ -517,6 +843,12 @@ impl HumanInTheLoopMiddleware {
                     }
                 }
             }
+            drop(s);
+            if !resume.children.is_empty() {
+                let routed = ctx.local::<RoutedApprovals>();
+                let mut routed = routed.0.lock().expect("routed lock");
+                routed.resumes.extend(resume.children);
+            }
             return Ok(());
         }
         if gated.is_empty() {
@@ -532,8 +864,7 @@ impl HumanInTheLoopMiddleware {
             requests.len(),
             names.join(", ")
         );
-        s.pending = Some(requests.clone());
-        drop(s);
+        st.0.lock().expect("hitl lock").pending = Some(requests.clone());
         let data = json!({ "requests": requests });
         ctx.update_state("hitl_pending", data.clone());
         ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
@@ -552,11 +883,19 @@ impl HumanInTheLoopMiddleware {
         let st = ctx.local::<HitlState>();
         let mut s = st.0.lock().expect("hitl lock");
         match s.admitted.remove(&call.id) {
-            Some(Some(edited)) => {
-                call.arguments = edited;
+            Some((shown, edited)) => {
+                if call_digest(&call.name, &call.arguments) != shown {
+                    return Err(TinyAgentsError::validation(format!(
+                        "call `{}` to `{}` changed after the person decided on it (its tool or arguments differ \
+                         from the call shown); it was not run",
+                        call.id, call.name
+                    )));
+                }
+                if let Some(edited) = edited {
+                    call.arguments = edited;
+                }
                 Ok(())
             }
-            Some(None) => Ok(()),
             None if self.gate(call).is_some() => Err(TinyAgentsError::validation(format!(
                 "call `{}` to `{}` needs a person's decision and has none; it was not run",
                 call.id, call.name
@@ -567,13 +906,20 @@ impl HumanInTheLoopMiddleware {
 
     #[after_agent]
     fn complete<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+        let children = match ctx.try_local::<RoutedApprovals>() {
+            Some(routed) => std::mem::take(&mut routed.0.lock().expect("routed lock").paused),
+            None => Vec::new(),
+        };
         let st = ctx.local::<HitlState>();
         let mut s = st.0.lock().expect("hitl lock");
-        if let Some(requests) = s.pending.take() {
+        let pending = s.pending.take();
+        if pending.is_some() || !children.is_empty() {
             let mut messages = run.messages.clone();
             let reply = messages.pop().unwrap_or_else(|| Message::assistant(""));
             s.interrupt = Some(HitlInterrupt {
-                requests,
+                run_id: ctx.run_id().to_string(),
+                requests: pending.unwrap_or_default(),
+                children,
                 messages,
                 reply,
             });

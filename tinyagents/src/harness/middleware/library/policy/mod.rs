@@ -10,9 +10,10 @@ mod tool_policy;
 pub use contextual_tool_selection::{ContextualToolSelectionMiddleware, ToolSelectionConfig, ToolSelectionContext};
 pub use dynamic_tool_selection::{DynamicToolSelectionConfig, DynamicToolSelectionMiddleware, SELECTOR_PROMPT};
 pub use human_in_the_loop::{
-    ApprovalRequest, Decision, DecisionKind, HitlConfig, HitlInterrupt, HitlResume, HumanInTheLoopMiddleware,
-    InterruptOn,
+    ApprovalRequest, BoundDecision, ChildApproval, Decision, DecisionKind, HitlConfig, HitlInterrupt, HitlResume,
+    HumanInTheLoopMiddleware, InterruptOn,
 };
+pub(crate) use human_in_the_loop::{ConsumedDecisions, RoutedApprovals, CONSUMED_KEY};
 pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG, DENY_TAG};
 pub use tool_lists::ToolLists;
 pub use tool_policy::{ToolPolicyConfig, ToolPolicyMiddleware};

@@ -8,7 +8,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::ModelRequest;
-use crate::harness::tool::ToolCall;
+use crate::harness::tool::{Restriction, ToolCall};
 
 /// The run-tag prefix of an inherited allow list (a JSON array of names follows).
 pub const ALLOW_TAG: &str = "tinyagents.tools.allow=";
@@ -43,12 +43,15 @@ impl From<ToolAllowlistConfig> for ToolAllowlistMiddleware {
 /// Refuses every call to a tool its lists do not permit (execution time), and
 /// hides those tools from the model with the same decision.
 ///
-/// Its restrictions ride on the run: `before_agent` records them as run tags
-/// ([`ALLOW_TAG`], [`DENY_TAG`]), sub-agent runs inherit their parent's tags,
-/// and every `ToolAllowlistMiddleware` narrows its own lists by the tags it
-/// finds. So a sub-agent whose stack allows more than its parent still cannot
-/// run what the parent denied. A malformed restriction tag denies everything
-/// (fail closed).
+/// Its restrictions ride on the run: `before_agent` records them on the run
+/// ([`RunContext::restrict`](crate::harness::context::RunContext::restrict))
+/// and as run tags ([`ALLOW_TAG`], [`DENY_TAG`]). Every sub-agent run
+/// ([`AgentTool`](crate::harness::agent::AgentTool)) inherits them, and the
+/// agent loop enforces them in the child (hidden from its model, refused at
+/// its tool calls) whatever the child's stack holds — also when it has no
+/// allowlist at all. A `ToolAllowlistMiddleware` in the child narrows its own
+/// lists by the inherited tags too, so a child can only narrow. A malformed
+/// restriction tag denies everything (fail closed).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -138,7 +141,7 @@ fn json_names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
     name = "tool_allowlist",
     config = ToolAllowlistConfig,
     doc(
-        mutation = "Adds its restriction tags to the run (`tinyagents.tools.allow=…`, `tinyagents.tools.deny=…`); removes unpermitted tools from `request.tools`.",
+        mutation = "Records its lists as a run restriction that every sub-agent run inherits and the agent loop enforces there (whatever the child's stack holds); adds its restriction tags to the run (`tinyagents.tools.allow=…`, `tinyagents.tools.deny=…`); removes unpermitted tools from `request.tools`.",
         events = "`ToolsFiltered { by: \"tool_allowlist\", … }` when it hides tools; refusals are `Validation` errors.",
         failure = "Fails closed: a call to a tool not permitted is refused with `TinyAgentsError::Validation` (by default the call's error result); with an allow list an unknown tool is refused; a malformed inherited restriction tag permits nothing.",
         streaming = "None.",
@@ -149,6 +152,8 @@ fn json_names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
 impl ToolAllowlistMiddleware {
     #[before_agent]
     fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        // The runtime carries it to every child run and enforces it there, whatever the child's stack holds.
+        ctx.add_restriction("tool_allowlist", Restriction::Tools(self.lists.clone()));
         if let Some(allow) = self.lists.allow() {
             ctx.add_tag(format!("{ALLOW_TAG}{}", json_names(allow)));
         }

@@ -2,26 +2,18 @@
 //! exposure (`before_model`) and at execution (`before_tool`), through one
 //! decision function.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::ModelRequest;
-use crate::harness::tool::{SandboxMode, SideEffects, ToolCall, ToolPolicy, ToolResult};
+use crate::harness::tool::{
+    Approval, PolicyRules, Restriction, SideEffects, ToolCall, ToolPolicy, ToolResult, SIDE_EFFECT_NAMES,
+};
 use tinyagents_macros::{middleware, MiddlewareConfig};
-
-/// The side-effect names a config may deny, and their flags.
-const SIDE_EFFECT_NAMES: &[(&str, SideEffects)] = &[
-    ("read", SideEffects::READ),
-    ("write", SideEffects::WRITE),
-    ("network", SideEffects::NETWORK),
-    ("execute", SideEffects::EXECUTE),
-    ("destructive", SideEffects::DESTRUCTIVE),
-    ("payment", SideEffects::PAYMENT),
-    ("external_communication", SideEffects::EXTERNAL_COMMUNICATION),
-];
 
 /// Options of [`ToolPolicyMiddleware`] (`type = "tool_policy"`).
 ///
@@ -110,7 +102,15 @@ impl From<ToolPolicyConfig> for ToolPolicyMiddleware {
 /// and execution (`before_tool` refuses it with [`TinyAgentsError::Validation`])
 /// share one decision ([`ToolPolicyMiddleware::decide`]), so a hidden tool can
 /// never be run by another path. A tool that declares `approval_required` is
-/// always refused unless it is in the approved set.
+/// refused unless it is in the approved set or a person approved that exact
+/// call through `human_in_the_loop` (one approval mechanism: the approval is
+/// bound to the tool and arguments shown); it stays visible to the model only
+/// when a `human_in_the_loop` of the run gates it.
+///
+/// Its rules are recorded on the run in `before_agent` and every sub-agent
+/// run inherits them: the agent loop enforces them in the child whatever the
+/// child's stack holds (denied side effects, classification, sandbox and
+/// approval requirements included), so a child can only narrow.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -146,12 +146,7 @@ impl From<ToolPolicyConfig> for ToolPolicyMiddleware {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ToolPolicyMiddleware {
-    policies: HashMap<String, ToolPolicy>,
-    require_classification: bool,
-    require_background_safe: bool,
-    denied: SideEffects,
-    require_sandbox: bool,
-    approved: HashSet<String>,
+    rules: Arc<PolicyRules>,
     enforce_result_bytes: bool,
 }
 
@@ -160,14 +155,18 @@ impl ToolPolicyMiddleware {
     /// requirements are checked; nothing else is denied until a builder says so.
     pub fn new(policies: HashMap<String, ToolPolicy>) -> Self {
         Self {
-            policies,
-            require_classification: false,
-            require_background_safe: false,
-            denied: SideEffects::empty(),
-            require_sandbox: true,
-            approved: HashSet::new(),
+            rules: Arc::new(PolicyRules {
+                require_sandbox: true,
+                policies: policies.into_iter().collect(),
+                ..PolicyRules::default()
+            }),
             enforce_result_bytes: false,
         }
+    }
+
+    /// Its rules (what a sub-agent run inherits).
+    pub fn rules(&self) -> &PolicyRules {
+        &self.rules
     }
 
     /// The fail-closed baseline: unclassified and unknown tools are refused,
@@ -180,19 +179,19 @@ impl ToolPolicyMiddleware {
 
     /// Refuse tools whose policy is unclassified (an unknown tool counts as unclassified).
     pub fn require_classification(mut self, on: bool) -> Self {
-        self.require_classification = on;
+        Arc::make_mut(&mut self.rules).require_classification = on;
         self
     }
 
     /// Refuse tools not marked [`background_safe`](ToolPolicy::background_safe).
     pub fn require_background_safe(mut self, on: bool) -> Self {
-        self.require_background_safe = on;
+        Arc::make_mut(&mut self.rules).require_background_safe = on;
         self
     }
 
     /// Deny any tool declaring a side effect in `mask` (adds to what is already denied).
     pub fn deny_side_effects(mut self, mask: SideEffects) -> Self {
-        self.denied |= mask;
+        Arc::make_mut(&mut self.rules).denied |= mask;
         self
     }
 
@@ -200,7 +199,7 @@ impl ToolPolicyMiddleware {
     /// run's workspace is sandboxed (`Required`). On by default; turning it
     /// off lets such tools run anywhere.
     pub fn require_sandbox(mut self, on: bool) -> Self {
-        self.require_sandbox = on;
+        Arc::make_mut(&mut self.rules).require_sandbox = on;
         self
     }
 
@@ -211,7 +210,7 @@ impl ToolPolicyMiddleware {
         I: IntoIterator<Item = N>,
         N: Into<String>,
     {
-        self.approved = approved.into_iter().map(Into::into).collect();
+        Arc::make_mut(&mut self.rules).approved = approved.into_iter().map(Into::into).collect();
         self
     }
 
@@ -237,52 +236,23 @@ impl ToolPolicyMiddleware {
         name: &str,
         workspace: Option<&crate::harness::workspace::WorkspaceDescriptor>,
     ) -> std::result::Result<(), String> {
-        let unknown;
-        let policy = match self.policies.get(name) {
-            Some(p) => p,
-            None => {
-                unknown = ToolPolicy::default();
-                &unknown
-            }
-        };
-        if self.require_classification && !policy.classified {
-            return Err(if self.policies.contains_key(name) {
-                format!("tool `{name}` is unclassified (it declares no side effects) and this policy requires classification")
-            } else {
-                format!("tool `{name}` is unknown to the policy (unclassified) and this policy requires classification")
-            });
-        }
-        let hit = policy.side_effects & self.denied;
-        if !hit.is_empty() {
-            let names: Vec<&str> = SIDE_EFFECT_NAMES
-                .iter()
-                .filter(|(_, f)| hit.contains(*f))
-                .map(|(n, _)| *n)
-                .collect();
-            return Err(format!(
-                "tool `{name}` declares denied side effects: {}",
-                names.join(", ")
-            ));
-        }
-        if self.require_background_safe && !policy.background_safe {
-            return Err(format!(
-                "tool `{name}` is not marked background-safe and this policy requires it"
-            ));
-        }
-        if self.require_sandbox
-            && policy.runtime.sandbox == SandboxMode::Required
-            && workspace.map(|w| w.sandbox) != Some(SandboxMode::Required)
-        {
-            return Err(format!(
-                "tool `{name}` requires a sandbox but the run has no sandboxed workspace"
-            ));
-        }
-        if policy.access.approval_required && !self.approved.contains(name) {
-            return Err(format!(
-                "tool `{name}` requires approval and is not in the approved set"
-            ));
-        }
-        Ok(())
+        self.decide_with(name, workspace, Approval::Missing)
+    }
+
+    /// [`decide`](Self::decide) knowing whether a person approved the call
+    /// ([`Approval::Granted`]) or can be asked to ([`Approval::Obtainable`]):
+    /// a tool declaring `approval_required` runs with a person's approval of
+    /// that exact call (from `human_in_the_loop`) as well as when it is in
+    /// the approved set.
+    pub fn decide_with(
+        &self,
+        name: &str,
+        workspace: Option<&crate::harness::workspace::WorkspaceDescriptor>,
+        approval: Approval,
+    ) -> std::result::Result<(), String> {
+        let policy = self.rules.policy_of(name, None);
+        let known = self.rules.policies.contains_key(name);
+        self.rules.decide(name, &policy, known, workspace, approval)
     }
 }
 
@@ -292,20 +262,32 @@ impl ToolPolicyMiddleware {
     name = "tool_policy",
     config = ToolPolicyConfig,
     doc(
-        mutation = "Removes blocked tools from `request.tools`; truncates an oversized tool result in place and sets its `error` (naming `max_result_bytes`).",
+        mutation = "Records its rules as a run restriction that every sub-agent run inherits and the agent loop enforces there; removes blocked tools from `request.tools`; truncates an oversized tool result in place and sets its `error` (naming `max_result_bytes`).",
         events = "`ToolsFiltered { by: \"tool_policy\", excluded, remaining }` when it hides tools; refusals are `Validation` errors, not events.",
-        failure = "Fails closed: one decision function for exposure and execution; a blocked call is refused with `TinyAgentsError::Validation` naming the tool and the rule (by default the call's error result); an unknown tool counts as unclassified.",
+        failure = "Fails closed: one decision function for exposure, execution and inherited enforcement in sub-agent runs; `approval_required` is satisfied only by the approved set or a person's approval of that exact call (`human_in_the_loop`); a blocked call is refused with `TinyAgentsError::Validation` naming the tool and the rule (by default the call's error result); an unknown tool counts as unclassified.",
         streaming = "None: it acts on the request before the stream starts and on whole tool results.",
         cache = "Hiding tools changes the tool list, which providers put in the cached prefix; the set is stable across calls of one run, so the prefix stays stable.",
         retries = "Runs in `before_model` once per turn, outside the model onion, so retries and fallbacks see the filtered list; `before_tool` runs once per call, outside tool retries."
     )
 )]
 impl ToolPolicyMiddleware {
+    #[before_agent]
+    fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        // The runtime carries the rules to every child run and enforces them there, whatever the child's stack holds.
+        ctx.add_restriction("tool_policy", Restriction::Policy(self.rules.clone()));
+        Ok(())
+    }
+
     #[before_model]
     fn expose<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let mut excluded = Vec::new();
         request.tools.retain(|t| {
-            let keep = self.decide(&t.name, ctx.workspace()).is_ok();
+            let approval = if ctx.can_ask_approval(&t.name) {
+                Approval::Obtainable
+            } else {
+                Approval::Missing
+            };
+            let keep = self.decide_with(&t.name, ctx.workspace(), approval).is_ok();
             if !keep {
                 excluded.push(t.name.clone());
             }
@@ -323,7 +305,7 @@ impl ToolPolicyMiddleware {
 
     #[before_tool]
     fn execute<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
-        self.decide(&call.name, ctx.workspace())
+        self.decide_with(&call.name, ctx.workspace(), ctx.approval_of(call, false))
             .map_err(|reason| TinyAgentsError::validation(format!("tool policy refused the call: {reason}")))
     }
 
@@ -332,7 +314,12 @@ impl ToolPolicyMiddleware {
         if !self.enforce_result_bytes {
             return Ok(());
         }
-        let Some(max) = self.policies.get(&result.name).and_then(|p| p.runtime.max_result_bytes) else {
+        let Some(max) = self
+            .rules
+            .policies
+            .get(&result.name)
+            .and_then(|p| p.runtime.max_result_bytes)
+        else {
             return Ok(());
         };
         if result.content.len() > max {

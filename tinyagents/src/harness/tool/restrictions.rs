@@ -1,0 +1,363 @@
+//! Restrictions that ride on a run and are inherited by every child run:
+//! [`Restriction`], [`RunRestrictions`], the tool-policy rules they share
+//! with `tool_policy` ([`PolicyRules`]), and the digest that binds a person's
+//! approval to the exact call shown ([`call_digest`]).
+//!
+//! A guard (`tool_allowlist`, `tool_policy`, `agent_mode`,
+//! `human_in_the_loop`) records its restriction on the run with
+//! [`RunContext::restrict`](crate::harness::context::RunContext::restrict).
+//! A child run started by a tool (a sub-agent, [`AgentTool`](crate::harness::agent::AgentTool))
+//! inherits all of them, and the agent loop itself enforces the inherited
+//! ones at exposure and at the innermost tool call, whatever the child's
+//! own stack holds. Restrictions only add up: a child can narrow its
+//! parent's, never widen them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{SandboxMode, SideEffects, ToolPolicy};
+use crate::harness::middleware::ToolLists;
+use crate::harness::workspace::WorkspaceDescriptor;
+
+/// The side-effect names a policy may deny, and their flags.
+pub(crate) const SIDE_EFFECT_NAMES: &[(&str, SideEffects)] = &[
+    ("read", SideEffects::READ),
+    ("write", SideEffects::WRITE),
+    ("network", SideEffects::NETWORK),
+    ("execute", SideEffects::EXECUTE),
+    ("destructive", SideEffects::DESTRUCTIVE),
+    ("payment", SideEffects::PAYMENT),
+    ("external_communication", SideEffects::EXTERNAL_COMMUNICATION),
+];
+
+/// Whether a call has a person's approval, as far as a decision can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Approval {
+    /// A person approved exactly this call (its tool and arguments).
+    Granted,
+    /// Nobody approved it yet, but a person can be asked in this run
+    /// (exposure: the tool stays visible so the model can ask for it).
+    Obtainable,
+    /// No approval, and none can be asked for.
+    Missing,
+}
+
+/// The rules of `tool_policy`: one decision for exposure and execution,
+/// shared by the middleware and by the runtime for inherited restrictions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyRules {
+    /// Refuse tools whose side effects were never declared.
+    pub require_classification: bool,
+    /// Refuse tools not marked background-safe.
+    pub require_background_safe: bool,
+    /// Refuse tools declaring any of these side effects.
+    pub denied: SideEffects,
+    /// Refuse a tool needing a sandbox unless the workspace is sandboxed.
+    pub require_sandbox: bool,
+    /// Tools declaring `approval_required` that may run without a per-call approval.
+    pub approved: BTreeSet<String>,
+    /// Declarations by tool name, added to what the tool itself declares.
+    pub policies: BTreeMap<String, ToolPolicy>,
+}
+
+/// The stricter of two declarations of one tool: side effects add up, an
+/// approval or a sandbox needed by either is needed, background safety and
+/// read-only access need both.
+fn stricter(a: &ToolPolicy, b: &ToolPolicy) -> ToolPolicy {
+    let mut p = a.clone();
+    p.classified = a.classified || b.classified;
+    p.side_effects = a.side_effects | b.side_effects;
+    p.background_safe = a.background_safe && b.background_safe;
+    p.access.approval_required = a.access.approval_required || b.access.approval_required;
+    p.access.read_only = a.access.read_only && b.access.read_only;
+    p.runtime.sandbox = match (a.runtime.sandbox, b.runtime.sandbox) {
+        (SandboxMode::Required, _) | (_, SandboxMode::Required) => SandboxMode::Required,
+        (SandboxMode::Preferred, _) | (_, SandboxMode::Preferred) => SandboxMode::Preferred,
+        _ => SandboxMode::Off,
+    };
+    p.runtime.max_result_bytes = match (a.runtime.max_result_bytes, b.runtime.max_result_bytes) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    p
+}
+
+impl PolicyRules {
+    /// The policy of tool `name`: the rules' declaration by name combined
+    /// (the stricter of each) with what the running registry declares.
+    /// A tool nobody declared is unclassified.
+    pub fn policy_of(&self, name: &str, declared: Option<&ToolPolicy>) -> ToolPolicy {
+        match (self.policies.get(name), declared) {
+            (Some(a), Some(b)) => stricter(a, b),
+            (Some(one), None) | (None, Some(one)) => one.clone(),
+            (None, None) => ToolPolicy::default(),
+        }
+    }
+
+    /// `Err(reason)` when tool `name` may not run (or be shown) in a run
+    /// with this workspace. `known` says whether anything declared the tool.
+    pub fn decide(
+        &self,
+        name: &str,
+        policy: &ToolPolicy,
+        known: bool,
+        workspace: Option<&WorkspaceDescriptor>,
+        approval: Approval,
+    ) -> Result<(), String> {
+        if self.require_classification && !policy.classified {
+            return Err(if known {
+                format!("tool `{name}` is unclassified (it declares no side effects) and this policy requires classification")
+            } else {
+                format!("tool `{name}` is unknown to the policy (unclassified) and this policy requires classification")
+            });
+        }
+        let hit = policy.side_effects & self.denied;
+        if !hit.is_empty() {
+            let names: Vec<&str> = SIDE_EFFECT_NAMES
+                .iter()
+                .filter(|(_, f)| hit.contains(*f))
+                .map(|(n, _)| *n)
+                .collect();
+            return Err(format!(
+                "tool `{name}` declares denied side effects: {}",
+                names.join(", ")
+            ));
+        }
+        if self.require_background_safe && !policy.background_safe {
+            return Err(format!(
+                "tool `{name}` is not marked background-safe and this policy requires it"
+            ));
+        }
+        if self.require_sandbox
+            && policy.runtime.sandbox == SandboxMode::Required
+            && workspace.map(|w| w.sandbox) != Some(SandboxMode::Required)
+        {
+            return Err(format!(
+                "tool `{name}` requires a sandbox but the run has no sandboxed workspace"
+            ));
+        }
+        if policy.access.approval_required
+            && !self.approved.contains(name)
+            && !matches!(approval, Approval::Granted | Approval::Obtainable)
+        {
+            return Err(format!(
+                "tool `{name}` requires approval: it is not in the approved set and no person approved this call \
+                 (gate it with `human_in_the_loop`, or list it in `approved`)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a tool only reads, by its declaration.
+pub(crate) fn declares_read_only(policy: &ToolPolicy) -> bool {
+    policy.access.read_only || (policy.classified && SideEffects::READ.contains(policy.side_effects))
+}
+
+/// One guard's restriction of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Restriction {
+    /// Only tools these lists permit (`tool_allowlist`).
+    Tools(ToolLists),
+    /// A tool policy's rules (`tool_policy`).
+    Policy(Arc<PolicyRules>),
+    /// Every call to one of these tools needs a person's approval of that
+    /// exact call (`human_in_the_loop`'s gated tools).
+    Approval(BTreeSet<String>),
+    /// Read-only tools only (`agent_mode` in plan or review): a tool runs
+    /// when it is listed here or declares read-only access.
+    ReadOnly(BTreeSet<String>),
+}
+
+impl Restriction {
+    fn check(
+        &self,
+        name: &str,
+        declared: Option<&ToolPolicy>,
+        workspace: Option<&WorkspaceDescriptor>,
+        approval: Approval,
+    ) -> Result<(), String> {
+        match self {
+            Self::Tools(lists) => {
+                if lists.permits(name) {
+                    Ok(())
+                } else if lists.deny().contains(name) {
+                    Err(format!("tool `{name}` is denied"))
+                } else {
+                    Err(format!("tool `{name}` is not in the allow list"))
+                }
+            }
+            Self::Policy(rules) => {
+                let known = declared.is_some() || rules.policies.contains_key(name);
+                let policy = rules.policy_of(name, declared);
+                rules.decide(name, &policy, known, workspace, approval)
+            }
+            Self::Approval(tools) => match approval {
+                Approval::Granted | Approval::Obtainable => Ok(()),
+                Approval::Missing if !tools.contains(name) => Ok(()),
+                Approval::Missing => Err(format!(
+                    "every call to `{name}` needs a person's approval and this call has none \
+                     (add `human_in_the_loop` gating `{name}` to the stack that runs it)"
+                )),
+            },
+            Self::ReadOnly(tools) => {
+                if tools.contains(name) || declared.is_some_and(declares_read_only) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "tool `{name}` is not read-only and the run is restricted to read-only tools"
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Whether this restriction asks for a per-call approval of tool `name`.
+    pub(crate) fn needs_approval(&self, name: &str, declared: Option<&ToolPolicy>) -> bool {
+        match self {
+            Self::Approval(tools) => tools.contains(name),
+            Self::Policy(rules) => {
+                !rules.approved.contains(name) && rules.policy_of(name, declared).access.approval_required
+            }
+            Self::Tools(_) | Self::ReadOnly(_) => false,
+        }
+    }
+}
+
+/// The restrictions of a run: every guard's, each named by who recorded it.
+/// A tool may run only when every one of them admits it, so adding one can
+/// only narrow.
+///
+/// ```
+/// use tinyagents::harness::tool::{Approval, Restriction, RunRestrictions};
+/// use tinyagents::middleware::ToolLists;
+///
+/// let parent = RunRestrictions::default()
+///     .with("tool_allowlist", Restriction::Tools(ToolLists::new(Some(["read"]), Vec::<String>::new())));
+/// // a child that tries to widen to `shell` is narrowed: both must admit
+/// let child = parent.clone()
+///     .with("tool_allowlist", Restriction::Tools(ToolLists::new(Some(["read", "shell"]), Vec::<String>::new())));
+/// assert!(child.check("read", None, None, Approval::Missing).is_ok());
+/// assert!(child.check("shell", None, None, Approval::Missing).is_err());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunRestrictions {
+    by: Vec<(Arc<str>, Restriction)>,
+}
+
+impl RunRestrictions {
+    /// No restriction.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The same restrictions and one more.
+    pub fn with(mut self, by: impl Into<Arc<str>>, restriction: Restriction) -> Self {
+        self.by.push((by.into(), restriction));
+        self
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.by.is_empty()
+    }
+
+    /// Every restriction and who recorded it.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Restriction)> {
+        self.by.iter().map(|(by, r)| (&**by, r))
+    }
+
+    /// These restrictions followed by `more` (both apply).
+    pub fn and(&self, more: impl IntoIterator<Item = (Arc<str>, Restriction)>) -> Self {
+        let mut by = self.by.clone();
+        by.extend(more);
+        Self { by }
+    }
+
+    /// `Err(reason)` naming the guard and the rule when tool `name` may not
+    /// run; `declared` is the policy the running registry has for it.
+    pub fn check(
+        &self,
+        name: &str,
+        declared: Option<&ToolPolicy>,
+        workspace: Option<&WorkspaceDescriptor>,
+        approval: Approval,
+    ) -> Result<(), String> {
+        for (by, r) in &self.by {
+            r.check(name, declared, workspace, approval)
+                .map_err(|reason| format!("{reason} (restriction of `{by}`)"))?;
+        }
+        Ok(())
+    }
+
+    /// Whether any restriction asks a person to approve each call to `name`.
+    pub fn needs_approval(&self, name: &str, declared: Option<&ToolPolicy>) -> bool {
+        self.by.iter().any(|(_, r)| r.needs_approval(name, declared))
+    }
+}
+
+/// Writes `value` as JSON with object keys sorted at every level and no
+/// whitespace: one text for every way of writing the same arguments.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(v, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// The digest a person's decision is bound to: SHA-256 (hex) of the tool
+/// name and the canonical JSON of the arguments (keys sorted, no
+/// whitespace). Any change to the tool or to any argument changes it;
+/// reordering keys does not.
+///
+/// ```
+/// use serde_json::json;
+/// use tinyagents::harness::tool::call_digest;
+///
+/// let a = call_digest("delete", &json!({"path": "a.txt", "force": false}));
+/// assert_eq!(a, call_digest("delete", &json!({"force": false, "path": "a.txt"})));
+/// assert_ne!(a, call_digest("delete", &json!({"path": "b.txt", "force": false})));
+/// assert_ne!(a, call_digest("remove", &json!({"path": "a.txt", "force": false})));
+/// ```
+pub fn call_digest(tool: &str, arguments: &Value) -> String {
+    let mut text = String::new();
+    canonical(arguments, &mut text);
+    let mut hasher = Sha256::new();
+    hasher.update((tool.len() as u64).to_be_bytes());
+    hasher.update(tool.as_bytes());
+    hasher.update(text.as_bytes());
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Approvals a person gave in a run: call id → (digest of the call shown,
+/// digest of the call to run). Shared by every part of the run.
+#[derive(Debug, Default)]
+pub(crate) struct Grants(pub(crate) std::sync::Mutex<std::collections::HashMap<String, (String, String)>>);
