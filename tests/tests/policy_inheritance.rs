@@ -326,3 +326,36 @@ async fn a_hand_built_child_run_inherits_through_run_config_child_of() {
     assert!(shell.calls().is_empty());
     assert!(child_saw(&model)[0].1.contains("denied"));
 }
+
+/// `shell_fs_guard` judges whole calls (commands, paths): the runtime
+/// applies the parent's guard to each call of the child.
+#[tokio::test]
+async fn the_parent_s_shell_fs_guard_judges_the_child_s_calls() {
+    use tinyagents::harness::workspace::WorkspaceDescriptor;
+    let root = std::env::temp_dir().join(format!("tinyagents-inherit-guard-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let shell = RecordingTool::new("shell").returning("ok");
+    let (child, model) = child_with(
+        &[&shell],
+        vec![
+            ToolCall::new("c1", "shell", json!({"command": "ls; rm -rf /"})),
+            ToolCall::new("c2", "shell", json!({"command": "ls"})),
+        ],
+        MiddlewareStack::new(),
+    );
+    let parent = parent_with(
+        MiddlewareStack::new().with(ShellFsGuardMiddleware::new()).unwrap(),
+        child,
+    );
+    let mut ctx = RunContext::new(RunConfig::new("p"), ()).with_workspace(WorkspaceDescriptor::new(&root));
+    let run = parent.run(&mut ctx, &(), "go").await.unwrap();
+    assert_eq!(run.final_text(), "parent done");
+    assert_eq!(
+        shell.calls(),
+        [json!({"command": "ls"})],
+        "only the admitted command ran"
+    );
+    let saw = child_saw(&model);
+    assert!(saw[0].1.contains("restriction of `shell_fs_guard`"), "{}", saw[0].1);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -769,8 +769,9 @@ impl<Ctx> RunContext<Ctx> {
         } else {
             Approval::Missing
         };
-        self.config.inherited
-            .check(&call.name, declared, self.workspace(), approval)
+        self.config
+            .inherited
+            .check_call(call, declared, self.workspace(), approval)
             .map_err(|reason| format!("{reason}; it is inherited from the parent run, and a sub-agent can only narrow its parent's restrictions"))
     }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{SandboxMode, SideEffects, ToolPolicy};
+use super::{SandboxMode, SideEffects, ToolCall, ToolPolicy};
 use crate::harness::middleware::ToolLists;
 use crate::harness::workspace::WorkspaceDescriptor;
 
@@ -158,8 +158,40 @@ pub(crate) fn declares_read_only(policy: &ToolPolicy) -> bool {
     policy.access.read_only || (policy.classified && SideEffects::READ.contains(policy.side_effects))
 }
 
+/// A guard that judges whole calls (tool and arguments), recorded on a run
+/// as [`Restriction::Guard`] so that it holds in every child run too.
+///
+/// ```
+/// use tinyagents::harness::tool::{Approval, CallGuard, Restriction, RunRestrictions, ToolCall};
+/// use tinyagents::harness::workspace::WorkspaceDescriptor;
+///
+/// #[derive(Debug)]
+/// struct NoRoot;
+/// impl CallGuard for NoRoot {
+///     fn check_call(&self, call: &ToolCall, _: Option<&WorkspaceDescriptor>) -> Result<(), String> {
+///         match call.arguments["path"].as_str() {
+///             Some("/") => Err("the root is off limits".into()),
+///             _ => Ok(()),
+///         }
+///     }
+/// }
+/// let r = RunRestrictions::new().with("no_root", Restriction::Guard(std::sync::Arc::new(NoRoot)));
+/// let call = ToolCall::new("1", "rm", serde_json::json!({"path": "/"}));
+/// assert!(r.check_call(&call, None, None, Approval::Missing).is_err());
+/// ```
+pub trait CallGuard: Send + Sync + std::fmt::Debug {
+    /// `Err(reason)` when `call` may not run in a run with this workspace.
+    fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> Result<(), String>;
+}
+
+impl CallGuard for crate::harness::middleware::ShellFsGuardMiddleware {
+    fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> Result<(), String> {
+        crate::harness::middleware::ShellFsGuardMiddleware::check_call(self, call, workspace)
+    }
+}
+
 /// One guard's restriction of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Restriction {
     /// Only tools these lists permit (`tool_allowlist`).
@@ -172,7 +204,24 @@ pub enum Restriction {
     /// Read-only tools only (`agent_mode` in plan or review): a tool runs
     /// when it is listed here or declares read-only access.
     ReadOnly(BTreeSet<String>),
+    /// A guard that judges each whole call (`shell_fs_guard`): enforced at
+    /// the last check before a tool runs (it never hides a tool).
+    Guard(Arc<dyn CallGuard>),
 }
+
+impl PartialEq for Restriction {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Tools(a), Self::Tools(b)) => a == b,
+            (Self::Policy(a), Self::Policy(b)) => a == b,
+            (Self::Approval(a), Self::Approval(b)) | (Self::ReadOnly(a), Self::ReadOnly(b)) => a == b,
+            (Self::Guard(a), Self::Guard(b)) => std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b)),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Restriction {}
 
 impl Restriction {
     fn check(
@@ -205,6 +254,8 @@ impl Restriction {
                      (add `human_in_the_loop` gating `{name}` to the stack that runs it)"
                 )),
             },
+            // judged on the whole call (`RunRestrictions::check_call`)
+            Self::Guard(_) => Ok(()),
             Self::ReadOnly(tools) => {
                 if tools.contains(name) || declared.is_some_and(declares_read_only) {
                     Ok(())
@@ -224,7 +275,7 @@ impl Restriction {
             Self::Policy(rules) => {
                 !rules.approved.contains(name) && rules.policy_of(name, declared).access.approval_required
             }
-            Self::Tools(_) | Self::ReadOnly(_) => false,
+            Self::Tools(_) | Self::ReadOnly(_) | Self::Guard(_) => false,
         }
     }
 }
@@ -291,6 +342,26 @@ impl RunRestrictions {
         for (by, r) in &self.by {
             r.check(name, declared, workspace, approval)
                 .map_err(|reason| format!("{reason} (restriction of `{by}`)"))?;
+        }
+        Ok(())
+    }
+
+    /// [`check`](Self::check) of a whole call: the guards that judge
+    /// arguments ([`Restriction::Guard`]) see it too.
+    pub fn check_call(
+        &self,
+        call: &ToolCall,
+        declared: Option<&ToolPolicy>,
+        workspace: Option<&WorkspaceDescriptor>,
+        approval: Approval,
+    ) -> Result<(), String> {
+        self.check(&call.name, declared, workspace, approval)?;
+        for (by, r) in &self.by {
+            if let Restriction::Guard(guard) = r {
+                guard
+                    .check_call(call, workspace)
+                    .map_err(|reason| format!("{reason} (restriction of `{by}`)"))?;
+            }
         }
         Ok(())
     }

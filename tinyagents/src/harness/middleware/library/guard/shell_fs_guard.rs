@@ -436,7 +436,7 @@ impl ShellFsGuardMiddleware {
     name = "shell_fs_guard",
     config = ShellFsGuardConfig,
     doc(
-        mutation = "None: it only admits or refuses calls (a refused batch call gets its one error result).",
+        mutation = "Records itself as a run restriction: every sub-agent run inherits it and the agent loop judges each of the child's calls with it, whatever the child's stack holds. Otherwise it only admits or refuses calls (a refused batch call gets its one error result).",
         events = "None of its own: refusals are `Validation` errors (in a batch, the call's error result) naming the tool and the reason.",
         failure = "Fails closed: no workspace root, an unresolvable root, arguments that are not an object, a missing path or command, or any construct the lexer does not understand is refused. File-system lookups resolve symlinks at check time; a link swapped after the check is outside its reach. Admitted commands still run with the workspace's own configuration: `git` (repository config such as `core.fsmonitor`) and `cargo` (build scripts) can run code from the workspace, so drop them from `allow_commands` or sandbox the run for untrusted workspaces.",
         streaming = "None: it judges whole tool calls, before they run.",
@@ -445,6 +445,14 @@ impl ShellFsGuardMiddleware {
     )
 )]
 impl ShellFsGuardMiddleware {
+    #[before_agent]
+    fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        // Every sub-agent run inherits the guard: the agent loop judges each of its calls with it.
+        let guard: std::sync::Arc<dyn crate::harness::tool::CallGuard> = std::sync::Arc::new(self.clone());
+        ctx.add_restriction("shell_fs_guard", crate::harness::tool::Restriction::Guard(guard));
+        Ok(())
+    }
+
     #[on_tool_batch]
     fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
         let mut refusals = Vec::new();
