@@ -484,3 +484,48 @@ async fn a_tampered_checkpoint_is_refused_on_resume() {
     assert!(err.to_string().contains("not the call the person decided on"), "{err}");
     assert!(delete.calls().is_empty());
 }
+
+/// The store is the authority on what a durable pause asked: decisions on
+/// another interrupt (an earlier pause, or forged ids) are refused.
+#[tokio::test]
+async fn resume_with_answers_only_the_interrupt_the_store_recorded() {
+    use tinyagents::graph::{AgentGraph, Checkpointer, MemoryCheckpointer};
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let a = agent(
+        &delete,
+        delete_then_done(),
+        MiddlewareStack::new().with(gated()).unwrap(),
+    );
+    let store = MemoryCheckpointer::new();
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
+    AgentGraph::new(&a)
+        .run_durable(&mut ctx, &(), "tidy", "t", &store)
+        .await
+        .unwrap_err();
+    let asked = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    let recorded = store.latest("t").await.unwrap().unwrap();
+    assert_eq!(
+        recorded.state.get("hitl_interrupt"),
+        Some(&serde_json::to_value(&asked).unwrap()),
+        "the pause's checkpoint records what was asked"
+    );
+    let mut forged = asked.clone();
+    forged.requests[0].request_id = "0".repeat(32);
+    let r = forged.decide([("d1", Decision::Approve)]).unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ());
+    let err = AgentGraph::new(&a)
+        .resume_with(&mut ctx, &(), "t", &store, r)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    assert!(err.to_string().contains("another interrupt"), "{err}");
+    assert!(delete.calls().is_empty());
+    // the genuine decisions still apply
+    let r = asked.decide([("d1", Decision::Approve)]).unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r3"), ());
+    AgentGraph::new(&a)
+        .resume_with(&mut ctx, &(), "t", &store, r)
+        .await
+        .unwrap();
+    assert_eq!(delete.calls().len(), 1);
+}

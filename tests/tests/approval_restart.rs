@@ -6,7 +6,8 @@
 //! `AgentGraph::resume_with`. The tool appends a line to a file at each call,
 //! so the count is exact across processes: an approved call runs exactly
 //! once, a rejected one never, and a replayed resume (a third process with
-//! the same decisions) is refused and runs nothing.
+//! the same decisions, or with them given fresh request ids) is refused and
+//! runs nothing.
 //!
 //! `harness = false`: this binary is both the test and, when
 //! `TINYAGENTS_APPROVAL_ROLE` is set, the process it starts.
@@ -108,12 +109,36 @@ async fn role(role: &str, dir: &Path) -> Result<String> {
                 ))),
             }
         }
+        "forged_replay" => {
+            // The spent decisions with fresh request ids: the store knows what was asked.
+            let mut forged: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.join("resume.json")).unwrap()).unwrap();
+            forged["decisions"]["d1"]["request_id"] = json!("f".repeat(32));
+            forged["interrupt"]["requests"][0]["request_id"] = json!("f".repeat(32));
+            let resume: HitlResume = serde_json::from_value(forged).unwrap();
+            let agent = agent(dir, vec![ScriptedTurn::text("again")]);
+            let mut ctx = RunContext::new(RunConfig::new("run-5"), ());
+            match AgentGraph::new(&agent)
+                .resume_with(&mut ctx, &(), THREAD, &store, resume)
+                .await
+            {
+                Err(e) if e.kind() == ErrorKind::Validation => Ok(format!("refused: {e}")),
+                other => Err(TinyAgentsError::validation(format!(
+                    "a forged replay was not refused: {other:?}"
+                ))),
+            }
+        }
         "plain_resume" => {
             // No decisions: the run pauses again (it never runs the gated call).
             let agent = agent(dir, vec![]);
             let mut ctx = RunContext::new(RunConfig::new("run-4"), ());
             match AgentGraph::new(&agent).resume(&mut ctx, &(), THREAD, &store).await {
-                Err(e) if e.kind() == ErrorKind::Interrupted => Ok("paused again".into()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    // a new pause asks anew: the person sees its interrupt
+                    let interrupt = HumanInTheLoopMiddleware::take_interrupt(&ctx).expect("an interrupt");
+                    std::fs::write(dir.join("interrupt.json"), serde_json::to_vec(&interrupt).unwrap()).unwrap();
+                    Ok("paused again".into())
+                }
                 other => Err(TinyAgentsError::validation(format!("expected a new pause: {other:?}"))),
             }
         }
@@ -207,10 +232,13 @@ fn main() {
         ),
         Err(e) => failures.push(e),
     }
+    if let Err(e) = spawn("forged_replay", &dir) {
+        failures.push(e);
+    }
     check(
         &mut failures,
         calls(&dir).len() == 1,
-        format!("after the replay the call ran {} times", calls(&dir).len()),
+        format!("after the replays the call ran {} times", calls(&dir).len()),
     );
     if failures.is_empty() {
         passed += 1;

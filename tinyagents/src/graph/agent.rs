@@ -16,7 +16,7 @@ use crate::harness::agent::{Agent, AgentInput, AgentRun, StepOutcome, StopReason
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::Message;
-use crate::harness::middleware::{ConsumedDecisions, HitlResume, CONSUMED_KEY};
+use crate::harness::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
 use crate::harness::model::Usage;
 use crate::harness::tool::ToolCall;
 
@@ -250,6 +250,7 @@ where
             ctx.add_usage(usage);
         }
         let agent = self.agent;
+        let mut seen = usize::MAX;
         let mut run = agent.begin(ctx, messages);
         let result = match agent.start_step(ctx, state, &mut run).await {
             Ok(Some(stop)) => Ok(stop),
@@ -264,12 +265,14 @@ where
                     updates_seen,
                 };
                 let out = graph.resume(&mut turn, thread_id, store, None).await;
+                seen = turn.updates_seen;
                 run = turn.run;
                 Self::outcome(out)
             }
             Err(e) => Err(e),
         };
-        agent.end(ctx, state, run, result).await
+        let result = agent.end(ctx, state, run, result).await;
+        Self::persist_pause(ctx, seen, thread_id, store, result).await
     }
 
     /// Goes on with thread `thread_id`, paused for a person's approval
@@ -278,9 +281,12 @@ where
     /// the decisions serialise).
     ///
     /// Before anything runs, the decisions are checked against the paused
-    /// checkpoint (the thread must be paused at the reply they answer) and
+    /// checkpoint — the store is the authority on what was asked: they must
+    /// answer the interrupt the pause recorded there (`hitl_interrupt`: the
+    /// same requests, ids and digests), at the reply it paused on — and are
     /// recorded as used in a new checkpoint, so a second resume with them —
-    /// replayed, or racing this one — is refused with a `Validation` error.
+    /// replayed, given fresh ids, or racing this one — is refused with a
+    /// `Validation` error.
     /// The pending batch then runs from the `tools` node with the decisions
     /// applied there: an approved call runs once, with the arguments the
     /// person saw (a call whose tool or arguments differ from the digest of
@@ -353,6 +359,22 @@ where
                 }
             )));
         }
+        // The store is the authority on what was asked: the decisions must answer the interrupt this pause recorded.
+        match checkpoint.state.get_as::<HitlInterrupt>(INTERRUPT_KEY)? {
+            Some(asked) if asked == *resume.interrupt() => {}
+            Some(_) => {
+                return Err(TinyAgentsError::validation(format!(
+                    "these decisions answer another interrupt than the one thread `{thread_id}` recorded at its \
+                     pause (other requests, ids or digests); decide on the interrupt of this pause; nothing ran"
+                )))
+            }
+            None => {
+                return Err(TinyAgentsError::validation(format!(
+                    "thread `{thread_id}` recorded no approval request at its pause (no `human_in_the_loop` \
+                     paused it); go on with `resume`; nothing ran"
+                )))
+            }
+        }
         let messages: Vec<Message> = checkpoint.state.get_as(MESSAGES)?.unwrap_or_default();
         if messages.last() != Some(&resume.interrupt().reply) {
             return Err(TinyAgentsError::validation(format!(
@@ -391,6 +413,7 @@ where
     ) -> Result<AgentRun> {
         let agent = self.agent;
         let input = update([(MESSAGES, serde_json::to_value(&messages).map_err(ser)?)]);
+        let mut seen = usize::MAX;
         let mut run = agent.begin(ctx, messages);
         let result = match agent.start_step(ctx, state, &mut run).await {
             Ok(Some(stop)) => Ok(stop),
@@ -409,12 +432,53 @@ where
                     Some((thread_id, store)) => graph.run_durable(&mut turn, initial, thread_id, store).await,
                     None => graph.run(&mut turn, initial).await,
                 };
+                seen = turn.updates_seen;
                 run = turn.run;
                 Self::outcome(out)
             }
             Err(e) => Err(e),
         };
-        agent.end(ctx, state, run, result).await
+        let result = agent.end(ctx, state, run, result).await;
+        match durable {
+            Some((thread_id, store)) => Self::persist_pause(ctx, seen, thread_id, store, result).await,
+            None => result,
+        }
+    }
+
+    /// A pause keeps what middleware recorded while pausing (the explicit
+    /// state updates made since the last checkpoint: `human_in_the_loop`'s
+    /// requests, say): they are written into one more checkpoint of the
+    /// paused thread, so another process finds them there.
+    async fn persist_pause(
+        ctx: &RunContext<C>,
+        seen: usize,
+        thread_id: &str,
+        store: &dyn Checkpointer,
+        result: Result<AgentRun>,
+    ) -> Result<AgentRun> {
+        if !matches!(result, Err(TinyAgentsError::Interrupted { .. })) {
+            return result;
+        }
+        let fresh = ctx.state_updates().get(seen..).unwrap_or_default();
+        if fresh.is_empty() {
+            return result;
+        }
+        let Some(mut checkpoint) = store.latest(thread_id).await? else {
+            return result;
+        };
+        let Some(node) = checkpoint.interrupt.as_ref().map(|i| i.node.clone()) else {
+            return result;
+        };
+        let u = update(fresh.iter().map(|u| (u.key.clone(), u.value.clone())));
+        checkpoint.seq += 1;
+        checkpoint.updates.push(super::checkpoint::UpdateRecord {
+            step: checkpoint.steps,
+            node,
+            update: u.clone(),
+        });
+        checkpoint.state.apply(u, &Default::default());
+        store.put(&checkpoint).await?;
+        result
     }
 
     /// The agent's stop reason from a graph run (an interrupt is the same error `Agent::run` returns).

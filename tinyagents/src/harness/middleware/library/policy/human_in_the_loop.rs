@@ -496,6 +496,9 @@ pub(crate) struct ConsumedDecisions(pub(crate) Mutex<BTreeSet<String>>);
 /// The graph-state key of the used decision ids.
 pub(crate) const CONSUMED_KEY: &str = "hitl_consumed";
 
+/// The state key of the interrupt a pause recorded (what was asked).
+pub(crate) const INTERRUPT_KEY: &str = "hitl_interrupt";
+
 /// Sub-agent approvals travelling between a parent run and its
 /// [`AgentTool`](crate::harness::agent::AgentTool) calls.
 #[derive(Debug, Default)]
@@ -705,8 +708,8 @@ impl HumanInTheLoopMiddleware {
     name = "human_in_the_loop",
     config = HitlConfig,
     doc(
-        mutation = "Records its gated tools as a run restriction (every call to them in a sub-agent run needs a person's approval of that call). On resume: replaces the first model call with the paused reply, rewrites an edited call's arguments, gives rejected and answered calls their one result, and records each approved call (its digest) so `tool_policy`'s `approval_required` accepts it. Records `hitl_pending` when it pauses and `hitl_consumed` (used decision ids) when it applies decisions, with `update_state`.",
-        events = "`StateUpdated { key: \"hitl_pending\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses; `StateUpdated { key: \"hitl_consumed\" }` when it applies decisions.",
+        mutation = "Records its gated tools as a run restriction (every call to them in a sub-agent run needs a person's approval of that call). On resume: replaces the first model call with the paused reply, rewrites an edited call's arguments, gives rejected and answered calls their one result, and records each approved call (its digest) so `tool_policy`'s `approval_required` accepts it. Records `hitl_pending` and `hitl_interrupt` (the whole interrupt) when it pauses and `hitl_consumed` (used decision ids) when it applies decisions, with `update_state`; a durable graph run keeps them in its checkpoint.",
+        events = "`StateUpdated { key: \"hitl_pending\" }`, `StateUpdated { key: \"hitl_interrupt\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses; `StateUpdated { key: \"hitl_consumed\" }` when it applies decisions.",
         failure = "Fails closed: a batch with any gated call and no decisions fails the run with `Interrupted` before any call of the batch runs; decisions that are missing, extra, of a kind not allowed, that do not match the replayed batch, whose call's tool or arguments differ from the digest the person decided on, or that were already used once are a `Validation` error and nothing runs; `before_tool` refuses a gated call the batch review did not admit. A sub-agent's request pauses the parent too and is carried in the parent's interrupt (`children`).",
         streaming = "None: the replayed reply is not streamed again (no deltas on the resumed turn).",
         cache = "None: it does not change the request; a resumed run sends the same history as the paused one.",
@@ -916,13 +919,20 @@ impl HumanInTheLoopMiddleware {
         if pending.is_some() || !children.is_empty() {
             let mut messages = run.messages.clone();
             let reply = messages.pop().unwrap_or_else(|| Message::assistant(""));
-            s.interrupt = Some(HitlInterrupt {
+            let interrupt = HitlInterrupt {
                 run_id: ctx.run_id().to_string(),
                 requests: pending.unwrap_or_default(),
                 children,
                 messages,
                 reply,
-            });
+            };
+            s.interrupt = Some(interrupt.clone());
+            drop(s);
+            // What was asked, for the record: a durable run keeps it in its checkpoint, the authority on resume.
+            let recorded = serde_json::to_value(&interrupt).map_err(|e| {
+                TinyAgentsError::validation(format!("the approval interrupt cannot be serialised: {e}"))
+            })?;
+            ctx.update_state(INTERRUPT_KEY, recorded);
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ pub use human_in_the_loop::{
     ApprovalRequest, BoundDecision, ChildApproval, Decision, DecisionKind, HitlConfig, HitlInterrupt, HitlResume,
     HumanInTheLoopMiddleware, InterruptOn,
 };
-pub(crate) use human_in_the_loop::{ConsumedDecisions, RoutedApprovals, CONSUMED_KEY};
+pub(crate) use human_in_the_loop::{ConsumedDecisions, RoutedApprovals, CONSUMED_KEY, INTERRUPT_KEY};
 pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG, DENY_TAG};
 pub use tool_lists::ToolLists;
 pub use tool_policy::{ToolPolicyConfig, ToolPolicyMiddleware};
