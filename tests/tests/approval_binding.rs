@@ -529,3 +529,32 @@ async fn resume_with_answers_only_the_interrupt_the_store_recorded() {
         .unwrap();
     assert_eq!(delete.calls().len(), 1);
 }
+
+/// Decisions attached to a context and a plain `AgentGraph::resume` apply at
+/// the `tools` node where the run paused (they used to be waited for in a
+/// model replay that never came, so the run paused again forever).
+#[tokio::test]
+async fn attached_decisions_apply_when_a_graph_resumes_at_its_tools_node() {
+    use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let a = agent(
+        &delete,
+        delete_then_done(),
+        MiddlewareStack::new().with(gated()).unwrap(),
+    );
+    let store = MemoryCheckpointer::new();
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
+    AgentGraph::new(&a)
+        .run_durable(&mut ctx, &(), "tidy", "t", &store)
+        .await
+        .unwrap_err();
+    let r = HumanInTheLoopMiddleware::take_interrupt(&ctx)
+        .unwrap()
+        .decide([("d1", Decision::Approve)])
+        .unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ());
+    r.attach(&ctx);
+    let run = AgentGraph::new(&a).resume(&mut ctx, &(), "t", &store).await.unwrap();
+    assert_eq!(run.final_text(), "done");
+    assert_eq!(delete.calls().len(), 1);
+}

@@ -773,7 +773,15 @@ impl HumanInTheLoopMiddleware {
         let st = ctx.local::<HitlState>();
         let resume = {
             let mut s = st.0.lock().expect("hitl lock");
-            if s.replayed {
+            // The paused batch: replayed by this run's first model turn, or already pending (a run
+            // resumed from a checkpoint at its tools node).
+            let paused_batch = s.resume.as_ref().is_some_and(|r| {
+                let ids: Vec<&str> = batch.calls().iter().map(|p| p.call.id.as_str()).collect();
+                let asked: Vec<&str> = r.interrupt.reply.tool_calls.iter().map(|c| c.id.as_str()).collect();
+                ids == asked
+            });
+            if s.replayed || paused_batch {
+                s.replayed = true;
                 s.resume.take()
             } else {
                 None
