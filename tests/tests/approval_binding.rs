@@ -558,3 +558,32 @@ async fn attached_decisions_apply_when_a_graph_resumes_at_its_tools_node() {
     assert_eq!(run.final_text(), "done");
     assert_eq!(delete.calls().len(), 1);
 }
+
+/// A parent with no `human_in_the_loop` cannot carry its child's request up:
+/// the run fails clearly (a `Config` error naming the fix), nothing runs,
+/// and it does not pretend to be resumable.
+#[tokio::test]
+async fn a_child_s_request_with_no_carrier_above_fails_clearly() {
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let child: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
+        ScriptedTurn::text("child done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
+    .with_stack(MiddlewareStack::new().with(gated()).unwrap());
+    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
+    let parent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "clean"}))]),
+        ScriptedTurn::text("parent done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(helper).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("p1"), ());
+    let err = parent.run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+    assert!(
+        err.to_string()
+            .contains("no `human_in_the_loop` to carry the request up"),
+        "{err}"
+    );
+    assert!(delete.calls().is_empty());
+}

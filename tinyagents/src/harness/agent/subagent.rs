@@ -148,7 +148,19 @@ where
             Err(TinyAgentsError::Interrupted { node, message }) => {
                 // Carry the child's approval request up: the parent's interrupt holds it, and its resume resumes the child.
                 if let Some(interrupt) = HumanInTheLoopMiddleware::take_interrupt(&ctx) {
-                    routed.0.lock().expect("routed lock").paused.push(ChildApproval {
+                    let mut routed = routed.0.lock().expect("routed lock");
+                    if !routed.carrier {
+                        // Nobody above can decide: fail clearly rather than pause for ever.
+                        return Err(TinyAgentsError::config(format!(
+                            "sub-agent run `{}` (call `{}` to `{}`) paused for a person's decision ({message}), but \
+                             the parent run has no `human_in_the_loop` to carry the request up to its caller; add \
+                             `human_in_the_loop` to the parent's stack; nothing ran",
+                            ctx.run_id(),
+                            cx.call_id(),
+                            self.schema.name
+                        )));
+                    }
+                    routed.paused.push(ChildApproval {
                         call_id: cx.call_id().to_owned(),
                         tool: self.schema.name.clone(),
                         digest,

@@ -506,6 +506,8 @@ pub(crate) struct RoutedApprovals(pub(crate) Mutex<RoutedInner>);
 
 #[derive(Debug, Default)]
 pub(crate) struct RoutedInner {
+    /// A `human_in_the_loop` of this run can carry a child's requests in its interrupt.
+    pub(crate) carrier: bool,
     /// Children that paused for approval during this run.
     pub(crate) paused: Vec<ChildApproval>,
     /// Decisions for children to resume with, by the parent call id: (digest of that call, resume).
@@ -719,6 +721,8 @@ impl HumanInTheLoopMiddleware {
 impl HumanInTheLoopMiddleware {
     #[before_agent]
     fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        // This run can carry a sub-agent's approval requests up in its interrupt.
+        ctx.local::<RoutedApprovals>().0.lock().expect("routed lock").carrier = true;
         if !self.gates.is_empty() {
             // A sub-agent inherits the gates (a condition is not inherited: every call to the tool needs approval there).
             let tools: BTreeSet<String> = self.gates.keys().cloned().collect();
