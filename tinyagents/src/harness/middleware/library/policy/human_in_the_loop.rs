@@ -593,6 +593,18 @@ impl From<HitlConfig> for HumanInTheLoopMiddleware {
 /// so, answered calls get the person's text. A gated call never runs without
 /// a decision: `before_tool` refuses one that the batch review did not admit.
 ///
+/// Each decision is bound to the digest of the call shown
+/// ([`ApprovalRequest::digest`]): a replayed call whose tool or arguments
+/// differ is refused and nothing runs, and the agent loop runs an approved
+/// call only as approved (or as edited). Each decision is used once: a
+/// second resume with it is refused. An approval of the exact call also
+/// satisfies `tool_policy`'s `approval_required`. Its gates hold in sub-agent
+/// runs, and a sub-agent's request pauses the parent and is carried in the
+/// parent's interrupt ([`HitlInterrupt::children`]). A durable run
+/// ([`AgentGraph::run_durable`](crate::graph::AgentGraph::run_durable))
+/// paused here resumes in any process with
+/// [`AgentGraph::resume_with`](crate::graph::AgentGraph::resume_with).
+///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
