@@ -195,7 +195,7 @@ impl ToolPolicyMiddleware {
         self
     }
 
-    /// Block a tool whose runtime needs [`SandboxMode::Required`] unless the
+    /// Block a tool whose runtime needs [`SandboxMode::Required`](crate::harness::tool::SandboxMode::Required) unless the
     /// run's workspace is sandboxed (`Required`). On by default; turning it
     /// off lets such tools run anywhere.
     pub fn require_sandbox(mut self, on: bool) -> Self {
