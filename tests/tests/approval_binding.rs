@@ -587,3 +587,67 @@ async fn a_child_s_request_with_no_carrier_above_fails_clearly() {
     );
     assert!(delete.calls().is_empty());
 }
+
+/// A tool that requires approval is shown to the model only when a person
+/// can be asked for it in this run (a `human_in_the_loop` gates it).
+#[tokio::test]
+async fn an_approval_required_tool_is_shown_only_when_a_person_can_be_asked() {
+    let policies = HashMap::from([(
+        "pay".to_string(),
+        ToolPolicy::classified().with_access(ToolAccess {
+            approval_required: true,
+            read_only: false,
+        }),
+    )]);
+    for (hitl, shown) in [(false, false), (true, true)] {
+        let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+        if hitl {
+            stack = stack
+                .with(HumanInTheLoopMiddleware::new().interrupt_on("pay", InterruptOn::new()))
+                .unwrap();
+        }
+        let stack = stack.with(ToolPolicyMiddleware::new(policies.clone())).unwrap();
+        let mut ctx = RunContext::new(RunConfig::new("r"), ());
+        stack.run_before_agent(&mut ctx, &()).await.unwrap();
+        let mut req = ModelRequest::default().with_tools(vec![ToolSchema::new("pay", "")]);
+        stack.run_before_model(&mut ctx, &(), &mut req).await.unwrap();
+        assert_eq!(!req.tools.is_empty(), shown, "hitl = {hitl}");
+        // and never admitted at execution without a person's approval of the call
+        let mut call = ToolCall::new("p1", "pay", json!({}));
+        assert!(stack.run_before_tool(&mut ctx, &(), &mut call).await.is_err());
+    }
+}
+
+/// A nested decision carrying the digest the person's screen showed is
+/// checked like a top-level one.
+#[tokio::test]
+async fn a_bound_decision_on_a_sub_agent_request_must_carry_its_digest() {
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let child: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
+        ScriptedTurn::text("child done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
+    .with_stack(MiddlewareStack::new().with(gated()).unwrap());
+    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
+    let parent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "clean"}))]),
+        ScriptedTurn::text("parent done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(helper).unwrap())
+    .with_stack(MiddlewareStack::new().with(HumanInTheLoopMiddleware::new()).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("p1"), ());
+    parent.run(&mut ctx, &(), "go").await.unwrap_err();
+    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    let wrong = call_digest("delete", &json!({"path": "b.txt"}));
+    let err = paused
+        .clone()
+        .decide_bound([("h1/c1", wrong, Decision::Approve)])
+        .unwrap_err();
+    assert!(err.to_string().contains("taken on another call"), "{err}");
+    let (_, request) = paused.pending().into_iter().next().unwrap();
+    let right = request.digest.clone();
+    let r = paused.decide_bound([("h1/c1", right, Decision::Approve)]).unwrap();
+    resume(&parent, r).await.unwrap();
+    assert_eq!(delete.calls().len(), 1);
+}
