@@ -651,3 +651,59 @@ async fn a_bound_decision_on_a_sub_agent_request_must_carry_its_digest() {
     resume(&parent, r).await.unwrap();
     assert_eq!(delete.calls().len(), 1);
 }
+
+/// A call of the parent's batch that ran before the sub-agent paused it is
+/// not run again on resume: its result comes back from the interrupt.
+#[tokio::test]
+async fn a_sibling_that_ran_before_a_sub_agent_paused_is_not_run_again() {
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let notify = RecordingTool::new("notify").returning("notified");
+    let child: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
+        ScriptedTurn::text("child done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
+    .with_stack(MiddlewareStack::new().with(gated()).unwrap());
+    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
+    let parent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            ToolCall::new("n1", "notify", json!({"to": "ops"})),
+            ToolCall::new("h1", "helper", json!({"input": "clean"})),
+        ]),
+        ScriptedTurn::text("parent done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(notify.clone()).unwrap().with(helper).unwrap())
+    .with_stack(MiddlewareStack::new().with(HumanInTheLoopMiddleware::new()).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("p1"), ());
+    parent.run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(notify.calls().len(), 1);
+    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    assert_eq!(paused.completed.len(), 1);
+    assert_eq!(paused.completed[0].result.call_id, "n1");
+
+    // a tampered sibling (other arguments than the call that ran) is refused
+    let mut tampered = serde_json::to_value(paused.clone().decide([("h1/c1", Decision::Approve)]).unwrap()).unwrap();
+    tampered["interrupt"]["reply"]["tool_calls"][0]["arguments"] = json!({"to": "everyone"});
+    let err = resume(&parent, serde_json::from_value(tampered).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    assert_eq!(notify.calls().len(), 1);
+
+    let r = paused.decide([("h1/c1", Decision::Approve)]).unwrap();
+    let run = resume(&parent, r).await.unwrap();
+    assert_eq!(run.final_text(), "parent done");
+    assert_eq!(
+        notify.calls().len(),
+        1,
+        "the sibling that already ran was not run again"
+    );
+    assert_eq!(delete.calls().len(), 1);
+    let results: Vec<String> = run
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(results, ["notified", "child done"]);
+}

@@ -181,6 +181,17 @@ pub struct ChildApproval {
     pub interrupt: HitlInterrupt,
 }
 
+/// A call of the paused batch that had already run when the run paused (a
+/// sibling of a sub-agent call that paused): on resume it is not run again,
+/// its result is given back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletedCall {
+    /// [`call_digest`] of the call that ran: the result is reused only for that exact call.
+    pub digest: String,
+    /// Its result.
+    pub result: ToolResult,
+}
+
 /// A paused run: every request of the batch, and what a new run needs to resume.
 ///
 /// It serialises (JSON through serde), so the process that paused can store
@@ -196,6 +207,10 @@ pub struct HitlInterrupt {
     /// this batch (a child's gated call pauses its parent).
     #[serde(default)]
     pub children: Vec<ChildApproval>,
+    /// Calls of the batch that already ran when a sub-agent paused it: they
+    /// are not run again on resume.
+    #[serde(default)]
+    pub completed: Vec<CompletedCall>,
     /// The conversation before the reply that asked for the calls.
     pub messages: Vec<Message>,
     /// The reply that asked for the calls (replayed, not re-asked, on resume).
@@ -525,6 +540,9 @@ struct HitlInner {
     admitted: HashMap<String, (String, Option<Value>)>,
     /// Requests of the batch that paused the run (until `after_agent` completes the interrupt).
     pending: Option<Vec<ApprovalRequest>>,
+    /// The current batch's calls (id → digest), and the results of those that ran.
+    batch: HashMap<String, String>,
+    completed: Vec<CompletedCall>,
     interrupt: Option<HitlInterrupt>,
 }
 
@@ -727,7 +745,7 @@ impl HumanInTheLoopMiddleware {
         failure = "Fails closed: a batch with any gated call and no decisions fails the run with `Interrupted` before any call of the batch runs; decisions that are missing, extra, of a kind not allowed, that do not match the replayed batch, whose call's tool or arguments differ from the digest the person decided on, or that were already used once are a `Validation` error and nothing runs; `before_tool` refuses a gated call the batch review did not admit. A sub-agent's request pauses the parent too and is carried in the parent's interrupt (`children`).",
         streaming = "None: the replayed reply is not streamed again (no deltas on the resumed turn).",
         cache = "None: it does not change the request; a resumed run sends the same history as the paused one.",
-        retries = "The replay happens in its `wrap_model`, so register it outermost: inner retries and fallbacks never re-ask the model for the paused reply."
+        retries = "Results of calls that ran before a sub-agent paused the batch are kept in the interrupt and given back on resume (not run again). The replay happens in its `wrap_model`, so register it outermost: inner retries and fallbacks never re-ask the model for the paused reply."
     )
 )]
 impl HumanInTheLoopMiddleware {
@@ -789,6 +807,12 @@ impl HumanInTheLoopMiddleware {
         let st = ctx.local::<HitlState>();
         let resume = {
             let mut s = st.0.lock().expect("hitl lock");
+            s.batch = batch
+                .calls()
+                .iter()
+                .map(|p| (p.call.id.clone(), call_digest(&p.call.name, &p.call.arguments)))
+                .collect();
+            s.completed.clear();
             // The paused batch: replayed by this run's first model turn, or already pending (a run
             // resumed from a checkpoint at its tools node).
             let paused_batch = s.resume.as_ref().is_some_and(|r| {
@@ -839,6 +863,25 @@ impl HumanInTheLoopMiddleware {
                     )));
                 }
             }
+            // Calls that ran before a sub-agent paused the batch are not run again: their results come back.
+            let mut reused = Vec::new();
+            for done in &resume.interrupt.completed {
+                let Some(i) = batch.calls().iter().position(|p| p.call.id == done.result.call_id) else {
+                    return Err(TinyAgentsError::validation(format!(
+                        "the paused batch's call `{}` is not in the resumed batch; nothing ran",
+                        done.result.call_id
+                    )));
+                };
+                let call = &batch.calls()[i].call;
+                if call_digest(&call.name, &call.arguments) != done.digest {
+                    return Err(TinyAgentsError::validation(format!(
+                        "call `{}` to `{}` is not the call that already ran before the pause (its tool or \
+                         arguments changed); nothing ran",
+                        call.id, call.name
+                    )));
+                }
+                reused.push((i, done));
+            }
             self.consume(ctx, &resume)?;
             let mut s = st.0.lock().expect("hitl lock");
             for (i, r) in &gated {
@@ -871,6 +914,9 @@ impl HumanInTheLoopMiddleware {
                 }
             }
             drop(s);
+            for (i, done) in reused {
+                batch.reject_with(i, done.result.clone());
+            }
             if !resume.children.is_empty() {
                 let routed = ctx.local::<RoutedApprovals>();
                 let mut routed = routed.0.lock().expect("routed lock");
@@ -931,6 +977,19 @@ impl HumanInTheLoopMiddleware {
         }
     }
 
+    #[after_tool]
+    fn remember<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
+        let st = ctx.local::<HitlState>();
+        let mut s = st.0.lock().expect("hitl lock");
+        if let Some(digest) = s.batch.get(&result.call_id).cloned() {
+            s.completed.push(CompletedCall {
+                digest,
+                result: result.clone(),
+            });
+        }
+        Ok(())
+    }
+
     #[after_agent]
     fn complete<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
         let children = match ctx.try_local::<RoutedApprovals>() {
@@ -940,6 +999,8 @@ impl HumanInTheLoopMiddleware {
         let st = ctx.local::<HitlState>();
         let mut s = st.0.lock().expect("hitl lock");
         let pending = s.pending.take();
+        let completed = std::mem::take(&mut s.completed);
+        s.batch.clear();
         if pending.is_some() || !children.is_empty() {
             let mut messages = run.messages.clone();
             let reply = messages.pop().unwrap_or_else(|| Message::assistant(""));
@@ -947,6 +1008,7 @@ impl HumanInTheLoopMiddleware {
                 run_id: ctx.run_id().to_string(),
                 requests: pending.unwrap_or_default(),
                 children,
+                completed,
                 messages,
                 reply,
             };
