@@ -8,12 +8,12 @@ use serde_json::{json, Value};
 
 use super::builder::{StateGraph, END};
 use super::checkpoint::Checkpointer;
-use super::command::{Command, MODEL_NODE, TOOLS_NODE};
+use super::command::{to_command, BoundaryAction, Command, HarnessOutcome, MODEL_NODE, TOOLS_NODE};
 use super::node::Node;
 use super::run::{CompiledGraph, GraphOutcome, GraphRun};
 use super::state::{update, GraphState, Reducer};
 use crate::harness::agent::{Agent, AgentInput, AgentRun, StepOutcome, StopReason};
-use crate::harness::context::RunContext;
+use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::Message;
 use crate::harness::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
@@ -45,6 +45,36 @@ fn stop_label(stop: &StopReason) -> &'static str {
         StopReason::StoppedByMiddleware => "stopped_by_middleware",
         StopReason::JumpedToEnd => "jumped_to_end",
         _ => "finished",
+    }
+}
+
+/// The graph command for how a step ended, through the boundary adapter
+/// ([`to_command`]): a jump to the model is `Goto("model")`, a jump to the
+/// end or a stop with a final answer is `End`; pending tool calls and a
+/// natural finish follow the edges (the router reads the state).
+fn boundary_command(outcome: &StepOutcome) -> Command {
+    let harness = match outcome {
+        StepOutcome::Tools(_) => HarnessOutcome::Continue,
+        StepOutcome::Model => HarnessOutcome::Jump(JumpTarget::Model),
+        StepOutcome::Stop(StopReason::JumpedToEnd) => HarnessOutcome::Jump(JumpTarget::End),
+        StepOutcome::Stop(StopReason::StoppedByMiddleware) => {
+            HarnessOutcome::Control(MiddlewareControl::StopWithFinal(String::new()))
+        }
+        StepOutcome::Stop(_) => HarnessOutcome::Continue,
+    };
+    match to_command(harness) {
+        BoundaryAction::Command(command) => command,
+        // Retries, fallbacks and child deliveries never reach here: they are handled in the node.
+        _ => Command::Continue,
+    }
+}
+
+/// Same for the end of a tool batch: a stop ends the graph, anything else
+/// goes back to the model along the edges.
+fn tools_command(stop: Option<&StopReason>) -> Command {
+    match stop {
+        Some(stop) => boundary_command(&StepOutcome::Stop(stop.clone())),
+        None => Command::Continue,
     }
 }
 
@@ -102,6 +132,7 @@ where
         let from = turn.run.messages.len();
         let outcome = turn.agent.model_step(turn.ctx, turn.state, &mut turn.run).await?;
         let mut u = turn.progress(from)?;
+        let command = boundary_command(&outcome);
         match outcome {
             StepOutcome::Tools(calls) => {
                 u.insert(PENDING.into(), serde_json::to_value(calls).map_err(ser)?);
@@ -114,7 +145,7 @@ where
                 u.insert(STOP.into(), Value::from(stop_label(&stop)));
             }
         }
-        Ok(Command::Update(u))
+        Ok(Command::update_then(u, command))
     }
 }
 
@@ -133,10 +164,11 @@ where
             .await?;
         let mut u = turn.progress(from)?;
         u.insert(PENDING.into(), json!([]));
+        let command = tools_command(stop.as_ref());
         if let Some(stop) = stop {
             u.insert(STOP.into(), Value::from(stop_label(&stop)));
         }
-        Ok(Command::Update(u))
+        Ok(Command::update_then(u, command))
     }
 }
 
@@ -166,6 +198,7 @@ where
     C: Send + Sync + 'static,
 {
     agent: &'a Agent<S, C>,
+    on_request: bool,
 }
 
 impl<'a, S, C> AgentGraph<'a, S, C>
@@ -175,7 +208,19 @@ where
 {
     /// The graph form of `agent`.
     pub fn new(agent: &'a Agent<S, C>) -> Self {
-        Self { agent }
+        Self {
+            agent,
+            on_request: false,
+        }
+    }
+
+    /// The same graph persisting checkpoints of a durable run only where a
+    /// middleware asked for one ([`RunContext::request_checkpoint`]), at
+    /// interrupts and at the end, instead of at every safe point: fewer
+    /// writes, at the price of redoing the unpersisted steps after a crash.
+    pub fn checkpoint_on_request(mut self) -> Self {
+        self.on_request = true;
+        self
     }
 
     fn compile<'r>(&self) -> Result<CompiledGraph<Turn<'r, S, C>>> {
@@ -201,6 +246,13 @@ where
             .reducer(MESSAGES, Reducer::Append)
             // one node step per model turn or tool batch; the agent's own step limit bounds the run
             .max_steps(u32::MAX)
+            .persist_when({
+                let on_request = self.on_request;
+                move |turn: &mut Turn<'r, S, C>| {
+                    let asked = turn.ctx.take_checkpoint_request().is_some();
+                    asked || !on_request
+                }
+            })
             .compile()
     }
 

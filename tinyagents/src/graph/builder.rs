@@ -14,6 +14,10 @@ pub const END: &str = "__end__";
 /// A router: picks the next node from the state.
 pub type Router = Arc<dyn Fn(&GraphState) -> String + Send + Sync>;
 
+/// Decides, at a safe point of a durable run, whether a checkpoint is
+/// written there (see [`StateGraph::persist_when`]).
+pub type PersistPolicy<G> = Arc<dyn Fn(&mut G) -> bool + Send + Sync>;
+
 /// Where a node's run goes next when it returns `Continue` or `Update`.
 #[derive(Clone)]
 pub(crate) enum Edge {
@@ -47,6 +51,7 @@ pub struct StateGraph<G: Send = ()> {
     pub(crate) entry: Option<String>,
     pub(crate) reducers: HashMap<String, Reducer>,
     pub(crate) max_steps: u32,
+    pub(crate) persist_when: Option<PersistPolicy<G>>,
     errors: Vec<String>,
 }
 
@@ -58,6 +63,7 @@ impl<G: Send> Default for StateGraph<G> {
             entry: None,
             reducers: HashMap::new(),
             max_steps: Self::DEFAULT_MAX_STEPS,
+            persist_when: None,
             errors: Vec::new(),
         }
     }
@@ -125,6 +131,15 @@ impl<G: Send> StateGraph<G> {
     /// Bounds the run to `max_steps` node executions.
     pub fn max_steps(mut self, max_steps: u32) -> Self {
         self.max_steps = max_steps;
+        self
+    }
+
+    /// Writes the checkpoint before a node of a durable run only when
+    /// `policy` says so (it sees the graph's context, so it can read a
+    /// request a node left there); interrupts and the end are always
+    /// persisted. Without a policy every safe point is persisted.
+    pub fn persist_when(mut self, policy: impl Fn(&mut G) -> bool + Send + Sync + 'static) -> Self {
+        self.persist_when = Some(Arc::new(policy));
         self
     }
 

@@ -57,6 +57,38 @@ pub enum Command {
     /// branch order (a deterministic merge through the reducers), then
     /// follow the node's edges.
     Fork(Vec<Branch>),
+    /// Merge this update into the state, then do `then` (LangGraph's
+    /// `Command(update=…, goto=…)`): how a node reports its progress and
+    /// routes in one answer. Built with [`Command::update_then`].
+    UpdateThen {
+        /// Merged first.
+        update: Update,
+        /// Then this (`Goto`, `End`, `Interrupt`, …).
+        then: Box<Command>,
+    },
+}
+
+impl Command {
+    /// Merge `update`, then do `then`; an empty update is just `then`, and
+    /// `Continue` after an update is a plain [`Command::Update`].
+    ///
+    /// ```
+    /// use tinyagents::graph::{update, Command, Update};
+    ///
+    /// let c = Command::update_then(update([("x", 1.into())]), Command::End);
+    /// assert!(matches!(c, Command::UpdateThen { .. }));
+    /// assert_eq!(Command::update_then(Update::new(), Command::End), Command::End);
+    /// ```
+    pub fn update_then(update: Update, then: Command) -> Self {
+        match then {
+            _ if update.is_empty() => then,
+            Command::Continue => Command::Update(update),
+            then => Command::UpdateThen {
+                update,
+                then: Box::new(then),
+            },
+        }
+    }
 }
 
 /// A harness-native outcome reaching the graph boundary.

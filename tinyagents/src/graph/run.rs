@@ -4,8 +4,9 @@ use serde_json::Value;
 
 use super::builder::{Edge, StateGraph, END};
 use super::checkpoint::{Checkpoint, Checkpointer, InterruptRecord, UpdateRecord};
-use super::command::Command;
+use super::command::{to_command, BoundaryAction, Command, HarnessOutcome};
 use super::state::GraphState;
+use crate::harness::context::MiddlewareControl;
 use crate::harness::error::{Result, TinyAgentsError};
 
 /// How a graph run ended.
@@ -212,13 +213,28 @@ impl<G: Send> CompiledGraph<G> {
                 ));
             }
             let node = self.node(&current)?.clone();
-            self.save(&mut durable, &progress, Some(&current), None).await?;
+            let persist = self.graph.persist_when.as_ref().is_none_or(|policy| policy(ctx));
+            if persist {
+                self.save(&mut durable, &progress, Some(&current), None).await?;
+            }
             progress.steps += 1;
-            let command = match node.run(ctx, &progress.state).await {
+            let mut command = match node.run(ctx, &progress.state).await {
                 Ok(command) => command,
-                Err(TinyAgentsError::Interrupted { node, message }) => Command::Interrupt { node, message },
+                // A node that fails with an interrupt is a harness-native interrupt
+                // reaching the graph boundary.
+                Err(TinyAgentsError::Interrupted { node, message }) => {
+                    match to_command(HarnessOutcome::Control(MiddlewareControl::Interrupt { node, message })) {
+                        BoundaryAction::Command(command) => command,
+                        other => unreachable!("an interrupt maps onto a command, not {other:?}"),
+                    }
+                }
                 Err(e) => return Err(e),
             };
+            // Progress reported with a routing command is merged first.
+            while let Command::UpdateThen { update, then } = command {
+                self.apply(&mut progress, &current, update);
+                command = *then;
+            }
             if !matches!(command, Command::Interrupt { .. }) {
                 progress.state.set_resume(None);
             }
@@ -273,6 +289,7 @@ impl<G: Send> CompiledGraph<G> {
                     }
                     self.next_after(&current, &progress.state)
                 }
+                Command::UpdateThen { .. } => unreachable!("merged above"),
             };
         }
     }

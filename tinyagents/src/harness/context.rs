@@ -278,6 +278,7 @@ pub struct RunContext<Ctx = ()> {
     max_steps: Option<u32>,
     /// Restrictions this run's own guards recorded, by guard name.
     own: Vec<(Arc<str>, Restriction)>,
+    checkpoint_request: Option<String>,
 }
 
 impl<Ctx> std::fmt::Debug for RunContext<Ctx> {
@@ -309,6 +310,7 @@ impl<Ctx> RunContext<Ctx> {
             cancellation: CancellationToken::new(),
             locals: RunLocals::default(),
             parent_locals: None,
+            checkpoint_request: None,
             steering: None,
             max_steps: None,
             own: Vec::new(),
@@ -565,6 +567,36 @@ impl<Ctx> RunContext<Ctx> {
         self.locals.get::<T>()
     }
 
+    /// Asks for a checkpoint to be persisted at the next safe point (seed
+    /// 000: "persist checkpoint"), for `reason`. A middleware need not know
+    /// how the run is driven: under [`AgentGraph::run_durable`](crate::graph::AgentGraph::run_durable)
+    /// every safe point is persisted anyway, and with
+    /// [`checkpoint_on_request`](crate::graph::AgentGraph::checkpoint_on_request)
+    /// only the safe points asked for (plus interrupts and the end) are;
+    /// under [`Agent::run`](crate::harness::agent::Agent::run), which has
+    /// no store, the request has no effect.
+    ///
+    /// ```
+    /// use tinyagents::harness::context::{RunConfig, RunContext};
+    ///
+    /// let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
+    /// ctx.request_checkpoint("the plan was approved");
+    /// assert_eq!(ctx.checkpoint_requested(), Some("the plan was approved"));
+    /// ```
+    pub fn request_checkpoint(&mut self, reason: impl Into<String>) {
+        self.checkpoint_request.get_or_insert_with(|| reason.into());
+    }
+
+    /// The pending checkpoint request's reason, if any.
+    pub fn checkpoint_requested(&self) -> Option<&str> {
+        self.checkpoint_request.as_deref()
+    }
+
+    /// Takes the pending checkpoint request (the graph runtime does, at a safe point).
+    pub(crate) fn take_checkpoint_request(&mut self) -> Option<String> {
+        self.checkpoint_request.take()
+    }
+
     /// Per-run state of type `T`, created with `init` on first use (see [`local`](Self::local)).
     pub fn local_with<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
         let locals = &self.locals.0;
@@ -812,6 +844,7 @@ impl<Ctx> RunContext<Ctx> {
             steering: self.steering.clone(),
             max_steps: self.max_steps,
             own: self.own.clone(),
+            checkpoint_request: None,
         }
     }
 
@@ -829,6 +862,9 @@ impl<Ctx> RunContext<Ctx> {
         }
         if self.jump.is_none() {
             self.jump = branch.jump;
+        }
+        if self.checkpoint_request.is_none() {
+            self.checkpoint_request = branch.checkpoint_request;
         }
     }
 }
