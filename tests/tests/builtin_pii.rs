@@ -42,7 +42,7 @@ fn each_detector_finds_its_values() {
         ("openai sk-proj-abcdefghijklmnopqrstuv123", "openai [REDACTED_SECRET]"),
         ("slack xoxb-1234567890-abcdef", "slack [REDACTED_SECRET]"),
         ("stripe sk_live_0123456789abcdefghij", "stripe [REDACTED_SECRET]"),
-        ("-----BEGIN RSA PRIVATE KEY----- body", "[REDACTED_SECRET] body"),
+        ("-----BEGIN RSA PRIVATE KEY----- body", "[REDACTED_SECRET]"),
         (
             "Authorization: Bearer abcdefghijklmnopqrstuvwxyz.123",
             "Authorization: [REDACTED_SECRET]",
@@ -103,7 +103,7 @@ fn user_patterns_and_type_selection() {
     let (out, counts) = pii.redact_text("EMP-123456 at ann@example.com from 10.0.0.1").unwrap();
     assert_eq!(out, "[REDACTED_EMPLOYEE_ID] at [REDACTED_EMAIL] from 10.0.0.1");
     assert_eq!(counts.len(), 2);
-    let err = PiiMiddleware::new(PiiStrategy::Redact).only(["ssn"]).unwrap_err();
+    let err = PiiMiddleware::new(PiiStrategy::Redact).only(["passport"]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
     let err = PiiMiddleware::new(PiiStrategy::Redact)
         .with_pattern("bad", "(")
@@ -388,9 +388,9 @@ fn bad_configuration_is_rejected_naming_field_value_and_rule() {
     assert_eq!(err.errors()[0].path, "strategy");
     assert_eq!(err.errors()[0].value, Some(json!("shred")));
     assert!(err.errors()[0].rule.contains("one of"), "{}", err.errors()[0].rule);
-    let err = from_toml_str::<PiiConfig>("types = [\"email\", \"ssn\"]").unwrap_err();
+    let err = from_toml_str::<PiiConfig>("types = [\"email\", \"passport\"]").unwrap_err();
     assert_eq!(err.errors()[0].path, "types");
-    assert_eq!(err.errors()[0].value, Some(json!("ssn")));
+    assert_eq!(err.errors()[0].value, Some(json!("passport")));
     let err = from_toml_str::<PiiConfig>("custom = { employee = \"EMP-(\" }").unwrap_err();
     assert_eq!(err.errors()[0].path, "custom.employee");
     assert!(err.errors()[0].rule.contains("valid regular expression"));

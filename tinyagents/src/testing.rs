@@ -367,7 +367,8 @@ where
         Ok(response)
     }
 
-    /// Runs `on_model_delta` on each text, returning the deltas that were not suppressed.
+    /// Runs `on_model_delta` on each text, returning the deltas that were not suppressed
+    /// (and any a hook released ahead of one, in the order the loop would forward them).
     pub async fn model_deltas(&mut self, texts: impl IntoIterator<Item = &str>) -> Result<Vec<ModelDelta>> {
         let mut out = Vec::new();
         for text in texts {
@@ -375,6 +376,7 @@ where
             self.stack
                 .run_on_model_delta(&mut self.ctx, &self.state, &mut delta)
                 .await?;
+            out.extend(delta.take_released());
             if !delta.is_suppressed() {
                 out.push(delta);
             }

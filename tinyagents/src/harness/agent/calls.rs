@@ -75,6 +75,19 @@ where
                     streamed += *usage;
                 }
                 stack.run_on_model_delta(ctx, state, &mut delta).await?;
+                if delta.has_released() {
+                    // Text a hook held back and releases now (ahead of this delta).
+                    for released in delta.take_released() {
+                        if forward {
+                            ctx.sink().emit(AgentEvent::ModelDelta {
+                                run_id: ctx.run_id().clone(),
+                                attempt,
+                                delta: released.clone(),
+                            });
+                        }
+                        acc.push(&released);
+                    }
+                }
                 if delta.is_suppressed() {
                     continue;
                 }

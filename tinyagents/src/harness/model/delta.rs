@@ -62,6 +62,9 @@ pub struct ModelDelta {
     pub content: DeltaContent,
     #[serde(skip)]
     suppressed: bool,
+    /// Deltas a hook released ahead of this one (see [`release_before`](Self::release_before)).
+    #[serde(skip)]
+    released: Vec<ModelDelta>,
 }
 
 impl ModelDelta {
@@ -70,7 +73,38 @@ impl ModelDelta {
         Self {
             content,
             suppressed: false,
+            released: Vec::new(),
         }
+    }
+
+    /// Sends `delta` ahead of this one: the agent loop forwards it to the
+    /// sink and accumulates it into the reply just before this delta (also
+    /// when this one is suppressed). It does not pass the delta hooks again:
+    /// the hook that releases it has already judged it. A hook that holds
+    /// text back (the `pii` built-in) releases it this way at the finish
+    /// delta, so every wrap inside it sees the whole reply.
+    ///
+    /// ```
+    /// use tinyagents::harness::model::{FinishReason, ModelDelta};
+    ///
+    /// let mut finish = ModelDelta::finish(FinishReason::Stop);
+    /// finish.release_before(ModelDelta::text("held-back tail"));
+    /// let released = finish.take_released();
+    /// assert_eq!(released[0].as_text(), Some("held-back tail"));
+    /// assert!(finish.take_released().is_empty());
+    /// ```
+    pub fn release_before(&mut self, delta: ModelDelta) {
+        self.released.push(delta);
+    }
+
+    /// Whether a hook released deltas ahead of this one.
+    pub fn has_released(&self) -> bool {
+        !self.released.is_empty()
+    }
+
+    /// Takes the deltas released ahead of this one, in release order.
+    pub fn take_released(&mut self) -> Vec<ModelDelta> {
+        std::mem::take(&mut self.released)
     }
 
     /// A text delta.

@@ -9,15 +9,17 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-use super::pii_detect::{builtin, custom, Engine, PiiCounts, PiiStrategy, StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES};
+use super::pii_detect::{
+    builtin, custom, is_secret_key, Digest, Engine, PiiCounts, PiiStrategy, StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
+};
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::ContentPart;
-use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
+use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
-use crate::harness::tool::{ToolCall, ToolResult};
+use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
 /// Options of [`PiiMiddleware`] (`type = "pii"`).
 ///
@@ -90,7 +92,7 @@ fn check_pii_config(c: &PiiConfig) -> std::result::Result<(), ConfigViolation> {
 impl From<PiiConfig> for PiiMiddleware {
     fn from(c: PiiConfig) -> Self {
         let strategy = PiiStrategy::parse(&c.strategy).unwrap_or(PiiStrategy::Block);
-        let mut detectors: Vec<_> = c.types.iter().filter_map(|t| builtin(t)).collect();
+        let mut detectors: Vec<_> = c.types.iter().filter_map(|t| builtin(t)).flatten().collect();
         for (name, pattern) in &c.custom {
             // `validate` compiled it already; a pattern that does not compile detects nothing
             // rather than panicking, and is reported there.
@@ -116,13 +118,17 @@ struct PiiStreams(Mutex<HashMap<usize, StreamState>>);
 #[derive(Default)]
 struct StreamState {
     attempt: u32,
-    saw_text: bool,
+    /// The finish delta was seen (and every held-back tail released before it).
+    finished: bool,
     text: StreamBuffer,
     reasoning: StreamBuffer,
-    /// Tails flushed at the finish delta (already sent to the sink), for the response.
-    text_tail: String,
-    reasoning_tail: String,
+    /// The argument text of each streamed tool call, by index.
+    args: BTreeMap<u32, StreamBuffer>,
 }
+
+/// Tool progress buffers of one run: (middleware instance, call id).
+#[derive(Default)]
+struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
 
 /// Detects PII and blocks, redacts, masks or hashes it.
 ///
@@ -172,7 +178,7 @@ impl PiiMiddleware {
         let mut detectors = Vec::new();
         for t in types {
             let t = t.as_ref();
-            detectors.push(builtin(t).ok_or_else(|| {
+            detectors.extend(builtin(t).ok_or_else(|| {
                 TinyAgentsError::config(format!(
                     "`{t}` is not a built-in PII type; the types are {}",
                     PII_TYPES.join(", ")
@@ -232,20 +238,57 @@ impl PiiMiddleware {
         }
     }
 
+    /// Scrubs every string of `value`, object keys included. The string value
+    /// of a key that names a secret (`password`, `api_key`, `clientSecret`,
+    /// `…_token`) is a secret whatever it looks like. Two keys that become
+    /// the same are kept apart with a `#2`, `#3`… suffix: nothing is lost.
     fn scrub_json(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
         match value {
             Value::String(s) => self.scrub(s, place, counts),
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
-            Value::Object(map) => map.values_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
+            Value::Object(map) => {
+                let secrets = self.engine.detects_secrets();
+                let old = std::mem::take(map);
+                for (key, mut v) in old {
+                    match &mut v {
+                        Value::String(s) if secrets && is_secret_key(&key) && !s.is_empty() && !is_marker(s) => {
+                            *counts.entry("secret".to_owned()).or_default() += 1;
+                            if self.engine.strategy == PiiStrategy::Block {
+                                let mut found = PiiCounts::new();
+                                found.insert("secret".to_owned(), 1);
+                                return Err(blocked(place, &found));
+                            }
+                            *s = self.engine.replacement("secret", s);
+                        }
+                        _ => self.scrub_json(&mut v, place, counts)?,
+                    }
+                    let mut k = key;
+                    self.scrub(&mut k, place, counts)?;
+                    if map.contains_key(&k) {
+                        let base = k.clone();
+                        let mut n = 2;
+                        while map.contains_key(&k) {
+                            k = format!("{base}#{n}");
+                            n += 1;
+                        }
+                    }
+                    map.insert(k, v);
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
 
-    fn scrub_response(&self, response: &mut ModelResponse, counts: &mut PiiCounts, text_too: bool) -> Result<()> {
-        if text_too {
+    /// Scrubs the reply: its text and reasoning (unless `clean` says the
+    /// streamed text was already scrubbed and is unchanged) and its tool calls' arguments.
+    fn scrub_response(&self, response: &mut ModelResponse, counts: &mut PiiCounts, clean: (bool, bool)) -> Result<()> {
+        if self.apply_to_output {
             for part in &mut response.message.content {
-                if let ContentPart::Text { text } | ContentPart::Reasoning { text } = part {
-                    self.scrub(text, "the model's reply", counts)?;
+                match part {
+                    ContentPart::Text { text } if !clean.0 => self.scrub(text, "the model's reply", counts)?,
+                    ContentPart::Reasoning { text } if !clean.1 => self.scrub(text, "the model's reply", counts)?,
+                    _ => {}
                 }
             }
         }
@@ -256,6 +299,25 @@ impl PiiMiddleware {
         }
         Ok(())
     }
+}
+
+/// Whether `s` is already a replacement (`[REDACTED_…]`, `<…_hash:…>`).
+fn is_marker(s: &str) -> bool {
+    (s.starts_with("[REDACTED_") && s.ends_with(']'))
+        || (s.starts_with('<') && s.contains("_hash:") && s.ends_with('>'))
+}
+
+/// The digest of every part of `response` of one kind, concatenated.
+fn digest_of(response: &ModelResponse, reasoning: bool) -> Digest {
+    let mut d = Digest::default();
+    for part in &response.message.content {
+        match part {
+            ContentPart::Text { text } if !reasoning => d.push(text),
+            ContentPart::Reasoning { text } if reasoning => d.push(text),
+            _ => {}
+        }
+    }
+    d
 }
 
 fn merge(into: &mut PiiCounts, from: PiiCounts) {
@@ -331,7 +393,7 @@ impl PiiMiddleware {
 
     #[on_model_delta]
     fn scrub_delta<C>(&self, ctx: &mut RunContext<C>, delta: &mut ModelDelta) -> Result<()> {
-        if !self.apply_to_output {
+        if !self.apply_to_output && !self.apply_to_tool_args {
             return Ok(());
         }
         let attempt = ctx.counters().model_calls;
@@ -345,52 +407,50 @@ impl PiiMiddleware {
             };
         }
         let mut counts = PiiCounts::new();
+        let (engine, hold) = (&self.engine, self.hold);
         let result = match &mut delta.content {
-            DeltaContent::Text { text } => {
-                state.saw_text = true;
+            DeltaContent::Text { text } if self.apply_to_output => {
                 let piece = std::mem::take(text);
                 state
                     .text
-                    .push(&self.engine, &piece, self.hold, false, &mut counts)
+                    .push(engine, &piece, hold, false, &mut counts)
                     .map(|out| *text = out)
+                    .map_err(|()| "the streamed reply")
             }
-            DeltaContent::Reasoning { text } => {
-                state.saw_text = true;
+            DeltaContent::Reasoning { text } if self.apply_to_output => {
                 let piece = std::mem::take(text);
                 state
                     .reasoning
-                    .push(&self.engine, &piece, self.hold, false, &mut counts)
+                    .push(engine, &piece, hold, false, &mut counts)
                     .map(|out| *text = out)
+                    .map_err(|()| "the streamed reply")
+            }
+            DeltaContent::ToolCall { index, arguments, .. } if self.apply_to_tool_args => {
+                let piece = std::mem::take(arguments);
+                state
+                    .args
+                    .entry(*index)
+                    .or_default()
+                    .push(engine, &piece, hold, false, &mut counts)
+                    .map(|out| *arguments = out)
+                    .map_err(|()| "the streamed tool-call arguments")
             }
             DeltaContent::Finish { .. } => {
-                let text_tail = state.text.push(&self.engine, "", self.hold, true, &mut counts);
-                let reasoning_tail = state.reasoning.push(&self.engine, "", self.hold, true, &mut counts);
-                match (text_tail, reasoning_tail) {
-                    (Ok(t), Ok(r)) => {
-                        for (tail, delta) in [
-                            (&r, ModelDelta::reasoning(r.clone())),
-                            (&t, ModelDelta::text(t.clone())),
-                        ] {
-                            if !tail.is_empty() {
-                                ctx.emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
-                                    run_id: ctx.run_id().clone(),
-                                    attempt,
-                                    delta,
-                                });
-                            }
-                        }
-                        state.text_tail = t;
-                        state.reasoning_tail = r;
-                        Ok(())
+                // Release every held-back tail ahead of the finish delta: the
+                // loop forwards and accumulates it, so each wrap inside this
+                // one sees the whole (scrubbed) reply.
+                state.finished = true;
+                flush_all(state, engine, hold, &mut counts).map(|released| {
+                    for d in released {
+                        delta.release_before(d);
                     }
-                    _ => Err(()),
-                }
+                })
             }
             _ => Ok(()),
         };
         drop(map);
-        if result.is_err() {
-            return Err(blocked("the streamed reply", &counts));
+        if let Err(place) = result {
+            return Err(blocked(place, &counts));
         }
         report(ctx, "stream", &counts);
         Ok(())
@@ -414,24 +474,25 @@ impl PiiMiddleware {
             map.remove(&self.key())
         };
         let mut counts = PiiCounts::new();
-        let streamed = match taken {
-            Some(mut s) if self.apply_to_output && s.saw_text && s.attempt == ctx.counters().model_calls => {
-                // A stream that ended without a finish delta still has its tail pending.
+        let mut clean = (false, false);
+        if let Some(mut s) = taken.filter(|s| s.attempt == ctx.counters().model_calls) {
+            if !s.finished {
+                // A stream that ended without a finish delta still has its tails pending.
                 let mut tail_counts = PiiCounts::new();
-                let t = s.text.push(&self.engine, "", self.hold, true, &mut tail_counts);
-                let r = s.reasoning.push(&self.engine, "", self.hold, true, &mut tail_counts);
-                let (Ok(t), Ok(r)) = (t, r) else {
-                    return Err(blocked("the streamed reply", &tail_counts));
+                let released = match flush_all(&mut s, &self.engine, self.hold, &mut tail_counts) {
+                    Ok(released) => released,
+                    Err(place) => return Err(blocked(place, &tail_counts)),
                 };
                 merge(&mut counts, tail_counts);
-                s.text_tail.push_str(&t);
-                s.reasoning_tail.push_str(&r);
-                append_tails(&mut response, &s.text_tail, &s.reasoning_tail);
-                true
+                append_tails(&mut response, &released);
             }
-            _ => false,
-        };
-        self.scrub_response(&mut response, &mut counts, self.apply_to_output && !streamed)?;
+            // The reply's text is exactly what was streamed (scrubbed): no need to scan it again.
+            clean = (
+                digest_of(&response, false) == s.text.emitted,
+                digest_of(&response, true) == s.reasoning.emitted,
+            );
+        }
+        self.scrub_response(&mut response, &mut counts, clean)?;
         report(ctx, "response", &counts);
         Ok(response.into())
     }
@@ -463,32 +524,128 @@ impl PiiMiddleware {
         report(ctx, "tool_result", &counts);
         Ok(())
     }
+
+    #[on_tool_delta]
+    fn scrub_tool_delta<C>(&self, ctx: &mut RunContext<C>, delta: &mut ToolDelta) -> Result<()> {
+        if !self.apply_to_tool_results {
+            return Ok(());
+        }
+        let streams = ctx.local::<PiiToolStreams>();
+        let mut map = streams.0.lock().expect("pii tool stream lock");
+        let buffer = map.entry((self.key(), delta.call_id.clone())).or_default();
+        let mut counts = PiiCounts::new();
+        let piece = std::mem::take(&mut delta.content);
+        let result = buffer.push(&self.engine, &piece, self.hold, false, &mut counts);
+        drop(map);
+        match result {
+            Ok(out) => delta.content = out,
+            Err(()) => return Err(blocked("a tool's progress", &counts)),
+        }
+        report(ctx, "tool_delta", &counts);
+        Ok(())
+    }
+
+    /// Releases the held-back tail of the call's progress when the call ends (also when it fails).
+    #[wrap_tool]
+    async fn flush_tool_progress<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: ToolCall,
+        next: ToolHandler<'_, S, C>,
+    ) -> Result<MiddlewareToolOutcome> {
+        if !self.apply_to_tool_results {
+            return next.run(ctx, state, call).await;
+        }
+        let id = call.id.clone();
+        let outcome = next.run(ctx, state, call).await;
+        let buffer = {
+            let streams = ctx.local::<PiiToolStreams>();
+            let mut map = streams.0.lock().expect("pii tool stream lock");
+            map.remove(&(self.key(), id.clone()))
+        };
+        if let Some(mut buffer) = buffer.filter(|b| !b.is_empty()) {
+            let mut counts = PiiCounts::new();
+            match buffer.push(&self.engine, "", self.hold, true, &mut counts) {
+                Ok(tail) => {
+                    ctx.emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta {
+                        run_id: ctx.run_id().clone(),
+                        delta: ToolDelta::new(id, tail),
+                    });
+                    report(ctx, "tool_delta", &counts);
+                }
+                // The tail is dropped, never sent; the call's outcome stands unless it succeeded.
+                Err(()) if outcome.is_ok() => return Err(blocked("a tool's progress", &counts)),
+                Err(()) => {}
+            }
+        }
+        outcome
+    }
 }
 
-/// Appends the released stream tails to the reply's text and reasoning parts.
-fn append_tails(response: &mut ModelResponse, text: &str, reasoning: &str) {
-    let parts = &mut response.message.content;
+/// Flushes every buffer of a model stream: the deltas to release (reasoning, text, then each call's arguments).
+fn flush_all(
+    state: &mut StreamState,
+    engine: &Engine,
+    hold: usize,
+    counts: &mut PiiCounts,
+) -> std::result::Result<Vec<ModelDelta>, &'static str> {
+    const REPLY: &str = "the streamed reply";
+    let mut out = Vec::new();
+    let reasoning = state
+        .reasoning
+        .push(engine, "", hold, true, counts)
+        .map_err(|()| REPLY)?;
     if !reasoning.is_empty() {
-        match parts.iter_mut().find_map(|p| match p {
-            ContentPart::Reasoning { text } => Some(text),
-            _ => None,
-        }) {
-            Some(r) => r.push_str(reasoning),
-            None => parts.insert(
-                0,
-                ContentPart::Reasoning {
-                    text: reasoning.to_owned(),
-                },
-            ),
+        out.push(ModelDelta::reasoning(reasoning));
+    }
+    let text = state.text.push(engine, "", hold, true, counts).map_err(|()| REPLY)?;
+    if !text.is_empty() {
+        out.push(ModelDelta::text(text));
+    }
+    for (&index, buffer) in &mut state.args {
+        let arguments = buffer
+            .push(engine, "", hold, true, counts)
+            .map_err(|()| "the streamed tool-call arguments")?;
+        if !arguments.is_empty() {
+            out.push(ModelDelta::new(DeltaContent::ToolCall {
+                index,
+                id: None,
+                name: None,
+                arguments,
+            }));
         }
     }
-    if !text.is_empty() {
-        match parts.iter_mut().rev().find_map(|p| match p {
-            ContentPart::Text { text } => Some(text),
-            _ => None,
-        }) {
-            Some(t) => t.push_str(text),
-            None => parts.push(ContentPart::text(text)),
+    Ok(out)
+}
+
+/// Appends the tails released after the stream ended (no finish delta) to the reply's text and reasoning parts.
+fn append_tails(response: &mut ModelResponse, released: &[ModelDelta]) {
+    let parts = &mut response.message.content;
+    for d in released {
+        match &d.content {
+            DeltaContent::Reasoning { text: reasoning } => match parts.iter_mut().find_map(|p| match p {
+                ContentPart::Reasoning { text } => Some(text),
+                _ => None,
+            }) {
+                Some(r) => r.push_str(reasoning),
+                None => parts.insert(
+                    0,
+                    ContentPart::Reasoning {
+                        text: reasoning.clone(),
+                    },
+                ),
+            },
+            DeltaContent::Text { text: tail } => match parts.iter_mut().rev().find_map(|p| match p {
+                ContentPart::Text { text } => Some(text),
+                _ => None,
+            }) {
+                Some(t) => t.push_str(tail),
+                None => parts.push(ContentPart::text(tail)),
+            },
+            // Argument tails: the reply's calls were parsed already; their
+            // parsed arguments are scrubbed as a whole below.
+            _ => {}
         }
     }
 }

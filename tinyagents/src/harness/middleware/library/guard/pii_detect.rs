@@ -1,7 +1,14 @@
 //! PII detection and replacement: the detectors, the four strategies, and the
 //! stream buffer that makes redacting a split stream equal to redacting the
 //! whole text.
+//!
+//! Detection runs on a *normalised* copy of the text (fullwidth forms and
+//! other Unicode digits folded to ASCII, Unicode spaces to a space, zero-width
+//! characters dropped, JSON escapes such as `\u0040` decoded), and each match
+//! is mapped back to the span of the original text it came from, which is
+//! what gets replaced.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv6Addr;
 use std::sync::{Mutex, OnceLock};
@@ -14,13 +21,17 @@ pub const PII_TYPES: &[&str] = &[
     "email",
     "url",
     "credit_card",
+    "iban",
     "ipv6",
     "mac_address",
     "ipv4",
+    "ssn",
     "phone",
 ];
 
-/// The longest value any built-in detector matches, in characters.
+/// The longest value a bounded built-in detector matches, in characters.
+/// (Unbounded ones — URLs, tokens, private-key blocks, digit runs — are held
+/// back in a stream for as long as they reach its end.)
 pub(super) const BUILTIN_MAX_CHARS: usize = 250;
 
 /// What to do with a detected value.
@@ -49,26 +60,84 @@ impl PiiStrategy {
     }
 }
 
-type Validate = fn(&str) -> bool;
+/// How a raw regex match becomes zero or more values.
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    /// Every match is a value.
+    Any,
+    /// A match is a value when this holds.
+    Valid(fn(&str) -> bool),
+    /// The values inside a match (spans relative to it): a greedy digit run
+    /// may hold a card followed by its CVV or expiry.
+    Windows(fn(&str, &mut Vec<(usize, usize)>)),
+}
 
-/// One detector: a type name, a bounded pattern, and an optional validity check.
+/// Which neighbours a value may not have (checked on the normalised text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    /// Anything may touch it.
+    Free,
+    /// No ASCII letter or digit right before it (`_` and punctuation are fine).
+    Left,
+    /// No ASCII letter or digit on either side.
+    Both,
+    /// As `Both`, and no `.digit` / `digit.` either (so `1.2.3.4.5` is not an address).
+    Dotted,
+    /// As `Both`, and not the end or start of a longer run of digit groups
+    /// (`4111 1111 1111 1112` holds no phone number).
+    Run,
+}
+
+/// A cheap look at the text that lets a detector skip it entirely.
+#[derive(Debug, Clone, Copy, Default)]
+struct Census {
+    digits: usize,
+    at: bool,
+    colon: bool,
+    dot: bool,
+    dash: bool,
+}
+
+impl Census {
+    fn of(text: &str) -> Self {
+        let mut c = Self::default();
+        for b in text.bytes() {
+            match b {
+                b'0'..=b'9' => c.digits += 1,
+                b'@' => c.at = true,
+                b':' => c.colon = true,
+                b'.' => c.dot = true,
+                b'-' => c.dash = true,
+                _ => {}
+            }
+        }
+        c
+    }
+}
+
+type Needs = fn(&Census) -> bool;
+
+/// One detector: a type name, a pattern, how matches become values, and when it can apply.
 #[derive(Debug, Clone)]
 pub(super) struct Detector {
     pub(super) name: String,
     regex: Regex,
-    valid: Option<Validate>,
+    check: Check,
+    edge: Edge,
+    needs: Option<Needs>,
+    /// The value is the capture group `v` (the rest is context, e.g. `password=`).
+    group: bool,
+    /// A rejected match may hide a value starting inside it (bounded patterns only).
+    retry_inside: bool,
 }
 
-fn luhn(value: &str) -> bool {
-    let digits: Vec<u32> = value.chars().filter_map(|c| c.to_digit(10)).collect();
-    if !(13..=19).contains(&digits.len()) {
-        return false;
-    }
+fn luhn(digits: &[u8]) -> bool {
     let sum: u32 = digits
         .iter()
         .rev()
         .enumerate()
         .map(|(i, &d)| {
+            let d = u32::from(d - b'0');
             if i % 2 == 1 {
                 let x = d * 2;
                 if x > 9 {
@@ -84,13 +153,136 @@ fn luhn(value: &str) -> bool {
     sum % 10 == 0
 }
 
+/// A card number: 13 to 19 digits, Luhn-valid, an issuer's first digit (2 to 6), not one digit repeated.
+fn card_digits(digits: &[u8]) -> bool {
+    (13..=19).contains(&digits.len())
+        && (b'2'..=b'6').contains(&digits[0])
+        && digits.iter().any(|&d| d != digits[0])
+        && luhn(digits)
+}
+
+/// The cards inside a run of digit groups: windows of whole groups joined by
+/// one and the same separator, the longest valid one from the leftmost group.
+fn card_windows(run: &str, out: &mut Vec<(usize, usize)>) {
+    let bytes = run.as_bytes();
+    // (start, end) of each digit group, and the separator before each group.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let s = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            groups.push((s, i));
+        } else {
+            i += 1;
+        }
+    }
+    let sep = |g: usize| &run[groups[g - 1].1..groups[g].0];
+    let mut digits: Vec<u8> = Vec::with_capacity(19);
+    let mut g = 0;
+    while g < groups.len() {
+        digits.clear();
+        let mut best = None;
+        for j in g..groups.len() {
+            if j > g + 1 && sep(j) != sep(g + 1) {
+                break;
+            }
+            digits.extend_from_slice(&bytes[groups[j].0..groups[j].1]);
+            if digits.len() > 19 {
+                break;
+            }
+            if card_digits(&digits) {
+                best = Some(j);
+            }
+        }
+        match best {
+            Some(j) => {
+                out.push((groups[g].0, groups[j].1));
+                g = j + 1;
+            }
+            None => g += 1,
+        }
+    }
+}
+
+/// An IBAN: country letters, check digits, mod-97 remainder 1; the longest such prefix ending at a group.
+fn iban_windows(run: &str, out: &mut Vec<(usize, usize)>) {
+    let ends: Vec<usize> = run
+        .char_indices()
+        .filter(|&(i, _)| i + 1 == run.len() || run.as_bytes()[i + 1] == b' ')
+        .map(|(i, c)| i + c.len_utf8())
+        .collect();
+    for &end in ends.iter().rev() {
+        let compact: Vec<u8> = run[..end].bytes().filter(|b| *b != b' ').collect();
+        if !(15..=34).contains(&compact.len()) {
+            continue;
+        }
+        let rotated = compact[4..].iter().chain(&compact[..4]);
+        let mut rem: u32 = 0;
+        let mut ok = true;
+        for &b in rotated {
+            let v = match b {
+                b'0'..=b'9' => u32::from(b - b'0'),
+                b'A'..=b'Z' => u32::from(b - b'A') + 10,
+                _ => {
+                    ok = false;
+                    break;
+                }
+            };
+            rem = if v >= 10 {
+                (rem * 100 + v) % 97
+            } else {
+                (rem * 10 + v) % 97
+            };
+        }
+        if ok && rem == 1 {
+            out.push((0, end));
+            return;
+        }
+    }
+}
+
+fn ipv4(value: &str) -> bool {
+    value.split('.').all(|p| p.parse::<u16>().is_ok_and(|n| n <= 255))
+}
+
 fn ipv6(value: &str) -> bool {
     let groups = value.split(':').filter(|g| !g.is_empty()).count();
     value.parse::<Ipv6Addr>().is_ok() && groups >= 2 && value.chars().any(|c| c.is_ascii_digit())
 }
 
+fn mac(value: &str) -> bool {
+    // one separator throughout
+    let seps: Vec<char> = value.chars().filter(|c| !c.is_ascii_hexdigit()).collect();
+    seps.windows(2).all(|w| w[0] == w[1])
+}
+
+fn ssn(value: &str) -> bool {
+    let parts: Vec<&str> = value.split([' ', '-']).collect();
+    let sep_ok = value.as_bytes()[3] == value.as_bytes()[6];
+    sep_ok
+        && parts.len() == 3
+        && !matches!(parts[0], "000" | "666")
+        && !parts[0].starts_with('9')
+        && parts[1] != "00"
+        && parts[2] != "0000"
+}
+
 fn phone(value: &str) -> bool {
     let digits = value.chars().filter(char::is_ascii_digit).count();
+    let b = value.as_bytes();
+    // `2024-01-15 10.30.45`: a date and time, not a number to call
+    let date = b.len() >= 10
+        && (value.starts_with("19") || value.starts_with("20"))
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && matches!(b[4], b'-' | b'.' | b'/')
+        && b[5..7].iter().all(u8::is_ascii_digit)
+        && b[7] == b[4];
+    if date {
+        return false;
+    }
     if value.starts_with('+') {
         (7..=15).contains(&digits)
     } else {
@@ -98,53 +290,257 @@ fn phone(value: &str) -> bool {
     }
 }
 
-/// The built-in detector for `name`.
-pub(super) fn builtin(name: &str) -> Option<Detector> {
-    let (pattern, valid): (&str, Option<Validate>) = match name {
-        "secret" => (
-            concat!(
-                r"AKIA[0-9A-Z]{16}",
-                r"|gh[pousr]_[A-Za-z0-9]{36,100}",
-                r"|github_pat_[A-Za-z0-9_]{22,200}",
-                r"|sk-[A-Za-z0-9_-]{20,200}",
-                r"|xox[baprs]-[A-Za-z0-9-]{10,200}",
-                r"|AIza[0-9A-Za-z_-]{35}",
-                r"|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,200}",
-                r"|eyJ[A-Za-z0-9_-]{8,80}\.eyJ[A-Za-z0-9_-]{8,80}\.[A-Za-z0-9_-]{8,80}",
-                r"|-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----",
-                r"|[Bb]earer [A-Za-z0-9._~+/-]{20,200}={0,2}",
-            ),
-            None,
+/// A token in the shape of an AWS secret access key: mixed case, several digit runs.
+fn aws_secret_like(value: &str) -> bool {
+    let upper = value.bytes().any(|b| b.is_ascii_uppercase());
+    let lower = value.bytes().any(|b| b.is_ascii_lowercase());
+    let mut runs = 0;
+    let mut prev_digit = false;
+    for b in value.bytes() {
+        let d = b.is_ascii_digit();
+        if d && !prev_digit {
+            runs += 1;
+        }
+        prev_digit = d;
+    }
+    upper && lower && (runs >= 3 || (runs >= 1 && value.contains(['/', '+'])))
+}
+
+fn has_digit(value: &str) -> bool {
+    value.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// Key names whose string value is a secret whatever it looks like (compared
+/// lower-case with `_`, `-`, `.` and spaces removed, as a suffix).
+const SECRET_KEY_SUFFIXES: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "token",
+    "credential",
+    "credentials",
+    "authorization",
+];
+
+/// Whether an object key names a secret (`api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, …).
+pub(super) fn is_secret_key(key: &str) -> bool {
+    let folded: String = key
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    SECRET_KEY_SUFFIXES.iter().any(|s| folded.ends_with(s))
+}
+
+struct Spec {
+    pattern: &'static str,
+    check: Check,
+    edge: Edge,
+    needs: Option<Needs>,
+    retry_inside: bool,
+}
+
+const fn spec(pattern: &'static str, check: Check, edge: Edge, needs: Option<Needs>, retry_inside: bool) -> Spec {
+    Spec {
+        pattern,
+        check,
+        edge,
+        needs,
+        retry_inside,
+    }
+}
+
+/// Separators between the digit groups of a card: space, tab, line breaks, dot, dash, slash (up to three).
+const SECRET_SPECS: &[Spec] = &[
+    // AWS access key ids
+    spec(
+        r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[0-9A-Z]{16}",
+        Check::Any,
+        Edge::Free,
+        None,
+        false,
+    ),
+    // GitHub, OpenAI/Anthropic-style, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid, PyPI
+    spec(
+        concat!(
+            r"gh[pousr]_[A-Za-z0-9]{36,}",
+            r"|github_pat_[A-Za-z0-9_]{22,}",
+            r"|sk-[A-Za-z0-9_-]{20,}",
+            r"|xox[abposr]-[A-Za-z0-9-]{10,}",
+            r"|xapp-[0-9]-[A-Za-z0-9-]{10,}",
+            r"|AIza[0-9A-Za-z_-]{35}",
+            r"|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}",
+            r"|whsec_[A-Za-z0-9]{20,}",
+            r"|glpat-[A-Za-z0-9_-]{20,}",
+            r"|npm_[A-Za-z0-9]{36,}",
+            r"|hf_[A-Za-z0-9]{30,}",
+            r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+            r"|pypi-[A-Za-z0-9_-]{50,}",
         ),
-        "email" => (r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,160}\.[A-Za-z]{2,24}", None),
-        "url" => (r#"\b(?:https?|ftp)://[^\s<>"'`]{1,240}|\bwww\.[^\s<>"'`]{1,240}"#, None),
-        "credit_card" => (r"\b\d(?:[ -]?\d){12,18}\b", Some(luhn)),
-        "ipv6" => (
-            r"(?:[0-9A-Fa-f]{1,4}:|::?)(?:[0-9A-Fa-f]{0,4}:){1,7}[0-9A-Fa-f]{0,4}",
-            Some(ipv6),
+        Check::Any,
+        Edge::Left,
+        None,
+        false,
+    ),
+    // JWTs (and JWEs, and any base64url JSON object): `eyJ` is base64 of `{"`
+    spec(
+        r"eyJ[A-Za-z0-9_-]{16,}(?:\.[A-Za-z0-9_-]*){0,4}",
+        Check::Any,
+        Edge::Free,
+        None,
+        false,
+    ),
+    // PEM / OpenSSH / PGP private keys: the whole block, or to the end of the text when it has no end line
+    spec(
+        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)",
+        Check::Any,
+        Edge::Free,
+        None,
+        false,
+    ),
+    // HTTP credentials
+    spec(
+        r"(?i:bearer|basic)[ \t]+[A-Za-z0-9._~+/-]{16,}=*",
+        Check::Valid(|v| has_digit(v.split_whitespace().nth(1).unwrap_or(""))),
+        Edge::Left,
+        None,
+        false,
+    ),
+    // A 40-character base64 token: an AWS secret access key
+    spec(
+        r"[A-Za-z0-9/+]{40}",
+        Check::Valid(aws_secret_like),
+        Edge::Both,
+        None,
+        true,
+    ),
+];
+
+/// `password = …`, `"api_key": "…"`, `AWS_SECRET_ACCESS_KEY=…`: the value after a secret's name.
+const SECRET_CONTEXT: &str = r#"(?i:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|credentials?|authorization)["']?[ \t]*[:=][ \t]*["']?(?P<v>[^\s"',;<>{}\[\]()]{6,})"#;
+
+/// `"client_secret": "…"` in JSON text: the whole string value of a secret-named key, however short.
+const SECRET_JSON_CONTEXT: &str = r#""(?i:[A-Za-z0-9_.\- ]{0,40}(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|credentials?|authorization))"[ \t]*:[ \t]*"(?P<v>(?:[^"\\]|\\.)+)"#;
+
+fn spec_for(name: &str) -> Option<Spec> {
+    let needs_digits = |n: usize| -> Needs {
+        match n {
+            13 => |c| c.digits >= 13,
+            10 => |c| c.digits >= 10,
+            9 => |c| c.digits >= 9,
+            7 => |c| c.digits >= 7,
+            _ => |c| c.digits >= 4,
+        }
+    };
+    Some(match name {
+        "email" => spec(
+            r"[\p{L}\p{N}._%+\-]{1,64}@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+){0,8}\.\p{L}{2,24}",
+            Check::Any,
+            Edge::Free,
+            Some(|c| c.at),
+            false,
         ),
-        "mac_address" => (r"\b[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}\b", None),
-        "ipv4" => (
-            r"\b(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\b",
-            None,
+        "url" => spec(
+            r#"(?i:(?:https?|ftp|wss?)://|www\.)[^\s<>"'`]+"#,
+            Check::Any,
+            Edge::Left,
+            Some(|c| c.colon || c.dot),
+            false,
         ),
-        "phone" => (
-            r"(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\b\d{2,4}(?:[ .-]\d{2,4}){2,4}\b",
-            Some(phone),
+        "credit_card" => spec(
+            r"[0-9](?:(?:[ \t\r\n./\-]{1,3})?[0-9]){12,}",
+            Check::Windows(card_windows),
+            Edge::Both,
+            Some(needs_digits(13)),
+            false,
+        ),
+        "iban" => spec(
+            r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}",
+            Check::Windows(iban_windows),
+            Edge::Both,
+            Some(needs_digits(10)),
+            true,
+        ),
+        "ipv6" => spec(
+            r"(?:[0-9A-Fa-f]{1,4}:|::?)(?:[0-9A-Fa-f]{0,4}:){1,7}(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9A-Fa-f]{0,4})",
+            Check::Valid(ipv6),
+            Edge::Both,
+            Some(|c| c.colon),
+            true,
+        ),
+        "mac_address" => spec(
+            r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}",
+            Check::Valid(mac),
+            Edge::Both,
+            Some(|c| c.colon || c.dash || c.dot),
+            true,
+        ),
+        "ipv4" => spec(
+            r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}",
+            Check::Valid(ipv4),
+            Edge::Dotted,
+            Some(|c| c.dot && c.digits >= 4),
+            true,
+        ),
+        "ssn" => spec(
+            r"[0-9]{3}[ -][0-9]{2}[ -][0-9]{4}",
+            Check::Valid(ssn),
+            Edge::Run,
+            Some(needs_digits(9)),
+            true,
+        ),
+        "phone" => spec(
+            r"(?:\+[0-9]{1,3}[ .\-]?)?(?:\([0-9]{1,4}\)[ .\-]?)?[0-9]{2,4}(?:[ .\-][0-9]{2,4}){2,4}",
+            Check::Valid(phone),
+            Edge::Run,
+            Some(needs_digits(7)),
+            true,
         ),
         _ => return None,
-    };
+    })
+}
+
+fn compiled(pattern: &'static str) -> Regex {
     static COMPILED: OnceLock<Mutex<HashMap<&'static str, Regex>>> = OnceLock::new();
     let mut cache = COMPILED.get_or_init(Default::default).lock().expect("pii regex cache");
-    let regex = cache
+    cache
         .entry(pattern)
         .or_insert_with(|| Regex::new(pattern).expect("the built-in PII patterns compile"))
-        .clone();
-    Some(Detector {
+        .clone()
+}
+
+fn detector(name: &str, s: &Spec, group: bool) -> Detector {
+    Detector {
         name: name.to_owned(),
-        regex,
-        valid,
-    })
+        regex: compiled(s.pattern),
+        check: s.check,
+        edge: s.edge,
+        needs: s.needs,
+        group,
+        retry_inside: s.retry_inside,
+    }
+}
+
+/// The built-in detectors of type `name` (one type may have several patterns).
+pub(super) fn builtin(name: &str) -> Option<Vec<Detector>> {
+    if name == "secret" {
+        let mut out: Vec<Detector> = SECRET_SPECS.iter().map(|s| detector(name, s, false)).collect();
+        for pattern in [SECRET_CONTEXT, SECRET_JSON_CONTEXT] {
+            out.push(detector(
+                name,
+                &spec(pattern, Check::Any, Edge::Free, None, false),
+                true,
+            ));
+        }
+        return Some(out);
+    }
+    let s = spec_for(name)?;
+    Some(vec![detector(name, &s, false)])
 }
 
 /// A detector from a user pattern.
@@ -153,14 +549,155 @@ pub(super) fn custom(name: &str, pattern: &str) -> Result<Detector, String> {
     Ok(Detector {
         name: name.to_owned(),
         regex,
-        valid: None,
+        check: Check::Any,
+        edge: Edge::Free,
+        needs: None,
+        group: false,
+        retry_inside: false,
     })
 }
 
-/// One candidate match in a haystack (byte offsets).
-struct Candidate {
+/// The text detectors look at, and where each of its bytes came from.
+struct Normalised<'a> {
+    text: Cow<'a, str>,
+    /// `map[i]`: the original offset of the character at normalised byte `i`;
+    /// `map[text.len()]` is the original length. `None`: the identity.
+    map: Option<Vec<usize>>,
+}
+
+impl Normalised<'_> {
+    fn orig(&self, at: usize) -> usize {
+        self.map.as_ref().map_or(at, |m| m[at])
+    }
+
+    /// The normalised offset of original offset `at` (the first character starting at or after it).
+    fn norm(&self, at: usize) -> usize {
+        self.map.as_ref().map_or(at, |m| m.partition_point(|&o| o < at))
+    }
+}
+
+/// Folds one character for detection; `None` drops it (zero-width and soft hyphen).
+fn fold(c: char) -> Option<char> {
+    const DIGIT_ZEROS: &[u32] = &[
+        0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0E50, 0x0ED0,
+        0x0F20, 0x1040, 0x17E0, 0x1810, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6,
+    ];
+    let u = c as u32;
+    Some(match u {
+        0x00..=0x7F => c,
+        0xFF01..=0xFF5E => char::from_u32(u - 0xFEE0).unwrap_or(c),
+        0x00A0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 => ' ',
+        0x00AD | 0x200B..=0x200D | 0x2060 | 0xFEFF => return None,
+        0x2010..=0x2015 | 0x2212 | 0xFE63 => '-',
+        _ => match DIGIT_ZEROS.iter().find(|&&z| (z..z + 10).contains(&u)) {
+            Some(&z) => char::from(b'0' + (u - z) as u8),
+            None => c,
+        },
+    })
+}
+
+/// Decodes the JSON escape at the start of `s` (which starts with `\`): the character and its length.
+fn unescape(s: &str) -> Option<(char, usize)> {
+    let b = s.as_bytes();
+    let hex4 = |at: usize| -> Option<u32> {
+        let h = s.get(at..at + 4)?;
+        if !h.bytes().all(|x| x.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(h, 16).ok()
+    };
+    Some(match *b.get(1)? {
+        b'n' => ('\n', 2),
+        b't' => ('\t', 2),
+        b'r' => ('\r', 2),
+        b'b' | b'f' => (' ', 2),
+        b'/' => ('/', 2),
+        b'\\' => ('\\', 2),
+        b'"' => ('"', 2),
+        b'u' => {
+            let hi = hex4(2)?;
+            if (0xD800..0xDC00).contains(&hi) {
+                if s.get(6..8) != Some("\\u") {
+                    return None;
+                }
+                let lo = hex4(8)?;
+                if !(0xDC00..0xE000).contains(&lo) {
+                    return None;
+                }
+                (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?, 12)
+            } else {
+                (char::from_u32(hi)?, 6)
+            }
+        }
+        _ => return None,
+    })
+}
+
+fn normalise(text: &str) -> Normalised<'_> {
+    if text.is_ascii() && !text.contains('\\') {
+        return Normalised {
+            text: Cow::Borrowed(text),
+            map: None,
+        };
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len() + 1);
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let (c, len) = if rest.starts_with('\\') {
+            unescape(rest).unwrap_or(('\\', 1))
+        } else {
+            let c = rest.chars().next().expect("not at the end");
+            (c, c.len_utf8())
+        };
+        if let Some(f) = fold(c) {
+            for _ in 0..f.len_utf8() {
+                map.push(i);
+            }
+            out.push(f);
+        }
+        i += len;
+    }
+    map.push(text.len());
+    Normalised {
+        text: Cow::Owned(out),
+        map: Some(map),
+    }
+}
+
+fn edge_ok(edge: Edge, text: &str, start: usize, end: usize) -> bool {
+    let b = text.as_bytes();
+    let before = start.checked_sub(1).map(|i| b[i]);
+    let after = b.get(end).copied();
+    let word = |x: Option<u8>| x.is_some_and(|x| x.is_ascii_alphanumeric());
+    match edge {
+        Edge::Free => true,
+        Edge::Left => !word(before),
+        Edge::Both => !word(before) && !word(after),
+        Edge::Dotted => {
+            let dot_digit_after = after == Some(b'.') && b.get(end + 1).is_some_and(u8::is_ascii_digit);
+            let digit_dot_before = before == Some(b'.') && start >= 2 && b[start - 2].is_ascii_digit();
+            !word(before) && !word(after) && !dot_digit_after && !digit_dot_before
+        }
+        Edge::Run => {
+            let sep = |x: Option<u8>| matches!(x, Some(b' ' | b'.' | b'-' | b'/'));
+            let run_after = sep(after) && b.get(end + 1).is_some_and(u8::is_ascii_digit);
+            let run_before = sep(before) && start >= 2 && b[start - 2].is_ascii_digit();
+            !word(before) && !word(after) && !run_after && !run_before
+        }
+    }
+}
+
+/// One candidate match in a haystack (original byte offsets).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Candidate {
+    /// The value to replace.
     start: usize,
     end: usize,
+    /// The whole raw match (a stream may not cut inside it).
+    hold_start: usize,
+    hold_end: usize,
     detector: usize,
     valid: bool,
 }
@@ -184,6 +721,25 @@ fn fnv1a(text: &str) -> u64 {
     h
 }
 
+/// A running FNV-1a digest of streamed text (to tell later whether a reply is what was streamed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Digest(u64);
+
+impl Default for Digest {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Digest {
+    pub(super) fn push(&mut self, text: &str) {
+        for b in text.bytes() {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 fn mask(kind: &str, value: &str) -> String {
     if kind == "email" {
         if let Some((local, domain)) = value.split_once('@') {
@@ -191,50 +747,106 @@ fn mask(kind: &str, value: &str) -> String {
             return format!("{first}***@{domain}");
         }
     }
-    let total = value.chars().filter(char::is_ascii_alphanumeric).count();
+    let total = value.chars().filter(|c| c.is_alphanumeric()).count();
     let keep = total.saturating_sub(4);
     let mut seen = 0;
     value
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() {
+            if c.is_alphanumeric() {
                 seen += 1;
                 if seen <= keep {
                     return '*';
                 }
             }
-            c
+            match c {
+                // stay valid inside a JSON string
+                '"' | '\\' => '*',
+                c if c.is_control() => ' ',
+                c => c,
+            }
         })
         .collect()
 }
 
 impl Engine {
     /// Every candidate starting at or after `from` in `hay`, by detector.
-    fn candidates(&self, hay: &str, from: usize) -> Vec<Candidate> {
+    pub(super) fn candidates(&self, hay: &str, from: usize) -> Vec<Candidate> {
+        let norm = normalise(hay);
+        let text: &str = &norm.text;
+        let from_n = norm.norm(from);
+        let census = Census::of(&text[from_n..]);
         let mut out = Vec::new();
+        let mut spans = Vec::new();
         for (i, d) in self.detectors.iter().enumerate() {
-            let mut at = from;
-            while at <= hay.len() {
-                let Some(m) = d.regex.find_at(hay, at) else { break };
-                if m.start() == m.end() {
-                    // an empty match finds nothing; step past it
-                    at = m.end() + hay[m.end()..].chars().next().map_or(1, char::len_utf8);
+            if d.needs.is_some_and(|f| !f(&census)) {
+                continue;
+            }
+            let mut at = from_n;
+            while at <= text.len() {
+                let (ms, me, vs, ve) = if d.group {
+                    let Some(caps) = d.regex.captures_at(text, at) else {
+                        break;
+                    };
+                    let m = caps.get(0).expect("group 0 always matches");
+                    let v = caps.name("v").unwrap_or(m);
+                    (m.start(), m.end(), v.start(), v.end())
+                } else {
+                    let Some(m) = d.regex.find_at(text, at) else { break };
+                    (m.start(), m.end(), m.start(), m.end())
+                };
+                let step = |x: usize| x + text[x..].chars().next().map_or(1, char::len_utf8);
+                if ms == me {
+                    at = step(me);
                     continue;
                 }
+                spans.clear();
+                match d.check {
+                    Check::Any => spans.push((vs, ve)),
+                    Check::Valid(f) => {
+                        if f(&text[vs..ve]) {
+                            spans.push((vs, ve));
+                        }
+                    }
+                    Check::Windows(f) => {
+                        f(&text[ms..me], &mut spans);
+                        for s in &mut spans {
+                            *s = (s.0 + ms, s.1 + ms);
+                        }
+                    }
+                }
+                spans.retain(|&(s, e)| edge_ok(d.edge, text, s, e));
+                let (hs, he) = (norm.orig(ms), norm.orig(me));
                 out.push(Candidate {
-                    start: m.start(),
-                    end: m.end(),
+                    start: hs,
+                    end: he,
+                    hold_start: hs,
+                    hold_end: he,
                     detector: i,
-                    valid: d.valid.is_none_or(|f| f(m.as_str())),
+                    valid: false,
                 });
-                at = m.end();
+                for &(s, e) in &spans {
+                    out.push(Candidate {
+                        start: norm.orig(s),
+                        end: norm.orig(e),
+                        hold_start: hs,
+                        hold_end: he,
+                        detector: i,
+                        valid: true,
+                    });
+                }
+                at = if spans.is_empty() && d.retry_inside {
+                    step(ms)
+                } else {
+                    me
+                };
             }
         }
         out
     }
 
     /// The valid, non-overlapping matches: leftmost first, then longest, then by detector priority.
-    fn select(mut cands: Vec<Candidate>) -> Vec<Candidate> {
+    pub(super) fn select(mut cands: Vec<Candidate>) -> Vec<Candidate> {
         cands.retain(|c| c.valid);
         cands.sort_by(|a, b| {
             a.start
@@ -252,10 +864,20 @@ impl Engine {
     }
 
     /// Replaces the matches in `hay[from..to]` (the text before `from` is
-    /// context for `\b` only), counting them by type. `Err(counts)` for `Block`.
+    /// context only), counting them by type. `Err(())` for `Block` when any was found.
     fn apply(&self, hay: &str, from: usize, to: usize, counts: &mut PiiCounts) -> Result<String, ()> {
         let matches = Self::select(self.candidates(&hay[..to.max(from)], from));
         self.replace(hay, from, to, &matches, counts)
+    }
+
+    /// The replacement of one detected `value` of type `kind`.
+    pub(super) fn replacement(&self, kind: &str, value: &str) -> String {
+        match self.strategy {
+            PiiStrategy::Block => String::new(),
+            PiiStrategy::Redact => format!("[REDACTED_{}]", kind.to_ascii_uppercase()),
+            PiiStrategy::Mask => mask(kind, &normalise(value).text),
+            PiiStrategy::Hash => format!("<{kind}_hash:{:016x}>", fnv1a(&normalise(value).text)),
+        }
     }
 
     fn replace(
@@ -268,25 +890,17 @@ impl Engine {
     ) -> Result<String, ()> {
         let mut out = String::with_capacity(to - from);
         let mut last = from;
+        let mut found = false;
         for m in matches.iter().filter(|m| m.start >= from && m.end <= to) {
+            found = true;
             let kind = &self.detectors[m.detector].name;
             *counts.entry(kind.clone()).or_default() += 1;
             out.push_str(&hay[last..m.start]);
-            let value = &hay[m.start..m.end];
-            match self.strategy {
-                PiiStrategy::Block => {}
-                PiiStrategy::Redact => {
-                    out.push_str("[REDACTED_");
-                    out.push_str(&kind.to_ascii_uppercase());
-                    out.push(']');
-                }
-                PiiStrategy::Mask => out.push_str(&mask(kind, value)),
-                PiiStrategy::Hash => out.push_str(&format!("<{kind}_hash:{:016x}>", fnv1a(value))),
-            }
+            out.push_str(&self.replacement(kind, &hay[m.start..m.end]));
             last = m.end;
         }
         out.push_str(&hay[last..to]);
-        if self.strategy == PiiStrategy::Block && !matches.iter().all(|m| m.start < from || m.end > to) {
+        if self.strategy == PiiStrategy::Block && found {
             return Err(());
         }
         Ok(out)
@@ -300,33 +914,44 @@ impl Engine {
             Err(()) => Err(counts),
         }
     }
+
+    /// Whether the `secret` type is on (then values of secret-named keys are secrets).
+    pub(super) fn detects_secrets(&self) -> bool {
+        self.detectors.iter().any(|d| d.name == "secret")
+    }
 }
 
-/// The held-back tail of one streamed channel (answer text or reasoning).
+/// The held-back tail of one streamed channel (answer text, reasoning, one
+/// tool call's argument text, one tool's progress).
 #[derive(Debug, Default)]
 pub(super) struct StreamBuffer {
     /// Already-emitted original text kept as context (its last few characters).
     context: String,
     /// Received text not yet emitted.
     pending: String,
+    /// Do not scan again before `pending` is this long (a held value keeps growing).
+    next_scan: usize,
+    /// The digest of everything emitted.
+    pub(super) emitted: Digest,
 }
 
 /// Emit in batches of at least this many characters beyond the held-back
 /// tail, so the detectors scan the buffer once per batch, not once per delta.
 const BATCH_CHARS: usize = 64;
 
-/// Context characters kept before the pending text (for `\b`).
-const CONTEXT_CHARS: usize = 8;
+/// Context characters kept before the pending text (edges, and a JSON escape cut in two).
+const CONTEXT_CHARS: usize = 16;
 
 impl StreamBuffer {
     /// Adds `piece` and returns the replaced text that is safe to emit now;
-    /// `flush` emits everything. `Err(counts)` for `Block`.
+    /// `flush` emits everything. `Err(())` for `Block` when a value was found.
     ///
-    /// Safe means: no candidate match of the pending text straddles the cut,
-    /// and at least `hold` characters stay behind it, so no later text can
-    /// complete a match that starts before the cut (every detector matches at
-    /// most `hold` characters). So the emitted pieces, concatenated, equal
-    /// redacting the whole stream at once.
+    /// Safe means: no raw candidate match of the pending text straddles the
+    /// cut (a match reaching the end of the buffer may still grow, so it is
+    /// held whole, however long), and at least `hold` characters stay behind
+    /// it, so no later text can complete a match that starts before the cut
+    /// (every bounded detector matches at most `hold` characters). So the
+    /// emitted pieces, concatenated, equal redacting the whole stream at once.
     pub(super) fn push(
         &mut self,
         engine: &Engine,
@@ -336,7 +961,7 @@ impl StreamBuffer {
         counts: &mut PiiCounts,
     ) -> Result<String, ()> {
         self.pending.push_str(piece);
-        if !flush && self.pending.len() <= hold + 1 + BATCH_CHARS {
+        if !flush && (self.pending.len() <= hold + 1 + BATCH_CHARS || self.pending.len() < self.next_scan) {
             // Nothing can be emitted yet (fewer bytes than characters to hold back, plus a batch).
             return Ok(String::new());
         }
@@ -359,8 +984,8 @@ impl StreamBuffer {
             loop {
                 let straddling = cands
                     .iter()
-                    .filter(|c| c.start < cut && c.end > cut)
-                    .map(|c| c.start)
+                    .filter(|c| c.hold_start < cut && c.hold_end > cut)
+                    .map(|c| c.hold_start)
                     .min();
                 match straddling {
                     Some(s) if s >= from => cut = s,
@@ -372,7 +997,7 @@ impl StreamBuffer {
                 }
             }
         }
-        let matches = Engine::select(cands.into_iter().filter(|c| c.end <= cut).collect());
+        let matches = Engine::select(cands.into_iter().filter(|c| c.hold_end <= cut).collect());
         let out = engine.replace(&hay, from, cut, &matches, counts);
         // Keep the tail pending and a little emitted context.
         self.pending = hay[cut..].to_owned();
@@ -383,6 +1008,16 @@ impl StreamBuffer {
             .nth(CONTEXT_CHARS.saturating_sub(1))
             .map_or(0, |(i, _)| i);
         self.context = emitted[keep_from..].to_owned();
+        // A long held value: scan again only once it has grown by a quarter (or a batch).
+        self.next_scan = self.pending.len() + BATCH_CHARS.max(self.pending.len() / 4);
+        if let Ok(text) = &out {
+            self.emitted.push(text);
+        }
         out
+    }
+
+    /// Whether nothing is pending.
+    pub(super) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
     }
 }
