@@ -41,7 +41,8 @@ pub enum PiiStrategy {
     Block,
     /// Replace the value with `[REDACTED_TYPE]`.
     Redact,
-    /// Keep the last four letters or digits (an email keeps its first letter and domain), star the rest.
+    /// Keep the last four letters or digits, never more than a third of them (an
+    /// email keeps its first letter and domain), star the rest.
     Mask,
     /// Replace the value with `<type_hash:…>`, a stable 64-bit FNV-1a pseudonym (not a cryptographic hash).
     Hash,
@@ -161,8 +162,9 @@ fn card_digits(digits: &[u8]) -> bool {
         && luhn(digits)
 }
 
-/// The cards inside a run of digit groups: windows of whole groups joined by
-/// one and the same separator, the longest valid one from the leftmost group.
+/// The cards inside a run of digit groups: windows of whole groups (of two
+/// digits or more) joined by one and the same separator, the longest valid
+/// one from the leftmost group.
 fn card_windows(run: &str, out: &mut Vec<(usize, usize)>) {
     let bytes = run.as_bytes();
     // (start, end) of each digit group, and the separator before each group.
@@ -186,7 +188,8 @@ fn card_windows(run: &str, out: &mut Vec<(usize, usize)>) {
         digits.clear();
         let mut best = None;
         for j in g..groups.len() {
-            if j > g + 1 && sep(j) != sep(g + 1) {
+            // one separator throughout, and no one-digit group (`1 2 3 4 …` is counting, not a card)
+            if (j > g + 1 && sep(j) != sep(g + 1)) || groups[j].1 - groups[j].0 < 2 {
                 break;
             }
             digits.extend_from_slice(&bytes[groups[j].0..groups[j].1]);
@@ -395,9 +398,10 @@ const SECRET_SPECS: &[Spec] = &[
         None,
         false,
     ),
-    // PEM / OpenSSH / PGP private keys: the whole block, or to the end of the text when it has no end line
+    // PEM / OpenSSH / PGP private keys: the whole block; with no end line, up to the
+    // end of the text (or of the JSON string it sits in)
     spec(
-        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)",
+        r#"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[^"]*?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|[^"]*)"#,
         Check::Any,
         Edge::Free,
         None,
@@ -495,7 +499,12 @@ fn spec_for(name: &str) -> Option<Spec> {
             true,
         ),
         "phone" => spec(
-            r"(?:\+[0-9]{1,3}[ .\-]?)?(?:\([0-9]{1,4}\)[ .\-]?)?[0-9]{2,4}(?:[ .\-][0-9]{2,4}){2,4}",
+            concat!(
+                // international: `+49 30 901820`, `+1 (415) 555-2671`, `+14155552671`
+                r"\+[0-9]{1,3}(?:[ .\-]?(?:\([0-9]{1,4}\)|[0-9]{1,8})){1,6}",
+                // national: `(415) 555-2671`, `415.555.2671`
+                r"|(?:\([0-9]{1,4}\)[ .\-]?)?[0-9]{2,4}(?:[ .\-][0-9]{2,4}){1,4}",
+            ),
             Check::Valid(phone),
             Edge::Run,
             Some(needs_digits(7)),
@@ -748,14 +757,15 @@ fn mask(kind: &str, value: &str) -> String {
         }
     }
     let total = value.chars().filter(|c| c.is_alphanumeric()).count();
-    let keep = total.saturating_sub(4);
+    // keep at most the last four, and never more than a third (`8.8.8.8` shows one digit)
+    let hidden = total - (total / 3).min(4);
     let mut seen = 0;
     value
         .chars()
         .map(|c| {
             if c.is_alphanumeric() {
                 seen += 1;
-                if seen <= keep {
+                if seen <= hidden {
                     return '*';
                 }
             }
