@@ -1,0 +1,321 @@
+//! `pii` and the streams: the held-back tail reaches every wrap inside it
+//! (`structured_output` registered after `pii` accepts a valid reply the
+//! first time), tool progress deltas and streamed tool-call argument deltas
+//! are redacted before the sink, a value split across deltas never leaks,
+//! and a stream that ends without its finish delta still releases its tail.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tinyagents::harness::model::{DeltaContent, FinishReason};
+use tinyagents::harness::tool::{ToolContext, ToolOutput};
+use tinyagents::middleware::*;
+use tinyagents::prelude::*;
+use tinyagents::testing::RecordingTool;
+
+fn events_text(events: &[AgentEvent]) -> String {
+    format!("{events:?}")
+}
+
+fn streamed_text(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelDelta { delta, .. } => delta.as_text(),
+            _ => None,
+        })
+        .collect()
+}
+
+fn text_deltas(text: &str, size: usize) -> Vec<ModelDelta> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out: Vec<ModelDelta> = chars
+        .chunks(size)
+        .map(|c| ModelDelta::text(c.iter().collect::<String>()))
+        .collect();
+    out.push(ModelDelta::finish(FinishReason::Stop));
+    out
+}
+
+#[tokio::test]
+async fn structured_output_inside_pii_sees_the_whole_reply_and_accepts_it_at_once() {
+    let schema = json!({
+        "type": "object",
+        "properties": { "city": {"type": "string"}, "contact": {"type": "string"} },
+        "required": ["city", "contact"],
+        "additionalProperties": false
+    });
+    // The reply ends with an email: pii holds back its tail until the finish delta.
+    let reply = r#"{"city": "Lyon", "contact": "mayor@lyon.example.fr"}"#;
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::Deltas(text_deltas(reply, 3)),
+        ScriptedTurn::text(r#"{"city": "Lyon", "contact": "none"}"#),
+    ]));
+    let agent: Agent<()> = Agent::new(model.clone()).with_stack(
+        MiddlewareStack::new()
+            .with(PiiMiddleware::new(PiiStrategy::Redact))
+            .unwrap()
+            .with(StructuredOutput::new(schema).unwrap())
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "Tell me about Lyon").await.unwrap();
+    assert_eq!(model.calls(), 1, "a valid reply is not re-asked");
+    assert_eq!(
+        run.structured_output,
+        Some(json!({"city": "Lyon", "contact": "[REDACTED_EMAIL]"}))
+    );
+    let events = sink.events();
+    assert_eq!(
+        streamed_text(&events),
+        r#"{"city": "Lyon", "contact": "[REDACTED_EMAIL]"}"#
+    );
+    assert!(!events_text(&events).contains("mayor@"));
+}
+
+#[tokio::test]
+async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+    #[wrap_model(name = "inner")]
+    async fn inner(
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        let response = next.run(ctx, state, request).await?.into_response();
+        ctx.local::<Seen>().0.lock().unwrap().push(response.message.text().into_owned());
+        Ok(response.into())
+    }
+    let text = "call me at +44 20 7946 0958 or mail ann@example.com";
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(text, 2))]))
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap()
+                .with(Inner)
+                .unwrap(),
+        );
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    let expected = "call me at [REDACTED_PHONE] or mail [REDACTED_EMAIL]";
+    assert_eq!(ctx.local::<Seen>().0.lock().unwrap().as_slice(), [expected]);
+    assert_eq!(run.final_text(), expected);
+}
+
+#[tokio::test]
+async fn a_stream_without_a_finish_delta_still_releases_its_tail() {
+    let deltas = vec![ModelDelta::text("mail ann@exa"), ModelDelta::text("mple.com please")];
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)])).with_stack(
+        MiddlewareStack::new()
+            .with(PiiMiddleware::new(PiiStrategy::Redact))
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    assert_eq!(run.final_text(), "mail [REDACTED_EMAIL] please");
+    assert!(!events_text(&sink.events()).contains("ann@"));
+}
+
+fn progress_tool(pieces: Vec<String>, output: &'static str) -> impl Tool {
+    tool_fn("scan", "Reports progress.", move |cx: ToolContext, _args: Value| {
+        for p in &pieces {
+            cx.progress(p.clone());
+        }
+        async move { Ok(ToolOutput::from(output)) }
+    })
+}
+
+async fn run_with_tool(pii: PiiMiddleware, tool: impl Tool + 'static) -> (Result<AgentRun>, Vec<AgentEvent>) {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("scan", json!({})),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(tool).unwrap())
+        .with_stack(MiddlewareStack::new().with(pii).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "go").await;
+    (run, sink.events())
+}
+
+fn progress_of(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolDelta { delta, .. } => Some(delta.content.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn tool_progress_is_redacted_before_the_sink_even_split_one_character_at_a_time() {
+    let text = "found key AKIAIOSFODNN7EXAMPLE for bob@example.com at 10.1.2.3";
+    let pieces: Vec<String> = text.chars().map(String::from).collect();
+    let (run, events) = run_with_tool(PiiMiddleware::new(PiiStrategy::Redact), progress_tool(pieces, "ok")).await;
+    run.unwrap();
+    assert_eq!(
+        progress_of(&events),
+        "found key [REDACTED_SECRET] for [REDACTED_EMAIL] at [REDACTED_IPV4]"
+    );
+    let all = events_text(&events);
+    for tell in ["AKIA", "ODNN7", "bob@", "10.1.2"] {
+        assert!(!all.contains(tell), "`{tell}` reached the sink");
+    }
+    // counts are reported for the progress, never values
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Custom { name, data, .. } if name == "pii_detected" && data["where"] == "tool_delta"
+    )));
+}
+
+#[tokio::test]
+async fn blocked_tool_progress_fails_the_call_and_sends_nothing() {
+    let pieces = vec!["token ghp_abcdefghijklmnop".to_owned(), "qrstuvwxyz0123456789AB done".to_owned()];
+    let (run, events) = run_with_tool(PiiMiddleware::new(PiiStrategy::Block), progress_tool(pieces, "ok")).await;
+    let all = events_text(&events);
+    assert!(!all.contains("ghp_"), "no part of the token reached the sink");
+    match run {
+        // the refusal became the call's error result, naming counts only
+        Ok(run) => {
+            let msg = run.messages.iter().find(|m| m.role == Role::Tool).unwrap().text();
+            assert!(msg.contains("1 secret") && !msg.contains("ghp_"), "{msg}");
+        }
+        Err(e) => assert!(e.to_string().contains("1 secret") && !e.to_string().contains("ghp_"), "{e}"),
+    }
+}
+
+#[tokio::test]
+async fn progress_from_concurrent_calls_is_kept_apart() {
+    // two calls in one batch, each streaming half of an address: neither half is a value
+    // on its own, and each call's stream is redacted on its own
+    let a = tool_fn("a", "a", |cx: ToolContext, _: Value| {
+        cx.progress("mail ann@exam");
+        cx.progress("ple.com");
+        async { Ok(ToolOutput::from("a")) }
+    });
+    let b = tool_fn("b", "b", |cx: ToolContext, _: Value| {
+        cx.progress("plain text");
+        async { Ok(ToolOutput::from("b")) }
+    });
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("1", "a", json!({})), ToolCall::new("2", "b", json!({}))]),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(a).unwrap().with(b).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let events = sink.events();
+    let of = |id: &str| -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolDelta { delta, .. } if delta.call_id == id => Some(delta.content.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(of("1"), "mail [REDACTED_EMAIL]");
+    assert_eq!(of("2"), "plain text");
+}
+
+#[tokio::test]
+async fn streamed_argument_deltas_are_redacted_and_the_tool_gets_clean_arguments() {
+    let send = RecordingTool::new("send").returning("sent");
+    // fullwidth digits, a JSON \u escape for `@`, a key that is an email, a secret-named key
+    let raw = r#"{"card": "４１１１ １１１１ １１１１ １１１１", "to": "ann\u0040example.com", "bob@example.com": 1, "api_key": "abc"}"#;
+    let mut deltas: Vec<ModelDelta> = raw
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            ModelDelta::new(DeltaContent::ToolCall {
+                index: 0,
+                id: (i == 0).then(|| "c1".to_owned()),
+                name: (i == 0).then(|| "send".to_owned()),
+                arguments: c.to_string(),
+            })
+        })
+        .collect();
+    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
+    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let expected = json!({
+        "card": "[REDACTED_CREDIT_CARD]",
+        "to": "[REDACTED_EMAIL]",
+        "[REDACTED_EMAIL]": 1,
+        "api_key": "[REDACTED_SECRET]",
+    });
+    assert_eq!(send.calls(), [expected.clone()]);
+    let events = sink.events();
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelDelta { delta, .. } => match &delta.content {
+                DeltaContent::ToolCall { arguments, .. } => Some(arguments.as_str()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(serde_json::from_str::<Value>(&streamed).unwrap(), expected, "{streamed}");
+    let all = events_text(&events);
+    for tell in ["１１１１", "ann\\\\u0040", "bob@", "\"abc\""] {
+        assert!(!all.contains(tell), "`{tell}` reached the sink: {all}");
+    }
+}
+
+#[tokio::test]
+async fn block_refuses_streamed_arguments_before_any_call_runs() {
+    let send = RecordingTool::new("send").returning("sent");
+    let raw = r#"{"to": "ann@example.com"}"#;
+    let deltas = vec![
+        ModelDelta::new(DeltaContent::ToolCall {
+            index: 0,
+            id: Some("c1".into()),
+            name: Some("send".into()),
+            arguments: raw[..12].to_owned(),
+        }),
+        ModelDelta::new(DeltaContent::ToolCall {
+            index: 0,
+            id: None,
+            name: None,
+            arguments: raw[12..].to_owned(),
+        }),
+        ModelDelta::finish(FinishReason::ToolCalls),
+    ];
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)]))
+        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Block))
+                .unwrap(),
+        );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert!(err.to_string().contains("streamed tool-call arguments (1 email)"), "{err}");
+    assert!(send.calls().is_empty());
+    assert!(!events_text(&sink.events()).contains("ann@"));
+}
