@@ -386,7 +386,7 @@ struct Seen {
 async fn run_everywhere(text: &str, seed: u64) -> (Seen, String) {
     let mut rng = Rng(seed | 1);
     let args = json!({ "note": text, text: 1 });
-    let raw = if seed % 2 == 0 {
+    let raw = if seed.is_multiple_of(2) {
         args.to_string()
     } else {
         ascii_json(&args)

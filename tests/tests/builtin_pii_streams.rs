@@ -86,18 +86,21 @@ async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
         next: ModelHandler<'_, ()>,
     ) -> Result<MiddlewareModelOutcome> {
         let response = next.run(ctx, state, request).await?.into_response();
-        ctx.local::<Seen>().0.lock().unwrap().push(response.message.text().into_owned());
+        ctx.local::<Seen>()
+            .0
+            .lock()
+            .unwrap()
+            .push(response.message.text().into_owned());
         Ok(response.into())
     }
     let text = "call me at +44 20 7946 0958 or mail ann@example.com";
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(text, 2))]))
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap()
-                .with(Inner)
-                .unwrap(),
-        );
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(text, 2))])).with_stack(
+        MiddlewareStack::new()
+            .with(PiiMiddleware::new(PiiStrategy::Redact))
+            .unwrap()
+            .with(Inner)
+            .unwrap(),
+    );
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
     let expected = "call me at [REDACTED_PHONE] or mail [REDACTED_EMAIL]";
@@ -130,10 +133,7 @@ fn progress_tool(pieces: Vec<String>, output: &'static str) -> impl Tool {
 }
 
 async fn run_with_tool(pii: PiiMiddleware, tool: impl Tool + 'static) -> (Result<AgentRun>, Vec<AgentEvent>) {
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_call("scan", json!({})),
-        ScriptedTurn::text("done"),
-    ]);
+    let model = ScriptedModel::new([ScriptedTurn::tool_call("scan", json!({})), ScriptedTurn::text("done")]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(ToolRegistry::new().with(tool).unwrap())
         .with_stack(MiddlewareStack::new().with(pii).unwrap());
@@ -176,7 +176,10 @@ async fn tool_progress_is_redacted_before_the_sink_even_split_one_character_at_a
 
 #[tokio::test]
 async fn blocked_tool_progress_fails_the_call_and_sends_nothing() {
-    let pieces = vec!["token ghp_abcdefghijklmnop".to_owned(), "qrstuvwxyz0123456789AB done".to_owned()];
+    let pieces = vec![
+        "token ghp_abcdefghijklmnop".to_owned(),
+        "qrstuvwxyz0123456789AB done".to_owned(),
+    ];
     let (run, events) = run_with_tool(PiiMiddleware::new(PiiStrategy::Block), progress_tool(pieces, "ok")).await;
     let all = events_text(&events);
     assert!(!all.contains("ghp_"), "no part of the token reached the sink");
@@ -186,7 +189,10 @@ async fn blocked_tool_progress_fails_the_call_and_sends_nothing() {
             let msg = run.messages.iter().find(|m| m.role == Role::Tool).unwrap().text();
             assert!(msg.contains("1 secret") && !msg.contains("ghp_"), "{msg}");
         }
-        Err(e) => assert!(e.to_string().contains("1 secret") && !e.to_string().contains("ghp_"), "{e}"),
+        Err(e) => assert!(
+            e.to_string().contains("1 secret") && !e.to_string().contains("ghp_"),
+            "{e}"
+        ),
     }
 }
 
@@ -204,7 +210,10 @@ async fn progress_from_concurrent_calls_is_kept_apart() {
         async { Ok(ToolOutput::from("b")) }
     });
     let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("1", "a", json!({})), ToolCall::new("2", "b", json!({}))]),
+        ScriptedTurn::tool_calls(vec![
+            ToolCall::new("1", "a", json!({})),
+            ToolCall::new("2", "b", json!({})),
+        ]),
         ScriptedTurn::text("done"),
     ]);
     let agent: Agent<()> = Agent::new(model)
@@ -266,7 +275,7 @@ async fn streamed_argument_deltas_are_redacted_and_the_tool_gets_clean_arguments
         "[REDACTED_EMAIL]": 1,
         "api_key": "[REDACTED_SECRET]",
     });
-    assert_eq!(send.calls(), [expected.clone()]);
+    assert_eq!(send.calls(), std::slice::from_ref(&expected));
     let events = sink.events();
     let streamed: String = events
         .iter()
@@ -278,7 +287,11 @@ async fn streamed_argument_deltas_are_redacted_and_the_tool_gets_clean_arguments
             _ => None,
         })
         .collect();
-    assert_eq!(serde_json::from_str::<Value>(&streamed).unwrap(), expected, "{streamed}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&streamed).unwrap(),
+        expected,
+        "{streamed}"
+    );
     let all = events_text(&events);
     for tell in ["１１１１", "ann\\\\u0040", "bob@", "\"abc\""] {
         assert!(!all.contains(tell), "`{tell}` reached the sink: {all}");
@@ -315,7 +328,34 @@ async fn block_refuses_streamed_arguments_before_any_call_runs() {
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation);
-    assert!(err.to_string().contains("streamed tool-call arguments (1 email)"), "{err}");
+    assert!(
+        err.to_string().contains("streamed tool-call arguments (1 email)"),
+        "{err}"
+    );
     assert!(send.calls().is_empty());
     assert!(!events_text(&sink.events()).contains("ann@"));
+}
+
+#[tokio::test]
+async fn the_transcript_handed_back_carries_no_pii() {
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("noted")])).with_stack(
+        MiddlewareStack::new()
+            .with(PiiMiddleware::new(PiiStrategy::Redact))
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent
+        .run(&mut ctx, &(), "my card is 4111 1111 1111 1111, mail ann@example.com")
+        .await
+        .unwrap();
+    assert_eq!(
+        run.messages[0].text(),
+        "my card is [REDACTED_CREDIT_CARD], mail [REDACTED_EMAIL]"
+    );
+    assert!(!format!("{:?}", run.messages).contains("4111"));
+    assert!(sink.events().iter().any(|e| matches!(
+        e,
+        AgentEvent::Custom { name, data, .. } if name == "pii_detected" && data["where"] == "transcript"
+    )));
 }

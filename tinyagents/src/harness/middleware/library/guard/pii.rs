@@ -1,7 +1,8 @@
-//! [`PiiMiddleware`]: detects PII (emails, Luhn-checked card numbers, IP and
-//! MAC addresses, phone numbers, URLs, secrets and API keys, user patterns)
-//! and blocks, redacts, masks or hashes it in requests, responses, streamed
-//! deltas, tool arguments and tool results.
+//! [`PiiMiddleware`]: detects PII (secrets and API keys, private keys, emails,
+//! URLs, Luhn-checked card numbers, IBANs, IP and MAC addresses, US SSNs,
+//! phone numbers, user patterns) and blocks, redacts, masks or hashes it in
+//! requests, responses, streamed deltas (text, reasoning, tool-call
+//! arguments, tool progress), tool arguments, tool results and the transcript.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -13,10 +14,11 @@ use super::pii_detect::{
     builtin, custom, is_secret_key, Digest, Engine, PiiCounts, PiiStrategy, StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
 };
 use crate::config::ConfigViolation;
+use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::message::ContentPart;
+use crate::harness::message::{ContentPart, Message, Role};
 use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
@@ -38,7 +40,7 @@ pub struct PiiConfig {
     /// What to do with a detected value.
     #[config(default = "redact", one_of = ["block", "redact", "mask", "hash"])]
     pub strategy: String,
-    /// The built-in types to detect: `secret`, `email`, `url`, `credit_card`, `ipv6`, `mac_address`, `ipv4`, `phone`.
+    /// The built-in types to detect: `secret`, `email`, `url`, `credit_card`, `iban`, `ipv6`, `mac_address`, `ipv4`, `ssn`, `phone`.
     #[config(default = PII_TYPES.iter().map(|s| (*s).to_owned()).collect())]
     pub types: Vec<String>,
     /// User patterns by type name (regular expressions, matching at most `max_match_chars` characters).
@@ -56,7 +58,7 @@ pub struct PiiConfig {
     /// Check tool results.
     #[config(default = true)]
     pub apply_to_tool_results: bool,
-    /// The longest value a pattern matches: the stream holds back this many characters.
+    /// How many characters each stream holds back (at least the longest bounded built-in value, 250); a match that reaches the end of the stream is held however long.
     #[config(default = 256, range = 256..=65536)]
     pub max_match_chars: usize,
 }
@@ -133,13 +135,25 @@ struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
 /// Detects PII and blocks, redacts, masks or hashes it.
 ///
 /// Applies to the request's messages (`before_model`), the streamed answer
-/// and reasoning text (`on_model_delta`), the reply (`wrap_model`), tool-call
-/// arguments (`before_tool`, and the reply's tool calls) and tool results
-/// (`after_tool`). A value split across deltas is still caught: each stream
-/// holds back its last `max_match_chars` characters (and any partial match)
-/// and releases the tail at the finish delta, so the redacted stream,
-/// concatenated, equals redacting the whole text. Events report counts by
-/// type, never values.
+/// and reasoning text and the streamed tool-call argument text
+/// (`on_model_delta`), the reply (`wrap_model`), tool-call arguments
+/// (`before_tool`, and the reply's tool calls), a tool's progress deltas
+/// (`on_tool_delta`), tool results (`after_tool`) and the transcript handed
+/// back (`after_agent`). JSON is scrubbed in values *and* object keys; the
+/// string value of a key that names a secret (`password`, `api_key`,
+/// `clientSecret`, `…_token`) is a secret whatever it looks like.
+///
+/// A value split across deltas is still caught: each stream holds back its
+/// last `max_match_chars` characters, and any match that reaches its end
+/// however long (a private-key block, a JWT, a long URL), and releases the
+/// tail at the finish delta (a tool's progress: when the call ends), so the
+/// redacted stream, concatenated, equals redacting the whole text. Events
+/// report counts by type, never values.
+///
+/// Detection runs on a normalised copy of the text (fullwidth forms and
+/// other Unicode digits folded to ASCII, Unicode spaces to a space,
+/// zero-width characters dropped, JSON escapes such as `\u0040` or `\n`
+/// decoded) and replaces the span of the original each value came from.
 ///
 /// ```
 /// use tinyagents::middleware::{PiiMiddleware, PiiStrategy};
@@ -148,6 +162,11 @@ struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
 /// let (text, counts) = pii.redact_text("mail ann@example.com, card 4111 1111 1111 1111").unwrap();
 /// assert_eq!(text, "mail [REDACTED_EMAIL], card [REDACTED_CREDIT_CARD]");
 /// assert_eq!(counts["email"], 1);
+/// // a card followed by its CVV, fullwidth digits, a card glued to `_`
+/// let (text, _) = pii
+///     .redact_text("4111 1111 1111 1111 123 | ４１１１１１１１１１１１１１１１ | cc_5500000000000004")
+///     .unwrap();
+/// assert_eq!(text, "[REDACTED_CREDIT_CARD] 123 | [REDACTED_CREDIT_CARD] | cc_[REDACTED_CREDIT_CARD]");
 /// ```
 #[derive(Debug, Clone)]
 pub struct PiiMiddleware {
@@ -301,6 +320,21 @@ impl PiiMiddleware {
     }
 }
 
+impl PiiMiddleware {
+    /// Every text part and tool-call argument of `message`.
+    fn scrub_message(&self, message: &mut Message, counts: &mut PiiCounts) -> Result<()> {
+        for part in &mut message.content {
+            if let ContentPart::Text { text } | ContentPart::Reasoning { text } = part {
+                self.scrub(text, "the transcript", counts)?;
+            }
+        }
+        for call in &mut message.tool_calls {
+            self.scrub_json(&mut call.arguments, "the transcript", counts)?;
+        }
+        Ok(())
+    }
+}
+
 /// Whether `s` is already a replacement (`[REDACTED_…]`, `<…_hash:…>`).
 fn is_marker(s: &str) -> bool {
     (s.starts_with("[REDACTED_") && s.ends_with(']'))
@@ -352,16 +386,16 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
     });
 }
 
-/// Detects PII (emails, Luhn-checked cards, IPv4/IPv6, MAC, phone, URL, secrets and API keys, user patterns) and blocks, redacts, masks or hashes it in requests, replies, streamed text, tool arguments and tool results.
+/// Detects PII (secrets and API keys, private-key blocks, emails, URLs, Luhn-checked cards, IBANs, IPv4/IPv6, MAC addresses, US SSNs, phone numbers, user patterns) and blocks, redacts, masks or hashes it in requests, replies, streamed text, streamed tool-call arguments, tool arguments, tool progress, tool results and the transcript.
 #[middleware(
     builtin,
     name = "pii",
     config = PiiConfig,
     doc(
-        mutation = "Rewrites message text parts of the request, streamed text and reasoning deltas, the reply's text and tool-call arguments, tool-call arguments before they run, and tool result content and error, replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`).",
-        events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` with counts by type, never values; the stream's held-back tail is sent as one `ModelDelta` just before the finish delta.",
-        failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in the request, the stream, the reply (its tool-call arguments included: before any of its calls runs) or a tool result (before the model sees it) it fails the run. Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass.",
-        streaming = "Holds back the last `max_match_chars` characters of the answer and reasoning streams (and any partial match) so a value split across deltas is caught; the tail is released at the finish delta and appended to the reply, so the redacted stream concatenated equals redacting the whole text. Tool-call argument deltas are forwarded as streamed and redacted in the reply's tool calls and before the tool runs.",
+        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); the string value of a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
+        events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` (`where`: request, stream, response, tool_args, tool_delta, tool_result, transcript) with counts by type, never values. A stream's held-back tail is released as deltas just before the finish delta (`ModelDelta::release_before`: forwarded to the sink and accumulated into the reply); a tool's held-back progress as one `ToolDelta` when the call ends.",
+        failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); in the request, the stream (text or tool-call arguments: before any call of the reply runs), the reply or a tool result (before the model sees it) it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
+        streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",
         cache = "Redacting the request is deterministic, so the same history gives the same prefix and the provider cache keeps working; it does not touch system segments.",
         retries = "Per-attempt stream buffers are reset when a new attempt starts, so a failed attempt's held-back text never leaks into the next; the reply of every attempt (also one produced by an inner fallback or cache without streaming) is scrubbed in `wrap_model`."
     )
@@ -388,6 +422,35 @@ impl PiiMiddleware {
             }
         }
         report(ctx, "request", &counts);
+        Ok(())
+    }
+
+    /// The transcript the run hands back (and a caller may store) carries no
+    /// PII either: the caller's own input and injected messages (user and
+    /// system roles) are scrubbed like the requests were; the model's replies
+    /// and the tool results in it were scrubbed on their way in. (With
+    /// `block` a value here is replaced, not refused: the run is over, and
+    /// refusing would lose the transcript.)
+    #[after_agent]
+    fn scrub_transcript<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+        if !self.apply_to_input && !self.apply_to_output && !self.apply_to_tool_args && !self.apply_to_tool_results {
+            return Ok(());
+        }
+        let mut this = self.clone();
+        if this.engine.strategy == PiiStrategy::Block {
+            this.engine.strategy = PiiStrategy::Redact;
+        }
+        let mut counts = PiiCounts::new();
+        let outside = |m: &&mut Message| matches!(m.role, Role::User | Role::System);
+        for message in run
+            .messages
+            .iter_mut()
+            .chain(run.final_message.as_mut())
+            .filter(outside)
+        {
+            this.scrub_message(message, &mut counts)?;
+        }
+        report(ctx, "transcript", &counts);
         Ok(())
     }
 
