@@ -359,3 +359,69 @@ async fn the_transcript_handed_back_carries_no_pii() {
         AgentEvent::Custom { name, data, .. } if name == "pii_detected" && data["where"] == "transcript"
     )));
 }
+
+#[tokio::test]
+async fn hooks_registered_after_pii_see_scrubbed_tool_results() {
+    // `after_tool` hooks run in reverse registration order: one registered after
+    // `pii` runs before pii's `after_tool`, yet the result is already clean (pii
+    // scrubs it in its tool wrap).
+    #[derive(Default)]
+    struct Peeked(Mutex<Vec<String>>);
+    #[after_tool(name = "peek")]
+    fn peek(ctx: &mut RunContext, result: &mut ToolResult) -> Result<()> {
+        ctx.local::<Peeked>().0.lock().unwrap().push(result.content.clone());
+        Ok(())
+    }
+    let lookup = RecordingTool::new("lookup").returning("owner bob@example.com");
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("lookup", json!({})),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(lookup).unwrap())
+    .with_stack(
+        MiddlewareStack::new()
+            .with(PiiMiddleware::new(PiiStrategy::Redact))
+            .unwrap()
+            .with(Peek)
+            .unwrap(),
+    );
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    assert_eq!(
+        ctx.local::<Peeked>().0.lock().unwrap().as_slice(),
+        ["owner [REDACTED_EMAIL]"]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_name_or_call_id_carrying_pii_is_scrubbed_and_runs_nothing() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("ann@example.com", json!({})),
+        ScriptedTurn::text("done"),
+    ]);
+    let lookup = RecordingTool::new("lookup");
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(lookup.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    assert!(lookup.calls().is_empty());
+    let all = format!("{:?} {:?}", sink.events(), run.messages);
+    assert!(!all.contains("ann@"), "{all}");
+    // the id the model gave (`call-ann@example.com`) became one PII-free id, still pairing call and result
+    let call = &run
+        .messages
+        .iter()
+        .find(|m| !m.tool_calls.is_empty())
+        .unwrap()
+        .tool_calls[0];
+    let result = run.messages.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert!(call.id.starts_with("pii_"), "{}", call.id);
+    assert_eq!(result.tool_call_id.as_deref(), Some(call.id.as_str()));
+    assert!(result.text().contains("no tool named"), "{}", result.text());
+}

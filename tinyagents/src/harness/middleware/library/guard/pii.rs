@@ -132,6 +132,22 @@ struct StreamState {
 #[derive(Default)]
 struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
 
+/// Digests of the results scrubbed in `wrap_tool`, so `after_tool` does not scan them again.
+#[derive(Default)]
+struct PiiScrubbedResults(Mutex<HashMap<(usize, String), Digest>>);
+
+fn result_digest(result: &ToolResult) -> Digest {
+    let mut d = Digest::default();
+    d.push(&result.content);
+    d.push("\0");
+    d.push(result.error.as_deref().unwrap_or(""));
+    d.push("\0");
+    if let Some(data) = &result.data {
+        d.push(&data.to_string());
+    }
+    d
+}
+
 /// Detects PII and blocks, redacts, masks or hashes it.
 ///
 /// Applies to the request's messages (`before_model`), the streamed answer
@@ -313,7 +329,7 @@ impl PiiMiddleware {
         }
         if self.apply_to_tool_args {
             for call in &mut response.message.tool_calls {
-                self.scrub_json(&mut call.arguments, "the model's tool-call arguments", counts)?;
+                self.scrub_call(call, "the model's tool-call arguments", counts)?;
             }
         }
         Ok(())
@@ -321,6 +337,42 @@ impl PiiMiddleware {
 }
 
 impl PiiMiddleware {
+    /// A tool result's content, error and data.
+    fn scrub_tool_result<C>(&self, ctx: &RunContext<C>, result: &mut ToolResult) -> Result<()> {
+        let mut counts = PiiCounts::new();
+        self.scrub(&mut result.content, "a tool result", &mut counts)?;
+        if let Some(e) = &mut result.error {
+            self.scrub(e, "a tool result", &mut counts)?;
+        }
+        if let Some(data) = &mut result.data {
+            self.scrub_json(data, "a tool result", &mut counts)?;
+        }
+        report(ctx, "tool_result", &counts);
+        Ok(())
+    }
+
+    /// A tool call's id, name (a name carrying PII is no tool's name) and arguments.
+    fn scrub_call(&self, call: &mut ToolCall, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        self.scrub_id(&mut call.id, place, counts)?;
+        self.scrub(&mut call.name, place, counts)?;
+        self.scrub_json(&mut call.arguments, place, counts)
+    }
+
+    /// A call id carrying PII becomes `pii_<digest of the id>`: no PII, and
+    /// still one id per call, the same wherever it appears (the call, its
+    /// result, the history), so calls and results stay paired.
+    fn scrub_id(&self, id: &mut String, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        match self.engine.redact(id) {
+            Ok((_, found)) if found.is_empty() => Ok(()),
+            Ok((_, found)) => {
+                merge(counts, found);
+                *id = format!("pii_{:016x}", Digest::of(id).value());
+                Ok(())
+            }
+            Err(found) => Err(blocked(place, &found)),
+        }
+    }
+
     /// Every text part and tool-call argument of `message`.
     fn scrub_message(&self, message: &mut Message, counts: &mut PiiCounts) -> Result<()> {
         for part in &mut message.content {
@@ -329,7 +381,10 @@ impl PiiMiddleware {
             }
         }
         for call in &mut message.tool_calls {
-            self.scrub_json(&mut call.arguments, "the transcript", counts)?;
+            self.scrub_call(call, "the transcript", counts)?;
+        }
+        if let Some(id) = &mut message.tool_call_id {
+            self.scrub_id(id, "the transcript", counts)?;
         }
         Ok(())
     }
@@ -392,9 +447,9 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
     name = "pii",
     config = PiiConfig,
     doc(
-        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); the string value of a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
+        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); the string value of a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
         events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` (`where`: request, stream, response, tool_args, tool_delta, tool_result, transcript) with counts by type, never values. A stream's held-back tail is released as deltas just before the finish delta (`ModelDelta::release_before`: forwarded to the sink and accumulated into the reply); a tool's held-back progress as one `ToolDelta` when the call ends.",
-        failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); in the request, the stream (text or tool-call arguments: before any call of the reply runs), the reply or a tool result (before the model sees it) it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
+        failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); a tool result (before the model sees it) becomes the call's error result under the agent's default tool-error policy; in the request, the stream (text or tool-call arguments: before any call of the reply runs) or the reply it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
         streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",
         cache = "Redacting the request is deterministic, so the same history gives the same prefix and the provider cache keeps working; it does not touch system segments.",
         retries = "Per-attempt stream buffers are reset when a new attempt starts, so a failed attempt's held-back text never leaks into the next; the reply of every attempt (also one produced by an inner fallback or cache without streaming) is scrubbed in `wrap_model`."
@@ -417,7 +472,10 @@ impl PiiMiddleware {
             }
             if self.apply_to_tool_args {
                 for call in &mut message.tool_calls {
-                    self.scrub_json(&mut call.arguments, "the request's tool calls", &mut counts)?;
+                    self.scrub_call(call, "the request's tool calls", &mut counts)?;
+                }
+                if let Some(id) = &mut message.tool_call_id {
+                    self.scrub_id(id, "the request's tool calls", &mut counts)?;
                 }
             }
         }
@@ -488,7 +546,22 @@ impl PiiMiddleware {
                     .map(|out| *text = out)
                     .map_err(|()| "the streamed reply")
             }
-            DeltaContent::ToolCall { index, arguments, .. } if self.apply_to_tool_args => {
+            DeltaContent::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            } if self.apply_to_tool_args => {
+                // an id and a name arrive whole, in the call's first piece
+                const PLACE: &str = "the streamed tool-call arguments";
+                let whole = id
+                    .as_mut()
+                    .map_or(Ok(()), |id| self.scrub_id(id, PLACE, &mut counts))
+                    .and_then(|()| name.as_mut().map_or(Ok(()), |n| self.scrub(n, PLACE, &mut counts)));
+                if let Err(e) = whole {
+                    drop(map);
+                    return Err(e);
+                }
                 let piece = std::mem::take(arguments);
                 state
                     .args
@@ -566,7 +639,7 @@ impl PiiMiddleware {
             return Ok(());
         }
         let mut counts = PiiCounts::new();
-        self.scrub_json(&mut call.arguments, "tool-call arguments", &mut counts)?;
+        self.scrub_call(call, "tool-call arguments", &mut counts)?;
         report(ctx, "tool_args", &counts);
         Ok(())
     }
@@ -576,16 +649,17 @@ impl PiiMiddleware {
         if !self.apply_to_tool_results {
             return Ok(());
         }
-        let mut counts = PiiCounts::new();
-        self.scrub(&mut result.content, "a tool result", &mut counts)?;
-        if let Some(e) = &mut result.error {
-            self.scrub(e, "a tool result", &mut counts)?;
+        let done = ctx
+            .local::<PiiScrubbedResults>()
+            .0
+            .lock()
+            .expect("pii results lock")
+            .remove(&(self.key(), result.call_id.clone()));
+        if done.is_some_and(|d| d == result_digest(result)) {
+            // scrubbed in `wrap_tool` and unchanged since
+            return Ok(());
         }
-        if let Some(data) = &mut result.data {
-            self.scrub_json(data, "a tool result", &mut counts)?;
-        }
-        report(ctx, "tool_result", &counts);
-        Ok(())
+        self.scrub_tool_result(ctx, result)
     }
 
     #[on_tool_delta]
@@ -608,7 +682,8 @@ impl PiiMiddleware {
         Ok(())
     }
 
-    /// Releases the held-back tail of the call's progress when the call ends (also when it fails).
+    /// Releases the held-back tail of the call's progress when the call ends
+    /// (also when it fails), and scrubs the result.
     #[wrap_tool]
     async fn flush_tool_progress<S, C>(
         &self,
@@ -642,7 +717,17 @@ impl PiiMiddleware {
                 Err(()) => {}
             }
         }
-        outcome
+        // Scrub the result here, so every wrap outside this one and every
+        // `after_tool` hook (which run in reverse order) sees it clean.
+        let mut result = outcome?.into_result();
+        self.scrub_tool_result(ctx, &mut result)?;
+        let digest = result_digest(&result);
+        ctx.local::<PiiScrubbedResults>()
+            .0
+            .lock()
+            .expect("pii results lock")
+            .insert((self.key(), result.call_id.clone()), digest);
+        Ok(result.into())
     }
 }
 

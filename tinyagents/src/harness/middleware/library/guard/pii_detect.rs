@@ -741,11 +741,22 @@ impl Default for Digest {
 }
 
 impl Digest {
+    /// The digest's value.
+    pub(super) fn value(self) -> u64 {
+        self.0
+    }
+
     pub(super) fn push(&mut self, text: &str) {
         for b in text.bytes() {
             self.0 ^= u64::from(b);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
+    }
+
+    pub(super) fn of(text: &str) -> Self {
+        let mut d = Self::default();
+        d.push(text);
+        d
     }
 }
 
