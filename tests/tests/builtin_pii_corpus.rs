@@ -93,7 +93,9 @@ fn positives() -> Vec<Case> {
         let sizes: &[usize] = if digits.len() == 15 { &[4, 6, 5] } else { &[4, 4, 4, 4] };
         let templates = if digits.starts_with("4111") { all } else { one };
         layouts(&mut out, "credit_card", digits, &cc, templates);
-        for sep in [" ", "-", ".", "\t", "\u{a0}", "  ", "\n", "\u{2009}", " - "] {
+        for sep in [
+            " ", "-", ".", "\t", "\u{a0}", "  ", "\n", "\u{2009}", "\u{3000}", " - ", "/",
+        ] {
             layouts(&mut out, "credit_card", &group(digits, sizes, sep), &cc, one);
         }
         layouts(
@@ -104,6 +106,7 @@ fn positives() -> Vec<Case> {
             one,
         );
         layouts(&mut out, "credit_card", &group(digits, sizes, "\u{200b}"), &cc, one);
+        layouts(&mut out, "credit_card", &group(digits, sizes, "\u{ad}"), &cc, one);
         layouts(
             &mut out,
             "credit_card",
@@ -214,6 +217,19 @@ fn positives() -> Vec<Case> {
         "-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----",
         (0..8).map(|i| pseudo(40 + i, 70, B64)).collect::<Vec<_>>().join("\n")
     );
+    let jwe = format!(
+        "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ.{}.{}.{}.{}",
+        pseudo(60, 342, B64URL),
+        pseudo(61, 16, B64URL),
+        pseudo(62, 400, B64URL),
+        pseudo(63, 22, B64URL)
+    );
+    let pgp = format!(
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{}\n-----END PGP PRIVATE KEY BLOCK-----",
+        (0..6).map(|i| pseudo(70 + i, 64, B64)).collect::<Vec<_>>().join("\n")
+    );
+    let sendgrid = format!("SG.{}.{}", pseudo(80, 22, B64URL), pseudo(81, 43, B64URL));
+    let pypi = format!("pypi-AgEIcHlwaS5vcmc{}", pseudo(82, 60, B64URL));
     let aws_secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
     for s in [
         "AKIAIOSFODNN7EXAMPLE",
@@ -228,7 +244,14 @@ fn positives() -> Vec<Case> {
         "sk_live_0123456789abcdefghij",
         "glpat-abcdefghij0123456789",
         "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+        "xapp-1-A0123456789-abcdefghijklmnop",
+        "whsec_abcdefghijklmnopqrstuvwxyz012345",
+        "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+        sendgrid.as_str(),
+        pypi.as_str(),
         jwt.as_str(),
+        jwe.as_str(),
+        pgp.as_str(),
         bearer.as_str(),
         pem.as_str(),
         openssh.as_str(),
@@ -637,4 +660,19 @@ async fn random_splits_of_corpus_text_redact_like_the_whole_text() {
         let (seen, _) = run_everywhere(&text, case).await;
         assert_eq!(seen, expected_seen(&expected), "case {case}: {text:?}");
     }
+}
+
+#[test]
+fn user_patterns_run_on_the_normalised_text_too() {
+    let pii = PiiMiddleware::new(PiiStrategy::Redact)
+        .only(["email"])
+        .unwrap()
+        .with_pattern("employee_id", r"EMP-[0-9]{6}")
+        .unwrap();
+    // fullwidth letters, digits and hyphen; a zero-width space inside
+    let (out, counts) = pii
+        .redact_text("id ＥＭＰ－１２３４５６ and EMP-12\u{200b}3456 ok")
+        .unwrap();
+    assert_eq!(out, "id [REDACTED_EMPLOYEE_ID] and [REDACTED_EMPLOYEE_ID] ok");
+    assert_eq!(counts["employee_id"], 2);
 }

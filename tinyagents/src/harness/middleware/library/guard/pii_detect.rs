@@ -415,13 +415,14 @@ const SECRET_SPECS: &[Spec] = &[
         None,
         false,
     ),
-    // A 40-character base64 token: an AWS secret access key
+    // A 40-character base64 token: an AWS secret access key (a maximal run, so a
+    // long base64 blob is one match, rejected by its length, not 40-character windows)
     spec(
-        r"[A-Za-z0-9/+]{40}",
-        Check::Valid(aws_secret_like),
+        r"[A-Za-z0-9/+]{40,}",
+        Check::Valid(|v| v.len() == 40 && aws_secret_like(v)),
         Edge::Both,
         None,
-        true,
+        false,
     ),
 ];
 
