@@ -120,8 +120,6 @@ struct PiiStreams(Mutex<HashMap<usize, StreamState>>);
 #[derive(Default)]
 struct StreamState {
     attempt: u32,
-    /// The finish delta was seen (and every held-back tail released before it).
-    finished: bool,
     text: StreamBuffer,
     reasoning: StreamBuffer,
     /// The argument text of each streamed tool call, by index.
@@ -283,10 +281,10 @@ impl PiiMiddleware {
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
             Value::Object(map) => {
                 let secrets = self.engine.detects_secrets();
-                let old = std::mem::take(map);
-                for (key, mut v) in old {
-                    match &mut v {
-                        Value::String(s) if secrets && is_secret_key(&key) && !s.is_empty() && !is_marker(s) => {
+                let mut renamed = Vec::new();
+                for (key, v) in map.iter_mut() {
+                    match v {
+                        Value::String(s) if secrets && is_secret_key(key) && !s.is_empty() && !is_marker(s) => {
                             *counts.entry("secret".to_owned()).or_default() += 1;
                             if self.engine.strategy == PiiStrategy::Block {
                                 let mut found = PiiCounts::new();
@@ -295,10 +293,16 @@ impl PiiMiddleware {
                             }
                             *s = self.engine.replacement("secret", s);
                         }
-                        _ => self.scrub_json(&mut v, place, counts)?,
+                        _ => self.scrub_json(v, place, counts)?,
                     }
-                    let mut k = key;
+                    let mut k = key.clone();
                     self.scrub(&mut k, place, counts)?;
+                    if k != *key {
+                        renamed.push((key.clone(), k));
+                    }
+                }
+                for (old, mut k) in renamed {
+                    let v = map.remove(&old).expect("a key just seen");
                     if map.contains_key(&k) {
                         let base = k.clone();
                         let mut n = 2;
@@ -575,7 +579,6 @@ impl PiiMiddleware {
                 // Release every held-back tail ahead of the finish delta: the
                 // loop forwards and accumulates it, so each wrap inside this
                 // one sees the whole (scrubbed) reply.
-                state.finished = true;
                 flush_all(state, engine, hold, &mut counts).map(|released| {
                     for d in released {
                         delta.release_before(d);
@@ -612,8 +615,8 @@ impl PiiMiddleware {
         let mut counts = PiiCounts::new();
         let mut clean = (false, false);
         if let Some(mut s) = taken.filter(|s| s.attempt == ctx.counters().model_calls) {
-            if !s.finished {
-                // A stream that ended without a finish delta still has its tails pending.
+            // A stream that ended without a finish delta (or sent text after it) still has tails pending.
+            {
                 let mut tail_counts = PiiCounts::new();
                 let released = match flush_all(&mut s, &self.engine, self.hold, &mut tail_counts) {
                     Ok(released) => released,
