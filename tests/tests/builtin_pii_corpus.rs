@@ -676,3 +676,103 @@ fn user_patterns_run_on_the_normalised_text_too() {
     assert_eq!(out, "id [REDACTED_EMPLOYEE_ID] and [REDACTED_EMPLOYEE_ID] ok");
     assert_eq!(counts["employee_id"], 2);
 }
+
+/// Hostile junk (escapes, lone surrogates, fullwidth and zero-width
+/// characters, broken key blocks, quotes) never panics, and every text
+/// stream still equals redacting the whole text; the arguments stay valid JSON.
+#[tokio::test]
+async fn hostile_junk_never_panics_and_streams_stay_exact() {
+    const PIECES: &[&str] = &[
+        "\\",
+        "\\\\",
+        "u",
+        "0040",
+        "\\u0040",
+        "\\\\u0040",
+        "\\uD83D",
+        "\\uDE00",
+        "\\n",
+        "\"",
+        "4111",
+        " ",
+        "1111",
+        "\u{ff14}",
+        "\u{200b}",
+        "\u{a0}",
+        "\u{ad}",
+        "ann",
+        "@",
+        "example.com",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END PRIVATE KEY-----",
+        "eyJ",
+        "abcdefghijklmnop",
+        "\n",
+        "\t",
+        "AKIA",
+        "IOSFODNN7EXAMPLE",
+        "+1",
+        "(415)",
+        "555",
+        "é",
+        "日本",
+        "password=",
+        "\": \"",
+        ".",
+        ":",
+        "::",
+        "ff",
+        "192.168.",
+        "0.1",
+        "_",
+        "-",
+    ];
+    let mut rng = Rng(0x0005_EED0_FBAD_1DEA);
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    for case in 0..150 {
+        let n = 1 + rng.below(30);
+        let text: String = (0..n).map(|_| PIECES[rng.below(PIECES.len())]).collect();
+        let (expected, _) = pii.redact_text(&text).unwrap();
+        let (seen, _) = run_everywhere(&text, case).await;
+        let e = expected_seen(&expected);
+        assert_eq!(
+            (
+                &seen.request,
+                &seen.streamed_reply,
+                &seen.reply,
+                &seen.tool_progress,
+                &seen.tool_result
+            ),
+            (
+                &e.request,
+                &e.streamed_reply,
+                &e.reply,
+                &e.tool_progress,
+                &e.tool_result
+            ),
+            "case {case}: {text:?}"
+        );
+        assert!(
+            seen.arg_stream.is_object(),
+            "case {case}: the streamed arguments stay JSON"
+        );
+        assert!(seen.tool_args.is_object(), "case {case}");
+    }
+}
+
+#[test]
+fn escapes_are_decoded_for_detection_even_when_escaped_again() {
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    for text in [
+        r"mail ann\u0040example.com now",
+        r"mail ann\\u0040example.com now",
+        r"mail ann\\\\u0040example.com now",
+        r"mail \u0061\u006e\u006e@example.com now",
+    ] {
+        assert_eq!(pii.redact_text(text).unwrap().0, "mail [REDACTED_EMAIL] now", "{text}");
+    }
+    // a lone or broken escape is kept as it is
+    for text in [r"\uD83D alone", r"\u12", "ends with \\"] {
+        assert_eq!(pii.redact_text(text).unwrap().0, text);
+    }
+}

@@ -650,13 +650,37 @@ fn normalise(text: &str) -> Normalised<'_> {
             map: None,
         };
     }
+    let (mut out, mut map, mut pairs) = fold_pass(text);
+    // An escape written inside a JSON string (`ann\\u0040example.com` in raw
+    // arguments) decodes to an escape: decode again (a few levels deep).
+    for _ in 0..3 {
+        if !pairs || !out.contains('\\') {
+            break;
+        }
+        let (again, inner, more) = fold_pass(&out);
+        map = inner.iter().map(|&i| map[i]).collect();
+        out = again;
+        pairs = more;
+    }
+    Normalised {
+        text: Cow::Owned(out),
+        map: Some(map),
+    }
+}
+
+/// One pass of folding and unescaping: the text, each of its bytes' source
+/// offset, and whether it decoded an escaped backslash (which may start a new escape).
+fn fold_pass(text: &str) -> (String, Vec<usize>, bool) {
+    let mut pairs = false;
     let mut out = String::with_capacity(text.len());
     let mut map = Vec::with_capacity(text.len() + 1);
     let mut i = 0;
     while i < text.len() {
         let rest = &text[i..];
         let (c, len) = if rest.starts_with('\\') {
-            unescape(rest).unwrap_or(('\\', 1))
+            let (c, len) = unescape(rest).unwrap_or(('\\', 1));
+            pairs |= len == 2 && c == '\\';
+            (c, len)
         } else {
             let c = rest.chars().next().expect("not at the end");
             (c, c.len_utf8())
@@ -670,10 +694,7 @@ fn normalise(text: &str) -> Normalised<'_> {
         i += len;
     }
     map.push(text.len());
-    Normalised {
-        text: Cow::Owned(out),
-        map: Some(map),
-    }
+    (out, map, pairs)
 }
 
 fn edge_ok(edge: Edge, text: &str, start: usize, end: usize) -> bool {
