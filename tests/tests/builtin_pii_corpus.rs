@@ -153,6 +153,7 @@ fn positives() -> Vec<Case> {
         "jürgen@exämple.de".to_owned(),
         fullwidth("joe@example.com"),
         "ann\u{200b}@example.com".to_owned(),
+        "ann\u{fe6b}example\u{3002}com".to_owned(),
     ];
     emails.push("UPPER.CASE@EXAMPLE.COM".to_owned());
     for e in &emails {

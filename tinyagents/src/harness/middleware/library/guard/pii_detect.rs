@@ -599,6 +599,9 @@ fn fold(c: char) -> Option<char> {
         0x00A0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 => ' ',
         0x00AD | 0x200B..=0x200D | 0x2060 | 0xFEFF => return None,
         0x2010..=0x2015 | 0x2212 | 0xFE63 => '-',
+        // `﹫` and the ideographic / halfwidth full stops (`ann＠example。com`)
+        0xFE6B => '@',
+        0x3002 | 0xFF61 => '.',
         _ => match DIGIT_ZEROS.iter().find(|&&z| (z..z + 10).contains(&u)) {
             Some(&z) => char::from(b'0' + (u - z) as u8),
             None => c,
