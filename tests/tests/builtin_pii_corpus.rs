@@ -596,6 +596,8 @@ async fn object_keys_are_redacted_and_kept_apart_in_arguments_and_results() {
             "api_key": "short",
             "clientSecret": "x",
             "max_tokens": 10,
+            "pin_password": 1234,
+            "credentials": { "user": "bob", "pass": ["x", 7, true] },
         }),
     );
     let call = h.before_tool(call).await.unwrap();
@@ -610,6 +612,14 @@ async fn object_keys_are_redacted_and_kept_apart_in_arguments_and_results() {
     assert_eq!(args["api_key"], "[REDACTED_SECRET]");
     assert_eq!(args["clientSecret"], "[REDACTED_SECRET]");
     assert_eq!(args["max_tokens"], 10);
+    assert_eq!(
+        args["pin_password"], "[REDACTED_SECRET]",
+        "a number under a secret-named key too"
+    );
+    assert_eq!(
+        args["credentials"],
+        json!({ "user": "[REDACTED_SECRET]", "pass": ["[REDACTED_SECRET]", "[REDACTED_SECRET]", true] })
+    );
     // results: content, error and structured data (keys too)
     let mut result = ToolResult::error(&call, "failed for ann@example.com");
     result.data = Some(json!({ "10.0.0.1": { "owner": "bob@example.com" } }));

@@ -153,9 +153,9 @@ fn result_digest(result: &ToolResult) -> Digest {
 /// (`on_model_delta`), the reply (`wrap_model`), tool-call arguments
 /// (`before_tool`, and the reply's tool calls), a tool's progress deltas
 /// (`on_tool_delta`), tool results (`after_tool`) and the transcript handed
-/// back (`after_agent`). JSON is scrubbed in values *and* object keys; the
-/// string value of a key that names a secret (`password`, `api_key`,
-/// `clientSecret`, `…_token`) is a secret whatever it looks like.
+/// back (`after_agent`). JSON is scrubbed in values *and* object keys; every
+/// string and number under a key that names a secret (`password`, `api_key`,
+/// `clientSecret`, `…_token`, `credentials`) is a secret whatever it looks like.
 ///
 /// A value split across deltas is still caught: each stream holds back its
 /// last `max_match_chars` characters, and any match that reaches its end
@@ -271,8 +271,8 @@ impl PiiMiddleware {
         }
     }
 
-    /// Scrubs every string of `value`, object keys included. The string value
-    /// of a key that names a secret (`password`, `api_key`, `clientSecret`,
+    /// Scrubs every string of `value`, object keys included. Whatever sits
+    /// under a key that names a secret (`password`, `api_key`, `clientSecret`,
     /// `…_token`) is a secret whatever it looks like. Two keys that become
     /// the same are kept apart with a `#2`, `#3`… suffix: nothing is lost.
     fn scrub_json(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
@@ -283,17 +283,10 @@ impl PiiMiddleware {
                 let secrets = self.engine.detects_secrets();
                 let mut renamed = Vec::new();
                 for (key, v) in map.iter_mut() {
-                    match v {
-                        Value::String(s) if secrets && is_secret_key(key) && !s.is_empty() && !is_marker(s) => {
-                            *counts.entry("secret".to_owned()).or_default() += 1;
-                            if self.engine.strategy == PiiStrategy::Block {
-                                let mut found = PiiCounts::new();
-                                found.insert("secret".to_owned(), 1);
-                                return Err(blocked(place, &found));
-                            }
-                            *s = self.engine.replacement("secret", s);
-                        }
-                        _ => self.scrub_json(v, place, counts)?,
+                    if secrets && is_secret_key(key) {
+                        self.secret_value(v, place, counts)?;
+                    } else {
+                        self.scrub_json(v, place, counts)?;
                     }
                     let mut k = key.clone();
                     self.scrub(&mut k, place, counts)?;
@@ -317,6 +310,26 @@ impl PiiMiddleware {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The value of a secret-named key: every string and number in it is a
+    /// secret, whatever it looks like (a number becomes the replacement text).
+    fn secret_value(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        let text = match value {
+            Value::String(s) if !s.is_empty() && !is_marker(s) => std::mem::take(s),
+            Value::Number(n) => n.to_string(),
+            Value::Array(items) => return items.iter_mut().try_for_each(|v| self.secret_value(v, place, counts)),
+            Value::Object(map) => return map.values_mut().try_for_each(|v| self.secret_value(v, place, counts)),
+            _ => return Ok(()),
+        };
+        *counts.entry("secret".to_owned()).or_default() += 1;
+        if self.engine.strategy == PiiStrategy::Block {
+            let mut found = PiiCounts::new();
+            found.insert("secret".to_owned(), 1);
+            return Err(blocked(place, &found));
+        }
+        *value = Value::String(self.engine.replacement("secret", &text));
+        Ok(())
     }
 
     /// Scrubs the reply: its text and reasoning (unless `clean` says the
@@ -451,7 +464,7 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
     name = "pii",
     config = PiiConfig,
     doc(
-        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); the string value of a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
+        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
         events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` (`where`: request, stream, response, tool_args, tool_delta, tool_result, transcript) with counts by type, never values. A stream's held-back tail is released as deltas just before the finish delta (`ModelDelta::release_before`: forwarded to the sink and accumulated into the reply); a tool's held-back progress as one `ToolDelta` when the call ends.",
         failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); a tool result (before the model sees it) becomes the call's error result under the agent's default tool-error policy; in the request, the stream (text or tool-call arguments: before any call of the reply runs) or the reply it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
         streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",

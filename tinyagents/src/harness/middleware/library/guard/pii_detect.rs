@@ -328,6 +328,9 @@ const SECRET_KEY_SUFFIXES: &[&str] = &[
     "credential",
     "credentials",
     "authorization",
+    "secrets",
+    "passwords",
+    "apikeys",
 ];
 
 /// Whether an object key names a secret (`api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, …).
