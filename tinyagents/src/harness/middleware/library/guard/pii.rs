@@ -43,7 +43,7 @@ pub struct PiiConfig {
     /// The built-in types to detect: `secret`, `email`, `url`, `credit_card`, `iban`, `ipv6`, `mac_address`, `ipv4`, `ssn`, `phone`.
     #[config(default = PII_TYPES.iter().map(|s| (*s).to_owned()).collect())]
     pub types: Vec<String>,
-    /// User patterns by type name (regular expressions, matching at most `max_match_chars` characters).
+    /// User patterns by type name (regular expressions, run on the normalised text; in a stream, a value that matches only once complete must fit in `max_match_chars` characters).
     #[config(default = BTreeMap::new())]
     pub custom: BTreeMap<String, String>,
     /// Check the request's messages before each model call.

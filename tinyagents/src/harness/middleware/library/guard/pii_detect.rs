@@ -361,7 +361,7 @@ const fn spec(pattern: &'static str, check: Check, edge: Edge, needs: Option<Nee
     }
 }
 
-/// Separators between the digit groups of a card: space, tab, line breaks, dot, dash, slash (up to three).
+/// The detectors of type `secret` (with the two key-context ones below).
 const SECRET_SPECS: &[Spec] = &[
     // AWS access key ids
     spec(
@@ -460,6 +460,8 @@ fn spec_for(name: &str) -> Option<Spec> {
             Some(|c| c.colon || c.dot),
             false,
         ),
+        // a greedy run of digit groups; separators: space, tab, line breaks, dot,
+        // slash, dash (up to three); the cards are the windows inside it
         "credit_card" => spec(
             r"[0-9](?:(?:[ \t\r\n./\-]{1,3})?[0-9]){12,}",
             Check::Windows(card_windows),
