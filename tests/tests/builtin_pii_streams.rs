@@ -425,3 +425,36 @@ async fn a_tool_name_or_call_id_carrying_pii_is_scrubbed_and_runs_nothing() {
     assert_eq!(result.tool_call_id.as_deref(), Some(call.id.as_str()));
     assert!(result.text().contains("no tool named"), "{}", result.text());
 }
+
+#[tokio::test]
+async fn a_fallback_after_a_failed_stream_gets_none_of_its_held_back_text() {
+    // attempt 1 streams text that pii holds back, then fails; a wrap inside pii answers instead
+    #[wrap_model(name = "fallback")]
+    async fn fallback(
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        match next.run(ctx, state, request).await {
+            Err(_) => Ok(ModelResponse::text("from the fallback").into()),
+            ok => ok,
+        }
+    }
+    let model = ScriptedModel::new([ScriptedTurn::FailAfter(
+        vec![ModelDelta::text("the number is 4111 1111 ")],
+        TinyAgentsError::model("connection reset", false),
+    )]);
+    let agent: Agent<()> = Agent::new(model).with_stack(
+        MiddlewareStack::new()
+            .with(PiiMiddleware::new(PiiStrategy::Redact))
+            .unwrap()
+            .with(Fallback)
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    assert_eq!(run.final_text(), "from the fallback");
+    assert!(!events_text(&sink.events()).contains("4111"));
+}

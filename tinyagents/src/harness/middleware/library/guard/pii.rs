@@ -616,10 +616,16 @@ impl PiiMiddleware {
         request: ModelRequest,
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
-        let mut response = next.run(ctx, state, request).await?.into_response();
         if !self.apply_to_output && !self.apply_to_tool_args {
-            return Ok(response.into());
+            return next.run(ctx, state, request).await;
         }
+        // A stream a failed call left behind is not this call's: drop it first.
+        ctx.local::<PiiStreams>()
+            .0
+            .lock()
+            .expect("pii stream lock")
+            .remove(&self.key());
+        let mut response = next.run(ctx, state, request).await?.into_response();
         let taken = {
             let streams = ctx.local::<PiiStreams>();
             let mut map = streams.0.lock().expect("pii stream lock");
@@ -628,13 +634,28 @@ impl PiiMiddleware {
         let mut counts = PiiCounts::new();
         let mut clean = (false, false);
         if let Some(mut s) = taken.filter(|s| s.attempt == ctx.counters().model_calls) {
-            // A stream that ended without a finish delta (or sent text after it) still has tails pending.
-            {
-                let mut tail_counts = PiiCounts::new();
-                let released = match flush_all(&mut s, &self.engine, self.hold, &mut tail_counts) {
-                    Ok(released) => released,
-                    Err(place) => return Err(blocked(place, &tail_counts)),
-                };
+            // A stream that ended without a finish delta (or sent text after it)
+            // still has tails pending. They belong to this reply only when it is
+            // what that stream accumulated (not a fallback an inner wrap made
+            // after the stream failed): then its text is what was emitted so far.
+            let ours = (
+                digest_of(&response, false) == s.text.emitted,
+                digest_of(&response, true) == s.reasoning.emitted,
+            );
+            let mut tail_counts = PiiCounts::new();
+            let released = match flush_all(&mut s, &self.engine, self.hold, &mut tail_counts) {
+                Ok(released) => released,
+                Err(place) => return Err(blocked(place, &tail_counts)),
+            };
+            let released: Vec<ModelDelta> = released
+                .into_iter()
+                .filter(|d| match d.content {
+                    DeltaContent::Text { .. } => ours.0,
+                    DeltaContent::Reasoning { .. } => ours.1,
+                    _ => false,
+                })
+                .collect();
+            if !released.is_empty() {
                 merge(&mut counts, tail_counts);
                 append_tails(&mut response, &released);
             }
