@@ -597,6 +597,7 @@ async fn object_keys_are_redacted_and_kept_apart_in_arguments_and_results() {
             "clientSecret": "x",
             "max_tokens": 10,
             "pin_password": 1234,
+            "AKIAIOSFODNN7EXAMPLE": 5,
             "credentials": { "user": "bob", "pass": ["x", 7, true] },
         }),
     );
@@ -612,6 +613,13 @@ async fn object_keys_are_redacted_and_kept_apart_in_arguments_and_results() {
     assert_eq!(args["api_key"], "[REDACTED_SECRET]");
     assert_eq!(args["clientSecret"], "[REDACTED_SECRET]");
     assert_eq!(args["max_tokens"], 10);
+    assert_eq!(
+        args["[REDACTED_SECRET]"], 5,
+        "a redacted key names no secret: its number stays"
+    );
+    // scrubbing again changes nothing: a key holding a replacement names no secret
+    let again = h.before_tool(call.clone()).await.unwrap();
+    assert_eq!(again.arguments, call.arguments);
     assert_eq!(
         args["pin_password"], "[REDACTED_SECRET]",
         "a number under a secret-named key too"

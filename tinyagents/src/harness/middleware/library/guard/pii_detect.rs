@@ -333,8 +333,17 @@ const SECRET_KEY_SUFFIXES: &[&str] = &[
     "apikeys",
 ];
 
-/// Whether an object key names a secret (`api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, …).
+/// Whether an object key names a secret (`api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, …):
+/// a name (letters, digits, `_`, `-`, `.`, spaces; at most 64 bytes) ending in one of
+/// [`SECRET_KEY_SUFFIXES`]. A key holding a sentence or a replacement names nothing.
 pub(super) fn is_secret_key(key: &str) -> bool {
+    let name = key.len() <= 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b' '));
+    if !name {
+        return false;
+    }
     let folded: String = key
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
