@@ -12,12 +12,21 @@ pub(crate) struct OrderNode<'a> {
     pub(crate) after: Vec<&'a str>,
 }
 
+/// The name that orders a middleware relative to every other one:
+/// `before = ["*"]` runs it before all others (`after = ["*"]`: after all),
+/// except those that name it in a constraint of their own or say `"*"` the
+/// same way (those keep registration order among themselves).
+pub(crate) const EVERY: &str = "*";
+
 /// Returns the indices of `nodes` in resolved order. A constraint naming an
-/// absent middleware is ignored (it orders relative to it *if* present). A
-/// cycle is a `Config` error naming the middleware on it.
+/// absent middleware is ignored (it orders relative to it *if* present);
+/// [`EVERY`] (`"*"`) names every other middleware. A cycle is a `Config`
+/// error naming the middleware on it.
 pub(crate) fn resolve(nodes: &[OrderNode<'_>]) -> Result<Vec<usize>> {
     let n = nodes.len();
     let index = |name: &str| nodes.iter().position(|x| x.name == name);
+    // Whether `j` orders itself relative to `i` by name.
+    let names = |j: &OrderNode<'_>, i: &OrderNode<'_>| j.before.contains(&i.name) || j.after.contains(&i.name);
     // edges[a] contains b: a must come before b.
     let mut edges: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
     for (i, node) in nodes.iter().enumerate() {
@@ -26,6 +35,18 @@ pub(crate) fn resolve(nodes: &[OrderNode<'_>]) -> Result<Vec<usize>> {
         }
         for a in node.after.iter().filter_map(|a| index(a)) {
             edges[a].insert(i);
+        }
+        let (first, last) = (node.before.contains(&EVERY), node.after.contains(&EVERY));
+        for (j, other) in nodes.iter().enumerate() {
+            if j == i || names(other, node) || names(node, other) {
+                continue;
+            }
+            if first && !other.before.contains(&EVERY) {
+                edges[i].insert(j);
+            }
+            if last && !other.after.contains(&EVERY) {
+                edges[j].insert(i);
+            }
         }
     }
     let mut indegree = vec![0usize; n];
