@@ -556,3 +556,28 @@ fn the_answer_grammar_is_exact() {
     let value: Value = serde_json::to_value(tinyagents::hooks::HookOutput::default()).unwrap();
     assert_eq!(value["continue"], true);
 }
+
+#[tokio::test]
+async fn post_compact_still_fires_now_that_the_hooks_run_first() {
+    let dir = temp_dir("post-compact");
+    let cmd = script(&dir, "post.sh", "cat > post.json");
+    let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
+    // registered after the compactor, yet ordered before it: the compaction of
+    // this model call is seen in `after_model`
+    let stack = MiddlewareStack::new()
+        .with(Summarization::new(SummaryTrigger::messages(2)).keep_messages(1))
+        .unwrap()
+        .with(ExternalHooksMiddleware::new([hook(HookEvent::PostCompact, cmd)]).in_dir(&dir))
+        .unwrap();
+    assert_eq!(stack.names(), ["external_hooks", "summarization"]);
+    let agent: Agent<()> = Agent::from_shared(model.clone()).with_stack(stack);
+    let history = vec![Message::user("one"), Message::assistant("two"), Message::user("three")];
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("run-1"), ()), &(), history)
+        .await
+        .unwrap();
+    assert_eq!(run.compressions.len(), 1, "the summarization compacted");
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("post.json")).unwrap()).unwrap();
+    assert_eq!(input["event"], "post_compact");
+    assert!(input["compaction"].is_object(), "{input}");
+}
