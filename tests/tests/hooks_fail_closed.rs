@@ -368,6 +368,21 @@ async fn a_block_is_not_lost_when_a_background_child_keeps_stdout_open() {
             dead,
             "the background child (pid {pid}) was killed with the hook's group"
         );
+
+        // the same with exit status 2 and stderr held open
+        let cmd = script(
+            &dir,
+            "bg2.sh",
+            "cat > /dev/null\nsleep 60 &\necho 'stderr held open' >&2\nexit 2",
+        );
+        let tool = RecordingTool::new("shell");
+        let out = run_with(&dir, vec![hook(event, cmd)], tool.clone()).await;
+        assert!(tool.calls().is_empty(), "{event}");
+        let result = out.result();
+        assert!(
+            result.contains("stderr held open") && !result.contains("timed out"),
+            "{result}"
+        );
     }
 }
 
