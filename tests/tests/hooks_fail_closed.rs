@@ -442,6 +442,30 @@ fn no_passwd(call: &mut ToolCall) -> Result<()> {
     Ok(())
 }
 
+/// A middleware that asks to run after every other one.
+#[before_tool(name = "last_of_all", after = ["*"])]
+fn last_of_all() -> Result<()> {
+    Ok(())
+}
+
+#[test]
+fn the_ordering_wildcard_places_a_middleware_first_or_last() {
+    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(LastOfAll)
+        .unwrap()
+        .with(LoggingMiddleware::new())
+        .unwrap()
+        .with(ExternalHooksMiddleware::new([]))
+        .unwrap()
+        .with(NoPasswd)
+        .unwrap();
+    assert_eq!(stack.names(), ["external_hooks", "logging", "no_passwd", "last_of_all"]);
+    assert_eq!(
+        stack.implementors(HookKind::BeforeTool),
+        ["external_hooks", "logging", "no_passwd", "last_of_all"]
+    );
+}
+
 /// A middleware that names the hooks to run before them.
 #[before_tool(name = "first_of_all", before = ["external_hooks"])]
 fn first_of_all() -> Result<()> {
