@@ -116,7 +116,7 @@ pub struct HookCommand {
     pub event: HookEvent,
     /// A regex over the tool name, for tool events (none: every tool).
     pub matcher: Option<Regex>,
-    /// The command, run with `sh -c` in the workspace directory.
+    /// The command, run with `/bin/sh -c` in the workspace directory.
     pub command: String,
     /// How long it may run before it is killed, with its children.
     pub timeout: Duration,

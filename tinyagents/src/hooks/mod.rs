@@ -13,7 +13,7 @@
 //! [[hooks]]
 //! event = "pre_tool_use"          # when (see the table below)
 //! matcher = "^(shell|write_file)$" # a regex over the tool name (tool events only; none: every tool)
-//! command = "./hooks/check.sh"     # run with `sh -c` in the workspace directory
+//! command = "./hooks/check.sh"     # run with `/bin/sh -c` in the workspace directory
 //! timeout_ms = 5000                # default 60000; on timeout the process group is killed
 //! env = { POLICY = "strict" }      # variables set for the command
 //! pass_env = ["CI"]                # variables of the agent's environment passed on (besides the allow list)

@@ -334,12 +334,16 @@ pub fn hook_environment(
     env
 }
 
-/// Starts one hook command: `sh -c COMMAND` in `cwd`, with exactly `env`
+/// The shell hook commands run with: an absolute path, so no `PATH` entry
+/// can stand in for it.
+const SHELL: &str = if cfg!(unix) { "/bin/sh" } else { "sh" };
+
+/// Starts one hook command: `/bin/sh -c COMMAND` in `cwd`, with exactly `env`
 /// (nothing inherited), stdin/stdout/stderr piped, in a process group of its
 /// own. This is the one place hooks create processes, so an OS sandbox
 /// runner can take it over.
 fn spawn(command: &str, cwd: &Path, env: &[(OsString, OsString)]) -> std::io::Result<tokio::process::Child> {
-    let mut cmd = tokio::process::Command::new("sh");
+    let mut cmd = tokio::process::Command::new(SHELL);
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -387,7 +391,7 @@ enum End {
 
 /// Runs `hook` with `input` on stdin in `cwd`, and reads its answer.
 ///
-/// The command runs as `sh -c COMMAND` in a process group of its own, with
+/// The command runs as `/bin/sh -c COMMAND` in a process group of its own, with
 /// the environment of [`hook_environment`] (never the agent's whole
 /// environment). Reads are bounded: stdout up to the entry's
 /// `max_stdout_bytes`, stderr up to `max_stderr_bytes`; more is a
