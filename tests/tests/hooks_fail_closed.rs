@@ -620,3 +620,36 @@ async fn post_compact_still_fires_now_that_the_hooks_run_first() {
     assert_eq!(input["event"], "post_compact");
     assert!(input["compaction"].is_object(), "{input}");
 }
+
+#[tokio::test]
+async fn a_long_stop_reason_and_system_message_are_shortened() {
+    let dir = temp_dir("long-stop");
+    let cmd = script(
+        &dir,
+        "halt.sh",
+        "printf '{\"continue\":false,\"system_message\":\"'; head -c 50000 /dev/zero | tr '\\000' m; \
+         printf '\",\"stop_reason\":\"'; head -c 50000 /dev/zero | tr '\\000' s; printf '\"}'",
+    );
+    let tool = RecordingTool::new("shell");
+    let out = run_with(&dir, vec![hook(HookEvent::PostToolUse, cmd)], tool.clone()).await;
+    let run = out.run.as_ref().unwrap();
+    let text = run.final_text();
+    assert!(
+        text.len() < 2048 + 100 && text.ends_with(" bytes cut]"),
+        "{} bytes",
+        text.len()
+    );
+    let notice = out
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Notice { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        notice.len() < 2048 + 100 && notice.ends_with(" bytes cut]"),
+        "{} bytes",
+        notice.len()
+    );
+}

@@ -84,7 +84,8 @@
 //! Reads are bounded: stdout up to `max_stdout_bytes`, stderr up to
 //! `max_stderr_bytes`; a hook over its limit is killed and has failed. Every
 //! text of a hook shown to the model or put in a notice (a reason, stderr,
-//! why an answer is not understood) is cut at [`SHOWN_MAX`] (2 KiB) with a
+//! why an answer is not understood, a `stop_reason`, a `system_message`) is
+//! cut at [`SHOWN_MAX`] (2 KiB) with a
 //! `… [N bytes cut]` marker. Reading stops when the hook process exits (what
 //! is still in the pipes is read for a moment): a background child that
 //! keeps stdout open cannot hold the answer back, and the hook's process
@@ -348,7 +349,7 @@ impl ExternalHooksMiddleware {
                         notice(shorten(&message, SHOWN_MAX), false);
                     }
                     if !out.should_continue && combined.stop.is_none() {
-                        combined.stop = Some(out.stop_reason.clone().unwrap_or_default());
+                        combined.stop = Some(shorten(out.stop_reason.as_deref().unwrap_or_default(), SHOWN_MAX));
                     }
                     match out.decision {
                         Some(Decision::Block) if combined.blocked.is_none() => {
