@@ -242,13 +242,13 @@ fn a_missing_key_points_at_its_table_and_bad_toml_at_the_syntax_error() {
 }
 
 #[test]
-fn hooks_entries_become_one_external_hooks_middleware_after_the_entries() {
+fn hooks_entries_become_one_external_hooks_middleware_ordered_before_every_other() {
     let text = "[[hooks]]\nevent = \"stop\"\ncommand = \"true\"\n\n[[middleware]]\ntype = \"logging\"\n";
     let stack = build(&registry(), text).unwrap();
-    assert_eq!(
-        stack.names(),
-        after_defaults(&registry(), &["logging", "external_hooks"])
-    );
+    // listed last, it runs first (`before = ["*"]`): the guards judge what a hook rewrites
+    let mut expected = vec!["external_hooks"];
+    expected.extend(after_defaults(&registry(), &["logging"]));
+    assert_eq!(stack.names(), expected);
     assert!(stack.implementors(HookKind::OnToolBatch).contains(&"external_hooks"));
 }
 

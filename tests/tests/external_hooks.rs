@@ -176,13 +176,14 @@ async fn several_hooks_combine_in_list_order_last_rewrite_and_first_block_win() 
 }
 
 #[tokio::test]
-async fn output_that_is_not_json_and_a_failing_hook_become_notices() {
+async fn output_that_is_not_understood_and_a_failing_hook_become_notices_and_policy_hooks_refuse() {
     let dir = temp_dir("notices");
     let chatty = script(&dir, "chatty.sh", "echo 'hello, I am not JSON'");
     let broken = script(&dir, "broken.sh", "echo 'oops' >&2; exit 1");
+    // opted out on the policy event, fail-open by default on post_tool_use
     let tool = RecordingTool::new("shell");
     let hooks = vec![
-        hook(HookEvent::PreToolUse, chatty),
+        hook(HookEvent::PreToolUse, chatty.clone()).fail_closed(false),
         hook(HookEvent::PostToolUse, broken.clone()),
     ];
     let out = run_with(&dir, hooks, tool.clone()).await;
@@ -190,20 +191,22 @@ async fn output_that_is_not_json_and_a_failing_hook_become_notices() {
     assert_eq!(out.run.as_ref().unwrap().final_text(), "done");
     let notices = out.notices();
     assert_eq!(notices.len(), 2, "{notices:?}");
-    assert!(notices[0].0.contains("not a JSON answer") && notices[0].0.contains("hello, I am not JSON"));
+    assert!(notices[0].0.contains("not understood") && notices[0].0.contains("\"hello, I am not JSON\""));
+    assert!(notices[0].0.contains("ignored (fail_closed = false)"), "{notices:?}");
     assert!(notices[0].1);
     assert!(notices[1].0.contains("exited with status 1: oops"), "{notices:?}");
 
-    // fail_closed: the same failure blocks
-    let tool = RecordingTool::new("shell");
-    let out = run_with(
-        &dir,
-        vec![hook(HookEvent::PreToolUse, broken).fail_closed(true)],
-        tool.clone(),
-    )
-    .await;
-    assert!(tool.calls().is_empty());
-    assert!(out.tool_results()[0].contains("fail_closed"));
+    // by default, the same answers refuse a policy event's call
+    for cmd in [chatty, broken] {
+        let tool = RecordingTool::new("shell");
+        let out = run_with(&dir, vec![hook(HookEvent::PreToolUse, cmd)], tool.clone()).await;
+        assert!(tool.calls().is_empty());
+        assert!(
+            out.tool_results()[0].contains("fail_closed"),
+            "{:?}",
+            out.tool_results()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,7 +222,8 @@ async fn a_hook_that_times_out_is_killed_with_its_children() {
         started.elapsed() < Duration::from_secs(30),
         "returned before the sleep would have ended"
     );
-    assert_eq!(tool.calls().len(), 1, "a timed-out hook fails open by default");
+    assert!(tool.calls().is_empty(), "a timed-out policy hook refuses by default");
+    assert!(out.tool_results()[0].contains("timed out after 200 ms"));
     let notices = out.notices();
     assert!(
         notices.iter().any(|(m, e)| *e && m.contains("timed out after 200 ms")),

@@ -57,7 +57,8 @@ fn check_passes_on_the_example_and_prints_the_resolved_stack_with_hooks() {
         })
         .collect();
     assert!(rows.len() >= 9, "{text}");
-    assert!(rows.last().unwrap().contains("external_hooks"), "{text}");
+    // listed last in the file, the hooks run first: the guards judge their rewrites
+    assert!(rows.first().unwrap().contains("external_hooks"), "{text}");
     assert!(
         text.contains("before_tool"),
         "each middleware's hooks are listed: {text}"

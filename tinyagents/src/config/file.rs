@@ -106,7 +106,8 @@ impl From<FileErrors> for TinyAgentsError {
 /// level = "debug"
 ///
 /// # External command hooks (see `tinyagents::hooks`): one `external_hooks`
-/// # middleware, added after every `[[middleware]]` entry.
+/// # middleware; it runs before every `[[middleware]]` entry, so the guards
+/// # judge what a hook rewrites. Policy hooks fail closed by default.
 /// [[hooks]]
 /// event = "pre_tool_use"
 /// matcher = "^shell$"

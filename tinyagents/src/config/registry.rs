@@ -295,7 +295,9 @@ where
     /// first the [defaults](Self::set_default) no entry names, then the
     /// entries in list order (ordering constraints still apply), then, when
     /// there is a `hooks` list, one [`external_hooks`](crate::hooks)
-    /// middleware running those commands. Other keys are left to the caller.
+    /// middleware running those commands (it orders itself before every
+    /// other middleware, so the guards judge its rewrites). Other keys are
+    /// left to the caller.
     /// Every error of every entry is reported, each under its path
     /// (`middleware[i].key`, `hooks[i].key`); nothing half-built is returned.
     pub fn build_stack(&self, config: &Value) -> std::result::Result<MiddlewareStack<S, C>, ConfigErrors> {

@@ -71,6 +71,13 @@ impl HookEvent {
         Self::ALL.into_iter().find(|e| e.as_str() == name)
     }
 
+    /// Whether the event is a policy decision about a tool call about to run
+    /// (`permission_request`, `pre_tool_use`): its hooks fail closed by
+    /// default, and an answer that is not understood refuses the call.
+    pub const fn is_policy(self) -> bool {
+        matches!(self, HookEvent::PreToolUse | HookEvent::PermissionRequest)
+    }
+
     /// Whether the event concerns one tool call (so the matcher applies).
     pub const fn is_tool_event(self) -> bool {
         matches!(
@@ -109,19 +116,44 @@ pub struct HookCommand {
     pub event: HookEvent,
     /// A regex over the tool name, for tool events (none: every tool).
     pub matcher: Option<Regex>,
-    /// The command, run with `sh -c` in the workspace directory.
+    /// The command, run with `/bin/sh -c` in the workspace directory.
     pub command: String,
     /// How long it may run before it is killed, with its children.
     pub timeout: Duration,
-    /// Extra environment variables.
+    /// Environment variables set for the command (on top of the allow list
+    /// [`ENV_ALLOW`](super::ENV_ALLOW)).
     pub env: BTreeMap<String, String>,
-    /// A hook that fails (exit status other than 0 or 2, a timeout, a spawn
-    /// failure) blocks when set; by default it is reported as a `Notice` and ignored.
+    /// Names of variables of the agent's environment passed on to the
+    /// command, besides the allow list (`pass_env = ["CI"]`).
+    pub pass_env: Vec<String>,
+    /// Whether a hook that fails (an exit status other than 0 or 2, a
+    /// signal, a timeout, a command that cannot start, output over a limit)
+    /// or gives an answer that is not understood blocks. Default: `true` for
+    /// the policy events ([`HookEvent::is_policy`]: `pre_tool_use`,
+    /// `permission_request`), `false` (reported as a `Notice`, ignored) for
+    /// the others. `fail_closed = false` on a policy hook is the explicit
+    /// opt-out: then a broken policy hook lets the call run.
     pub fail_closed: bool,
+    /// The most bytes of stdout read ([`DEFAULT_MAX_STDOUT`](super::DEFAULT_MAX_STDOUT));
+    /// more is a failure.
+    pub max_stdout: usize,
+    /// The most bytes of stderr read ([`DEFAULT_MAX_STDERR`](super::DEFAULT_MAX_STDERR));
+    /// more is a failure.
+    pub max_stderr: usize,
 }
 
 impl HookCommand {
-    /// A hook running `command` on `event`, for every tool, with the default timeout.
+    /// A hook running `command` on `event`, for every tool, with the default
+    /// timeout and output limits, failing closed when `event` is a policy
+    /// event ([`HookEvent::is_policy`]).
+    ///
+    /// ```
+    /// use tinyagents::hooks::{HookCommand, HookEvent};
+    ///
+    /// assert!(HookCommand::new(HookEvent::PreToolUse, "./check.sh").fail_closed);
+    /// assert!(!HookCommand::new(HookEvent::PreToolUse, "./check.sh").fail_closed(false).fail_closed);
+    /// assert!(!HookCommand::new(HookEvent::PostToolUse, "./audit.sh").fail_closed);
+    /// ```
     pub fn new(event: HookEvent, command: impl Into<String>) -> Self {
         Self {
             event,
@@ -129,7 +161,10 @@ impl HookCommand {
             command: command.into(),
             timeout: DEFAULT_TIMEOUT,
             env: BTreeMap::new(),
-            fail_closed: false,
+            pass_env: Vec::new(),
+            fail_closed: event.is_policy(),
+            max_stdout: super::DEFAULT_MAX_STDOUT,
+            max_stderr: super::DEFAULT_MAX_STDERR,
         }
     }
 
@@ -151,9 +186,25 @@ impl HookCommand {
         self
     }
 
-    /// The same hook, blocking when it fails.
+    /// The same hook, passing the agent's variable `name` on to the command.
+    pub fn with_pass_env(mut self, name: impl Into<String>) -> Self {
+        self.pass_env.push(name.into());
+        self
+    }
+
+    /// The same hook, blocking when it fails or is not understood (`true`),
+    /// or ignoring it then (`false`: the opt-out for policy events).
     pub fn fail_closed(mut self, fail_closed: bool) -> Self {
         self.fail_closed = fail_closed;
+        self
+    }
+
+    /// The same hook with these output limits in bytes (stdout, stderr),
+    /// clamped to 1..=[`MAX_STDOUT_LIMIT`](super::MAX_STDOUT_LIMIT) and
+    /// 1..=[`MAX_STDERR_LIMIT`](super::MAX_STDERR_LIMIT).
+    pub fn with_output_limits(mut self, max_stdout: usize, max_stderr: usize) -> Self {
+        self.max_stdout = max_stdout.clamp(1, super::MAX_STDOUT_LIMIT);
+        self.max_stderr = max_stderr.clamp(1, super::MAX_STDERR_LIMIT);
         self
     }
 
@@ -167,7 +218,17 @@ impl HookCommand {
 }
 
 /// The keys of a `[[hooks]]` entry.
-const HOOK_KEYS: [&str; 6] = ["event", "matcher", "command", "timeout_ms", "env", "fail_closed"];
+const HOOK_KEYS: [&str; 9] = [
+    "event",
+    "matcher",
+    "command",
+    "timeout_ms",
+    "env",
+    "pass_env",
+    "fail_closed",
+    "max_stdout_bytes",
+    "max_stderr_bytes",
+];
 
 /// The options of [`ExternalHooksMiddleware`](super::ExternalHooksMiddleware)
 /// (`type = "external_hooks"`): the hook commands and the directory they run in.
@@ -357,8 +418,30 @@ fn parse_hook(item: &Value, path: &str) -> Result<HookCommand, ConfigErrors> {
             "must be a table of strings: `env = { NAME = \"value\" }`",
         )),
     }
+    let mut pass_env = Vec::new();
+    match map.get("pass_env") {
+        None => {}
+        Some(Value::Array(names)) => {
+            for (i, name) in names.iter().enumerate() {
+                match name.as_str() {
+                    Some(n) if is_env_name(n) => pass_env.push(n.to_owned()),
+                    _ => errors.push(ConfigError::new(
+                        format!("{}[{i}]", at("pass_env")),
+                        Some(name.clone()),
+                        "must be the name of an environment variable (letters, digits, `_`; not starting with a digit)",
+                    )),
+                }
+            }
+        }
+        Some(other) => errors.push(ConfigError::new(
+            at("pass_env"),
+            Some(other.clone()),
+            "must be a list of variable names: `pass_env = [\"CI\"]`",
+        )),
+    }
+    let policy = event.is_some_and(HookEvent::is_policy);
     let fail_closed = match map.get("fail_closed") {
-        None => false,
+        None => policy,
         Some(Value::Bool(b)) => *b,
         Some(other) => {
             errors.push(ConfigError::new(
@@ -366,9 +449,25 @@ fn parse_hook(item: &Value, path: &str) -> Result<HookCommand, ConfigErrors> {
                 Some(other.clone()),
                 "must be `true` or `false`",
             ));
-            false
+            policy
         }
     };
+    let mut limit = |key: &str, default: usize, max: usize| match map.get(key) {
+        None => default,
+        Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+            Some(n) if (1..=max).contains(&n) => n,
+            _ => {
+                errors.push(ConfigError::new(
+                    at(key),
+                    Some(v.clone()),
+                    format!("must be a number of bytes in 1..={max}"),
+                ));
+                default
+            }
+        },
+    };
+    let max_stdout = limit("max_stdout_bytes", super::DEFAULT_MAX_STDOUT, super::MAX_STDOUT_LIMIT);
+    let max_stderr = limit("max_stderr_bytes", super::DEFAULT_MAX_STDERR, super::MAX_STDERR_LIMIT);
     errors.into_result()?;
     Ok(HookCommand {
         event: event.expect("checked"),
@@ -376,8 +475,18 @@ fn parse_hook(item: &Value, path: &str) -> Result<HookCommand, ConfigErrors> {
         command: command.expect("checked"),
         timeout,
         env,
+        pass_env,
         fail_closed,
+        max_stdout,
+        max_stderr,
     })
+}
+
+/// Whether `name` is a portable environment variable name.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn unknown_keys(map: &Map<String, Value>, path: &str, keys: &[&str], errors: &mut ConfigErrors) {
@@ -402,7 +511,7 @@ impl MiddlewareConfig for ExternalHooksConfig {
             name: "hooks",
             ty: "Vec<HookCommand>",
             default: "[]",
-            rules: "each: event, command, matcher (regex), timeout_ms in 1..=3600000, env, fail_closed",
+            rules: "each: event, command, matcher (regex), timeout_ms in 1..=3600000, env, pass_env, fail_closed (default: true for pre_tool_use/permission_request), max_stdout_bytes in 1..=16777216 (1048576), max_stderr_bytes in 1..=1048576 (65536)",
             doc:
                 "The hook commands, in the order their answers are combined (in a file: top-level `[[hooks]]` entries).",
         },

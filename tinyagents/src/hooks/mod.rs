@@ -13,10 +13,13 @@
 //! [[hooks]]
 //! event = "pre_tool_use"          # when (see the table below)
 //! matcher = "^(shell|write_file)$" # a regex over the tool name (tool events only; none: every tool)
-//! command = "./hooks/check.sh"     # run with `sh -c` in the workspace directory
+//! command = "./hooks/check.sh"     # run with `/bin/sh -c` in the workspace directory
 //! timeout_ms = 5000                # default 60000; on timeout the process group is killed
-//! env = { POLICY = "strict" }      # extra environment variables
-//! fail_closed = false              # a failing hook blocks when true (default: reported, ignored)
+//! env = { POLICY = "strict" }      # variables set for the command
+//! pass_env = ["CI"]                # variables of the agent's environment passed on (besides the allow list)
+//! fail_closed = true               # default: true for pre_tool_use/permission_request, false otherwise
+//! max_stdout_bytes = 1048576       # default 1 MiB, at most 16 MiB; more is a failure
+//! max_stderr_bytes = 65536         # default 64 KiB, at most 1 MiB; more is a failure
 //! ```
 //!
 //! # Events and where they fire
@@ -25,11 +28,11 @@
 //! | --- | --- | --- | --- |
 //! | `session_start` | `before_agent` (every run; `depth` tells sub-agents apart) | — | block (the run fails, `Validation`), stop, context, message |
 //! | `user_prompt_submit` | the first `before_model` of a run | `prompt` | block (the run fails, `Validation`), stop, context, message |
-//! | `permission_request` | `on_tool_batch` (before any `pre_tool_use`) | `tool_*` | block (that call gets an error result), approve, rewrite input (applied in `before_tool`, before `pre_tool_use` hooks see it), stop, message |
+//! | `permission_request` | `on_tool_batch` (before any `pre_tool_use`) | `tool_*` | block (that call gets an error result), approve, rewrite input (applied in `before_tool`, before `pre_tool_use` hooks and the guards see it), context (appended to the call's result), stop, message |
 //! | `pre_tool_use` | `before_tool` | `tool_*` | block (that call gets an error result), approve, rewrite input, context (appended to the call's result), stop, message |
 //! | `post_tool_use` | `after_tool` | `tool_*`, `tool_output`, `tool_error` | block (the result becomes an error result with the reason), context (appended to the result), stop, message |
 //! | `pre_compact` | when compaction code calls [`pre_compact`] (the core has no hook point before a compaction; the hooks middleware makes itself reachable from the run in `before_agent`) | `compaction` | block (the caller should not compact), message |
-//! | `post_compact` | `before_model`, once per new entry of the run's [`CompressionLog`] (place the hooks after the compaction middleware: the default) | `compaction` | context, stop, message |
+//! | `post_compact` | `before_model` and `after_model`, once per new entry of the run's [`CompressionLog`] (a compaction made during a model call is seen after it) | `compaction` | context, stop, message |
 //! | `stop` | `after_agent` | `final_text`, `stop_reason` | message (the run has ended: a block is reported as a `Notice`) |
 //!
 //! Additional context of `session_start`, `user_prompt_submit` and
@@ -41,22 +44,66 @@
 //! One JSON object ([`HookInput`]): `schema`, `event`, `run_id`, `depth`,
 //! `cwd`, and, where they apply, `prompt`, `tool_call_id`, `tool_name`,
 //! `tool_input`, `tool_output`, `tool_error`, `final_text`, `stop_reason`,
-//! `compaction`. Fields that do not apply are absent. The environment also
-//! carries `TINYAGENTS_HOOK_EVENT`, `TINYAGENTS_RUN_ID` and `TINYAGENTS_HOOK_SCHEMA`.
+//! `compaction`. Fields that do not apply are absent.
 //!
-//! # Output
+//! # Environment
 //!
-//! * exit status 0: stdout is read. Empty means "no opinion"; otherwise one
-//!   JSON object ([`HookOutput`], every field optional): `continue` (false
-//!   stops the run, with `stop_reason` as its final text), `decision`
-//!   (`"approve"` or `"block"`) with a `reason`, `updated_input` (new tool
-//!   arguments), `additional_context`, `system_message` (emitted as a
-//!   `Notice`). Output that is not a JSON object is reported as a `Notice`
-//!   (`is_error = true`) and otherwise ignored: never a crash.
+//! A hook never inherits the agent's whole environment (API keys stay out).
+//! It gets the variables of [`ENV_ALLOW`] (`PATH`, `HOME`, `USER`,
+//! `LOGNAME`, `SHELL`, `LANG`, `LANGUAGE`, `TERM`, `TMPDIR`, `TZ`) and every
+//! `LC_*` that the agent has, the agent's variables its entry names in
+//! `pass_env`, the variables its entry sets in `env`, and
+//! `TINYAGENTS_HOOK_EVENT`, `TINYAGENTS_HOOK_SCHEMA`, `TINYAGENTS_RUN_ID`,
+//! `TINYAGENTS_HOOK_CWD` (see [`hook_environment`]).
+//!
+//! # Output — schema `tinyagents.hook/1`
+//!
+//! * exit status 0: stdout is read, by the grammar of [`parse_answer`]:
+//!   nothing (white space) means "no opinion"; otherwise exactly one JSON
+//!   object in UTF-8 ([`HookOutput`], every key optional, no other key):
+//!   `schema` (`"tinyagents.hook/1"`), `continue` (false stops the run, with
+//!   `stop_reason` as its final text), `decision` (exactly `"approve"` or
+//!   `"block"`) with a `reason`, `updated_input` (new tool arguments, an
+//!   object; `pre_tool_use` and `permission_request` only),
+//!   `additional_context`, `system_message` (emitted as a `Notice`).
+//!   Anything else (`{"decision":"deny"}`, `BLOCK`, a traceback, truncated
+//!   JSON, invalid UTF-8, an unknown key, a wrong type) is **not understood**.
 //! * exit status 2: blocked, with stderr as the reason.
 //! * anything else (another status, a signal, a timeout, a command that
-//!   cannot start): a hook error, reported as a `Notice` (`is_error = true`);
-//!   the hook is ignored, unless the entry says `fail_closed = true`, when it blocks.
+//!   cannot start, output over `max_stdout_bytes`/`max_stderr_bytes`): the
+//!   hook **failed**.
+//!
+//! A hook that failed or is not understood is reported as a `Notice`
+//! (`is_error = true`). Then, when its entry has `fail_closed = true`, it
+//! blocks. **Policy hooks fail closed by default**: `fail_closed` defaults
+//! to `true` on `pre_tool_use` and `permission_request` (the call is refused
+//! and never runs) and to `false` on every other event (the hook is
+//! ignored: those events fail open unless their entry says `fail_closed = true`).
+//! `fail_closed = false` on a policy hook is the explicit opt-out.
+//!
+//! Reads are bounded: stdout up to `max_stdout_bytes`, stderr up to
+//! `max_stderr_bytes`; a hook over its limit is killed and has failed. Every
+//! text of a hook shown to the model or put in a notice (a reason, stderr,
+//! why an answer is not understood, a `stop_reason`, a `system_message`) is
+//! cut at [`SHOWN_MAX`] (2 KiB) with a
+//! `… [N bytes cut]` marker. Reading stops when the hook process exits (what
+//! is still in the pipes is read for a moment): a background child that
+//! keeps stdout open cannot hold the answer back, and the hook's process
+//! group is killed when it is done, times out or goes over a limit. (A
+//! process that leaves the group, with `setsid`, escapes that kill: the OS
+//! sandbox runner is what confines a whole process tree.)
+//!
+//! # Rewrites are judged by the guards
+//!
+//! The hooks middleware orders itself before every other middleware
+//! (`before = ["*"]`), whatever the registration order, in a file or in
+//! code: its `permission_request` (batch review) and `pre_tool_use`
+//! (`before_tool`) run first, so an `updated_input` is applied before any
+//! guard (`shell_fs_guard`, `tool_policy`, allowlists, your own
+//! `before_tool` checks) judges the call. A rewrite cannot escape a guard.
+//! Only a middleware that names `external_hooks` in a `before`/`after` of
+//! its own is ordered otherwise. (Hooks therefore see arguments and prompts
+//! before `pii` redacts them.)
 //!
 //! # Several hooks on one event
 //!
@@ -68,7 +115,8 @@
 //!    `fail_closed` hook) blocks, whatever the others approved; the reason is
 //!    that of the first blocking hook in list order.
 //! 2. **The last input rewrite wins**: every hook sees the original input;
-//!    of the `updated_input`s, the last in list order is applied (and none when blocked).
+//!    of the `updated_input`s, the last in list order is applied (and none
+//!    when blocked); the guards then judge it.
 //! 3. **Stop**: any `continue = false` stops the run; the first `stop_reason` is used.
 //! 4. **Context** from every hook is kept, joined in list order; every
 //!    `system_message` and notice is emitted, in list order.
@@ -98,7 +146,10 @@ use serde_json::Value;
 use tinyagents_macros::middleware;
 
 pub use config::{ExternalHooksConfig, HookCommand, HookEvent, DEFAULT_TIMEOUT};
-pub use process::{run_hook, Decision, HookInput, HookOutput, HookRun, SCHEMA};
+pub use process::{
+    hook_environment, parse_answer, run_hook, shorten, Decision, HookInput, HookOutput, HookRun, DEFAULT_MAX_STDERR,
+    DEFAULT_MAX_STDOUT, ENV_ALLOW, MAX_STDERR_LIMIT, MAX_STDOUT_LIMIT, SCHEMA, SHOWN_MAX,
+};
 
 use crate::docs::MiddlewareMetadata;
 use crate::harness::agent::AgentRun;
@@ -284,19 +335,28 @@ impl ExternalHooksMiddleware {
             });
         };
         for (hook, run) in hooks.iter().zip(runs) {
+            let command = shorten(&hook.command, 200);
+            // An answer by the grammar can still ask what this event cannot do.
+            let run = match run {
+                HookRun::Answered(out) if out.updated_input.is_some() && !event.is_policy() => HookRun::NotUnderstood(
+                    format!("`updated_input` is an answer of `pre_tool_use` and `permission_request` only, not of `{event}`"),
+                ),
+                other => other,
+            };
             match run {
                 HookRun::Answered(out) => {
                     if let Some(message) = out.system_message {
-                        notice(message, false);
+                        notice(shorten(&message, SHOWN_MAX), false);
                     }
                     if !out.should_continue && combined.stop.is_none() {
-                        combined.stop = Some(out.stop_reason.clone().unwrap_or_default());
+                        combined.stop = Some(shorten(out.stop_reason.as_deref().unwrap_or_default(), SHOWN_MAX));
                     }
                     match out.decision {
                         Some(Decision::Block) if combined.blocked.is_none() => {
-                            let command = &hook.command;
-                            combined.blocked =
-                                Some(out.reason.unwrap_or_else(|| format!("blocked by hook `{command}`")));
+                            combined.blocked = Some(match out.reason {
+                                Some(reason) => shorten(&reason, SHOWN_MAX),
+                                None => format!("blocked by hook `{command}`"),
+                            });
                         }
                         Some(Decision::Approve) => combined.approved = true,
                         _ => {}
@@ -308,21 +368,34 @@ impl ExternalHooksMiddleware {
                         combined.additional_context.push(c);
                     }
                 }
-                HookRun::NotJson(text) => notice(
-                    format!(
-                        "{event} hook `{}` printed output that is not a JSON answer (ignored): {}",
-                        hook.command,
-                        truncate(&text, 500)
-                    ),
-                    true,
-                ),
+                HookRun::NotUnderstood(why) => {
+                    let verdict = if hook.fail_closed {
+                        "refused (fail_closed)"
+                    } else {
+                        "ignored (fail_closed = false)"
+                    };
+                    notice(
+                        format!("{event} hook `{command}` gave an answer that is not understood, {verdict}: {why}"),
+                        true,
+                    );
+                    if hook.fail_closed && combined.blocked.is_none() {
+                        combined.blocked = Some(format!(
+                            "hook `{command}` gave an answer that is not understood (fail_closed): {why}"
+                        ));
+                    }
+                }
                 HookRun::Blocked(reason) => {
                     if combined.blocked.is_none() {
                         combined.blocked = Some(reason);
                     }
                 }
                 HookRun::Failed(message) => {
-                    notice(format!("{event} hook failed: {message}"), true);
+                    let verdict = if hook.fail_closed {
+                        "refused (fail_closed)"
+                    } else {
+                        "ignored (fail_closed = false)"
+                    };
+                    notice(format!("{event} hook failed, {verdict}: {message}"), true);
                     if hook.fail_closed && combined.blocked.is_none() {
                         combined.blocked = Some(format!("hook failed (fail_closed): {message}"));
                     }
@@ -356,6 +429,47 @@ impl ExternalHooksMiddleware {
         }
     }
 
+    /// Fires `post_compact` for every entry of the run's compression log not yet seen.
+    async fn post_compact<C>(&self, ctx: &mut RunContext<C>) {
+        if !self.listens(HookEvent::PostCompact) {
+            return;
+        }
+        let Some(log) = ctx.try_local::<CompressionLog>() else {
+            return;
+        };
+        let entries = log.entries();
+        let state = ctx.local::<RunHooks>();
+        let seen = state.compactions_seen.swap(entries.len(), Ordering::Relaxed);
+        for entry in entries.iter().skip(seen) {
+            let mut input = self.input(ctx, HookEvent::PostCompact);
+            input.compaction = serde_json::to_value(entry).ok();
+            let combined = self.fire(ctx, HookEvent::PostCompact, None, &input).await;
+            if let Some(reason) = &combined.blocked {
+                ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+                    source: "external_hooks".into(),
+                    message: format!("post_compact hook blocked after the fact (ignored): {reason}"),
+                    is_error: false,
+                });
+            }
+            Self::keep_context(ctx, &combined);
+            Self::apply_stop(ctx, &combined);
+        }
+    }
+
+    /// Keeps `pre_tool_use`/`permission_request` context for the call's result.
+    fn keep_tool_context<C>(ctx: &RunContext<C>, call_id: &str, combined: &Combined) {
+        if let Some(context) = combined.context() {
+            let state = ctx.local::<RunHooks>();
+            state
+                .tool_context
+                .lock()
+                .expect("hooks lock")
+                .entry(call_id.to_owned())
+                .or_default()
+                .push(context);
+        }
+    }
+
     async fn tool_event<C>(&self, ctx: &mut RunContext<C>, event: HookEvent, call: &ToolCall) -> Combined {
         let input = self
             .input(ctx, event)
@@ -370,25 +484,19 @@ const fn event_bit(event: HookEvent) -> u16 {
     1 << event as u8
 }
 
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
-}
-
 /// Runs external commands (`[[hooks]]` entries) at session start, prompt submit, permission request, pre/post tool use, post compaction and stop; they answer JSON on stdout.
 #[middleware(
     builtin,
     name = "external_hooks",
     config = ExternalHooksConfig,
+    before = ["*"],
     doc(
         mutation = "Tool call arguments (`updated_input` of `pre_tool_use`/`permission_request`); tool results (a `post_tool_use` block turns the result into an error result; additional context is appended to it); the volatile system prompt segment `external_hooks` (additional context of `session_start`, `user_prompt_submit`, `post_compact`); a `StopWithFinal` control request on `continue = false`.",
-        events = "`Notice { source: \"external_hooks\" }` for every `system_message` (`is_error = false`), for output that is not JSON and for failed or timed-out hooks (`is_error = true`).",
-        failure = "A blocked tool call (decision `block`, exit status 2) gets an error result; a blocked session start or prompt fails the run with `Validation`. A hook that fails, times out (its process group is killed) or prints no JSON is reported as a `Notice` and ignored (fails open) unless its entry says `fail_closed = true`.",
+        events = "`Notice { source: \"external_hooks\" }` for every `system_message` (`is_error = false`), for answers that are not understood and for failed, timed-out or over-limit hooks (`is_error = true`, saying whether the hook refused or was ignored).",
+        failure = "Policy hooks fail closed. A blocked tool call (decision `block`, exit status 2) gets an error result; a blocked session start or prompt fails the run with `Validation`. A hook that fails (an exit status other than 0 or 2, a signal, a command that cannot start, a timeout: its process group is killed), writes more than its limit (`max_stdout_bytes`, default 1 MiB; `max_stderr_bytes`, default 64 KiB) or answers outside the `tinyagents.hook/1` grammar (`{\"decision\":\"deny\"}`, `BLOCK`, a traceback, truncated JSON, invalid UTF-8, an unknown key) is reported as a `Notice` (`is_error = true`) and refuses the call on `pre_tool_use` and `permission_request` (default `fail_closed = true`; `fail_closed = false` per entry is the opt-out, letting the call run). On the other events such a hook is ignored (fails open) unless its entry says `fail_closed = true`. Text shown to the model or in a notice is cut at 2 KiB. Hooks get an allow-listed environment (`PATH`, `HOME`, `LANG`, `LC_*`, …, `pass_env`, `env`, `TINYAGENTS_HOOK_*`), never the agent's API keys.",
         streaming = "Does not implement the delta hooks: streaming pays nothing. Hooks run before the model call and around tool calls, never per delta.",
         cache = "Only the volatile tail segment `external_hooks` is written, so the stable prompt prefix is untouched.",
-        retries = "Tool hooks run once per call, outside the tool onion, so retried attempts do not re-run them; `user_prompt_submit` fires once per run whatever the model retries."
+        retries = "Tool hooks run once per call, outside the tool onion, so retried attempts do not re-run them; `user_prompt_submit` fires once per run whatever the model retries. Ordering: `before = [\"*\"]`, so its `on_tool_batch` and `before_tool` run before every other middleware's whatever the registration order: an `updated_input` is judged by every guard of the stack (`shell_fs_guard`, `tool_policy`, allowlists, your own), never applied after them. A middleware that names `external_hooks` in a `before`/`after` of its own keeps its place."
     )
 )]
 impl ExternalHooksMiddleware {
@@ -438,26 +546,7 @@ impl ExternalHooksMiddleware {
             Self::keep_context(ctx, &combined);
             Self::apply_stop(ctx, &combined);
         }
-        if self.listens(HookEvent::PostCompact) {
-            if let Some(log) = ctx.try_local::<CompressionLog>() {
-                let entries = log.entries();
-                let seen = state.compactions_seen.swap(entries.len(), Ordering::Relaxed);
-                for entry in entries.iter().skip(seen) {
-                    let mut input = self.input(ctx, HookEvent::PostCompact);
-                    input.compaction = serde_json::to_value(entry).ok();
-                    let combined = self.fire(ctx, HookEvent::PostCompact, None, &input).await;
-                    if let Some(reason) = &combined.blocked {
-                        ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
-                            source: "external_hooks".into(),
-                            message: format!("post_compact hook blocked after the fact (ignored): {reason}"),
-                            is_error: false,
-                        });
-                    }
-                    Self::keep_context(ctx, &combined);
-                    Self::apply_stop(ctx, &combined);
-                }
-            }
-        }
+        self.post_compact(ctx).await;
         let context = state.context.lock().expect("hooks lock").join("\n\n");
         if !context.is_empty() {
             request.set_volatile("external_hooks", context);
@@ -475,7 +564,10 @@ impl ExternalHooksMiddleware {
             let combined = self.tool_event(ctx, HookEvent::PermissionRequest, call).await;
             if let Some(reason) = combined.blocked {
                 batch.reject(i, format!("permission denied by a hook: {reason}"));
-            } else if let Some(new_input) = combined.updated_input {
+                continue;
+            }
+            Self::keep_tool_context(ctx, &call.id, &combined);
+            if let Some(new_input) = combined.updated_input {
                 let state = ctx.local::<RunHooks>();
                 state
                     .pending_input
@@ -504,19 +596,18 @@ impl ExternalHooksMiddleware {
                 call.name
             )));
         }
-        if let Some(context) = combined.context() {
-            let state = ctx.local::<RunHooks>();
-            state
-                .tool_context
-                .lock()
-                .expect("hooks lock")
-                .entry(call.id.clone())
-                .or_default()
-                .push(context);
-        }
+        Self::keep_tool_context(ctx, &call.id, &combined);
         if let Some(new_input) = combined.updated_input {
             call.arguments = new_input;
         }
+        Ok(())
+    }
+
+    /// A compaction done in this model call's `before_model` by middleware
+    /// that runs after this one (every other: `before = ["*"]`) is seen here.
+    #[after_model]
+    async fn after_model<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        self.post_compact(ctx).await;
         Ok(())
     }
 

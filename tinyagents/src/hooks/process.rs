@@ -1,12 +1,15 @@
 //! Running one hook command: the input on stdin, the answer from stdout or
-//! the exit status, a timeout that kills the whole process group.
+//! the exit status, read with bounds; a timeout, an over-long answer or the
+//! end of the hook kill its whole process group.
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::config::HookCommand;
 
@@ -98,7 +101,9 @@ impl HookInput {
     }
 }
 
-/// A hook's decision about what it was asked.
+/// A hook's decision about what it was asked. Exactly these two words
+/// (lower case) are understood; anything else (`"deny"`, `"BLOCK"`) makes
+/// the whole answer not understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
@@ -108,20 +113,27 @@ pub enum Decision {
     Block,
 }
 
-/// The JSON document a hook command may print on stdout (exit status 0).
-/// Every field is optional; unknown fields are ignored (forward compatible).
+/// The JSON document a hook command may print on stdout (exit status 0),
+/// schema [`SCHEMA`]. Every field is optional (`null` counts as absent);
+/// an unknown field, a field of the wrong type or an unknown decision makes
+/// the whole answer not understood (see [`parse_answer`]).
 ///
 /// ```
-/// use tinyagents::hooks::{Decision, HookOutput};
+/// use tinyagents::hooks::{parse_answer, Decision};
 ///
-/// let out: HookOutput = serde_json::from_str(r#"{"decision": "block", "reason": "no rm -rf"}"#).unwrap();
+/// let out = parse_answer(br#"{"decision": "block", "reason": "no rm -rf"}"#).unwrap();
 /// assert_eq!(out.decision, Some(Decision::Block));
 /// assert!(out.should_continue);
+/// assert!(parse_answer(br#"{"decision": "deny"}"#).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HookOutput {
+    /// When present, must be [`SCHEMA`] (`tinyagents.hook/1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     /// `false` stops the run (with `stop_reason` as its final text).
-    #[serde(rename = "continue", default = "yes")]
+    #[serde(rename = "continue", default = "yes", deserialize_with = "bool_or_null")]
     pub should_continue: bool,
     /// The final text when `continue` is `false`.
     #[serde(default)]
@@ -129,10 +141,11 @@ pub struct HookOutput {
     /// Approve or block.
     #[serde(default)]
     pub decision: Option<Decision>,
-    /// Why (shown to the model when blocking).
+    /// Why (shown to the model when blocking, shortened to [`SHOWN_MAX`] bytes).
     #[serde(default)]
     pub reason: Option<String>,
-    /// New arguments for the tool call (`pre_tool_use`, `permission_request`).
+    /// New arguments for the tool call (`pre_tool_use`, `permission_request`):
+    /// a JSON object. The guards of the stack judge the new arguments.
     #[serde(default)]
     pub updated_input: Option<Value>,
     /// Text added to the model's context (see the module docs for where).
@@ -147,9 +160,14 @@ fn yes() -> bool {
     true
 }
 
+fn bool_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(true))
+}
+
 impl Default for HookOutput {
     fn default() -> Self {
         Self {
+            schema: None,
             should_continue: true,
             stop_reason: None,
             decision: None,
@@ -161,24 +179,226 @@ impl Default for HookOutput {
     }
 }
 
+/// Parses what a hook printed on stdout with exit status 0, by the grammar
+/// of schema `tinyagents.hook/1`:
+///
+/// * only white space: no opinion (the default answer);
+/// * otherwise valid UTF-8 holding exactly one JSON object (white space
+///   around it allowed, nothing else) whose keys are among `schema`,
+///   `continue`, `stop_reason`, `decision`, `reason`, `updated_input`,
+///   `additional_context`, `system_message`, each once, with these types:
+///   `schema` the string `"tinyagents.hook/1"`; `continue` a boolean;
+///   `decision` exactly `"approve"` or `"block"`; `updated_input` an object;
+///   every other key a string; any of them may be `null` (absent).
+///
+/// Anything else is an `Err` saying what was wrong: the caller treats the
+/// answer as not understood (a policy hook then refuses).
+///
+/// ```
+/// use tinyagents::hooks::parse_answer;
+///
+/// assert!(parse_answer(b"  \n").unwrap().decision.is_none());
+/// assert!(parse_answer(br#"{"continue": false, "stop_reason": "done"}"#).is_ok());
+/// for bad in [&b"BLOCK"[..], b"\"block\"", br#"{"decision":"block""#, br#"{"decision":"Block"}"#,
+///             br#"{"verdict":"block"}"#, br#"[{"decision":"block"}]"#, br#"{"updated_input":"rm -rf /"}"#,
+///             br#"{} {}"#, b"{\"reason\":\"\xff\"}", br#"{"schema":"tinyagents.hook/2"}"#] {
+///     assert!(parse_answer(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+/// }
+/// ```
+pub fn parse_answer(stdout: &[u8]) -> Result<HookOutput, String> {
+    let text = std::str::from_utf8(stdout).map_err(|e| {
+        format!(
+            "stdout is not valid UTF-8 (at byte {}); the answer must be one JSON object in UTF-8",
+            e.valid_up_to()
+        )
+    })?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(HookOutput::default());
+    }
+    if !text.starts_with('{') {
+        return Err(format!(
+            "stdout is not a JSON object (it starts with {:?}); print one object such as \
+             {{\"decision\": \"block\", \"reason\": \"…\"}}, or nothing",
+            shorten(text, 40)
+        ));
+    }
+    let answer: HookOutput = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "stdout is not a `{SCHEMA}` answer ({e}); the keys are `schema`, `continue`, `stop_reason`, \
+             `decision` (\"approve\" or \"block\"), `reason`, `updated_input`, `additional_context`, `system_message`"
+        )
+    })?;
+    if let Some(schema) = answer.schema.as_deref().filter(|s| *s != SCHEMA) {
+        return Err(format!(
+            "the answer says `schema` = {:?}, and only {SCHEMA:?} is understood",
+            shorten(schema, 80)
+        ));
+    }
+    if let Some(input) = answer.updated_input.as_ref().filter(|v| !v.is_object() && !v.is_null()) {
+        return Err(format!(
+            "`updated_input` must be a JSON object (the tool's new arguments), not {}",
+            shorten(&input.to_string(), 80)
+        ));
+    }
+    Ok(HookOutput {
+        updated_input: answer.updated_input.filter(|v| !v.is_null()),
+        ..answer
+    })
+}
+
 /// What running one hook command came to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HookRun {
-    /// Exit 0: its answer (the default answer when stdout was empty).
+    /// Exit 0 and an answer by [the grammar](parse_answer) (the default answer
+    /// when stdout was empty).
     Answered(HookOutput),
-    /// Exit 0 but stdout was not a JSON answer: the text, reported as a `Notice`.
-    NotJson(String),
-    /// Exit 2: blocked, with stderr as the reason.
+    /// Exit 0 but stdout is not an answer by [the grammar](parse_answer):
+    /// why, shortened to [`SHOWN_MAX`] bytes.
+    NotUnderstood(String),
+    /// Exit 2: blocked, with stderr as the reason (shortened to [`SHOWN_MAX`] bytes).
     Blocked(String),
-    /// Another exit status, a signal, a spawn failure or a timeout.
+    /// Another exit status, a signal, a command that cannot start, a
+    /// timeout, or output over its limit: what happened.
     Failed(String),
+}
+
+/// The stdout limit of a hook when its entry gives none: 1 MiB.
+pub const DEFAULT_MAX_STDOUT: usize = 1 << 20;
+/// The largest stdout limit an entry may set: 16 MiB.
+pub const MAX_STDOUT_LIMIT: usize = 16 << 20;
+/// The stderr limit of a hook when its entry gives none: 64 KiB.
+pub const DEFAULT_MAX_STDERR: usize = 64 << 10;
+/// The largest stderr limit an entry may set: 1 MiB.
+pub const MAX_STDERR_LIMIT: usize = 1 << 20;
+/// The longest text (in bytes) of a hook shown to the model or put in a
+/// notice: a refusal's reason, stderr, an unparsed answer. Longer text is cut
+/// at a character boundary and marked `… [N bytes cut]`.
+pub const SHOWN_MAX: usize = 2048;
+/// How long output still buffered in the pipes is read after the hook
+/// process exited (a background child that keeps them open is not waited for).
+const DRAIN: Duration = Duration::from_millis(250);
+
+/// The variables a hook inherits from the agent's environment, by exact
+/// name; plus every `LC_*` variable. Nothing else of the agent's
+/// environment reaches a hook (API keys included) unless its entry names it
+/// in `pass_env` or sets it in `env`.
+pub const ENV_ALLOW: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ",
+];
+
+/// The environment of `hook` running `input`, built from `parent` (the
+/// agent's environment, normally [`std::env::vars_os`]): the variables of
+/// [`ENV_ALLOW`] and `LC_*`, those the entry names in `pass_env`, those it
+/// sets in `env`, then `TINYAGENTS_HOOK_EVENT`, `TINYAGENTS_HOOK_SCHEMA`,
+/// `TINYAGENTS_RUN_ID` and `TINYAGENTS_HOOK_CWD`, which nothing overrides.
+///
+/// ```
+/// use tinyagents::hooks::{hook_environment, HookCommand, HookEvent, HookInput};
+///
+/// let hook = HookCommand::new(HookEvent::PreToolUse, "./check.sh").with_env("MODE", "strict").with_pass_env("CI");
+/// let input = HookInput::new(HookEvent::PreToolUse, "run-1", "/work");
+/// let parent = [("PATH", "/bin"), ("OPENAI_API_KEY", "sk-secret"), ("CI", "1"), ("LC_ALL", "C")]
+///     .map(|(k, v)| (k.into(), v.into()));
+/// let env = hook_environment(&hook, &input, parent);
+/// let names: Vec<_> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+/// assert_eq!(names, ["PATH", "CI", "LC_ALL", "MODE", "TINYAGENTS_HOOK_EVENT", "TINYAGENTS_HOOK_SCHEMA", "TINYAGENTS_RUN_ID", "TINYAGENTS_HOOK_CWD"]);
+/// ```
+pub fn hook_environment(
+    hook: &HookCommand,
+    input: &HookInput,
+    parent: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
+    let ours = [
+        "TINYAGENTS_HOOK_EVENT",
+        "TINYAGENTS_HOOK_SCHEMA",
+        "TINYAGENTS_RUN_ID",
+        "TINYAGENTS_HOOK_CWD",
+    ];
+    let mut env: Vec<(OsString, OsString)> = parent
+        .into_iter()
+        .filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| ENV_ALLOW.contains(&k) || k.starts_with("LC_") || hook.pass_env.iter().any(|p| p == k))
+        })
+        .filter(|(k, _)| !hook.env.contains_key(k.to_str().unwrap_or_default()))
+        .collect();
+    env.extend(hook.env.iter().map(|(k, v)| (k.into(), v.into())));
+    env.retain(|(k, _)| !ours.iter().any(|o| k == o));
+    env.extend([
+        ("TINYAGENTS_HOOK_EVENT".into(), input.event.clone().into()),
+        ("TINYAGENTS_HOOK_SCHEMA".into(), SCHEMA.into()),
+        ("TINYAGENTS_RUN_ID".into(), input.run_id.clone().into()),
+        ("TINYAGENTS_HOOK_CWD".into(), input.cwd.clone().into()),
+    ]);
+    env
+}
+
+/// The shell hook commands run with: an absolute path, so no `PATH` entry
+/// can stand in for it.
+const SHELL: &str = if cfg!(unix) { "/bin/sh" } else { "sh" };
+
+/// Starts one hook command: `/bin/sh -c COMMAND` in `cwd`, with exactly `env`
+/// (nothing inherited), stdin/stdout/stderr piped, in a process group of its
+/// own. This is the one place hooks create processes, so an OS sandbox
+/// runner can take it over.
+fn spawn(command: &str, cwd: &Path, env: &[(OsString, OsString)]) -> std::io::Result<tokio::process::Child> {
+    let mut cmd = tokio::process::Command::new(SHELL);
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    cmd.spawn()
+}
+
+/// Output read up to a limit.
+struct Capped {
+    buf: Vec<u8>,
+    cap: usize,
+}
+
+impl Capped {
+    fn new(cap: usize) -> Self {
+        Self {
+            buf: Vec::with_capacity(cap.min(8 << 10)),
+            cap,
+        }
+    }
+
+    /// Keeps `bytes`; `false` when they go over the limit (what fits is kept).
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        let room = self.cap - self.buf.len();
+        self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        bytes.len() <= room
+    }
+}
+
+/// How the reading of a hook ended.
+enum End {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    /// Over the limit of this stream (`stdout`/`stderr`).
+    Overflow(&'static str, usize),
+    WaitFailed(std::io::Error),
 }
 
 /// Runs `hook` with `input` on stdin in `cwd`, and reads its answer.
 ///
-/// The command runs as `sh -c COMMAND` in a process group of its own. When
-/// the timeout passes, the whole group is killed (`SIGKILL`), so the
-/// children it started die with it, and the run is [`HookRun::Failed`].
+/// The command runs as `/bin/sh -c COMMAND` in a process group of its own, with
+/// the environment of [`hook_environment`] (never the agent's whole
+/// environment). Reads are bounded: stdout up to the entry's
+/// `max_stdout_bytes`, stderr up to `max_stderr_bytes`; more is a
+/// [`HookRun::Failed`]. Reading stops when the hook process exits (output
+/// still in the pipes is drained for a moment, within the limits), when the
+/// timeout passes or when a limit is passed; then the whole process group is
+/// killed (`SIGKILL`), so children it left behind die with it.
 ///
 /// It needs a Tokio runtime with IO enabled (`#[tokio::main]` and
 /// `Builder::enable_all()` have it); without, the hook is [`HookRun::Failed`].
@@ -187,35 +407,31 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
         Ok(p) => p,
         Err(e) => return HookRun::Failed(format!("cannot encode the hook input: {e}")),
     };
-    let mut command = tokio::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(&hook.command)
-        .current_dir(cwd)
-        .envs(&hook.env)
-        .env("TINYAGENTS_HOOK_EVENT", &input.event)
-        .env("TINYAGENTS_RUN_ID", &input.run_id)
-        .env("TINYAGENTS_HOOK_SCHEMA", SCHEMA)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
+    let env = hook_environment(hook, input, std::env::vars_os());
     // Tokio panics when the runtime has no IO driver: report it as a failed hook instead.
-    let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn()));
+    let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| spawn(&hook.command, cwd, &env)));
     let mut child = match spawned {
         Ok(Ok(c)) => c,
-        Ok(Err(e)) => return HookRun::Failed(format!("cannot start `{}`: {e}", hook.command)),
+        Ok(Err(e)) => {
+            return HookRun::Failed(format!(
+                "cannot start `{}` in `{}`: {e}",
+                shorten(&hook.command, 200),
+                cwd.display()
+            ))
+        }
         Err(_) => {
             return HookRun::Failed(format!(
                 "cannot start `{}`: hook commands need a Tokio runtime with IO enabled \
                  (`Builder::enable_all()` or `enable_io()`)",
-                hook.command
+                shorten(&hook.command, 200)
             ))
         }
     };
     let pid = child.id();
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        kill(pid, &mut child).await;
+        return HookRun::Failed(format!("`{}`: its output pipes were not opened", hook.command));
+    };
     let stdin = child.stdin.take();
     let write = async move {
         if let Some(mut stdin) = stdin {
@@ -224,63 +440,154 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
             let _ = stdin.shutdown().await;
         }
     };
-    let run = async move { tokio::join!(write, child.wait_with_output()).1 };
-    let output = match tokio::time::timeout(hook.timeout, run).await {
-        Ok(Ok(output)) => output,
-        Ok(Err(e)) => return HookRun::Failed(format!("`{}` failed: {e}", hook.command)),
-        Err(_) => {
-            // The direct child was killed when `run` was dropped (kill_on_drop);
-            // its children are killed with the group.
-            if let Some(pid) = pid {
-                kill_group(pid).await;
-            }
-            return HookRun::Failed(format!(
-                "`{}` timed out after {} ms and was killed",
-                hook.command,
-                hook.timeout.as_millis()
-            ));
+    tokio::pin!(write);
+    let (mut out, mut err) = (Capped::new(hook.max_stdout), Capped::new(hook.max_stderr));
+    let (mut out_buf, mut err_buf) = (vec![0u8; 8 << 10], vec![0u8; 4 << 10]);
+    let (mut out_open, mut err_open, mut written) = (true, true, false);
+    let deadline = tokio::time::sleep(hook.timeout);
+    tokio::pin!(deadline);
+    let mut end = loop {
+        tokio::select! {
+            r = stdout.read(&mut out_buf), if out_open => match r {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(n) => if !out.push(&out_buf[..n]) { break End::Overflow("stdout", hook.max_stdout) },
+            },
+            r = stderr.read(&mut err_buf), if err_open => match r {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(n) => if !err.push(&err_buf[..n]) { break End::Overflow("stderr", hook.max_stderr) },
+            },
+            () = &mut write, if !written => written = true,
+            status = child.wait() => break match status {
+                Ok(s) => End::Exited(s),
+                Err(e) => End::WaitFailed(e),
+            },
+            () = &mut deadline => break End::TimedOut,
         }
     };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    match output.status.code() {
-        Some(0) => {
-            let text = stdout.trim();
-            if text.is_empty() {
-                return HookRun::Answered(HookOutput::default());
-            }
-            match serde_json::from_str::<HookOutput>(text) {
-                Ok(answer) => HookRun::Answered(answer),
-                Err(_) => HookRun::NotJson(text.to_owned()),
+    if matches!(end, End::Exited(_)) {
+        // What the hook wrote before it exited is in the pipes: read it, but
+        // do not wait for a background child that keeps them open.
+        let drain = tokio::time::sleep(DRAIN);
+        tokio::pin!(drain);
+        while out_open || err_open {
+            tokio::select! {
+                biased;
+                r = stdout.read(&mut out_buf), if out_open => match r {
+                    Ok(0) | Err(_) => out_open = false,
+                    Ok(n) => if !out.push(&out_buf[..n]) { end = End::Overflow("stdout", hook.max_stdout); break },
+                },
+                r = stderr.read(&mut err_buf), if err_open => match r {
+                    Ok(0) | Err(_) => err_open = false,
+                    Ok(n) => if !err.push(&err_buf[..n]) { end = End::Overflow("stderr", hook.max_stderr); break },
+                },
+                () = &mut drain => break,
+                () = &mut deadline => break,
             }
         }
+    }
+    // The hook is done (or stopped): whatever it left behind goes with its
+    // group, before the pipes close (a closed pipe would let a writer go on).
+    kill(pid, &mut child).await;
+    drop((stdout, stderr));
+    classify(hook, end, &out.buf, &err.buf)
+}
+
+/// What the end of a hook's reading means.
+fn classify(hook: &HookCommand, end: End, stdout: &[u8], stderr: &[u8]) -> HookRun {
+    let command = shorten(&hook.command, 200);
+    let stderr_text = || {
+        let text = String::from_utf8_lossy(stderr);
+        let text = text.trim();
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", shorten(text, SHOWN_MAX))
+        }
+    };
+    let status = match end {
+        End::Exited(status) => status,
+        End::TimedOut => {
+            return HookRun::Failed(format!(
+                "`{command}` timed out after {} ms and was killed with its process group \
+                 (raise `timeout_ms` if the hook needs longer)",
+                hook.timeout.as_millis()
+            ))
+        }
+        End::Overflow(stream, cap) => {
+            return HookRun::Failed(format!(
+                "`{command}` wrote more than {cap} bytes to {stream}, the limit (`max_{stream}_bytes`); \
+                 it was killed and its answer not read: print a short answer"
+            ))
+        }
+        End::WaitFailed(e) => return HookRun::Failed(format!("`{command}` could not be waited for: {e}")),
+    };
+    match status.code() {
+        Some(0) => match parse_answer(stdout) {
+            Ok(answer) => HookRun::Answered(answer),
+            Err(why) => HookRun::NotUnderstood(shorten(&why, SHOWN_MAX)),
+        },
         Some(2) => {
-            let reason = stderr.trim();
+            let reason = String::from_utf8_lossy(stderr);
+            let reason = reason.trim();
             HookRun::Blocked(if reason.is_empty() {
-                format!("blocked by hook `{}`", hook.command)
+                format!("blocked by hook `{command}` (exit status 2)")
             } else {
-                reason.to_owned()
+                shorten(reason, SHOWN_MAX)
             })
         }
         Some(code) => HookRun::Failed(format!(
-            "`{}` exited with status {code}{}",
-            hook.command,
-            if stderr.trim().is_empty() {
-                String::new()
-            } else {
-                format!(": {}", stderr.trim())
-            }
+            "`{command}` exited with status {code}{}{}",
+            match code {
+                126 => " (the command is not executable)",
+                127 => " (the command was not found)",
+                _ => "",
+            },
+            stderr_text()
         )),
-        None => HookRun::Failed(format!("`{}` was killed by a signal", hook.command)),
+        None => HookRun::Failed(format!("`{command}` was killed by {}", signal_of(&status))),
     }
 }
 
-/// Kills process group `pgid` with `SIGKILL`. The `kill` utility does it, so
-/// the crate needs neither `unsafe` (`libc::kill`, which the workspace
-/// forbids) nor another dependency.
-async fn kill_group(pgid: u32) {
+#[cfg(unix)]
+fn signal_of(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status.signal() {
+        Some(sig) => format!("signal {sig}"),
+        None => "a signal".to_owned(),
+    }
+}
+
+#[cfg(not(unix))]
+fn signal_of(_: &std::process::ExitStatus) -> String {
+    "a signal".to_owned()
+}
+
+/// Shortens `text` to at most `max` bytes (at a character boundary), marking the cut.
+///
+/// ```
+/// let long = "x".repeat(5000);
+/// let short = tinyagents::hooks::shorten(&long, 2048);
+/// assert!(short.len() < 2100 && short.ends_with("… [2952 bytes cut]"));
+/// assert_eq!(tinyagents::hooks::shorten("ok", 2048), "ok");
+/// ```
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… [{} bytes cut]", &text[..cut], text.len() - cut)
+}
+
+/// Kills process group `pgid` (the hook and everything it started that
+/// stayed in its group) with `SIGKILL`, then reaps the direct child. The
+/// `kill` utility does it, so the crate needs neither `unsafe` (`libc::kill`,
+/// which the workspace forbids) nor another dependency.
+async fn kill(pgid: Option<u32>, child: &mut tokio::process::Child) {
     #[cfg(unix)]
-    {
+    if let Some(pgid) = pgid {
         let _ = tokio::process::Command::new("kill")
             .args(["-KILL", "--", &format!("-{pgid}")])
             .stdin(Stdio::null())
@@ -291,4 +598,6 @@ async fn kill_group(pgid: u32) {
     }
     #[cfg(not(unix))]
     let _ = pgid;
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
 }

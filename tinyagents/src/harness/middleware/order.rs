@@ -12,9 +12,16 @@ pub(crate) struct OrderNode<'a> {
     pub(crate) after: Vec<&'a str>,
 }
 
+/// The name that orders a middleware relative to every other one:
+/// `before = ["*"]` runs it before all others (`after = ["*"]`: after all),
+/// except those that name it in a constraint of their own or say `"*"` the
+/// same way (those keep registration order among themselves).
+pub(crate) const EVERY: &str = "*";
+
 /// Returns the indices of `nodes` in resolved order. A constraint naming an
-/// absent middleware is ignored (it orders relative to it *if* present). A
-/// cycle is a `Config` error naming the middleware on it.
+/// absent middleware is ignored (it orders relative to it *if* present);
+/// [`EVERY`] (`"*"`) names every other middleware. A cycle is a `Config`
+/// error naming the middleware on it.
 pub(crate) fn resolve(nodes: &[OrderNode<'_>]) -> Result<Vec<usize>> {
     let n = nodes.len();
     let index = |name: &str| nodes.iter().position(|x| x.name == name);
@@ -27,6 +34,9 @@ pub(crate) fn resolve(nodes: &[OrderNode<'_>]) -> Result<Vec<usize>> {
         for a in node.after.iter().filter_map(|a| index(a)) {
             edges[a].insert(i);
         }
+    }
+    for (a, b) in wildcard_edges(nodes) {
+        edges[a].insert(b);
     }
     let mut indegree = vec![0usize; n];
     for targets in &edges {
@@ -53,6 +63,34 @@ pub(crate) fn resolve(nodes: &[OrderNode<'_>]) -> Result<Vec<usize>> {
         "middleware ordering constraints form a cycle: {}; remove one of these `before`/`after` constraints",
         describe_cycle(nodes, &edges, &indegree)
     )))
+}
+
+/// The edges `(a, b)` (`a` before `b`) that [`EVERY`] (`"*"`) adds: a node
+/// with `before = ["*"]` precedes every node that does not say `before =
+/// ["*"]` too; one with `after = ["*"]` follows every node that does not say
+/// `after = ["*"]` too; a pair where either names the other keeps its own
+/// constraint instead.
+fn wildcard_edges(nodes: &[OrderNode<'_>]) -> Vec<(usize, usize)> {
+    let names = |j: &OrderNode<'_>, i: &OrderNode<'_>| j.before.contains(&i.name) || j.after.contains(&i.name);
+    let mut out = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let (first, last) = (node.before.contains(&EVERY), node.after.contains(&EVERY));
+        if !first && !last {
+            continue;
+        }
+        for (j, other) in nodes.iter().enumerate() {
+            if j == i || names(other, node) || names(node, other) {
+                continue;
+            }
+            if first && !other.before.contains(&EVERY) {
+                out.push((i, j));
+            }
+            if last && !other.after.contains(&EVERY) {
+                out.push((j, i));
+            }
+        }
+    }
+    out
 }
 
 /// Finds one cycle among the nodes left with a positive indegree and writes it `a → b → a`.

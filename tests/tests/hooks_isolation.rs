@@ -1,0 +1,89 @@
+//! What a hook process can reach and how much memory it can cost, in a
+//! dedicated test binary with a single test: it plants secrets in this
+//! process's own environment (no other test runs here to race with it) and
+//! measures the heap with a counting global allocator (dhat in testing mode).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tinyagents::hooks::{run_hook, HookCommand, HookEvent, HookInput, HookRun};
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tinyagents-hooks-iso-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn input(event: HookEvent, dir: &Path) -> HookInput {
+    HookInput::new(event, "run-iso", dir.display().to_string()).with_tool("c1", "shell", serde_json::json!({}))
+}
+
+#[test]
+fn hooks_see_only_the_allowed_environment_and_cost_bounded_memory() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    // the agent's secrets and ordinary variables (this binary's only test)
+    std::env::set_var("OPENAI_API_KEY", "sk-planted-openai");
+    std::env::set_var("ANTHROPIC_API_KEY", "sk-planted-anthropic");
+    std::env::set_var("SECRET_X", "planted-secret");
+    std::env::set_var("TINYAGENTS_PARENT_TOKEN", "planted-tinyagents");
+    std::env::set_var("CI_PASSED_ON", "yes");
+    std::env::set_var("LC_TINYAGENTS_TEST", "lc-ok");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let dir = temp_dir("env");
+    let hook = HookCommand::new(HookEvent::PreToolUse, "env > env.txt")
+        .with_timeout(Duration::from_secs(20))
+        .with_env("MODE", "strict")
+        .with_env("TINYAGENTS_HOOK_EVENT", "forged")
+        .with_pass_env("CI_PASSED_ON");
+    let run = rt.block_on(run_hook(&hook, &input(HookEvent::PreToolUse, &dir), &dir));
+    assert!(matches!(run, HookRun::Answered(_)), "{run:?}");
+    let env = std::fs::read_to_string(dir.join("env.txt")).unwrap();
+    for secret in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "SECRET_X",
+        "TINYAGENTS_PARENT_TOKEN",
+        "planted",
+    ] {
+        assert!(!env.contains(secret), "the hook saw `{secret}`:\n{env}");
+    }
+    let has = |line: &str| env.lines().any(|l| l == line);
+    for line in [
+        "MODE=strict",
+        "CI_PASSED_ON=yes",
+        "LC_TINYAGENTS_TEST=lc-ok",
+        "TINYAGENTS_HOOK_EVENT=pre_tool_use",
+        "TINYAGENTS_HOOK_SCHEMA=tinyagents.hook/1",
+        "TINYAGENTS_RUN_ID=run-iso",
+    ] {
+        assert!(has(line), "missing `{line}` in:\n{env}");
+    }
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+    assert!(
+        !env.lines().any(|l| l.starts_with("TINYAGENTS_HOOK_EVENT=forged")),
+        "an entry cannot forge the event"
+    );
+
+    // 200 MB on stdout: the read stops at the 1 MiB cap; the heap never holds the flood
+    let before = dhat::HeapStats::get().max_bytes;
+    let flood =
+        HookCommand::new(HookEvent::PreToolUse, "head -c 209715200 /dev/zero").with_timeout(Duration::from_secs(60));
+    let run = rt.block_on(run_hook(&flood, &input(HookEvent::PreToolUse, &dir), &dir));
+    match &run {
+        HookRun::Failed(message) => assert!(message.contains("more than 1048576 bytes to stdout"), "{message}"),
+        other => panic!("expected a failed hook, got {other:?}"),
+    }
+    let peak = dhat::HeapStats::get().max_bytes;
+    assert!(
+        peak < before.max(1) + (8 << 20),
+        "peak heap {peak} bytes (before: {before}): the read was not bounded"
+    );
+}
