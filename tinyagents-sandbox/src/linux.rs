@@ -1,0 +1,255 @@
+//! Preparing a confinement in the parent: the Landlock ruleset, the seccomp
+//! program, the rlimits and the process-limit mechanism. Everything here may
+//! allocate; the child (module `sys`) only reads what is built here.
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    Scope, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
+
+use crate::cgroup::Cgroup;
+use crate::{sys, Availability, ConfinementSpec, ProcessLimitMechanism, SetupError};
+
+/// The newest Landlock ABI this crate knows: rights the running kernel lacks
+/// are dropped (best effort above the v1 floor, which [`Availability::check`] requires).
+const LATEST: ABI = ABI::V6;
+
+pub(crate) fn availability() -> Availability {
+    let (abi, detail) = sys::landlock_abi();
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
+        .unwrap_or(false)
+        && target_arch().is_some();
+    Availability {
+        landlock_abi: abi,
+        landlock_detail: detail,
+        seccomp,
+        root: sys::is_root(),
+    }
+}
+
+fn target_arch() -> Option<TargetArch> {
+    std::env::consts::ARCH.try_into().ok()
+}
+
+/// A resource limit to set in the child: (resource, soft = hard value).
+pub(crate) type Rlimit = (libc::__rlimit_resource_t, u64);
+
+/// Everything the child needs, built in the parent.
+pub(crate) struct Prepared {
+    pub(crate) landlock: OwnedFd,
+    pub(crate) bpf: BpfProgram,
+    pub(crate) rlimits: Vec<Rlimit>,
+    pub(crate) cgroup: Option<Cgroup>,
+    pub(crate) root: bool,
+    pub(crate) cap_last: u32,
+}
+
+impl Prepared {
+    pub(crate) fn new(spec: &ConfinementSpec) -> Result<Self, SetupError> {
+        let avail = availability();
+        avail.check()?;
+        let landlock = ruleset(spec)?;
+        let bpf = seccomp_program(spec.allow_network)?;
+
+        let mut rlimits: Vec<Rlimit> = vec![(libc::RLIMIT_CORE, 0)];
+        if let Some(v) = spec.cpu_seconds {
+            rlimits.push((libc::RLIMIT_CPU, v));
+        }
+        if let Some(v) = spec.memory_bytes {
+            rlimits.push((libc::RLIMIT_AS, v));
+        }
+        if let Some(v) = spec.file_size_bytes {
+            rlimits.push((libc::RLIMIT_FSIZE, v));
+        }
+        let mut cgroup = None;
+        if let Some(max) = spec.max_processes {
+            match Cgroup::create(max) {
+                Ok(c) => cgroup = Some(c),
+                Err(why) if avail.root => {
+                    return Err(SetupError::ProcessLimitUnavailable {
+                        detail: format!(
+                            "running as root, where the kernel does not enforce RLIMIT_NPROC, and no pids cgroup: {why}"
+                        ),
+                    })
+                }
+                Err(_) => rlimits.push((libc::RLIMIT_NPROC, user_tasks().saturating_add(max))),
+            }
+        }
+        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(63);
+        Ok(Self {
+            landlock,
+            bpf,
+            rlimits,
+            cgroup,
+            root: avail.root,
+            cap_last,
+        })
+    }
+
+    pub(crate) fn process_limit(&self) -> ProcessLimitMechanism {
+        if self.cgroup.is_some() {
+            ProcessLimitMechanism::Cgroup
+        } else if self.rlimits.iter().any(|(r, _)| *r == libc::RLIMIT_NPROC) {
+            ProcessLimitMechanism::Rlimit
+        } else {
+            ProcessLimitMechanism::None
+        }
+    }
+
+    /// Kills every process of the cgroup; `true` when it is empty (or there is none).
+    pub(crate) fn kill_cgroup(&self) -> bool {
+        self.cgroup.as_ref().is_none_or(Cgroup::kill_all)
+    }
+}
+
+fn landlock_error(e: impl std::fmt::Display) -> SetupError {
+    SetupError::LandlockUnavailable { detail: e.to_string() }
+}
+
+/// The Landlock ruleset: read+execute under read-only paths, all but device
+/// creation under writable paths, read+write on device files; TCP and
+/// out-of-domain signals / abstract sockets denied where the kernel can.
+fn ruleset(spec: &ConfinementSpec) -> Result<OwnedFd, SetupError> {
+    for p in &spec.writable_paths {
+        if !p.is_dir() {
+            return Err(SetupError::Path {
+                path: p.clone(),
+                detail: "a writable sandbox path must be an existing directory".to_owned(),
+            });
+        }
+    }
+    let all = AccessFs::from_all(LATEST);
+    let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
+    let read = AccessFs::from_read(LATEST);
+    let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(landlock_error)?
+        .scope(Scope::from_all(LATEST))
+        .map_err(landlock_error)?;
+    if !spec.allow_network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(LATEST))
+            .map_err(landlock_error)?;
+    }
+    let created = ruleset
+        .create()
+        .map_err(landlock_error)?
+        .add_rules(path_beneath_rules(&spec.read_only_paths, read))
+        .map_err(landlock_error)?
+        .add_rules(path_beneath_rules(&spec.device_files, device))
+        .map_err(landlock_error)?
+        .add_rules(path_beneath_rules(&spec.writable_paths, write))
+        .map_err(landlock_error)?;
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or_else(|| landlock_error("the kernel refused to create a ruleset"))
+}
+
+/// The seccomp program: `setsid`/`setpgid` (leaving the process group),
+/// `TIOCSTI` (typing into a terminal) and, without network, `socket()` for
+/// any family but `AF_UNIX` and `io_uring_setup` fail with `EPERM`.
+fn seccomp_program(allow_network: bool) -> Result<BpfProgram, SetupError> {
+    let fail = |e: seccompiler::BackendError| SetupError::SeccompUnavailable { detail: e.to_string() };
+    let arch = target_arch().ok_or_else(|| SetupError::SeccompUnavailable {
+        detail: format!("architecture `{}` is not supported", std::env::consts::ARCH),
+    })?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(libc::SYS_setsid, Vec::new());
+    rules.insert(libc::SYS_setpgid, Vec::new());
+    let tiocsti =
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::TIOCSTI as u64).map_err(fail)?;
+    rules.insert(libc::SYS_ioctl, vec![SeccompRule::new(vec![tiocsti]).map_err(fail)?]);
+    if !allow_network {
+        let not_unix =
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64).map_err(fail)?;
+        rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(fail)?]);
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(fail)?;
+    let program: BpfProgram = filter.try_into().map_err(fail)?;
+    Ok(prepend_x32_guard(program))
+}
+
+/// On x86_64, x32 system calls carry the same audit arch with bit 30 set in
+/// the number, so a rule on `socket` would not see them: refuse them all.
+fn prepend_x32_guard(program: BpfProgram) -> BpfProgram {
+    if std::env::consts::ARCH != "x86_64" {
+        return program;
+    }
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let guard = [
+        // A = seccomp_data.nr (offset 0)
+        seccompiler::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // if A >= X32_SYSCALL_BIT fall through to the return, else skip it
+        seccompiler::sock_filter {
+            code: 0x35,
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        seccompiler::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+    ];
+    let mut out = Vec::with_capacity(program.len() + guard.len());
+    out.extend_from_slice(&guard);
+    out.extend(program);
+    out
+}
+
+/// The number of tasks (threads included) whose real user is ours: the count
+/// `RLIMIT_NPROC` is checked against.
+fn user_tasks() -> u64 {
+    let uid = sys::real_uid().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut total = 0u64;
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let mine = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next())
+            == Some(uid.as_str());
+        if mine {
+            total += status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|l| l.trim().parse::<u64>().ok())
+                .unwrap_or(1);
+        }
+    }
+    total
+}
