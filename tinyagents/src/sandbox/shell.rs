@@ -13,9 +13,10 @@ use crate::{Result, TinyAgentsError};
 /// runner ([`Sandbox`]) in the workspace root, or in a `cwd` under it.
 ///
 /// Arguments (any other key is refused): `command` — a command line run by
-/// `/bin/sh -c` (the key `shell_fs_guard` checks), or `argv` — a program and
-/// its arguments, run without a shell; and optionally `cwd`, relative to the
-/// root. The result is the exit status and the bounded stdout and stderr
+/// `/bin/sh -c` (the key `shell_fs_guard` checks) — and optionally `cwd`,
+/// relative to the root. With [`ShellTool::with_argv`], `argv` (a program and
+/// its arguments, run without a shell) is accepted instead of `command`: off
+/// by default, because a guard that checks `command` lines would not see it. The result is the exit status and the bounded stdout and stderr
 /// (with a truncation marker when cut); `data` holds `exit_code`,
 /// `termination`, `stdout_truncated`, `stderr_truncated`, `confined`.
 ///
@@ -37,29 +38,59 @@ use crate::{Result, TinyAgentsError};
 pub struct ShellTool {
     schema: ToolSchema,
     sandbox: Sandbox,
+    accept_argv: bool,
 }
 
 impl ShellTool {
     /// A shell tool running under `policy` (see [`Sandbox::new`] for the errors).
     pub fn new(policy: SandboxPolicy) -> Result<Self> {
         let sandbox = Sandbox::new(policy)?;
-        let schema = ToolSchema::new(
-            "shell",
+        let mut tool = Self {
+            schema: ToolSchema::new("shell", ""),
+            sandbox,
+            accept_argv: false,
+        };
+        tool.describe();
+        Ok(tool)
+    }
+
+    /// The same tool also accepting `argv` (a program and its arguments, no
+    /// shell) instead of `command`. Enable it only when the guards in front of
+    /// the tool check `argv` too.
+    pub fn with_argv(mut self, accept: bool) -> Self {
+        self.accept_argv = accept;
+        self.describe();
+        self
+    }
+
+    fn describe(&mut self) {
+        let (give, mut properties) = if self.accept_argv {
+            (
+                "Give `command` (a /bin/sh command line) or `argv` (a program and its arguments)",
+                json!({
+                    "command": { "type": "string", "description": "A command line, run with /bin/sh -c." },
+                    "argv": { "type": "array", "items": { "type": "string" }, "description": "A program and its arguments, run without a shell." }
+                }),
+            )
+        } else {
+            (
+                "Give `command` (a /bin/sh command line)",
+                json!({ "command": { "type": "string", "description": "A command line, run with /bin/sh -c." } }),
+            )
+        };
+        properties["cwd"] =
+            json!({ "type": "string", "description": "Working directory, relative to the workspace root." });
+        self.schema.description = format!(
             "Runs a command in the workspace inside an OS sandbox (writes only under the workspace, \
-             no network unless enabled, time and output limits). Give `command` (a /bin/sh command \
-             line) or `argv` (a program and its arguments), and optionally `cwd`, a directory \
-             relative to the workspace root. Returns the exit status, stdout and stderr.",
-        )
-        .with_parameters(json!({
+             no network unless enabled, time and output limits). {give}, and optionally `cwd`, a \
+             directory relative to the workspace root. Returns the exit status, stdout and stderr."
+        );
+        self.schema.parameters = json!({
             "type": "object",
-            "properties": {
-                "command": { "type": "string", "description": "A command line, run with /bin/sh -c." },
-                "argv": { "type": "array", "items": { "type": "string" }, "description": "A program and its arguments, run without a shell." },
-                "cwd": { "type": "string", "description": "Working directory, relative to the workspace root." }
-            },
+            "properties": properties,
+            "required": if self.accept_argv { json!([]) } else { json!(["command"]) },
             "additionalProperties": false
-        }));
-        Ok(Self { schema, sandbox })
+        });
     }
 
     /// The same tool under another name.
@@ -80,9 +111,19 @@ impl ShellTool {
                 "tool `{name}`: arguments must be an object with `command` or `argv`, got {arguments}"
             )));
         };
-        if let Some(key) = args.keys().find(|k| !["command", "argv", "cwd"].contains(&k.as_str())) {
+        let known: &[&str] = if self.accept_argv {
+            &["command", "argv", "cwd"]
+        } else {
+            &["command", "cwd"]
+        };
+        if let Some(key) = args.keys().find(|k| !known.contains(&k.as_str())) {
             return Err(TinyAgentsError::validation(format!(
-                "tool `{name}`: unknown argument `{key}`; the arguments are `command` or `argv`, and `cwd`"
+                "tool `{name}`: unknown argument `{key}`; the arguments are {}",
+                if self.accept_argv {
+                    "`command` or `argv`, and `cwd`"
+                } else {
+                    "`command` and `cwd` (`argv` is off: see ShellTool::with_argv)"
+                }
             )));
         }
         let mut cmd = match (args.get("command"), args.get("argv")) {
@@ -95,7 +136,12 @@ impl ShellTool {
             }
             _ => {
                 return Err(TinyAgentsError::validation(format!(
-                    "tool `{name}`: give exactly one of `command` (a non-empty string) or `argv` (a non-empty array of strings)"
+                    "tool `{name}`: give {}",
+                    if self.accept_argv {
+                        "exactly one of `command` (a non-empty string) or `argv` (a non-empty array of strings)"
+                    } else {
+                        "`command`, a non-empty string"
+                    }
                 )))
             }
         };
