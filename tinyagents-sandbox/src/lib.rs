@@ -11,6 +11,7 @@
 //! * **network** — a seccomp filter that makes `socket()` fail with `EPERM`
 //!   for every family but `AF_UNIX` (and `io_uring_setup`, which can open
 //!   sockets too), plus Landlock's TCP rules where the kernel has them;
+//!   `AF_UNIX` sockets too unless allowed (`socketpair()` always works);
 //! * **process tree** — `setsid()` and `setpgid()` fail with `EPERM`, so every
 //!   descendant stays in the command's process group and one `killpg` reaches
 //!   them all; a pids cgroup (or `RLIMIT_NPROC` for a non-root user) bounds the
@@ -75,6 +76,11 @@ pub struct ConfinementSpec {
     pub device_files: Vec<PathBuf>,
     /// Whether the command may open network sockets.
     pub allow_network: bool,
+    /// Whether the command may open `AF_UNIX` sockets (`socket(2)`; pairs
+    /// from `socketpair(2)` are always allowed). Off by default: Landlock
+    /// does not govern connecting to an existing socket file, so a daemon's
+    /// socket (`/var/run/docker.sock`, …) would be a way out.
+    pub allow_unix_sockets: bool,
     /// `RLIMIT_CPU`, in seconds of CPU time per process.
     pub cpu_seconds: Option<u64>,
     /// `RLIMIT_AS`, in bytes of address space per process.
@@ -99,6 +105,7 @@ impl ConfinementSpec {
             writable_paths: Vec::new(),
             device_files: Vec::new(),
             allow_network: false,
+            allow_unix_sockets: false,
             cpu_seconds: None,
             memory_bytes: None,
             file_size_bytes: None,
@@ -139,6 +146,12 @@ impl ConfinementSpec {
     /// Allows or denies network sockets.
     pub fn network(mut self, allow: bool) -> Self {
         self.allow_network = allow;
+        self
+    }
+
+    /// Allows or denies `AF_UNIX` sockets (see [`ConfinementSpec::allow_unix_sockets`]).
+    pub fn unix_sockets(mut self, allow: bool) -> Self {
+        self.allow_unix_sockets = allow;
         self
     }
 

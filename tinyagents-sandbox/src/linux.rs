@@ -56,7 +56,7 @@ impl Prepared {
         let avail = availability();
         avail.check()?;
         let landlock = ruleset(spec)?;
-        let bpf = seccomp_program(spec.allow_network)?;
+        let bpf = seccomp_program(spec.allow_network, spec.allow_unix_sockets)?;
 
         let mut rlimits: Vec<Rlimit> = vec![(libc::RLIMIT_CORE, 0)];
         if let Some(v) = spec.cpu_seconds {
@@ -157,9 +157,10 @@ fn ruleset(spec: &ConfinementSpec) -> Result<OwnedFd, SetupError> {
 }
 
 /// The seccomp program: `setsid`/`setpgid` (leaving the process group),
-/// `TIOCSTI` (typing into a terminal) and, without network, `socket()` for
-/// any family but `AF_UNIX` and `io_uring_setup` fail with `EPERM`.
-fn seccomp_program(allow_network: bool) -> Result<BpfProgram, SetupError> {
+/// `TIOCSTI` (typing into a terminal), `socket()` for the families not
+/// allowed (network ones without network, `AF_UNIX` unless allowed) and,
+/// without network, `io_uring_setup` fail with `EPERM`.
+fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, SetupError> {
     let fail = |e: seccompiler::BackendError| SetupError::SeccompUnavailable { detail: e.to_string() };
     let arch = target_arch().ok_or_else(|| SetupError::SeccompUnavailable {
         detail: format!("architecture `{}` is not supported", std::env::consts::ARCH),
@@ -167,13 +168,27 @@ fn seccomp_program(allow_network: bool) -> Result<BpfProgram, SetupError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(libc::SYS_setsid, Vec::new());
     rules.insert(libc::SYS_setpgid, Vec::new());
+    // `Ioctl` is `c_ulong` on glibc and `c_int` on musl: the cast is needed there.
+    #[allow(clippy::unnecessary_cast)]
     let tiocsti =
         SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::TIOCSTI as u64).map_err(fail)?;
     rules.insert(libc::SYS_ioctl, vec![SeccompRule::new(vec![tiocsti]).map_err(fail)?]);
+    let family = |op| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, libc::AF_UNIX as u64);
+    match (allow_network, allow_unix) {
+        (true, true) => {}
+        (true, false) => {
+            let unix = family(SeccompCmpOp::Eq).map_err(fail)?;
+            rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![unix]).map_err(fail)?]);
+        }
+        (false, true) => {
+            let not_unix = family(SeccompCmpOp::Ne).map_err(fail)?;
+            rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(fail)?]);
+        }
+        (false, false) => {
+            rules.insert(libc::SYS_socket, Vec::new());
+        }
+    }
     if !allow_network {
-        let not_unix =
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64).map_err(fail)?;
-        rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(fail)?]);
         rules.insert(libc::SYS_io_uring_setup, Vec::new());
     }
     let filter = SeccompFilter::new(

@@ -37,6 +37,7 @@ pub mod graph;
 pub mod harness;
 pub mod hooks;
 pub mod prelude;
+#[cfg(unix)]
 pub mod sandbox;
 pub mod testing;
 

@@ -11,7 +11,9 @@
 //!   execute under the root and a small set of system paths
 //!   ([`SandboxPolicy::default_read_only_paths`]); nothing else — not
 //!   `$HOME`, not the rest of `/etc`, not `/proc`;
-//! * **network**: no sockets but `AF_UNIX` unless the policy allows it (seccomp);
+//! * **network**: no sockets unless the policy allows them (seccomp): network
+//!   families with [`SandboxPolicy::network`], `AF_UNIX` with
+//!   [`SandboxPolicy::unix_sockets`] (`socketpair` always works);
 //! * **environment**: built from an allow list ([`SandboxPolicy::env_allow`],
 //!   by default `PATH`, `LANG`, `LC_*`, `TERM`, `TZ`): the agent's API keys
 //!   never reach the command;
@@ -74,7 +76,8 @@ pub use crate::harness::tool::SandboxMode;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxLimits {
     /// Wall-clock time of the whole call; past it the process tree is killed
-    /// ([`Termination::TimedOut`]). Default 60 s.
+    /// ([`Termination::TimedOut`]). Default 60 s. Measured on Tokio's clock:
+    /// under a paused test clock it passes as soon as the runtime is idle.
     pub wall_time: Duration,
     /// CPU seconds per process (`RLIMIT_CPU`). Default 60.
     pub cpu_seconds: Option<u64>,
@@ -131,6 +134,10 @@ pub struct SandboxPolicy {
     pub temp_parent: PathBuf,
     /// Whether the command may open network sockets (default: no).
     pub network: bool,
+    /// Whether the command may open `AF_UNIX` sockets (default: no; Landlock
+    /// does not govern connecting to an existing socket file such as a
+    /// daemon's, so this is a way out when on). `socketpair` always works.
+    pub unix_sockets: bool,
     /// Environment variables passed through from this process, by exact name.
     pub env_allow: Vec<String>,
     /// Environment variables set for every command (after the allow list).
@@ -154,6 +161,7 @@ impl SandboxPolicy {
                 .collect(),
             temp_parent: std::env::temp_dir(),
             network: false,
+            unix_sockets: false,
             env_allow: [
                 "PATH",
                 "LANG",
@@ -237,6 +245,12 @@ impl SandboxPolicy {
             self.read_only_paths.extend(extra);
         }
         self.network = network;
+        self
+    }
+
+    /// The same policy with `AF_UNIX` sockets allowed or not.
+    pub fn with_unix_sockets(mut self, allow: bool) -> Self {
+        self.unix_sockets = allow;
         self
     }
 

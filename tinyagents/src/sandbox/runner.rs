@@ -248,6 +248,7 @@ impl Sandbox {
             .devices(p.device_files.iter().cloned())
             .writable([temp.to_path_buf()])
             .network(p.network)
+            .unix_sockets(p.unix_sockets)
             .cpu_seconds(p.limits.cpu_seconds)
             .memory_bytes(p.limits.memory_bytes)
             .file_size_bytes(p.limits.file_size_bytes)
