@@ -160,14 +160,32 @@ async fn network_is_refused_even_to_loopback() {
         out.render()
     );
     assert!(matches!(unix.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
-    println!(
-        "network escapes tried: {}, stopped: {}",
-        attempts.len() + 1,
-        attempts.len() + 1
-    );
     let with_unix = Sandbox::new(SandboxPolicy::new(&ws.root).with_unix_sockets(true)).unwrap();
     let out = sh(&with_unix, &unix_line).await;
     assert!(out.stdout_text().contains("connected"), "control: {}", out.render());
+    let _ = unix.accept().unwrap();
+
+    // Even with AF_UNIX allowed, an abstract socket outside the sandbox is
+    // out of reach (Landlock scoping, ABI v6+); unconfined, it is reached.
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("ta-sbx-abstract-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let abstract_listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    abstract_listener.set_nonblocking(true).unwrap();
+    let abstract_line = format!(
+        "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"\\0{name}\") or die \"abstract: $!\"; print \"connected\"'"
+    );
+    let mut tried = attempts.len() + 1;
+    if tinyagents_abi_at_least(6) {
+        let out = sh(&with_unix, &abstract_line).await;
+        assert!(!out.stdout_text().contains("connected"), "{}", out.render());
+        assert!(matches!(abstract_listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock));
+        tried += 1;
+        let off = Sandbox::new(SandboxPolicy::new(&ws.root).with_mode(SandboxMode::Off)).unwrap();
+        let out = sh(&off, &abstract_line).await;
+        assert!(out.stdout_text().contains("connected"), "control: {}", out.render());
+    }
+    println!("network escapes tried: {tried}, stopped: {tried}");
 
     // The control: with the network allowed, the same connection arrives,
     // so the refusals above are the sandbox's doing.
@@ -260,8 +278,16 @@ async fn setsid_cannot_outlive_the_timeout() {
         processes_with("987025").is_empty(),
         "a background process outlived its call"
     );
-    // setsid(2), setpgid(2), four escapers past the timeout, one daemon after exit.
-    println!("process-tree escapes tried: 7, stopped: 7");
+    // setsid(2), setpgid(2), four escapers past the timeout, one daemon after exit, a dropped call.
+    // A caller that gives up (a timeout around the call) drops the run: the
+    // tree is killed then too.
+    let dropped = tokio::time::timeout(Duration::from_millis(500), sh(&sandbox, "sleep 987026 & sleep 987027")).await;
+    assert!(dropped.is_err());
+    assert!(
+        processes_with("987026").is_empty() && processes_with("987027").is_empty(),
+        "a dropped call left processes"
+    );
+    println!("process-tree escapes tried: 8, stopped: 8");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,7 +386,23 @@ async fn signals_and_privileges_stay_inside() {
     }
     use std::os::unix::fs::MetadataExt;
     assert_ne!(std::fs::metadata(ws.root.join("hello.txt")).unwrap().uid(), 65534);
-    println!("signal and privilege escapes tried: 4, stopped: 4");
+    // TIOCSTI (typing into a terminal) and io_uring (sockets behind seccomp's
+    // back) are refused with EPERM, not the ENOTTY / EFAULT they would give.
+    let out = sh(
+        &sandbox,
+        "perl -e 'my $c = \"x\"; ioctl(STDIN, 0x5412, $c) or print \"errno=\", $!+0'",
+    )
+    .await;
+    assert_eq!(out.stdout_text(), "errno=1", "{}", out.render());
+    if std::env::consts::ARCH == "x86_64" {
+        let out = sh(
+            &sandbox,
+            "perl -e 'syscall(425, 1, 0) == -1 and print \"errno=\", $!+0'",
+        )
+        .await;
+        assert_eq!(out.stdout_text(), "errno=1", "{}", out.render());
+    }
+    println!("signal and privilege escapes tried: 6, stopped: 6");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -405,4 +447,9 @@ fn off_is_the_explicit_opt_out() {
     let policy = SandboxPolicy::new("/tmp").with_mode(SandboxMode::Off);
     assert_eq!(policy.mode, SandboxMode::Off);
     assert_eq!(SandboxPolicy::new("/tmp").mode, SandboxMode::Required);
+}
+
+/// Whether the kernel's Landlock ABI is at least `v` (scoping needs v6).
+fn tinyagents_abi_at_least(v: i32) -> bool {
+    tinyagents::sandbox::landlock_abi() >= v
 }

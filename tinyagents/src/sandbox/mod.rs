@@ -315,3 +315,15 @@ pub fn availability() -> Result<(), String> {
         .get_or_init(|| tinyagents_sandbox::availability().check().map_err(|e| e.to_string()))
         .clone()
 }
+
+/// The kernel's Landlock ABI version (0: none), probed once. Newer ABIs
+/// confine more: v4 TCP rules, v6 signal and abstract-socket scoping.
+///
+/// ```
+/// let abi = tinyagents::sandbox::landlock_abi();
+/// assert!(abi >= 0);
+/// ```
+pub fn landlock_abi() -> i32 {
+    static ABI: OnceLock<i32> = OnceLock::new();
+    *ABI.get_or_init(|| tinyagents_sandbox::availability().landlock_abi)
+}

@@ -27,12 +27,24 @@ use crate::{Result, TinyAgentsError};
 /// without Landlock fails, naming what is missing.
 ///
 /// ```no_run
-/// use tinyagents::harness::tool::ToolRegistry;
-/// use tinyagents::sandbox::{SandboxPolicy, ShellTool};
+/// use std::time::Duration;
+/// use tinyagents::prelude::*;
+/// use tinyagents::harness::workspace::WorkspaceDescriptor;
+/// use tinyagents::middleware::ToolPolicyMiddleware;
+/// use tinyagents::sandbox::{SandboxLimits, SandboxMode, SandboxPolicy, ShellTool};
 ///
-/// let mut tools = ToolRegistry::new();
-/// tools.register(ShellTool::new(SandboxPolicy::new("/path/to/workspace"))?)?;
-/// # Ok::<(), tinyagents::TinyAgentsError>(())
+/// fn tools() -> tinyagents::Result<(ToolRegistry, ToolPolicyMiddleware, WorkspaceDescriptor)> {
+///     let policy = SandboxPolicy::new("/path/to/workspace")
+///         .with_read_only_path("/opt/toolchain") // more readable paths
+///         .with_env_allowed("RUST_LOG") // more variables, by exact name
+///         .with_network(false) // the default
+///         .with_limits(SandboxLimits { wall_time: Duration::from_secs(30), ..SandboxLimits::default() });
+///     let tools = ToolRegistry::new().with(ShellTool::new(policy)?)?;
+///     let guard = ToolPolicyMiddleware::strict(tools.policies()); // require_sandbox is on
+///     let workspace = WorkspaceDescriptor::new("/path/to/workspace").with_sandbox(SandboxMode::Required);
+///     Ok((tools, guard, workspace))
+/// }
+/// # let _ = tools;
 /// ```
 #[derive(Debug, Clone)]
 pub struct ShellTool {
