@@ -83,7 +83,7 @@ impl Cgroup {
 impl Drop for Cgroup {
     fn drop(&mut self) {
         // Every process is killed first; SIGKILL is fast, so a few rounds do.
-        for _ in 0..200 {
+        for _ in 0..5000 {
             if self.kill_all() {
                 break;
             }
