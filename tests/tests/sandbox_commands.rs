@@ -388,3 +388,15 @@ fn bad_policies_are_refused_at_construction() {
     let err = Sandbox::new(ws.policy().with_limits(zero)).unwrap_err();
     assert!(err.to_string().contains("output_bytes"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preferred_confines_where_the_machine_can() {
+    if !sandbox_available("preferred_confines_where_the_machine_can") {
+        return;
+    }
+    let ws = Workspace::new("preferred");
+    let sandbox = Sandbox::new(ws.policy().with_mode(SandboxMode::Preferred)).unwrap();
+    let out = sh(&sandbox, &format!("cat {}/secret.txt", ws.outside.display())).await;
+    assert!(out.confined);
+    assert!(!out.success() && !out.render().contains(&ws.secret), "{}", out.render());
+}

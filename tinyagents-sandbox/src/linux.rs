@@ -268,3 +268,63 @@ fn user_tasks() -> u64 {
     }
     total
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_has_tasks_and_every_socket_policy_compiles() {
+        assert!(user_tasks() >= 1, "this test's own task counts");
+        let mut lengths = Vec::new();
+        for (net, unix) in [(false, false), (false, true), (true, false), (true, true)] {
+            let program = seccomp_program(net, unix).unwrap();
+            if std::env::consts::ARCH == "x86_64" {
+                assert_eq!(
+                    program[2].k,
+                    libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+                    "x32 guard first"
+                );
+            }
+            lengths.push(program.len());
+        }
+        // Allowing everything leaves fewer rules than refusing something.
+        assert!(lengths[3] < lengths[0] && lengths[3] < lengths[1]);
+    }
+
+    #[test]
+    fn missing_pieces_are_named_with_the_fix() {
+        let none = Availability {
+            landlock_abi: 0,
+            landlock_detail: Some("ENOSYS: the kernel was built without Landlock".to_owned()),
+            seccomp: true,
+            root: false,
+        };
+        let msg = none.check().unwrap_err().to_string();
+        assert!(msg.contains("Landlock ABI v1+ is not available"), "{msg}");
+        assert!(msg.contains("ENOSYS"), "{msg}");
+        assert!(
+            msg.contains("CONFIG_SECURITY_LANDLOCK") && msg.contains("lsm="),
+            "{msg}"
+        );
+        assert!(msg.contains("SandboxMode::Off"), "{msg}");
+        let no_seccomp = Availability {
+            landlock_abi: 3,
+            seccomp: false,
+            ..none
+        };
+        assert!(no_seccomp
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("CONFIG_SECCOMP_FILTER"));
+        let nproc = SetupError::ProcessLimitUnavailable {
+            detail: "running as root".to_owned(),
+        }
+        .to_string();
+        assert!(
+            nproc.contains("pids controller") && nproc.contains("process limit to none"),
+            "{nproc}"
+        );
+    }
+}
