@@ -402,7 +402,18 @@ async fn signals_and_privileges_stay_inside() {
         .await;
         assert_eq!(out.stdout_text(), "errno=1", "{}", out.render());
     }
-    println!("signal and privilege escapes tried: 6, stopped: 6");
+    // No new user namespaces: `unshare` and `clone(CLONE_NEWUSER)` are refused.
+    let out = sh(&sandbox, "unshare -U -r id -u").await;
+    assert!(!out.success(), "{}", out.render());
+    if std::env::consts::ARCH == "x86_64" {
+        let out = sh(
+            &sandbox,
+            "perl -e 'my $r = syscall(56, 0x10000011, 0, 0, 0, 0); exit 0 if $r == 0; print \"r=$r errno=\", $!+0'",
+        )
+        .await;
+        assert_eq!(out.stdout_text(), "r=-1 errno=1", "{}", out.render());
+    }
+    println!("signal and privilege escapes tried: 8, stopped: 8");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

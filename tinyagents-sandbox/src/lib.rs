@@ -20,6 +20,8 @@
 //! * **privileges** — `no_new_privs`, and every capability dropped (bounding,
 //!   ambient, effective, permitted, inheritable), so a command started by root
 //!   cannot load modules, create device nodes, mount or signal other users.
+//!   No new user namespaces (`unshare`, `clone(CLONE_NEWUSER)`; `clone3`
+//!   answers `ENOSYS` so the C library falls back to `clone`).
 //!
 //! Everything that allocates (the ruleset, the BPF program, the cgroup) is
 //! done by [`Confinement::prepare`] in the parent: a `fork` of a

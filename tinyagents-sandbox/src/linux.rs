@@ -44,7 +44,8 @@ pub(crate) type Rlimit = (libc::__rlimit_resource_t, u64);
 /// Everything the child needs, built in the parent.
 pub(crate) struct Prepared {
     pub(crate) landlock: OwnedFd,
-    pub(crate) bpf: BpfProgram,
+    /// seccomp programs, installed in order (the kernel runs them all; the strictest answer wins).
+    pub(crate) filters: Vec<BpfProgram>,
     pub(crate) rlimits: Vec<Rlimit>,
     pub(crate) cgroup: Option<Cgroup>,
     pub(crate) root: bool,
@@ -56,7 +57,10 @@ impl Prepared {
         let avail = availability();
         avail.check()?;
         let landlock = ruleset(spec)?;
-        let bpf = seccomp_program(spec.allow_network, spec.allow_unix_sockets)?;
+        let filters = vec![
+            seccomp_program(spec.allow_network, spec.allow_unix_sockets)?,
+            clone3_program()?,
+        ];
 
         let mut rlimits: Vec<Rlimit> = vec![(libc::RLIMIT_CORE, 0)];
         if let Some(v) = spec.cpu_seconds {
@@ -88,7 +92,7 @@ impl Prepared {
             .unwrap_or(63);
         Ok(Self {
             landlock,
-            bpf,
+            filters,
             rlimits,
             cgroup,
             root: avail.root,
@@ -191,6 +195,13 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
     if !allow_network {
         rules.insert(libc::SYS_io_uring_setup, Vec::new());
     }
+    // No new user namespaces (a large kernel attack surface, and the way to
+    // capabilities inside one): `unshare` is refused, `clone` with CLONE_NEWUSER too.
+    rules.insert(libc::SYS_unshare, Vec::new());
+    let newuser = libc::CLONE_NEWUSER as u64;
+    let userns =
+        SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(newuser), newuser).map_err(fail)?;
+    rules.insert(libc::SYS_clone, vec![SeccompRule::new(vec![userns]).map_err(fail)?]);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -200,6 +211,26 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
     .map_err(fail)?;
     let program: BpfProgram = filter.try_into().map_err(fail)?;
     Ok(prepend_x32_guard(program))
+}
+
+/// `clone3` passes its flags in memory, where seccomp cannot look: it
+/// answers `ENOSYS`, so the C library falls back to `clone`, whose flags the
+/// main program checks. (A separate program, because the main one answers `EPERM`.)
+fn clone3_program() -> Result<BpfProgram, SetupError> {
+    let fail = |e: seccompiler::BackendError| SetupError::SeccompUnavailable { detail: e.to_string() };
+    let arch = target_arch().ok_or_else(|| SetupError::SeccompUnavailable {
+        detail: format!("architecture `{}` is not supported", std::env::consts::ARCH),
+    })?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(libc::SYS_clone3, Vec::new());
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(fail)?;
+    filter.try_into().map_err(fail)
 }
 
 /// On x86_64, x32 system calls carry the same audit arch with bit 30 set in

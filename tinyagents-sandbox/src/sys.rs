@@ -92,16 +92,19 @@ fn confine(p: &Prepared) -> io::Result<()> {
             &header as *const CapHeader,
             data.as_ptr(),
         ))?;
-        let program = libc::sock_fprog {
-            len: p.bpf.len() as libc::c_ushort,
-            filter: p.bpf.as_ptr() as *mut libc::sock_filter, // same layout (both are the kernel struct)
-        };
-        check(libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0u32,
-            &program as *const libc::sock_fprog,
-        ))?;
+        for bpf in &p.filters {
+            let program = libc::sock_fprog {
+                len: bpf.len() as libc::c_ushort,
+                // Same layout: both are the kernel's `struct sock_filter`.
+                filter: bpf.as_ptr() as *mut libc::sock_filter,
+            };
+            check(libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0u32,
+                &program as *const libc::sock_fprog,
+            ))?;
+        }
     }
     Ok(())
 }
