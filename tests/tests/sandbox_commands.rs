@@ -402,3 +402,39 @@ async fn preferred_confines_where_the_machine_can() {
     assert!(out.confined);
     assert!(!out.success() && !out.render().contains(&ws.secret), "{}", out.render());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_command_output_limits_only_narrow() {
+    if !sandbox_available("per_command_output_limits_only_narrow") {
+        return;
+    }
+    let ws = Workspace::new("caps");
+    let sandbox = ws.sandbox();
+    let fits = sandbox
+        .run(SandboxCommand::shell("printf 0123456789; echo err >&2").with_output_limits(10, 4))
+        .await
+        .unwrap();
+    assert!(fits.success(), "{}", fits.render());
+    assert_eq!(
+        (fits.stdout.as_slice(), fits.stderr.as_slice()),
+        (&b"0123456789"[..], &b"err\n"[..])
+    );
+    let over = sandbox
+        .run(SandboxCommand::shell("echo fine; echo toolong >&2").with_output_limits(10, 4))
+        .await
+        .unwrap();
+    assert_eq!(over.termination, Termination::OutputLimit);
+    assert!(over.stderr_truncated && !over.stdout_truncated);
+    assert_eq!(over.stderr, b"tool");
+    assert!(
+        over.status_line().contains("stderr passed the sandbox cap of 4 bytes"),
+        "{}",
+        over.status_line()
+    );
+    // Larger than the policy's cap: the policy's cap holds.
+    let wide = sandbox
+        .run(SandboxCommand::shell("true").with_output_limits(usize::MAX, usize::MAX))
+        .await
+        .unwrap();
+    assert_eq!(wide.stdout_cap, sandbox.policy().limits.output_bytes);
+}

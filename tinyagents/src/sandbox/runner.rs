@@ -44,6 +44,8 @@ pub struct SandboxCommand {
     pub env: BTreeMap<String, String>,
     /// A shorter wall time than the policy's (never longer).
     pub timeout: Option<Duration>,
+    /// Smaller output caps than the policy's, for stdout and stderr (never larger).
+    pub output_limits: Option<(usize, usize)>,
 }
 
 impl SandboxCommand {
@@ -87,6 +89,13 @@ impl SandboxCommand {
         self.timeout = Some(timeout);
         self
     }
+
+    /// The same command with smaller caps on stdout and stderr (a hook
+    /// answer needs less than a build log).
+    pub fn with_output_limits(mut self, stdout: usize, stderr: usize) -> Self {
+        self.output_limits = Some((stdout, stderr));
+        self
+    }
 }
 
 /// How a sandboxed command ended.
@@ -109,9 +118,9 @@ pub enum Termination {
 pub struct SandboxOutput {
     /// How it ended.
     pub termination: Termination,
-    /// stdout, at most the policy's `output_bytes`.
+    /// stdout, at most `stdout_cap` bytes.
     pub stdout: Vec<u8>,
-    /// stderr, at most the policy's `output_bytes`.
+    /// stderr, at most `stderr_cap` bytes.
     pub stderr: Vec<u8>,
     /// Whether stdout passed the cap (the rest was not read).
     pub stdout_truncated: bool,
@@ -120,8 +129,10 @@ pub struct SandboxOutput {
     /// Whether the OS confinement was applied (false only in modes `Off` and
     /// `Preferred` on a machine without it).
     pub confined: bool,
-    /// The output cap in force, in bytes per stream.
-    pub output_cap: usize,
+    /// The stdout cap in force, in bytes.
+    pub stdout_cap: usize,
+    /// The stderr cap in force, in bytes.
+    pub stderr_cap: usize,
     /// The wall time in force.
     pub wall_time: Duration,
 }
@@ -159,10 +170,14 @@ impl SandboxOutput {
                 "timed out after {} ms: the sandbox wall-time limit killed the whole process tree",
                 self.wall_time.as_millis()
             ),
-            Termination::OutputLimit => format!(
-                "stopped: output passed the sandbox cap of {} bytes per stream, and the process tree was killed",
-                self.output_cap
-            ),
+            Termination::OutputLimit => {
+                let (stream, cap) = if self.stdout_truncated {
+                    ("stdout", self.stdout_cap)
+                } else {
+                    ("stderr", self.stderr_cap)
+                };
+                format!("stopped: {stream} passed the sandbox cap of {cap} bytes, and the process tree was killed")
+            }
             Termination::Cancelled => "cancelled: the run was cancelled and the process tree was killed".to_owned(),
         }
     }
@@ -172,9 +187,9 @@ impl SandboxOutput {
     pub fn render(&self) -> String {
         let mut out = self.status_line();
         out.push('\n');
-        for (name, bytes, cut) in [
-            ("stdout", &self.stdout, self.stdout_truncated),
-            ("stderr", &self.stderr, self.stderr_truncated),
+        for (name, bytes, cut, cap) in [
+            ("stdout", &self.stdout, self.stdout_truncated, self.stdout_cap),
+            ("stderr", &self.stderr, self.stderr_truncated, self.stderr_cap),
         ] {
             if bytes.is_empty() && !cut {
                 continue;
@@ -185,11 +200,7 @@ impl SandboxOutput {
                 out.push('\n');
             }
             if cut {
-                let _ = writeln!(
-                    out,
-                    "[{name} truncated: more than {} bytes; the rest was not read]",
-                    self.output_cap
-                );
+                let _ = writeln!(out, "[{name} truncated: more than {cap} bytes; the rest was not read]");
             }
         }
         out
@@ -374,6 +385,7 @@ impl Sandbox {
         let guard = TreeGuard(&kill);
 
         let cap = self.policy.limits.output_bytes;
+        let (out_cap, err_cap) = cmd.output_limits.map_or((cap, cap), |(o, e)| (o.min(cap), e.min(cap)));
         let wall = cmd
             .timeout
             .map_or(self.policy.limits.wall_time, |t| t.min(self.policy.limits.wall_time));
@@ -393,8 +405,8 @@ impl Sandbox {
                     let _ = pipe.shutdown().await;
                 }
             };
-            let read_out = read_capped(stdout, cap, &mut out_buf, &mut out_cut, &overflow);
-            let read_err = read_capped(stderr, cap, &mut err_buf, &mut err_cut, &overflow);
+            let read_out = read_capped(stdout, out_cap, &mut out_buf, &mut out_cut, &overflow);
+            let read_err = read_capped(stderr, err_cap, &mut err_buf, &mut err_cut, &overflow);
             let wait = async {
                 let status = tokio::select! {
                     s = child.wait() => s,
@@ -450,7 +462,8 @@ impl Sandbox {
             stdout_truncated: out_cut,
             stderr_truncated: err_cut,
             confined,
-            output_cap: cap,
+            stdout_cap: out_cap,
+            stderr_cap: err_cap,
             wall_time: wall,
         })
     }
