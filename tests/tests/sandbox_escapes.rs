@@ -413,7 +413,29 @@ async fn signals_and_privileges_stay_inside() {
         .await;
         assert_eq!(out.stdout_text(), "r=-1 errno=1", "{}", out.render());
     }
-    println!("signal and privilege escapes tried: 8, stopped: 8");
+    // Other processes of the same user (here: the victim, as the agent
+    // would be) keep their resource limits; the session keyring is out of reach.
+    let mut victim = std::process::Command::new("sleep").arg("987032").spawn().unwrap();
+    let limits_before = std::fs::read_to_string(format!("/proc/{}/limits", victim.id())).unwrap();
+    let out = sh(&sandbox, &format!("prlimit --pid {} --nofile=1:1", victim.id())).await;
+    assert!(!out.success(), "{}", out.render());
+    let limits_after = std::fs::read_to_string(format!("/proc/{}/limits", victim.id())).unwrap();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    assert_eq!(limits_before, limits_after);
+    // Raising or lowering one's own limits still works (prlimit64 on pid 0).
+    let out = sh(&sandbox, "ulimit -n 64 && ulimit -n").await;
+    assert_eq!(out.stdout_text(), "64\n", "{}", out.render());
+    if std::env::consts::ARCH == "x86_64" {
+        // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)
+        let out = sh(
+            &sandbox,
+            "perl -e 'syscall(250, 0, -3, 0) == -1 and print \"errno=\", $!+0'",
+        )
+        .await;
+        assert_eq!(out.stdout_text(), "errno=1", "{}", out.render());
+    }
+    println!("signal and privilege escapes tried: 10, stopped: 10");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

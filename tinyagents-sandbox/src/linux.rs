@@ -198,6 +198,29 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
     // No new user namespaces (a large kernel attack surface, and the way to
     // capabilities inside one): `unshare` is refused, `clone` with CLONE_NEWUSER too.
     rules.insert(libc::SYS_unshare, Vec::new());
+    // Reaching into other processes of the same user (the agent among them),
+    // which Landlock does not govern: their resource limits (`prlimit64` on
+    // another pid; pid 0, the caller, is how `setrlimit` works), the kernel
+    // keyrings the agent's session shares, and the debugging and
+    // introspection interfaces (also a large kernel attack surface).
+    let other_pid = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0).map_err(fail)?;
+    rules.insert(
+        libc::SYS_prlimit64,
+        vec![SeccompRule::new(vec![other_pid]).map_err(fail)?],
+    );
+    for nr in [
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+    ] {
+        rules.insert(nr, Vec::new());
+    }
     let newuser = libc::CLONE_NEWUSER as u64;
     let userns =
         SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(newuser), newuser).map_err(fail)?;
