@@ -12,7 +12,13 @@ use tinyagents::sandbox::{Sandbox, SandboxCommand, SandboxLimits, SandboxOutput,
 /// `true` when the sandbox can run here; otherwise prints why and returns
 /// `false` (the test then returns early), unless CI demands it.
 pub fn sandbox_available(test: &str) -> bool {
-    match tinyagents::sandbox::availability() {
+    // Landlock and seccomp, then a trial sandbox (the process limit must hold too).
+    let trial = tinyagents::sandbox::availability().and_then(|()| {
+        Sandbox::new(SandboxPolicy::new(std::env::temp_dir()))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    match trial {
         Ok(()) => true,
         Err(missing) => {
             if std::env::var("TINYAGENTS_REQUIRE_SANDBOX").as_deref() == Ok("1") {
