@@ -24,7 +24,8 @@
 //! Start at [`prelude`]; the module map follows the concepts:
 //! [`harness::middleware`] (traits, stack, built-ins), [`harness::agent`]
 //! (the loop), [`harness::model`], [`harness::tool`], [`harness::context`],
-//! [`harness::event`], [`harness::error`], and [`testing`] for testing your
+//! [`harness::event`], [`harness::error`], [`sandbox`] (commands run
+//! confined by the OS, and the `ShellTool`), and [`testing`] for testing your
 //! own middleware.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -37,6 +38,9 @@ pub mod graph;
 pub mod harness;
 pub mod hooks;
 pub mod prelude;
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub mod sandbox;
 pub mod testing;
 
 #[doc(hidden)]

@@ -132,12 +132,33 @@ impl PolicyRules {
                 "tool `{name}` is not marked background-safe and this policy requires it"
             ));
         }
+        if self.require_sandbox && policy.runtime.sandbox == SandboxMode::Required {
+            if workspace.map(|w| w.sandbox) != Some(SandboxMode::Required) {
+                return Err(format!(
+                    "tool `{name}` requires a sandbox but the run has no sandboxed workspace"
+                ));
+            }
+            // The workspace says "sandboxed"; the kernel must be able to give it.
+            #[cfg(unix)]
+            let available = crate::sandbox::availability();
+            #[cfg(not(unix))]
+            let available: std::result::Result<(), String> =
+                Err("the sandbox (Landlock, seccomp) exists on Linux only".to_owned());
+            if let Err(missing) = available {
+                return Err(format!(
+                    "tool `{name}` requires a sandbox but this machine cannot provide one: {missing}"
+                ));
+            }
+        }
         if self.require_sandbox
-            && policy.runtime.sandbox == SandboxMode::Required
-            && workspace.map(|w| w.sandbox) != Some(SandboxMode::Required)
+            && workspace.map(|w| w.sandbox) == Some(SandboxMode::Required)
+            && policy.side_effects.contains(SideEffects::EXECUTE)
+            && policy.runtime.sandbox != SandboxMode::Required
         {
             return Err(format!(
-                "tool `{name}` requires a sandbox but the run has no sandboxed workspace"
+                "tool `{name}` runs processes (execute) without declaring SandboxMode::Required, \
+                 and the run's workspace requires a sandbox; run it through tinyagents::sandbox \
+                 and declare the sandbox in its ToolRuntime"
             ));
         }
         if policy.access.approval_required

@@ -196,8 +196,11 @@ impl ToolPolicyMiddleware {
     }
 
     /// Block a tool whose runtime needs [`SandboxMode::Required`](crate::harness::tool::SandboxMode::Required) unless the
-    /// run's workspace is sandboxed (`Required`). On by default; turning it
-    /// off lets such tools run anywhere.
+    /// run's workspace is sandboxed (`Required`) and this machine can give
+    /// the sandbox (`tinyagents::sandbox::availability`: Landlock and seccomp);
+    /// and, in a workspace that requires a sandbox, block a tool declaring
+    /// `EXECUTE` that does not declare `Required` (it would run processes
+    /// unconfined). On by default; turning it off lets such tools run anywhere.
     pub fn require_sandbox(mut self, on: bool) -> Self {
         Arc::make_mut(&mut self.rules).require_sandbox = on;
         self

@@ -1,0 +1,132 @@
+//! Shared helpers of the sandbox tests: a throw-away workspace, and the skip
+//! rule (only where the kernel lacks Landlock; never when
+//! `TINYAGENTS_REQUIRE_SANDBOX=1`, which CI sets).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tinyagents::sandbox::{Sandbox, SandboxCommand, SandboxLimits, SandboxOutput, SandboxPolicy};
+
+/// `true` when the sandbox can run here; otherwise prints why and returns
+/// `false` (the test then returns early), unless CI demands it.
+pub fn sandbox_available(test: &str) -> bool {
+    // Landlock and seccomp, then a trial sandbox (the process limit must hold too).
+    let trial = tinyagents::sandbox::availability().and_then(|()| {
+        Sandbox::new(SandboxPolicy::new(std::env::temp_dir()))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    match trial {
+        Ok(()) => true,
+        Err(missing) => {
+            if std::env::var("TINYAGENTS_REQUIRE_SANDBOX").as_deref() == Ok("1") {
+                panic!("{test}: TINYAGENTS_REQUIRE_SANDBOX=1 but the sandbox is unavailable: {missing}");
+            }
+            println!("SKIPPED {test}: {missing}");
+            false
+        }
+    }
+}
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// A workspace root and, beside it (outside the root), a directory holding
+/// a planted secret; both removed on drop.
+pub struct Workspace {
+    pub base: PathBuf,
+    pub root: PathBuf,
+    pub outside: PathBuf,
+    pub secret: String,
+}
+
+impl Workspace {
+    pub fn new(tag: &str) -> Self {
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let base = std::env::temp_dir().join(format!("ta-sbx-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("root");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let secret = format!("TOPSECRET-{}-{n}", std::process::id());
+        std::fs::write(outside.join("secret.txt"), &secret).unwrap();
+        std::fs::write(root.join("hello.txt"), "hello sandbox\nsecond line\n").unwrap();
+        Self {
+            base,
+            root,
+            outside,
+            secret,
+        }
+    }
+
+    pub fn policy(&self) -> SandboxPolicy {
+        SandboxPolicy::new(&self.root)
+    }
+
+    pub fn sandbox(&self) -> Sandbox {
+        Sandbox::new(self.policy()).unwrap()
+    }
+
+    pub fn sandbox_with(&self, limits: SandboxLimits) -> Sandbox {
+        Sandbox::new(self.policy().with_limits(limits)).unwrap()
+    }
+
+    pub fn outside_path(&self, name: &str) -> PathBuf {
+        self.outside.join(name)
+    }
+
+    /// Every file under `outside`, besides the planted secret.
+    pub fn outside_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        walk(&self.outside, &mut out);
+        out.retain(|p| p.file_name().and_then(|n| n.to_str()) != Some("secret.txt"));
+        out
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            out.push(p.clone());
+            if p.is_dir() && !p.is_symlink() {
+                walk(&p, out);
+            }
+        }
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// Runs a `/bin/sh -c` line.
+pub async fn sh(sandbox: &Sandbox, line: &str) -> SandboxOutput {
+    sandbox.run(SandboxCommand::shell(line)).await.unwrap()
+}
+
+/// The pids of live (non-zombie) processes whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let me = std::process::id();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(needle) && !text.contains("sandbox_") {
+            found.push(pid);
+        }
+    }
+    found
+}

@@ -1,0 +1,384 @@
+//! Preparing a confinement in the parent: the Landlock ruleset, the seccomp
+//! program, the rlimits and the process-limit mechanism. Everything here may
+//! allocate; the child (module `sys`) only reads what is built here.
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    Scope, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
+
+use crate::cgroup::Cgroup;
+use crate::{sys, Availability, ConfinementSpec, ProcessLimitMechanism, SetupError};
+
+/// The newest Landlock ABI this crate knows: rights the running kernel lacks
+/// are dropped (best effort above the v1 floor, which [`Availability::check`] requires).
+const LATEST: ABI = ABI::V6;
+
+pub(crate) fn availability() -> Availability {
+    let (abi, detail) = sys::landlock_abi();
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
+        .unwrap_or(false)
+        && target_arch().is_some();
+    Availability {
+        landlock_abi: abi,
+        landlock_detail: detail,
+        seccomp,
+        root: sys::is_root(),
+    }
+}
+
+fn target_arch() -> Option<TargetArch> {
+    std::env::consts::ARCH.try_into().ok()
+}
+
+/// A resource limit to set in the child: (resource, soft = hard value).
+pub(crate) type Rlimit = (libc::__rlimit_resource_t, u64);
+
+/// Everything the child needs, built in the parent.
+pub(crate) struct Prepared {
+    pub(crate) landlock: OwnedFd,
+    /// seccomp programs, installed in order (the kernel runs them all; the strictest answer wins).
+    pub(crate) filters: Vec<BpfProgram>,
+    pub(crate) rlimits: Vec<Rlimit>,
+    pub(crate) cgroup: Option<Cgroup>,
+    pub(crate) root: bool,
+    pub(crate) cap_last: u32,
+}
+
+impl Prepared {
+    pub(crate) fn new(spec: &ConfinementSpec) -> Result<Self, SetupError> {
+        let avail = availability();
+        avail.check()?;
+        let landlock = ruleset(spec)?;
+        let filters = vec![
+            seccomp_program(spec.allow_network, spec.allow_unix_sockets)?,
+            clone3_program()?,
+        ];
+
+        let mut rlimits: Vec<Rlimit> = vec![(libc::RLIMIT_CORE, 0)];
+        if let Some(v) = spec.cpu_seconds {
+            rlimits.push((libc::RLIMIT_CPU, v));
+        }
+        if let Some(v) = spec.memory_bytes {
+            rlimits.push((libc::RLIMIT_AS, v));
+        }
+        if let Some(v) = spec.file_size_bytes {
+            rlimits.push((libc::RLIMIT_FSIZE, v));
+        }
+        let mut cgroup = None;
+        if let Some(max) = spec.max_processes {
+            match Cgroup::create(max) {
+                Ok(c) => cgroup = Some(c),
+                Err(why) if avail.root => {
+                    return Err(SetupError::ProcessLimitUnavailable {
+                        detail: format!(
+                            "running as root, where the kernel does not enforce RLIMIT_NPROC, and no pids cgroup: {why}"
+                        ),
+                    })
+                }
+                Err(_) => rlimits.push((libc::RLIMIT_NPROC, user_tasks().saturating_add(max))),
+            }
+        }
+        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(63);
+        Ok(Self {
+            landlock,
+            filters,
+            rlimits,
+            cgroup,
+            root: avail.root,
+            cap_last,
+        })
+    }
+
+    pub(crate) fn process_limit(&self) -> ProcessLimitMechanism {
+        if self.cgroup.is_some() {
+            ProcessLimitMechanism::Cgroup
+        } else if self.rlimits.iter().any(|(r, _)| *r == libc::RLIMIT_NPROC) {
+            ProcessLimitMechanism::Rlimit
+        } else {
+            ProcessLimitMechanism::None
+        }
+    }
+
+    /// Kills every process of the cgroup; `true` when it is empty (or there is none).
+    pub(crate) fn kill_cgroup(&self) -> bool {
+        self.cgroup.as_ref().is_none_or(Cgroup::kill_all)
+    }
+}
+
+fn landlock_error(e: impl std::fmt::Display) -> SetupError {
+    SetupError::LandlockUnavailable { detail: e.to_string() }
+}
+
+/// The Landlock ruleset: read+execute under read-only paths, all but device
+/// creation under writable paths, read+write on device files; TCP and
+/// out-of-domain signals / abstract sockets denied where the kernel can.
+fn ruleset(spec: &ConfinementSpec) -> Result<OwnedFd, SetupError> {
+    for p in &spec.writable_paths {
+        if !p.is_dir() {
+            return Err(SetupError::Path {
+                path: p.clone(),
+                detail: "a writable sandbox path must be an existing directory".to_owned(),
+            });
+        }
+    }
+    let all = AccessFs::from_all(LATEST);
+    let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
+    let read = AccessFs::from_read(LATEST);
+    let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(landlock_error)?
+        .scope(Scope::from_all(LATEST))
+        .map_err(landlock_error)?;
+    if !spec.allow_network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(LATEST))
+            .map_err(landlock_error)?;
+    }
+    let created = ruleset
+        .create()
+        .map_err(landlock_error)?
+        .add_rules(path_beneath_rules(&spec.read_only_paths, read))
+        .map_err(landlock_error)?
+        .add_rules(path_beneath_rules(&spec.device_files, device))
+        .map_err(landlock_error)?
+        .add_rules(path_beneath_rules(&spec.writable_paths, write))
+        .map_err(landlock_error)?;
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or_else(|| landlock_error("the kernel refused to create a ruleset"))
+}
+
+/// The seccomp program: `setsid`/`setpgid` (leaving the process group),
+/// `TIOCSTI` (typing into a terminal), `socket()` for the families not
+/// allowed (network ones without network, `AF_UNIX` unless allowed) and,
+/// without network, `io_uring_setup` fail with `EPERM`.
+fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, SetupError> {
+    let fail = |e: seccompiler::BackendError| SetupError::SeccompUnavailable { detail: e.to_string() };
+    let arch = target_arch().ok_or_else(|| SetupError::SeccompUnavailable {
+        detail: format!("architecture `{}` is not supported", std::env::consts::ARCH),
+    })?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(libc::SYS_setsid, Vec::new());
+    rules.insert(libc::SYS_setpgid, Vec::new());
+    // `Ioctl` is `c_ulong` on glibc and `c_int` on musl: the cast is needed there.
+    #[allow(clippy::unnecessary_cast)]
+    let tiocsti =
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::TIOCSTI as u64).map_err(fail)?;
+    rules.insert(libc::SYS_ioctl, vec![SeccompRule::new(vec![tiocsti]).map_err(fail)?]);
+    let family = |op| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, libc::AF_UNIX as u64);
+    match (allow_network, allow_unix) {
+        (true, true) => {}
+        (true, false) => {
+            let unix = family(SeccompCmpOp::Eq).map_err(fail)?;
+            rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![unix]).map_err(fail)?]);
+        }
+        (false, true) => {
+            let not_unix = family(SeccompCmpOp::Ne).map_err(fail)?;
+            rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(fail)?]);
+        }
+        (false, false) => {
+            rules.insert(libc::SYS_socket, Vec::new());
+        }
+    }
+    if !allow_network {
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    // No new user namespaces (a large kernel attack surface, and the way to
+    // capabilities inside one): `unshare` is refused, `clone` with CLONE_NEWUSER too.
+    rules.insert(libc::SYS_unshare, Vec::new());
+    // Reaching into other processes of the same user (the agent among them),
+    // which Landlock does not govern: their resource limits (`prlimit64` on
+    // another pid; pid 0, the caller, is how `setrlimit` works), the kernel
+    // keyrings the agent's session shares, and the debugging and
+    // introspection interfaces (also a large kernel attack surface).
+    let other_pid = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0).map_err(fail)?;
+    rules.insert(
+        libc::SYS_prlimit64,
+        vec![SeccompRule::new(vec![other_pid]).map_err(fail)?],
+    );
+    for nr in [
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+    ] {
+        rules.insert(nr, Vec::new());
+    }
+    let newuser = libc::CLONE_NEWUSER as u64;
+    let userns =
+        SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(newuser), newuser).map_err(fail)?;
+    rules.insert(libc::SYS_clone, vec![SeccompRule::new(vec![userns]).map_err(fail)?]);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(fail)?;
+    let program: BpfProgram = filter.try_into().map_err(fail)?;
+    Ok(prepend_x32_guard(program))
+}
+
+/// `clone3` passes its flags in memory, where seccomp cannot look: it
+/// answers `ENOSYS`, so the C library falls back to `clone`, whose flags the
+/// main program checks. (A separate program, because the main one answers `EPERM`.)
+fn clone3_program() -> Result<BpfProgram, SetupError> {
+    let fail = |e: seccompiler::BackendError| SetupError::SeccompUnavailable { detail: e.to_string() };
+    let arch = target_arch().ok_or_else(|| SetupError::SeccompUnavailable {
+        detail: format!("architecture `{}` is not supported", std::env::consts::ARCH),
+    })?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(libc::SYS_clone3, Vec::new());
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(fail)?;
+    filter.try_into().map_err(fail)
+}
+
+/// On x86_64, x32 system calls carry the same audit arch with bit 30 set in
+/// the number, so a rule on `socket` would not see them: refuse them all.
+fn prepend_x32_guard(program: BpfProgram) -> BpfProgram {
+    if std::env::consts::ARCH != "x86_64" {
+        return program;
+    }
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let guard = [
+        // A = seccomp_data.nr (offset 0)
+        seccompiler::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // if A >= X32_SYSCALL_BIT fall through to the return, else skip it
+        seccompiler::sock_filter {
+            code: 0x35,
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        seccompiler::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+    ];
+    let mut out = Vec::with_capacity(program.len() + guard.len());
+    out.extend_from_slice(&guard);
+    out.extend(program);
+    out
+}
+
+/// The number of tasks (threads included) whose real user is ours: the count
+/// `RLIMIT_NPROC` is checked against.
+fn user_tasks() -> u64 {
+    let uid = sys::real_uid().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut total = 0u64;
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let mine = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next())
+            == Some(uid.as_str());
+        if mine {
+            total += status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|l| l.trim().parse::<u64>().ok())
+                .unwrap_or(1);
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_has_tasks_and_every_socket_policy_compiles() {
+        assert!(user_tasks() >= 1, "this test's own task counts");
+        let mut lengths = Vec::new();
+        for (net, unix) in [(false, false), (false, true), (true, false), (true, true)] {
+            let program = seccomp_program(net, unix).unwrap();
+            if std::env::consts::ARCH == "x86_64" {
+                assert_eq!(
+                    program[2].k,
+                    libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+                    "x32 guard first"
+                );
+            }
+            lengths.push(program.len());
+        }
+        // Allowing everything leaves fewer rules than refusing something.
+        assert!(lengths[3] < lengths[0] && lengths[3] < lengths[1]);
+    }
+
+    #[test]
+    fn missing_pieces_are_named_with_the_fix() {
+        let none = Availability {
+            landlock_abi: 0,
+            landlock_detail: Some("ENOSYS: the kernel was built without Landlock".to_owned()),
+            seccomp: true,
+            root: false,
+        };
+        let msg = none.check().unwrap_err().to_string();
+        assert!(msg.contains("Landlock ABI v1+ is not available"), "{msg}");
+        assert!(msg.contains("ENOSYS"), "{msg}");
+        assert!(
+            msg.contains("CONFIG_SECURITY_LANDLOCK") && msg.contains("lsm="),
+            "{msg}"
+        );
+        assert!(msg.contains("SandboxMode::Off"), "{msg}");
+        let no_seccomp = Availability {
+            landlock_abi: 3,
+            seccomp: false,
+            ..none
+        };
+        assert!(no_seccomp
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("CONFIG_SECCOMP_FILTER"));
+        let nproc = SetupError::ProcessLimitUnavailable {
+            detail: "running as root".to_owned(),
+        }
+        .to_string();
+        assert!(
+            nproc.contains("pids controller") && nproc.contains("process limit to none"),
+            "{nproc}"
+        );
+    }
+}

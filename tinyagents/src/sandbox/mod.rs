@@ -1,0 +1,329 @@
+//! The sandboxed command runner: every command the library runs for a tool
+//! (the [`ShellTool`]) runs confined by the operating system.
+//!
+//! The guards (`shell_fs_guard`, `tool_policy`, …) are the policy and the
+//! early, explained refusal; this module is the enforcement. A command runs
+//! under a [`SandboxPolicy`] (policy as data):
+//!
+//! * **filesystem** (Landlock): it may write only under the workspace root
+//!   and a private temporary directory made for the call (`HOME` and
+//!   `TMPDIR` point inside it, and it is deleted afterwards); it may read and
+//!   execute under the root and a small set of system paths
+//!   ([`SandboxPolicy::default_read_only_paths`]); nothing else — not
+//!   `$HOME`, not the rest of `/etc`, not `/proc`;
+//! * **network**: no sockets unless the policy allows them (seccomp): network
+//!   families with [`SandboxPolicy::network`], `AF_UNIX` with
+//!   [`SandboxPolicy::unix_sockets`] (`socketpair` always works);
+//! * **environment**: built from an allow list ([`SandboxPolicy::env_allow`],
+//!   by default `PATH`, `LANG`, `LC_*`, `TERM`, `TZ`): the agent's API keys
+//!   never reach the command;
+//! * **limits** ([`SandboxLimits`]): wall time that kills the whole process
+//!   tree (`setsid`/`setpgid` are refused, so no descendant leaves the
+//!   process group; a pids cgroup catches the rest), CPU seconds and address
+//!   space per process, file size, stdout/stderr read up to a cap (the
+//!   command is stopped past it, and the output says so), process count;
+//! * **privileges**: `no_new_privs` and every capability dropped, also when
+//!   the agent runs as root.
+//!
+//! When the direct child exits, whatever it left running in the background
+//! is killed too: a call's processes never outlive the call.
+//!
+//! # Modes and the opt-out
+//!
+//! [`SandboxPolicy::mode`] is [`SandboxMode::Required`] by default: if the
+//! kernel cannot provide the sandbox (no Landlock, no seccomp, a process limit
+//! that cannot hold), [`Sandbox::new`] and every run fail with an error that
+//! names what is missing — never a silent unconfined run.
+//! [`SandboxMode::Preferred`] confines when it can and otherwise runs with
+//! only the environment, working-directory, time and output bounds
+//! ([`SandboxOutput::confined`] says which). [`SandboxMode::Off`] is the
+//! explicit, documented opt-out for machines without Landlock: same bounds,
+//! no OS confinement. See `docs/security.md`.
+//!
+//! ```no_run
+//! use tinyagents::sandbox::{Sandbox, SandboxCommand, SandboxPolicy};
+//!
+//! # async fn demo() -> tinyagents::Result<()> {
+//! let sandbox = Sandbox::new(SandboxPolicy::new("/path/to/workspace"))?;
+//! let out = sandbox.run(SandboxCommand::new(["git", "status", "--short"])).await?;
+//! assert!(out.success());
+//! println!("{}", out.render());
+//! # Ok(()) }
+//! ```
+
+mod runner;
+mod shell;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub use runner::{Sandbox, SandboxCommand, SandboxOutput, Termination};
+pub use shell::ShellTool;
+
+pub use crate::harness::tool::SandboxMode;
+
+/// Resource limits of one sandboxed command.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagents::sandbox::SandboxLimits;
+///
+/// let limits = SandboxLimits { wall_time: Duration::from_secs(5), ..SandboxLimits::default() };
+/// assert_eq!(limits.output_bytes, 1 << 20);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxLimits {
+    /// Wall-clock time of the whole call; past it the process tree is killed
+    /// ([`Termination::TimedOut`]). Default 60 s. Measured on Tokio's clock:
+    /// under a paused test clock it passes as soon as the runtime is idle.
+    pub wall_time: Duration,
+    /// CPU seconds per process (`RLIMIT_CPU`). Default 60.
+    pub cpu_seconds: Option<u64>,
+    /// Address space per process, in bytes (`RLIMIT_AS`). Default 2 GiB.
+    pub memory_bytes: Option<u64>,
+    /// The most bytes read from stdout, and from stderr; past it the command
+    /// is stopped ([`Termination::OutputLimit`]). Default 1 MiB each.
+    pub output_bytes: usize,
+    /// The most processes and threads of the tree at once. Default 128.
+    /// As root, this needs a writable pids cgroup (the kernel ignores
+    /// `RLIMIT_NPROC` for root); without one a required sandbox fails closed.
+    pub processes: Option<u64>,
+    /// The largest file a process may write, in bytes (`RLIMIT_FSIZE`). Default 1 GiB.
+    pub file_size_bytes: Option<u64>,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        Self {
+            wall_time: Duration::from_secs(60),
+            cpu_seconds: Some(60),
+            memory_bytes: Some(2 << 30),
+            output_bytes: 1 << 20,
+            processes: Some(128),
+            file_size_bytes: Some(1 << 30),
+        }
+    }
+}
+
+/// What a sandboxed command may touch: the policy, as data.
+///
+/// ```
+/// use tinyagents::sandbox::{SandboxMode, SandboxPolicy};
+///
+/// let policy = SandboxPolicy::new("/work/repo");
+/// assert_eq!(policy.mode, SandboxMode::Required);
+/// assert!(!policy.network);
+/// assert!(policy.env_allow.iter().any(|v| v == "PATH"));
+/// assert!(!policy.env_allow.iter().any(|v| v.contains("KEY")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// Required (default), Preferred, or Off (the explicit opt-out).
+    pub mode: SandboxMode,
+    /// The workspace root: readable, and writable unless `root_writable` is false.
+    pub root: PathBuf,
+    /// Whether the command may write under the root (false for read-only workspaces).
+    pub root_writable: bool,
+    /// Paths the command may read and execute beneath, besides the root.
+    pub read_only_paths: Vec<PathBuf>,
+    /// Device files the command may read and write (`/dev/null`, …).
+    pub device_files: Vec<PathBuf>,
+    /// Where the per-call private temporary directory is made (default: the system temp dir).
+    pub temp_parent: PathBuf,
+    /// Whether the command may open network sockets (default: no).
+    pub network: bool,
+    /// Whether the command may open `AF_UNIX` sockets (default: no; Landlock
+    /// does not govern connecting to an existing socket file such as a
+    /// daemon's, so this is a way out when on). `socketpair` always works.
+    pub unix_sockets: bool,
+    /// Environment variables passed through from this process, by exact name.
+    pub env_allow: Vec<String>,
+    /// Environment variables set for every command (after the allow list).
+    pub env: BTreeMap<String, String>,
+    /// Time, CPU, memory, output, process and file-size limits.
+    pub limits: SandboxLimits,
+}
+
+impl SandboxPolicy {
+    /// A required sandbox rooted at `root`: the default system paths, no
+    /// network, the default environment allow list and limits.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            mode: SandboxMode::Required,
+            root: root.into(),
+            root_writable: true,
+            read_only_paths: Self::default_read_only_paths(false),
+            device_files: ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+            temp_parent: std::env::temp_dir(),
+            network: false,
+            unix_sockets: false,
+            env_allow: [
+                "PATH",
+                "LANG",
+                "LANGUAGE",
+                "LC_ALL",
+                "LC_CTYPE",
+                "LC_MESSAGES",
+                "TERM",
+                "TZ",
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+            env: BTreeMap::new(),
+            limits: SandboxLimits::default(),
+        }
+    }
+
+    /// The system paths commands need to start and behave: `/usr`, `/bin`,
+    /// `/sbin`, `/lib*` (programs, the dynamic loader, shared libraries,
+    /// locales, terminfo) and, from `/etc`, only what the loader, name
+    /// lookups of users and groups, time zones and git's system config read:
+    /// `ld.so.cache`, `ld.so.conf(.d)`, `localtime`, `passwd`, `group`,
+    /// `nsswitch.conf`, `gitconfig`, `alternatives`, `magic`, `inputrc`.
+    /// `passwd`/`group` hold no secrets (`shadow` is not listed). With
+    /// `network`, the resolver and certificate files are added (`resolv.conf`,
+    /// `hosts`, `host.conf`, `gai.conf`, `services`, `protocols`, `ssl`,
+    /// `ca-certificates`). Paths that do not exist are skipped when the
+    /// ruleset is built.
+    pub fn default_read_only_paths(network: bool) -> Vec<PathBuf> {
+        let mut paths = vec![
+            "/usr",
+            "/bin",
+            "/sbin",
+            "/lib",
+            "/lib32",
+            "/lib64",
+            "/libx32",
+            "/etc/ld.so.cache",
+            "/etc/ld.so.conf",
+            "/etc/ld.so.conf.d",
+            "/etc/localtime",
+            "/etc/passwd",
+            "/etc/group",
+            "/etc/nsswitch.conf",
+            "/etc/gitconfig",
+            "/etc/alternatives",
+            "/etc/magic",
+            "/etc/inputrc",
+        ];
+        if network {
+            paths.extend([
+                "/etc/resolv.conf",
+                "/etc/hosts",
+                "/etc/host.conf",
+                "/etc/gai.conf",
+                "/etc/services",
+                "/etc/protocols",
+                "/etc/ssl",
+                "/etc/ca-certificates",
+            ]);
+        }
+        paths.into_iter().map(PathBuf::from).collect()
+    }
+
+    /// The same policy in another mode (`SandboxMode::Off` is the explicit opt-out).
+    pub fn with_mode(mut self, mode: SandboxMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The same policy with network access allowed or not (adds or removes
+    /// the resolver and certificate files of [`SandboxPolicy::default_read_only_paths`]).
+    pub fn with_network(mut self, network: bool) -> Self {
+        let extra: Vec<PathBuf> = Self::default_read_only_paths(true)
+            .into_iter()
+            .filter(|p| !Self::default_read_only_paths(false).contains(p))
+            .collect();
+        self.read_only_paths.retain(|p| !extra.contains(p));
+        if network {
+            self.read_only_paths.extend(extra);
+        }
+        self.network = network;
+        self
+    }
+
+    /// The same policy with `AF_UNIX` sockets allowed or not.
+    pub fn with_unix_sockets(mut self, allow: bool) -> Self {
+        self.unix_sockets = allow;
+        self
+    }
+
+    /// The same policy with these limits.
+    pub fn with_limits(mut self, limits: SandboxLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The same policy with one more readable path (a toolchain, say).
+    pub fn with_read_only_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.read_only_paths.push(path.into());
+        self
+    }
+
+    /// The same policy passing one more variable through from this process.
+    pub fn with_env_allowed(mut self, name: impl Into<String>) -> Self {
+        self.env_allow.push(name.into());
+        self
+    }
+
+    /// The same policy with the root read-only (or writable).
+    pub fn with_root_writable(mut self, writable: bool) -> Self {
+        self.root_writable = writable;
+        self
+    }
+
+    fn check(&self) -> crate::Result<PathBuf> {
+        let root = self.root.canonicalize().map_err(|e| {
+            crate::TinyAgentsError::config(format!(
+                "sandbox root `{}` must be an existing directory: {e}",
+                self.root.display()
+            ))
+        })?;
+        if !root.is_dir() || root == Path::new("/") {
+            return Err(crate::TinyAgentsError::config(format!(
+                "sandbox root `{}` must be a directory other than `/`",
+                root.display()
+            )));
+        }
+        if self.limits.wall_time.is_zero() || self.limits.output_bytes == 0 {
+            return Err(crate::TinyAgentsError::config(
+                "sandbox limits: wall_time and output_bytes must be greater than zero",
+            ));
+        }
+        Ok(root)
+    }
+}
+
+/// Whether this machine can provide the sandbox (Landlock and seccomp), probed
+/// once: `Err` names what is missing and how to opt out.
+///
+/// ```
+/// match tinyagents::sandbox::availability() {
+///     Ok(()) => println!("commands run confined"),
+///     Err(missing) => println!("no sandbox: {missing}"),
+/// }
+/// ```
+pub fn availability() -> Result<(), String> {
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBE
+        .get_or_init(|| tinyagents_sandbox::availability().check().map_err(|e| e.to_string()))
+        .clone()
+}
+
+/// The kernel's Landlock ABI version (0: none), probed once. Newer ABIs
+/// confine more: v4 TCP rules, v6 signal and abstract-socket scoping.
+///
+/// ```
+/// let abi = tinyagents::sandbox::landlock_abi();
+/// assert!(abi >= 0);
+/// ```
+pub fn landlock_abi() -> i32 {
+    static ABI: OnceLock<i32> = OnceLock::new();
+    *ABI.get_or_init(|| tinyagents_sandbox::availability().landlock_abi)
+}

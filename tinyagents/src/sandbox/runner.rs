@@ -1,0 +1,558 @@
+//! [`Sandbox::run`]: one command, confined, bounded, and its whole process
+//! tree gone when the call returns.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+use tinyagents_sandbox::{Confinement, ConfinementSpec};
+
+use super::{SandboxMode, SandboxPolicy};
+use crate::{Result, TinyAgentsError};
+
+/// One command to run: its argv, working directory, stdin and extra environment.
+///
+/// ```
+/// use std::time::Duration;
+/// use tinyagents::sandbox::SandboxCommand;
+///
+/// let cmd = SandboxCommand::shell("ls | wc -l")
+///     .with_cwd("src")
+///     .with_stdin(b"input".to_vec())
+///     .with_env("MODE", "check")
+///     .with_timeout(Duration::from_secs(5));
+/// assert_eq!(cmd.argv, ["/bin/sh", "-c", "ls | wc -l"]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxCommand {
+    /// The program and its arguments (the program is looked up in `PATH`).
+    pub argv: Vec<String>,
+    /// The working directory: relative paths are under the workspace root;
+    /// it must resolve inside the root. Default: the root.
+    pub cwd: Option<PathBuf>,
+    /// Bytes written to stdin, which is then closed (default: no stdin, `/dev/null`).
+    pub stdin: Option<Vec<u8>>,
+    /// Extra environment variables of this command (after the policy's;
+    /// `HOME` and `TMPDIR` are always the sandbox's).
+    pub env: BTreeMap<String, String>,
+    /// A shorter wall time than the policy's (never longer).
+    pub timeout: Option<Duration>,
+    /// Smaller output caps than the policy's, for stdout and stderr (never larger).
+    pub output_limits: Option<(usize, usize)>,
+}
+
+impl SandboxCommand {
+    /// A command from its argv.
+    pub fn new<I, S>(argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            argv: argv.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// A command line run by `/bin/sh -c`.
+    pub fn shell(line: impl Into<String>) -> Self {
+        Self::new(["/bin/sh".to_owned(), "-c".to_owned(), line.into()])
+    }
+
+    /// The same command in `cwd`.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The same command with these bytes on stdin.
+    pub fn with_stdin(mut self, stdin: Vec<u8>) -> Self {
+        self.stdin = Some(stdin);
+        self
+    }
+
+    /// The same command with one more environment variable.
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// The same command with a shorter wall time.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The same command with smaller caps on stdout and stderr (a hook
+    /// answer needs less than a build log).
+    pub fn with_output_limits(mut self, stdout: usize, stderr: usize) -> Self {
+        self.output_limits = Some((stdout, stderr));
+        self
+    }
+}
+
+/// How a sandboxed command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// It exited with this status.
+    Exited(i32),
+    /// It was killed by this signal (`RLIMIT_CPU` ends in SIGKILL/SIGXCPU, for one).
+    Signaled(i32),
+    /// The wall time passed; the tree was killed.
+    TimedOut,
+    /// stdout or stderr passed the output cap; the tree was killed.
+    OutputLimit,
+    /// The run was cancelled; the tree was killed.
+    Cancelled,
+}
+
+/// What a sandboxed command came to: how it ended and its bounded output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxOutput {
+    /// How it ended.
+    pub termination: Termination,
+    /// stdout, at most `stdout_cap` bytes.
+    pub stdout: Vec<u8>,
+    /// stderr, at most `stderr_cap` bytes.
+    pub stderr: Vec<u8>,
+    /// Whether stdout passed the cap (the rest was not read).
+    pub stdout_truncated: bool,
+    /// Whether stderr passed the cap (the rest was not read).
+    pub stderr_truncated: bool,
+    /// Whether the OS confinement was applied (false only in modes `Off` and
+    /// `Preferred` on a machine without it).
+    pub confined: bool,
+    /// The stdout cap in force, in bytes.
+    pub stdout_cap: usize,
+    /// The stderr cap in force, in bytes.
+    pub stderr_cap: usize,
+    /// The wall time in force.
+    pub wall_time: Duration,
+}
+
+impl SandboxOutput {
+    /// Whether it exited with status 0.
+    pub fn success(&self) -> bool {
+        self.termination == Termination::Exited(0)
+    }
+
+    /// The exit status, when it exited.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.termination {
+            Termination::Exited(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// stdout as text (invalid UTF-8 replaced).
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// stderr as text (invalid UTF-8 replaced).
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// A line saying how the command ended.
+    pub fn status_line(&self) -> String {
+        match self.termination {
+            Termination::Exited(c) => format!("exit status {c}"),
+            Termination::Signaled(s) => format!("killed by signal {s}"),
+            Termination::TimedOut => format!(
+                "timed out after {} ms: the sandbox wall-time limit killed the whole process tree",
+                self.wall_time.as_millis()
+            ),
+            Termination::OutputLimit => {
+                let (stream, cap) = if self.stdout_truncated {
+                    ("stdout", self.stdout_cap)
+                } else {
+                    ("stderr", self.stderr_cap)
+                };
+                format!("stopped: {stream} passed the sandbox cap of {cap} bytes, and the process tree was killed")
+            }
+            Termination::Cancelled => "cancelled: the run was cancelled and the process tree was killed".to_owned(),
+        }
+    }
+
+    /// The text a model sees: the status, stdout and stderr, each stream
+    /// followed by a truncation marker when it was cut.
+    pub fn render(&self) -> String {
+        let mut out = self.status_line();
+        out.push('\n');
+        for (name, bytes, cut, cap) in [
+            ("stdout", &self.stdout, self.stdout_truncated, self.stdout_cap),
+            ("stderr", &self.stderr, self.stderr_truncated, self.stderr_cap),
+        ] {
+            if bytes.is_empty() && !cut {
+                continue;
+            }
+            let _ = writeln!(out, "--- {name} ---");
+            out.push_str(&String::from_utf8_lossy(bytes));
+            if !bytes.ends_with(b"\n") && !bytes.is_empty() {
+                out.push('\n');
+            }
+            if cut {
+                let _ = writeln!(out, "[{name} truncated: more than {cap} bytes; the rest was not read]");
+            }
+        }
+        out
+    }
+}
+
+/// Runs commands under one [`SandboxPolicy`].
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    policy: SandboxPolicy,
+    root: PathBuf,
+}
+
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn tool_error(message: String) -> TinyAgentsError {
+    TinyAgentsError::tool("sandbox", message)
+}
+
+impl Sandbox {
+    /// A sandbox for `policy`. With [`SandboxMode::Required`] (the default),
+    /// a machine that cannot confine commands is refused here, with an error
+    /// naming what is missing (Landlock, seccomp, a process limit that holds).
+    pub fn new(policy: SandboxPolicy) -> Result<Self> {
+        let root = policy.check()?;
+        let sandbox = Self { policy, root };
+        if sandbox.policy.mode == SandboxMode::Required {
+            super::availability().map_err(TinyAgentsError::config)?;
+            // A trial confinement: the process limit and the paths must hold too.
+            Confinement::prepare(&sandbox.spec(&sandbox.root.clone()))
+                .map_err(|e| TinyAgentsError::config(e.to_string()))?;
+        }
+        Ok(sandbox)
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The same sandbox with the root read-only (for read-only workspaces).
+    pub fn read_only(mut self) -> Self {
+        self.policy.root_writable = false;
+        self
+    }
+
+    fn spec(&self, temp: &Path) -> ConfinementSpec {
+        let p = &self.policy;
+        let mut spec = ConfinementSpec::new()
+            .read_only(p.read_only_paths.iter().cloned())
+            .devices(p.device_files.iter().cloned())
+            .writable([temp.to_path_buf()])
+            .network(p.network)
+            .unix_sockets(p.unix_sockets)
+            .cpu_seconds(p.limits.cpu_seconds)
+            .memory_bytes(p.limits.memory_bytes)
+            .file_size_bytes(p.limits.file_size_bytes)
+            .max_processes(p.limits.processes);
+        spec = if p.root_writable {
+            spec.writable([self.root.clone()])
+        } else {
+            spec.read_only([self.root.clone()])
+        };
+        spec
+    }
+
+    /// The working directory of `cmd`, which must resolve inside the root.
+    fn cwd(&self, cmd: &SandboxCommand) -> Result<PathBuf> {
+        let Some(cwd) = &cmd.cwd else {
+            return Ok(self.root.clone());
+        };
+        let joined = self.root.join(cwd);
+        let real = joined.canonicalize().map_err(|e| {
+            TinyAgentsError::validation(format!(
+                "sandbox: working directory `{}` cannot be used: {e}",
+                cwd.display()
+            ))
+        })?;
+        if !real.starts_with(&self.root) || !real.is_dir() {
+            return Err(TinyAgentsError::validation(format!(
+                "sandbox: working directory `{}` resolves to `{}`, which is not a directory inside the workspace root `{}`; use a directory under the root",
+                cwd.display(),
+                real.display(),
+                self.root.display()
+            )));
+        }
+        Ok(real)
+    }
+
+    /// Runs `cmd` and returns its bounded output; see the module docs for
+    /// what is enforced. Errors: an empty argv or a cwd outside the root
+    /// (`Validation`), a required sandbox the machine cannot give, a command
+    /// that cannot start (`Tool`). A failing command is not an error: its
+    /// status is in the output.
+    pub async fn run(&self, cmd: SandboxCommand) -> Result<SandboxOutput> {
+        self.run_cancellable(cmd, &CancellationToken::new()).await
+    }
+
+    /// [`Sandbox::run`], also killing the tree when `cancel` fires.
+    pub async fn run_cancellable(&self, cmd: SandboxCommand, cancel: &CancellationToken) -> Result<SandboxOutput> {
+        let Some(program) = cmd.argv.first().filter(|p| !p.is_empty()) else {
+            return Err(TinyAgentsError::validation(
+                "sandbox: the command's argv is empty; give a program to run",
+            ));
+        };
+        let cwd = self.cwd(&cmd)?;
+        let temp = TempDir::create(&self.policy.temp_parent)?;
+        let confinement = match self.policy.mode {
+            SandboxMode::Off => None,
+            SandboxMode::Required => Some(
+                Confinement::prepare(&self.spec(temp.path()))
+                    .map_err(|e| tool_error(format!("cannot run `{program}`: {e}")))?,
+            ),
+            SandboxMode::Preferred => Confinement::prepare(&self.spec(temp.path())).ok(),
+        };
+
+        let mut std_cmd = std::process::Command::new(program);
+        std_cmd.args(&cmd.argv[1..]).current_dir(&cwd).env_clear();
+        let mut has_path = self.policy.env.contains_key("PATH") || cmd.env.contains_key("PATH");
+        for name in &self.policy.env_allow {
+            if let Some(value) = std::env::var_os(name) {
+                has_path |= name == "PATH";
+                std_cmd.env(name, value);
+            }
+        }
+        std_cmd.envs(&self.policy.env).envs(&cmd.env);
+        if !has_path {
+            std_cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        }
+        std_cmd
+            .env("HOME", temp.home())
+            .env("TMPDIR", temp.tmp())
+            .stdin(if cmd.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match &confinement {
+            Some(c) => c.install(&mut std_cmd),
+            None => {
+                use std::os::unix::process::CommandExt;
+                std_cmd.process_group(0);
+            }
+        }
+        let mut command = tokio::process::Command::from(std_cmd);
+        command.kill_on_drop(true);
+        // Tokio panics when the runtime has no IO driver: report it instead.
+        let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn()));
+        let mut child = match spawned {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                return Err(tool_error(format!(
+                    "cannot start `{program}`{}: {e}",
+                    if confinement.is_some() { " in the sandbox" } else { "" }
+                )))
+            }
+            Err(_) => {
+                return Err(tool_error(
+                    "sandboxed commands need a Tokio runtime with IO enabled (`Builder::enable_all()`)".to_owned(),
+                ))
+            }
+        };
+        let pid = child.id().unwrap_or(0);
+        if let Some(c) = &confinement {
+            c.started(pid);
+        }
+        let kill = || match &confinement {
+            Some(c) => {
+                c.kill_all();
+            }
+            None => tinyagents_sandbox::kill_process_group(pid),
+        };
+        // If this future is dropped mid-run (a timeout around the tool), the
+        // tree is killed while the child is still unreaped.
+        let guard = TreeGuard(&kill);
+
+        let cap = self.policy.limits.output_bytes;
+        let (out_cap, err_cap) = cmd.output_limits.map_or((cap, cap), |(o, e)| (o.min(cap), e.min(cap)));
+        let wall = cmd
+            .timeout
+            .map_or(self.policy.limits.wall_time, |t| t.min(self.policy.limits.wall_time));
+        let overflow = CancellationToken::new();
+        let (mut out_buf, mut err_buf) = (Vec::new(), Vec::new());
+        let (mut out_cut, mut err_cut) = (false, false);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let input = cmd.stdin;
+
+        let outcome = {
+            let write = async move {
+                if let (Some(mut pipe), Some(bytes)) = (stdin, input) {
+                    // A command that does not read its input closes the pipe: not an error.
+                    let _ = pipe.write_all(&bytes).await;
+                    let _ = pipe.shutdown().await;
+                }
+            };
+            let read_out = read_capped(stdout, out_cap, &mut out_buf, &mut out_cut, &overflow);
+            let read_err = read_capped(stderr, err_cap, &mut err_buf, &mut err_cut, &overflow);
+            let wait = async {
+                let status = tokio::select! {
+                    s = child.wait() => s,
+                    _ = overflow.cancelled() => {
+                        kill();
+                        child.wait().await
+                    }
+                };
+                // What the command left in the background dies with it.
+                kill();
+                status
+            };
+            let work = async { tokio::join!(wait, read_out, read_err, write).0 };
+            tokio::select! {
+                status = work => Ok(status),
+                _ = tokio::time::sleep(wall) => Err(Termination::TimedOut),
+                _ = cancel.cancelled() => Err(Termination::Cancelled),
+            }
+        };
+        // Kill before the child handle is dropped (its pid, the group id, is
+        // not reused while it is unreaped), then until the cgroup is empty.
+        kill();
+        std::mem::forget(guard);
+        drop(child);
+        if let Some(c) = &confinement {
+            for _ in 0..2000 {
+                if c.kill_all() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let confined = confinement.is_some();
+        drop(confinement);
+        drop(temp);
+        let termination = match outcome {
+            Err(t) => t,
+            Ok(_) if out_cut || err_cut => Termination::OutputLimit,
+            Ok(Ok(status)) => {
+                use std::os::unix::process::ExitStatusExt;
+                match (status.code(), status.signal()) {
+                    (Some(c), _) => Termination::Exited(c),
+                    (None, Some(s)) => Termination::Signaled(s),
+                    (None, None) => Termination::Signaled(0),
+                }
+            }
+            Ok(Err(e)) => return Err(tool_error(format!("waiting for `{program}` failed: {e}"))),
+        };
+        Ok(SandboxOutput {
+            termination,
+            stdout: out_buf,
+            stderr: err_buf,
+            stdout_truncated: out_cut,
+            stderr_truncated: err_cut,
+            confined,
+            stdout_cap: out_cap,
+            stderr_cap: err_cap,
+            wall_time: wall,
+        })
+    }
+}
+
+/// Reads `pipe` into `buf`, at most `cap` bytes; one byte more sets `cut`
+/// and fires `overflow` (the caller then kills the tree). Never reads more
+/// than `cap + 8 KiB` in all.
+async fn read_capped<R: AsyncRead + Unpin>(
+    pipe: Option<R>,
+    cap: usize,
+    buf: &mut Vec<u8>,
+    cut: &mut bool,
+    overflow: &CancellationToken,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = tokio::select! {
+            r = pipe.read(&mut chunk) => match r {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            },
+            _ = overflow.cancelled() => return,
+        };
+        let room = cap - buf.len();
+        if n > room {
+            buf.extend_from_slice(&chunk[..room]);
+            *cut = true;
+            overflow.cancel();
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Kills the tree when dropped (forgotten on the normal path).
+struct TreeGuard<'a>(&'a (dyn Fn() + Sync));
+
+impl Drop for TreeGuard<'_> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+/// The per-call private directory (`home/` and `tmp/` inside), mode 0700,
+/// removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn create(parent: &Path) -> Result<Self> {
+        let n = CALLS.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = parent.join(format!("tinyagents-sandbox-{}-{n}-{nanos:08x}", std::process::id()));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700);
+        builder.create(&dir).map_err(|e| {
+            tool_error(format!(
+                "cannot create the sandbox's private temp dir `{}`: {e}; set SandboxPolicy::temp_parent to a writable directory",
+                dir.display()
+            ))
+        })?;
+        let this = Self(dir);
+        for sub in ["home", "tmp"] {
+            builder
+                .create(this.0.join(sub))
+                .map_err(|e| tool_error(format!("cannot create `{}`: {e}", this.0.join(sub).display())))?;
+        }
+        Ok(this)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn home(&self) -> PathBuf {
+        self.0.join("home")
+    }
+
+    fn tmp(&self) -> PathBuf {
+        self.0.join("tmp")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,241 @@
+//! [`ShellTool`]: the shell tool the library ships, every call run in the sandbox.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{Sandbox, SandboxCommand, SandboxMode, SandboxPolicy, Termination};
+use crate::harness::tool::{SideEffects, Tool, ToolContext, ToolOutput, ToolPolicy, ToolRuntime, ToolSchema};
+use crate::{Result, TinyAgentsError};
+
+/// A shell tool (name `shell`) whose every call runs through the sandboxed
+/// runner ([`Sandbox`]) in the workspace root, or in a `cwd` under it.
+///
+/// Arguments (any other key is refused): `command` — a command line run by
+/// `/bin/sh -c` (the key `shell_fs_guard` checks) — and optionally `cwd`,
+/// relative to the root. With [`ShellTool::with_argv`], `argv` (a program and
+/// its arguments, run without a shell) is accepted instead of `command`: off
+/// by default, because a guard that checks `command` lines would not see it. The result is the exit status and the bounded stdout and stderr
+/// (with a truncation marker when cut); `data` holds `exit_code`,
+/// `termination`, `stdout_truncated`, `stderr_truncated`, `confined`.
+///
+/// Its [`ToolPolicy`] declares `READ | WRITE | EXECUTE` (and `NETWORK` when
+/// the policy allows it), and the sandbox mode of its policy — `Required` by
+/// default — so `ToolPolicyMiddleware::require_sandbox` can refuse it where
+/// no sandbox can be had. Building it with a required sandbox on a machine
+/// without Landlock fails, naming what is missing.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use tinyagents::prelude::*;
+/// use tinyagents::harness::workspace::WorkspaceDescriptor;
+/// use tinyagents::middleware::ToolPolicyMiddleware;
+/// use tinyagents::sandbox::{SandboxLimits, SandboxMode, SandboxPolicy, ShellTool};
+///
+/// fn tools() -> tinyagents::Result<(ToolRegistry, ToolPolicyMiddleware, WorkspaceDescriptor)> {
+///     let policy = SandboxPolicy::new("/path/to/workspace")
+///         .with_read_only_path("/opt/toolchain") // more readable paths
+///         .with_env_allowed("RUST_LOG") // more variables, by exact name
+///         .with_network(false) // the default
+///         .with_limits(SandboxLimits { wall_time: Duration::from_secs(30), ..SandboxLimits::default() });
+///     let tools = ToolRegistry::new().with(ShellTool::new(policy)?)?;
+///     let guard = ToolPolicyMiddleware::strict(tools.policies()); // require_sandbox is on
+///     let workspace = WorkspaceDescriptor::new("/path/to/workspace").with_sandbox(SandboxMode::Required);
+///     Ok((tools, guard, workspace))
+/// }
+/// # let _ = tools;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ShellTool {
+    schema: ToolSchema,
+    sandbox: Sandbox,
+    accept_argv: bool,
+}
+
+impl ShellTool {
+    /// A shell tool running under `policy` (see [`Sandbox::new`] for the errors).
+    pub fn new(policy: SandboxPolicy) -> Result<Self> {
+        let sandbox = Sandbox::new(policy)?;
+        let mut tool = Self {
+            schema: ToolSchema::new("shell", ""),
+            sandbox,
+            accept_argv: false,
+        };
+        tool.describe();
+        Ok(tool)
+    }
+
+    /// The same tool also accepting `argv` (a program and its arguments, no
+    /// shell) instead of `command`. Enable it only when the guards in front of
+    /// the tool check `argv` too.
+    pub fn with_argv(mut self, accept: bool) -> Self {
+        self.accept_argv = accept;
+        self.describe();
+        self
+    }
+
+    fn describe(&mut self) {
+        let (give, mut properties) = if self.accept_argv {
+            (
+                "Give `command` (a /bin/sh command line) or `argv` (a program and its arguments)",
+                json!({
+                    "command": { "type": "string", "description": "A command line, run with /bin/sh -c." },
+                    "argv": { "type": "array", "items": { "type": "string" }, "description": "A program and its arguments, run without a shell." }
+                }),
+            )
+        } else {
+            (
+                "Give `command` (a /bin/sh command line)",
+                json!({ "command": { "type": "string", "description": "A command line, run with /bin/sh -c." } }),
+            )
+        };
+        properties["cwd"] =
+            json!({ "type": "string", "description": "Working directory, relative to the workspace root." });
+        self.schema.description = format!(
+            "Runs a command in the workspace inside an OS sandbox (writes only under the workspace, \
+             no network unless enabled, time and output limits). {give}, and optionally `cwd`, a \
+             directory relative to the workspace root. Returns the exit status, stdout and stderr."
+        );
+        self.schema.parameters = json!({
+            "type": "object",
+            "properties": properties,
+            "required": if self.accept_argv { json!([]) } else { json!(["command"]) },
+            "additionalProperties": false
+        });
+    }
+
+    /// The same tool under another name.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.schema.name = name.into();
+        self
+    }
+
+    /// The runner the calls go through.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    fn command(&self, arguments: &Value) -> Result<SandboxCommand> {
+        let name = &self.schema.name;
+        let Some(args) = arguments.as_object() else {
+            return Err(TinyAgentsError::validation(format!(
+                "tool `{name}`: arguments must be an object with `command` or `argv`, got {arguments}"
+            )));
+        };
+        let known: &[&str] = if self.accept_argv {
+            &["command", "argv", "cwd"]
+        } else {
+            &["command", "cwd"]
+        };
+        if let Some(key) = args.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(TinyAgentsError::validation(format!(
+                "tool `{name}`: unknown argument `{key}`; the arguments are {}",
+                if self.accept_argv {
+                    "`command` or `argv`, and `cwd`"
+                } else {
+                    "`command` and `cwd` (`argv` is off: see ShellTool::with_argv)"
+                }
+            )));
+        }
+        let mut cmd = match (args.get("command"), args.get("argv")) {
+            (Some(Value::String(line)), None) if !line.trim().is_empty() => SandboxCommand::shell(line.clone()),
+            (None, Some(Value::Array(items))) if !items.is_empty() => {
+                let argv: Option<Vec<String>> = items.iter().map(|v| v.as_str().map(str::to_owned)).collect();
+                SandboxCommand::new(argv.ok_or_else(|| {
+                    TinyAgentsError::validation(format!("tool `{name}`: every `argv` item must be a string"))
+                })?)
+            }
+            _ => {
+                return Err(TinyAgentsError::validation(format!(
+                    "tool `{name}`: give {}",
+                    if self.accept_argv {
+                        "exactly one of `command` (a non-empty string) or `argv` (a non-empty array of strings)"
+                    } else {
+                        "`command`, a non-empty string"
+                    }
+                )))
+            }
+        };
+        match args.get("cwd") {
+            None => {}
+            Some(Value::String(cwd)) => cmd.cwd = Some(PathBuf::from(cwd)),
+            Some(other) => {
+                return Err(TinyAgentsError::validation(format!(
+                    "tool `{name}`: `cwd` must be a string, got {other}"
+                )))
+            }
+        }
+        Ok(cmd)
+    }
+}
+
+#[async_trait]
+impl Tool for ShellTool {
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn policy(&self) -> ToolPolicy {
+        let p = self.sandbox.policy();
+        let mut effects = SideEffects::READ | SideEffects::WRITE | SideEffects::EXECUTE;
+        if p.network {
+            effects |= SideEffects::NETWORK;
+        }
+        ToolPolicy::classified()
+            .with_side_effects(effects)
+            .with_runtime(ToolRuntime {
+                sandbox: p.mode,
+                // Both streams at their cap, plus the status line and markers.
+                max_result_bytes: Some(p.limits.output_bytes.saturating_mul(2).saturating_add(1024)),
+                // The runner kills the tree at the wall time; allow for the cleanup.
+                timeout: Some(p.limits.wall_time + std::time::Duration::from_secs(10)),
+            })
+    }
+
+    async fn call(&self, cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
+        let cmd = self.command(&arguments)?;
+        let mut sandbox = self.sandbox.clone();
+        if let Some(ws) = &cx.parent().workspace {
+            let root = ws.root.canonicalize().unwrap_or_else(|_| ws.root.clone());
+            if root != sandbox.root() {
+                return Err(TinyAgentsError::validation(format!(
+                    "tool `{}` is rooted at `{}` but the run's workspace is `{}`; build the tool with the run's workspace root",
+                    self.schema.name,
+                    sandbox.root().display(),
+                    ws.root.display()
+                )));
+            }
+            if ws.read_only {
+                sandbox = sandbox.read_only();
+            }
+            if ws.sandbox == SandboxMode::Required && sandbox.policy().mode != SandboxMode::Required {
+                return Err(TinyAgentsError::validation(format!(
+                    "tool `{}` runs with sandbox mode {:?} but the run's workspace requires a sandbox; \
+                     build the tool with SandboxMode::Required",
+                    self.schema.name,
+                    sandbox.policy().mode
+                )));
+            }
+        }
+        let out = sandbox.run_cancellable(cmd, &cx.parent().cancellation).await?;
+        let termination = match out.termination {
+            Termination::Exited(_) => "exited",
+            Termination::Signaled(_) => "signaled",
+            Termination::TimedOut => "timed_out",
+            Termination::OutputLimit => "output_limit",
+            Termination::Cancelled => "cancelled",
+        };
+        Ok(ToolOutput {
+            content: out.render(),
+            data: Some(json!({
+                "exit_code": out.exit_code(),
+                "termination": termination,
+                "stdout_truncated": out.stdout_truncated,
+                "stderr_truncated": out.stderr_truncated,
+                "confined": out.confined,
+            })),
+            usage: None,
+        })
+    }
+}
