@@ -527,7 +527,7 @@ where
         } else {
             catch(f(&*slot.mw, ctx, state, value), &slot.name, hook).await
         };
-        let res = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps));
+        let res = ctx.checked_jump(&slot.name, slot.jumps, res);
         bracket.close(outcome_of(&res, panicked));
         res
     }
@@ -583,6 +583,8 @@ where
             } else {
                 catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await
             };
+            // An undeclared jump is refused here too (its error, like the hook's own, is swallowed).
+            let res = ctx.checked_jump(&slot.name, slot.jumps, res);
             bracket.close(outcome_of(&res, panicked));
         }
     }
@@ -874,7 +876,7 @@ where
                 } else {
                     catch(later(&*slot.mw, ctx, state, delta), &slot.name, hook).await.0
                 };
-                if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
+                if let Err(e) = ctx.checked_jump(&slot.name, slot.jumps, res) {
                     self.run_on_error(ctx, state, &e).await;
                     return Err(e);
                 }
@@ -901,8 +903,8 @@ where
         let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             for (i, slot) in list.iter().enumerate() {
                 at = i;
-                now(&*slot.mw, ctx, state, delta)?;
-                ctx.check_jump(&slot.name, slot.jumps)?;
+                let res = now(&*slot.mw, ctx, state, delta);
+                ctx.checked_jump(&slot.name, slot.jumps, res)?;
                 if delta.is_suppressed() {
                     Self::suppressed(ctx, slot, hook);
                     break;
@@ -912,7 +914,11 @@ where
         }));
         match pass {
             Ok(res) => res,
-            Err(payload) => Err(panic_error(&list[at].name, hook, payload)),
+            Err(payload) => {
+                // A jump the panicking hook asked for is checked like any other.
+                let e = panic_error(&list[at].name, hook, payload);
+                ctx.checked_jump(&list[at].name, list[at].jumps, Err(e))
+            }
         }
     }
 
