@@ -24,7 +24,7 @@ impl From<RecoveryConfig> for Recovery {
     }
 }
 
-#[middleware(name = "recovery", after = ["audit"])]
+#[middleware(name = "recovery", after_if_present = ["audit"])]
 impl Recovery {
     #[after_model]
     fn check(&self, _response: &mut ModelResponse) -> Result<()> {

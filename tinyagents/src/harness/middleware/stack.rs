@@ -42,9 +42,13 @@ type HookFn<S, C, T> =
 /// * `before_*` hooks run in registration order, `after_*` in reverse;
 ///   wraps compose first-registered outermost (an onion); delta hooks run in
 ///   registration order.
-/// * `before`/`after` constraints reorder registrations (a stable topological
-///   order); a cycle or a duplicate name is a `Config` error and leaves the
-///   stack unchanged.
+/// * `before`/`after` constraints reorder registrations with the least
+///   displacement: the middleware that declares a constraint moves (to just
+///   before or just after the one it names), the others keep registration
+///   order. A required constraint naming a middleware not registered yet, a
+///   cycle or a duplicate name is a `Config` error and leaves the stack
+///   unchanged; `before_if_present`/`after_if_present` order relative to a
+///   middleware only when it is registered (before or after this one).
 /// * Dispatching a hook that no middleware implements does nothing at all:
 ///   no allocation, no event.
 /// * The first `Err` short-circuits; every middleware's `on_error` sees it;
@@ -418,6 +422,8 @@ where
                 name: &e.name,
                 before: e.info.before.iter().map(|s| s.as_ref()).collect(),
                 after: e.info.after.iter().map(|s| s.as_ref()).collect(),
+                before_if_present: e.info.before_if_present.iter().map(|s| s.as_ref()).collect(),
+                after_if_present: e.info.after_if_present.iter().map(|s| s.as_ref()).collect(),
             })
             .collect();
         resolve(&nodes)
