@@ -1,21 +1,36 @@
 //! The loop itself: [`Agent::run`].
 
+use std::sync::Arc;
+
 use super::calls::{ModelCall, ToolCallBase};
 use super::{Agent, AgentInput, AgentRun, StopReason};
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
-use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict, PreparedToolCall};
+use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict};
 use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
-use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall, ToolResult};
+use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall, ToolRegistry, ToolResult};
 
 /// A call after the batch review: its verdict and the file access declared for it.
 struct Reviewed {
     call: ToolCall,
     verdict: PreparedCallVerdict,
     access: Vec<FileAccess>,
+    /// Set once its `before_tool` ran (concurrent batches run it for every
+    /// call first): `Some(None)` to run it, `Some(Some(refusal))` refused.
+    prepared: Option<Option<TinyAgentsError>>,
+}
+
+/// The files a call declares it touches, from its effective arguments (none
+/// for an unknown tool). A `file_access` that panics declares nothing here;
+/// the call itself then runs (and fails) like any other.
+fn declared_access(tools: &ToolRegistry, call: &ToolCall) -> Vec<FileAccess> {
+    let Some(tool) = tools.get(&call.name) else {
+        return Vec::new();
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.file_access(&call.arguments))).unwrap_or_default()
 }
 
 /// Groups the calls of a batch so that calls touching a common file, one of
@@ -538,19 +553,14 @@ where
     }
 
     /// Prepares a batch (effective arguments and declared file access) and runs the batch review.
+    ///
+    /// A review that rewrites a call's arguments with
+    /// [`PreparedBatch::set_arguments`] gets its file access recomputed, so
+    /// the reviews after it and the scheduler see the effective arguments.
     async fn review_batch(&self, ctx: &mut RunContext<C>, state: &S, calls: Vec<ToolCall>) -> Result<Vec<Reviewed>> {
-        let prepared = calls
-            .into_iter()
-            .map(|call| {
-                let access = self
-                    .tools
-                    .get(&call.name)
-                    .map(|t| t.file_access(&call.arguments))
-                    .unwrap_or_default();
-                PreparedToolCall::new(call, access)
-            })
-            .collect();
-        let mut batch = PreparedBatch::new(prepared);
+        let tools = self.tools.clone();
+        let access: AccessFn = Arc::new(move |call: &ToolCall| declared_access(&tools, call));
+        let mut batch = PreparedBatch::with_access(calls, access);
         self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
         Ok(batch
             .into_calls()
@@ -558,7 +568,12 @@ where
             .map(|p| {
                 let access = p.access.clone();
                 let (call, verdict) = p.into_parts();
-                Reviewed { call, verdict, access }
+                Reviewed {
+                    call,
+                    verdict,
+                    access,
+                    prepared: None,
+                }
             })
             .collect())
     }
@@ -579,8 +594,23 @@ where
                 return Ok(results);
             }
         };
-        // Calls that touch a common file (a write and any other access) run one
-        // after another in the model's order; independent groups run concurrently.
+        // `before_tool` first, for every call in the model's order (its
+        // rewrites — an external hook's updated input, a person's edit — are
+        // the arguments the call runs with), then the declared file access of
+        // the effective arguments decides the schedule: calls that touch a
+        // common file (a write and any other access) run one after another in
+        // the model's order; independent groups run concurrently.
+        let mut items = items;
+        for item in &mut items {
+            if item.verdict == PreparedCallVerdict::Proceed {
+                let refused = self.prepare_one(ctx, state, &mut item.call).await?;
+                item.access = match &refused {
+                    None => declared_access(&self.tools, &item.call),
+                    Some(_) => Vec::new(),
+                };
+                item.prepared = Some(refused);
+            }
+        }
         let groups = conflict_groups(&items);
         let mut slots: Vec<Option<Reviewed>> = items.into_iter().map(Some).collect();
         let futures = groups.into_iter().map(|group| {
@@ -626,9 +656,10 @@ where
 
     /// One reviewed call: run it, or finish its rejection.
     async fn run_reviewed(&self, ctx: &mut RunContext<C>, state: &S, item: Reviewed) -> Result<ToolResult> {
-        match item.verdict {
-            PreparedCallVerdict::Proceed => self.run_one(ctx, state, item.call).await,
-            PreparedCallVerdict::Reject(result) => self.finish_rejected(ctx, state, result).await,
+        match (item.verdict, item.prepared) {
+            (PreparedCallVerdict::Proceed, None) => self.run_one(ctx, state, item.call).await,
+            (PreparedCallVerdict::Proceed, Some(refused)) => self.finish_one(ctx, state, item.call, refused).await,
+            (PreparedCallVerdict::Reject(result), _) => self.finish_rejected(ctx, state, result).await,
         }
     }
 
@@ -643,17 +674,40 @@ where
     }
 
     /// One call: `before_tool` → wrap-tool onion → `after_tool`.
+    async fn run_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<ToolResult> {
+        let refused = self.prepare_one(ctx, state, &mut call).await?;
+        self.finish_one(ctx, state, call, refused).await
+    }
+
+    /// A call's `before_tool`: `Ok(None)` to run it (with the arguments the
+    /// hooks left), `Ok(Some(refusal))` when a hook refused it and the tool
+    /// error policy makes that its result, `Err` when the refusal ends the run.
+    async fn prepare_one(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: &mut ToolCall,
+    ) -> Result<Option<TinyAgentsError>> {
+        match self.stack.run_before_tool(ctx, state, call).await {
+            Ok(()) => Ok(None),
+            Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Ok(Some(e)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A call after its `before_tool`: the wrap-tool onion (unless refused) → `after_tool`.
     ///
     /// `ToolCallStarted` and `ToolCallCompleted` are paired by one guard for
     /// every call that gets past `before_tool`, refused or run: the completed
     /// event is emitted exactly once, also when the run ends on this call's
     /// error or the call's future is dropped.
-    async fn run_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<ToolResult> {
-        let refused = match self.stack.run_before_tool(ctx, state, &mut call).await {
-            Ok(()) => None,
-            Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Some(e),
-            Err(e) => return Err(e),
-        };
+    async fn finish_one(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: ToolCall,
+        refused: Option<TinyAgentsError>,
+    ) -> Result<ToolResult> {
         let events = ToolCallEvents::open(ctx, &call.id, &call.name);
         let mut result = match refused {
             Some(e) => ToolResult::error(&call, e.to_string()),
