@@ -9,6 +9,8 @@
 //!   of one, a context with a collecting sink) and hands back the edited value.
 //! * [`model_base`] and [`tool_base`] make the innermost call of a wrap onion
 //!   from a closure, to test wrap middleware.
+//! * [`check_transcript`] and [`assert_valid_transcript`] check a run's
+//!   messages against the tool-call rules OpenAI and Anthropic enforce.
 //!
 //! ```
 //! use tinyagents::prelude::*;

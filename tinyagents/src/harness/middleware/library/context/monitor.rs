@@ -72,8 +72,9 @@ impl ContextConfig {
                  `compact_at_percent` (and `warn_at_percent`) instead"
                     .to_owned()
             } else {
-                "`context` option `compact_on_overflow` is deprecated: to keep the warning without compaction, \
-                 set `compact_at_percent = 100` (or remove the `context` middleware)"
+                "`context` option `compact_on_overflow` is deprecated: the new keys cannot turn compaction off; \
+                 set `compact_at_percent = 100` to compact only when the window is full, or remove the `context` \
+                 middleware"
                     .to_owned()
             });
         }
