@@ -43,7 +43,7 @@ pub(crate) fn resolve(nodes: &[OrderNode<'_>]) -> Result<Vec<usize>> {
     let index = |name: &str| nodes.iter().position(|x| x.name == name);
     for node in nodes {
         for (key, names) in [("before", &node.before), ("after", &node.after)] {
-            for missing in names.iter().filter(|t| index(t).is_none()) {
+            if let Some(missing) = names.iter().find(|t| index(t).is_none()) {
                 let names = nodes.iter().map(|x| x.name);
                 return Err(TinyAgentsError::config(format!(
                     "middleware `{}` declares `{key} = [\"{missing}\"]` but no middleware named `{missing}` \
