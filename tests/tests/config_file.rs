@@ -245,11 +245,16 @@ fn a_missing_key_points_at_its_table_and_bad_toml_at_the_syntax_error() {
 fn hooks_entries_become_one_external_hooks_middleware_after_the_entries() {
     let text = "[[hooks]]\nevent = \"stop\"\ncommand = \"true\"\n\n[[middleware]]\ntype = \"logging\"\n";
     let stack = build(&registry(), text).unwrap();
+    // the default `parallel_edit_guard` orders itself after `external_hooks`
+    // (`after_if_present`): its batch review sees the hooks' rewritten arguments
     assert_eq!(
         stack.names(),
-        after_defaults(&registry(), &["logging", "external_hooks"])
+        ["output_limit_recovery", "logging", "external_hooks", "parallel_edit_guard"]
     );
-    assert!(stack.implementors(HookKind::OnToolBatch).contains(&"external_hooks"));
+    assert_eq!(
+        stack.implementors(HookKind::OnToolBatch),
+        ["external_hooks", "parallel_edit_guard"]
+    );
 }
 
 #[test]
