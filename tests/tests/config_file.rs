@@ -249,7 +249,12 @@ fn hooks_entries_become_one_external_hooks_middleware_after_the_entries() {
     // (`after_if_present`): its batch review sees the hooks' rewritten arguments
     assert_eq!(
         stack.names(),
-        ["output_limit_recovery", "logging", "external_hooks", "parallel_edit_guard"]
+        [
+            "output_limit_recovery",
+            "logging",
+            "external_hooks",
+            "parallel_edit_guard"
+        ]
     );
     assert_eq!(
         stack.implementors(HookKind::OnToolBatch),
