@@ -30,7 +30,7 @@ impl From<TeamStampConfig> for TeamStamp {
     }
 }
 
-#[middleware(name = "team_stamp", after = ["logging"])]
+#[middleware(name = "team_stamp", after_if_present = ["logging"])]
 impl TeamStamp {
     #[before_model]
     fn stamp(&self, request: &mut ModelRequest) -> Result<()> {

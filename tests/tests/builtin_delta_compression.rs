@@ -228,7 +228,7 @@ async fn retry_once(
 
 #[tokio::test]
 async fn a_failed_attempts_held_text_never_leaks_into_the_retry() {
-    // registered first, but delta_compression declares `after = ["model_retry", ...]`: it ends up inside
+    // registered first, but delta_compression declares `after_if_present = ["model_retry", ...]`: it ends up inside
     let stack = MiddlewareStack::new()
         .with(DeltaCompression::new(100))
         .unwrap()

@@ -24,7 +24,7 @@ impl From<RecoveryConfig> for Recovery {
     }
 }
 
-#[middleware(name = "recovery", after = ["audit"])]
+#[middleware(name = "recovery", after_if_present = ["audit"])]
 impl Recovery {
     #[after_model]
     fn check(&self, _response: &mut ModelResponse) -> Result<()> {
@@ -245,11 +245,16 @@ fn a_missing_key_points_at_its_table_and_bad_toml_at_the_syntax_error() {
 fn hooks_entries_become_one_external_hooks_middleware_ordered_before_every_other() {
     let text = "[[hooks]]\nevent = \"stop\"\ncommand = \"true\"\n\n[[middleware]]\ntype = \"logging\"\n";
     let stack = build(&registry(), text).unwrap();
-    // listed last, it runs first (`before = ["*"]`): the guards judge what a hook rewrites
+    // listed last, it runs first (`before = ["*"]`): the guards judge what a hook rewrites;
+    // the default `parallel_edit_guard` orders itself after `external_hooks`
+    // (`after_if_present`): its batch review sees the hooks' rewritten arguments
     let mut expected = vec!["external_hooks"];
     expected.extend(after_defaults(&registry(), &["logging"]));
     assert_eq!(stack.names(), expected);
-    assert!(stack.implementors(HookKind::OnToolBatch).contains(&"external_hooks"));
+    assert_eq!(
+        stack.implementors(HookKind::OnToolBatch),
+        ["external_hooks", "parallel_edit_guard"]
+    );
 }
 
 #[test]

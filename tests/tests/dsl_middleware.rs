@@ -196,7 +196,7 @@ fn outer(request: &mut ModelRequest) -> Result<()> {
     Ok(())
 }
 
-#[before_model(name = "inner", after = [Outer])]
+#[before_model(name = "inner", after_if_present = [Outer])]
 fn inner(request: &mut ModelRequest) -> Result<()> {
     let seen = request.segment("order").map(|s| s.text.clone()).unwrap_or_default();
     request.set_volatile("order", format!("{seen} inner"));
@@ -206,7 +206,8 @@ fn inner(request: &mut ModelRequest) -> Result<()> {
 #[test]
 fn ordering_constraints_by_name_and_by_type() {
     assert_eq!(Outer::BEFORE, ["inner"]);
-    assert_eq!(Inner::AFTER, ["outer"]); // the type's declared name, not its type name
+    // the type's declared name, not its type name; optional, as `inner` is registered first
+    assert_eq!(Inner::AFTER_IF_PRESENT, ["outer"]);
     let stack: MiddlewareStack<()> = MiddlewareStack::new().with(Inner).unwrap().with(Outer).unwrap();
     assert_eq!(stack.names(), ["outer", "inner"]);
     let info = stack.infos().next().unwrap();
@@ -227,11 +228,11 @@ async fn the_resolved_order_is_the_dispatch_order() {
 #[test]
 fn a_second_instance_needs_its_own_name() {
     let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
-    stack.add(Outer).unwrap();
-    let err = stack.add(Outer).unwrap_err();
+    stack.add(Inner).unwrap();
+    let err = stack.add(Inner).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
-    stack.add_named("outer-2", Outer).unwrap();
-    assert_eq!(stack.names(), ["outer", "outer-2"]);
+    stack.add_named("inner-2", Inner).unwrap();
+    assert_eq!(stack.names(), ["inner", "inner-2"]);
 }
 
 // ----- jumps -----

@@ -21,21 +21,27 @@ fn constraints_reorder_only_what_they_name() {
 }
 
 #[test]
-fn a_constraint_naming_an_absent_middleware_is_ignored() {
+fn a_constraint_naming_an_absent_middleware_is_a_config_error_that_says_the_fix() {
     let log = Log::default();
     let mut stack = MiddlewareStack::<()>::new();
-    stack.add(Recorder::new("a", &log).after("not-registered")).unwrap();
     stack.add(Recorder::new("b", &log)).unwrap();
-    assert_eq!(stack.names(), ["a", "b"]);
+    let err = stack.add(Recorder::new("a", &log).after("not-registered")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("`a`") && msg.contains("`not-registered`") && msg.contains("after_if_present"),
+        "{msg}"
+    );
+    assert_eq!(stack.names(), ["b"], "the stack is unchanged");
 }
 
 #[test]
 fn a_cycle_is_a_config_error_naming_the_cycle_and_leaves_the_stack_unchanged() {
     let log = Log::default();
     let mut stack = MiddlewareStack::<()>::new();
-    stack.add(Recorder::new("a", &log).before("b")).unwrap();
-    stack.add(Recorder::new("b", &log).before("c")).unwrap();
-    let err = stack.add(Recorder::new("c", &log).before("a")).unwrap_err();
+    stack.add(Recorder::new("a", &log)).unwrap();
+    stack.add(Recorder::new("b", &log).after("a")).unwrap();
+    let err = stack.add(Recorder::new("c", &log).after("b").before("a")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
     let msg = err.to_string();
     assert!(msg.contains("a → b → c → a"), "{msg}");

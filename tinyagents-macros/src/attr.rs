@@ -1,5 +1,6 @@
 //! The arguments of a hook attribute on a free fn and of `#[middleware(...)]`:
-//! `name`, `type_name`, `before`, `after`, `can_jump_to`, `doc(...)`,
+//! `name`, `type_name`, `before`, `after`, `before_if_present`,
+//! `after_if_present`, `can_jump_to`, `doc(...)`,
 //! `builtin`, `config`.
 //!
 //! Ordering names (`before`/`after`) are string literals (a middleware's
@@ -34,6 +35,10 @@ pub(crate) struct MiddlewareArgs {
     pub(crate) before: Vec<OrderRef>,
     /// `after = [..]`.
     pub(crate) after: Vec<OrderRef>,
+    /// `before_if_present = [..]`.
+    pub(crate) before_if_present: Vec<OrderRef>,
+    /// `after_if_present = [..]`.
+    pub(crate) after_if_present: Vec<OrderRef>,
     /// `can_jump_to = [..]`: the `JumpSet` constants.
     pub(crate) jumps: Vec<&'static str>,
     /// `doc(...)`.
@@ -83,7 +88,7 @@ pub(crate) fn parse(tokens: TokenStream, valid: &[&str], attr: &str, errors: &mu
                 ),
                 None => {}
             },
-            kw::BEFORE | kw::AFTER => {
+            kw::BEFORE | kw::AFTER | kw::BEFORE_IF_PRESENT | kw::AFTER_IF_PRESENT => {
                 let key = arg.name();
                 let example = format!(r#"{key} = ["other_middleware", OtherType]"#);
                 let refs = arg
@@ -92,10 +97,11 @@ pub(crate) fn parse(tokens: TokenStream, valid: &[&str], attr: &str, errors: &mu
                     .into_iter()
                     .filter_map(|e| order_ref(e, &key, errors))
                     .collect();
-                if key == kw::BEFORE {
-                    out.before = refs;
-                } else {
-                    out.after = refs;
+                match key.as_str() {
+                    kw::BEFORE => out.before = refs,
+                    kw::AFTER => out.after = refs,
+                    kw::BEFORE_IF_PRESENT => out.before_if_present = refs,
+                    _ => out.after_if_present = refs,
                 }
             }
             kw::CAN_JUMP_TO => {

@@ -128,6 +128,8 @@ fn metadata(def: &MiddlewareDef) -> TokenStream {
         .collect();
     let before = order_refs(&def.args.before);
     let after = order_refs(&def.args.after);
+    let before_if_present = order_refs(&def.args.before_if_present);
+    let after_if_present = order_refs(&def.args.after_if_present);
     let doc = match &def.doc {
         Some(doc) => {
             let mut kinds: Vec<&str> = def.hooks.iter().map(|h| h.hook.kind).collect();
@@ -150,6 +152,8 @@ fn metadata(def: &MiddlewareDef) -> TokenStream {
             const JUMPS: #p::JumpSet = #p::JumpSet::from_bits_retain(0 #(| #p::JumpSet::#jumps.bits())*);
             const BEFORE: &'static [&'static str] = #before;
             const AFTER: &'static [&'static str] = #after;
+            const BEFORE_IF_PRESENT: &'static [&'static str] = #before_if_present;
+            const AFTER_IF_PRESENT: &'static [&'static str] = #after_if_present;
             const DOC: #p::Option<&'static #p::MiddlewareDoc> = #doc;
         }
     }

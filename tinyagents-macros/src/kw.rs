@@ -9,6 +9,10 @@ pub(crate) const TYPE_NAME: &str = "type_name";
 pub(crate) const BEFORE: &str = "before";
 /// `after = [..]`: run after these middleware.
 pub(crate) const AFTER: &str = "after";
+/// `before_if_present = [..]`: run before these middleware when they are registered.
+pub(crate) const BEFORE_IF_PRESENT: &str = "before_if_present";
+/// `after_if_present = [..]`: run after these middleware when they are registered.
+pub(crate) const AFTER_IF_PRESENT: &str = "after_if_present";
 /// `can_jump_to = [model, tools, end]`: the jumps the middleware may request.
 pub(crate) const CAN_JUMP_TO: &str = "can_jump_to";
 /// `doc(...)`: the documentation record.
@@ -19,9 +23,30 @@ pub(crate) const BUILTIN: &str = "builtin";
 pub(crate) const CONFIG: &str = "config";
 
 /// The keys of a hook attribute on a free fn.
-pub(crate) const FN_KEYS: &[&str] = &[NAME, TYPE_NAME, BEFORE, AFTER, CAN_JUMP_TO, DOC, BUILTIN, CONFIG];
+pub(crate) const FN_KEYS: &[&str] = &[
+    NAME,
+    TYPE_NAME,
+    BEFORE,
+    AFTER,
+    BEFORE_IF_PRESENT,
+    AFTER_IF_PRESENT,
+    CAN_JUMP_TO,
+    DOC,
+    BUILTIN,
+    CONFIG,
+];
 /// The keys of `#[middleware(...)]`.
-pub(crate) const BLOCK_KEYS: &[&str] = &[NAME, BEFORE, AFTER, CAN_JUMP_TO, DOC, BUILTIN, CONFIG];
+pub(crate) const BLOCK_KEYS: &[&str] = &[
+    NAME,
+    BEFORE,
+    AFTER,
+    BEFORE_IF_PRESENT,
+    AFTER_IF_PRESENT,
+    CAN_JUMP_TO,
+    DOC,
+    BUILTIN,
+    CONFIG,
+];
 
 /// `doc(summary = "…")`.
 pub(crate) const SUMMARY: &str = "summary";

@@ -37,6 +37,10 @@ pub trait MiddlewareMetadata {
     const BEFORE: &'static [&'static str];
     /// The names it must run after.
     const AFTER: &'static [&'static str];
+    /// The names it runs before when they are registered (`before_if_present`).
+    const BEFORE_IF_PRESENT: &'static [&'static str] = &[];
+    /// The names it runs after when they are registered (`after_if_present`).
+    const AFTER_IF_PRESENT: &'static [&'static str] = &[];
     /// Its documentation record, when it has one (`doc(...)` or `builtin`).
     const DOC: Option<&'static MiddlewareDoc>;
 }
@@ -48,6 +52,8 @@ pub fn info_of<M: MiddlewareMetadata + ?Sized>() -> MiddlewareInfo {
         hooks: M::HOOKS,
         before: M::BEFORE.iter().map(|s| Cow::Borrowed(*s)).collect(),
         after: M::AFTER.iter().map(|s| Cow::Borrowed(*s)).collect(),
+        before_if_present: M::BEFORE_IF_PRESENT.iter().map(|s| Cow::Borrowed(*s)).collect(),
+        after_if_present: M::AFTER_IF_PRESENT.iter().map(|s| Cow::Borrowed(*s)).collect(),
         jumps: M::JUMPS,
         doc: M::DOC,
     }

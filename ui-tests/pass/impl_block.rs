@@ -24,7 +24,7 @@ struct Cache<T: Send + Sync + 'static> {
 #[middleware(
     builtin,
     name = "cache",
-    before = ["logging"],
+    before_if_present = ["logging"],
     after = [Audit],
     can_jump_to = [model, tools, end],
     config = CacheConfig,
@@ -98,6 +98,7 @@ fn main() {
     assert_eq!(*cache.label(), "main");
     assert_eq!(<Cache<&str>>::NAME, "cache");
     assert_eq!(<Cache<&str>>::AFTER, ["audit"]);
+    assert_eq!(<Cache<&str>>::BEFORE_IF_PRESENT, ["logging"]);
     let doc = <Cache<&str>>::DOC.unwrap();
     assert_eq!(doc.config_type, Some("cache"));
     let stack: MiddlewareStack<()> = MiddlewareStack::new()

@@ -124,11 +124,18 @@ impl MiddlewareControl {
 /// Where a middleware may send the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JumpTarget {
-    /// Call the model again (skipping pending tool calls).
+    /// Call the model (again). Pending tool calls (those of the reply, or of
+    /// the batch under review) are skipped: each gets a "not run" result right
+    /// after its assistant message and never runs.
     Model,
-    /// Run the pending tool calls.
+    /// Run the pending tool calls. After a reply or from the batch review:
+    /// run the batch (what the loop does anyway). From `before_agent` or
+    /// before the model call: run the unanswered calls of the last assistant
+    /// message (for a conversation that ends with calls not yet answered)
+    /// instead of calling the model. With no such calls the jump is refused:
+    /// the run fails with a `Validation` error naming the middleware.
     Tools,
-    /// End the run with the latest response.
+    /// End the run with the latest response (pending calls get a "not run" result).
     End,
 }
 
@@ -279,6 +286,8 @@ pub struct RunContext<Ctx = ()> {
     /// Restrictions this run's own guards recorded, by guard name.
     own: Vec<(Arc<str>, Restriction)>,
     checkpoint_request: Option<String>,
+    /// The step of the last model attempt, and its number within that step.
+    attempt: (u32, u32),
 }
 
 impl<Ctx> std::fmt::Debug for RunContext<Ctx> {
@@ -314,6 +323,7 @@ impl<Ctx> RunContext<Ctx> {
             steering: None,
             max_steps: None,
             own: Vec::new(),
+            attempt: (0, 0),
         }
     }
 
@@ -526,24 +536,43 @@ impl<Ctx> RunContext<Ctx> {
         self.jump.take()
     }
 
-    /// Checks a jump requested during the hook of `middleware`, which declared `allowed`.
+    /// Counts one model attempt of the current step and returns its number
+    /// within the step (1 for the first attempt of every step).
+    pub(crate) fn next_attempt(&mut self) -> u32 {
+        let step = self.counters.steps;
+        self.attempt = match self.attempt {
+            (s, n) if s == step => (s, n.saturating_add(1)),
+            _ => (step, 1),
+        };
+        self.attempt.1
+    }
+
+    /// Checks a jump requested during the hook of `middleware` (which declared
+    /// `allowed`) whatever the hook returned: an undeclared jump is refused
+    /// (dropped, and the hook's outcome becomes a `Validation` error naming
+    /// the middleware, the target and the fix, quoting the hook's own error
+    /// when it failed); a declared one is kept, marked as made by `middleware`.
     #[inline]
-    pub(crate) fn check_jump(&mut self, middleware: &Arc<str>, allowed: JumpSet) -> Result<()> {
+    pub(crate) fn checked_jump<T>(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: Result<T>) -> Result<T> {
         match &mut self.jump {
             Some(j) if j.by.is_none() => {
                 if allowed.contains(j.target.as_set()) {
                     j.by = Some(middleware.clone());
-                    Ok(())
+                    outcome
                 } else {
                     let target = j.target.as_str();
                     self.jump = None;
+                    let also = match &outcome {
+                        Ok(_) => String::new(),
+                        Err(e) => format!(" (the hook also failed: {e})"),
+                    };
                     Err(TinyAgentsError::validation(format!(
                         "middleware `{middleware}` asked to jump to `{target}` but did not declare it; \
-                         add `can_jump_to = [{target}]` to its attribute"
+                         add `can_jump_to = [{target}]` to its attribute{also}"
                     )))
                 }
             }
-            _ => Ok(()),
+            _ => outcome,
         }
     }
 
@@ -845,6 +874,7 @@ impl<Ctx> RunContext<Ctx> {
             max_steps: self.max_steps,
             own: self.own.clone(),
             checkpoint_request: None,
+            attempt: self.attempt,
         }
     }
 

@@ -229,8 +229,6 @@ struct RunHooks {
     compactions_seen: AtomicUsize,
     context: Mutex<Vec<String>>,
     tool_context: Mutex<HashMap<String, Vec<String>>>,
-    /// Input rewrites of `permission_request`, applied in `before_tool`.
-    pending_input: Mutex<HashMap<String, Value>>,
 }
 
 /// Runs external hook commands at the lifecycle points of a run (see [the module docs](self)).
@@ -568,12 +566,9 @@ impl ExternalHooksMiddleware {
             }
             Self::keep_tool_context(ctx, &call.id, &combined);
             if let Some(new_input) = combined.updated_input {
-                let state = ctx.local::<RunHooks>();
-                state
-                    .pending_input
-                    .lock()
-                    .expect("hooks lock")
-                    .insert(call.id.clone(), new_input);
+                // The call's effective arguments from now on: the reviews after
+                // this one and the scheduler see the file it will really touch.
+                batch.set_arguments(i, new_input);
             }
         }
         Ok(())
@@ -581,11 +576,6 @@ impl ExternalHooksMiddleware {
 
     #[before_tool]
     async fn pre_tool_use<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
-        if let Some(state) = ctx.try_local::<RunHooks>() {
-            if let Some(new_input) = state.pending_input.lock().expect("hooks lock").remove(&call.id) {
-                call.arguments = new_input;
-            }
-        }
         if !self.listens(HookEvent::PreToolUse) {
             return Ok(());
         }

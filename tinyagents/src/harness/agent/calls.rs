@@ -1,10 +1,12 @@
 //! The innermost layers the agent supplies to the onions: the streamed model
 //! call and the tool call.
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::Agent;
@@ -37,7 +39,7 @@ where
         let stack = &self.agent.stack;
         let model = request.route.as_ref().map_or(&self.agent.model, |r| &r.0);
         ctx.counters_mut().model_calls += 1;
-        let attempt = ctx.counters().model_calls;
+        let attempt = ctx.next_attempt();
         let step = ctx.counters().steps;
         ctx.emit_with(EventKind::ModelCallStarted, || AgentEvent::ModelCallStarted {
             run_id: ctx.run_id().clone(),
@@ -52,7 +54,8 @@ where
         let guard = AttemptGuard::arm(ctx, step, attempt);
         // Usage the provider reported during this attempt: charged even when the attempt fails.
         let mut streamed = crate::harness::model::Usage::default();
-        let result = async {
+        let model_id = model.id().to_owned();
+        let result = AssertUnwindSafe(async {
             let cancelled = || TinyAgentsError::cancelled("the run was cancelled during a model call");
             let token = ctx.cancellation().clone();
             let mut stream = tokio::select! {
@@ -103,8 +106,10 @@ where
             let mut response = acc.finish()?;
             response.model = Some(model.id().to_owned());
             Ok(response)
-        }
-        .await;
+        })
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|payload| Err(model_panicked(&model_id, &*payload)));
         guard.disarm();
         match &result {
             Ok(response) => {
@@ -268,7 +273,12 @@ where
             (None, None)
         };
         let cx = ToolContext::new(call.id.clone(), ctx.as_parent(), tx);
-        let fut = tool.call(cx, call.arguments.clone());
+        // A panicking tool is the tool's failure (a classified `Tool` error
+        // naming it), not a panic of whatever wrap layer happens to be innermost.
+        let name = call.name.clone();
+        let fut = AssertUnwindSafe(tool.call(cx, call.arguments.clone()))
+            .catch_unwind()
+            .map(move |out| out.unwrap_or_else(|payload| Err(tool_panicked(&name, &*payload))));
         tokio::pin!(fut);
         let output = loop {
             let Some(rx_ref) = rx.as_mut() else { break fut.await };
@@ -295,6 +305,40 @@ where
         result.data = output.data;
         Ok(result)
     }
+}
+
+/// The text of a panic payload.
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned())
+}
+
+/// The classified error for a tool that panicked.
+#[cold]
+fn tool_panicked(name: &str, payload: &(dyn Any + Send)) -> TinyAgentsError {
+    TinyAgentsError::tool(
+        name,
+        format!(
+            "the tool `{name}` panicked: {}; the call has no output (fix the tool: a tool returns an error, it does not panic)",
+            panic_text(payload)
+        ),
+    )
+}
+
+/// The classified error for a model whose call or stream panicked.
+#[cold]
+fn model_panicked(model: &str, payload: &(dyn Any + Send)) -> TinyAgentsError {
+    TinyAgentsError::model(
+        format!(
+            "the model `{model}` panicked while streaming its reply: {}; the attempt is discarded \
+             (fix the model implementation: it should return an error, not panic)",
+            panic_text(payload)
+        ),
+        false,
+    )
 }
 
 fn forward_tool_delta<C>(ctx: &RunContext<C>, delta: ToolDelta) {

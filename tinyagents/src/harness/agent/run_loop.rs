@@ -1,21 +1,36 @@
 //! The loop itself: [`Agent::run`].
 
+use std::sync::Arc;
+
 use super::calls::{ModelCall, ToolCallBase};
 use super::{Agent, AgentInput, AgentRun, StopReason};
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::message::Message;
-use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict, PreparedToolCall};
-use crate::harness::model::{ModelRequest, ModelResponse};
+use crate::harness::message::{Message, Role};
+use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict};
+use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
-use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall, ToolResult};
+use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall, ToolRegistry, ToolResult};
 
 /// A call after the batch review: its verdict and the file access declared for it.
 struct Reviewed {
     call: ToolCall,
     verdict: PreparedCallVerdict,
     access: Vec<FileAccess>,
+    /// Set once its `before_tool` ran (concurrent batches run it for every
+    /// call first): `Some(None)` to run it, `Some(Some(refusal))` refused.
+    prepared: Option<Option<TinyAgentsError>>,
+}
+
+/// The files a call declares it touches, from its effective arguments (none
+/// for an unknown tool). A `file_access` that panics declares nothing here;
+/// the call itself then runs (and fails) like any other.
+fn declared_access(tools: &ToolRegistry, call: &ToolCall) -> Vec<FileAccess> {
+    let Some(tool) = tools.get(&call.name) else {
+        return Vec::new();
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.file_access(&call.arguments))).unwrap_or_default()
 }
 
 /// Groups the calls of a batch so that calls touching a common file, one of
@@ -85,12 +100,54 @@ pub(crate) enum StepOutcome {
     Stop(StopReason),
 }
 
-/// What the loop does after a safe point.
+/// Where the loop stands at a safe point: which tool calls are pending there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// After `before_agent`, before the first model turn.
+    Start,
+    /// After `before_model*`, before the model call.
+    BeforeModel,
+    /// After `after_model`: the reply's tool calls are pending.
+    AfterModel,
+    /// After the batch review, before any call of the batch runs.
+    AfterReview,
+    /// After every call of the batch was answered.
+    AfterTools,
+}
+
+/// What the loop does after a safe point. Every stop and every jump to the
+/// model has already answered the pending tool calls (a "not run" result
+/// each, right after their assistant message) when it is returned.
 enum Next {
     Continue,
-    /// Skip the tool calls of this reply (each gets a "skipped" result) and call the model.
+    /// Call the model (the pending calls were answered as skipped).
     Model,
+    /// Run these calls: the unanswered calls of the last assistant message
+    /// (a jump to `tools` from before the model call).
+    Tools(Vec<ToolCall>),
     Stop(StopReason),
+}
+
+/// The calls of the last assistant message that have no result yet, when
+/// nothing but their results follows it (so their results can still go
+/// right after it).
+fn unanswered_calls(messages: &[Message]) -> Vec<ToolCall> {
+    let Some(pos) = messages.iter().rposition(|m| m.role != Role::Tool) else {
+        return Vec::new();
+    };
+    let ask = &messages[pos];
+    if ask.role != Role::Assistant {
+        return Vec::new();
+    }
+    let answered: Vec<&str> = messages[pos + 1..]
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    ask.tool_calls
+        .iter()
+        .filter(|c| !answered.contains(&c.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 impl<S, C> Agent<S, C>
@@ -176,10 +233,13 @@ where
         run: &mut AgentRun,
     ) -> Result<Option<StopReason>> {
         self.stack.run_before_agent(ctx, state).await?;
-        Ok(match self.safe_point_or_fail(ctx, state, run, None).await? {
-            Next::Stop(stop) => Some(stop),
-            Next::Continue | Next::Model => None,
-        })
+        Ok(
+            match self.safe_point_or_fail(ctx, state, run, Stage::Start, &[]).await? {
+                Next::Stop(stop) => Some(stop),
+                // (a jump to `tools` from here is kept for the first turn's safe point)
+                Next::Continue | Next::Model | Next::Tools(_) => None,
+            },
+        )
     }
 
     /// One model turn: steering, limits, `before_model*`, the model onion,
@@ -218,8 +278,13 @@ where
         };
         self.stack.run_before_model(ctx, state, &mut request).await?;
         self.stack.run_before_model_stream(ctx, state, &mut request).await?;
-        if let Next::Stop(stop) = self.safe_point_or_fail(ctx, state, run, None).await? {
-            return Ok(StepOutcome::Stop(stop));
+        match self
+            .safe_point_or_fail(ctx, state, run, Stage::BeforeModel, &[])
+            .await?
+        {
+            Next::Stop(stop) => return Ok(StepOutcome::Stop(stop)),
+            Next::Tools(calls) => return Ok(StepOutcome::Tools(calls)),
+            Next::Continue | Next::Model => {}
         }
 
         let mut response = self
@@ -231,21 +296,15 @@ where
         run.final_message = Some(response.message.clone());
 
         let calls = response.message.tool_calls.clone();
-        match self.safe_point_or_fail(ctx, state, run, Some(&response)).await? {
-            Next::Stop(stop) => {
-                self.answer_skipped(run, &calls, "the run stopped before this call ran");
-                Ok(StepOutcome::Stop(stop))
-            }
-            Next::Model => {
-                self.answer_skipped(
-                    run,
-                    &calls,
-                    "a middleware sent the run back to the model before this call ran",
-                );
-                Ok(StepOutcome::Model)
-            }
+        match self
+            .safe_point_or_fail(ctx, state, run, Stage::AfterModel, &calls)
+            .await?
+        {
+            Next::Stop(stop) => Ok(StepOutcome::Stop(stop)),
+            Next::Model => Ok(StepOutcome::Model),
             Next::Continue if calls.is_empty() => Ok(StepOutcome::Stop(StopReason::Finished)),
             Next::Continue => Ok(StepOutcome::Tools(calls)),
+            Next::Tools(more) => Ok(StepOutcome::Tools(more)),
         }
     }
 
@@ -259,18 +318,25 @@ where
     ) -> Result<Option<StopReason>> {
         let items = self.review_batch(ctx, state, calls.clone()).await?;
         // A safe point between the review and the calls: a review that asks for a
-        // person (an interrupt) or ends the run stops here, before any call runs.
-        if let Next::Stop(stop) = self.safe_point_or_fail(ctx, state, run, None).await? {
-            self.answer_skipped(run, &calls, "the run stopped before this call ran");
-            return Ok(Some(stop));
+        // person (an interrupt), ends the run or jumps back to the model stops
+        // here, before any call runs (each call is answered as not run).
+        match self
+            .safe_point_or_fail(ctx, state, run, Stage::AfterReview, &calls)
+            .await?
+        {
+            Next::Stop(stop) => return Ok(Some(stop)),
+            Next::Model => return Ok(None),
+            Next::Continue | Next::Tools(_) => {}
         }
         let results = self.run_batch(ctx, state, items).await?;
         run.messages
             .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
-        Ok(match self.safe_point_or_fail(ctx, state, run, None).await? {
-            Next::Stop(stop) => Some(stop),
-            Next::Continue | Next::Model => None,
-        })
+        Ok(
+            match self.safe_point_or_fail(ctx, state, run, Stage::AfterTools, &[]).await? {
+                Next::Stop(stop) => Some(stop),
+                Next::Continue | Next::Model | Next::Tools(_) => None,
+            },
+        )
     }
 
     /// Decides and applies the steering commands waiting for this run (a safe point).
@@ -370,28 +436,51 @@ where
         }
     }
 
-    /// [`safe_point`](Self::safe_point), with an interrupt it raises shown to every `on_error`.
+    /// [`safe_point`](Self::safe_point), with an error it raises shown to every `on_error`.
     async fn safe_point_or_fail(
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
         run: &mut AgentRun,
-        response: Option<&ModelResponse>,
+        stage: Stage,
+        pending: &[ToolCall],
     ) -> Result<Next> {
-        match self.safe_point(ctx, run, response) {
+        match self.safe_point(ctx, run, stage, pending) {
             Ok(next) => Ok(next),
             Err(e) => self.fail(ctx, state, e).await.map(Next::Stop),
         }
     }
 
     /// Drains control requests and jumps at a safe point.
+    ///
+    /// `pending` are the calls of the batch at hand (the reply's calls after
+    /// the model, the reviewed batch after the review). Where there is no
+    /// batch at hand (before the model call), the pending calls are the
+    /// unanswered calls of the last assistant message. A stop or a jump to the
+    /// model answers each pending call with a "not run" result right after its
+    /// assistant message, before a final message is added, so the transcript
+    /// stays one providers accept. An interrupt leaves them unanswered: the
+    /// paused run resumes them.
     fn safe_point(
         &self,
         ctx: &mut RunContext<C>,
         run: &mut AgentRun,
-        response: Option<&ModelResponse>,
+        stage: Stage,
+        pending: &[ToolCall],
     ) -> Result<Next> {
-        if let Some(control) = ctx.take_control() {
+        let control = ctx.take_control();
+        if control.is_none() && ctx.pending_jump().is_none() {
+            return Ok(Next::Continue);
+        }
+        let unanswered;
+        let pending = match stage {
+            Stage::AfterModel | Stage::AfterReview => pending,
+            Stage::Start | Stage::BeforeModel | Stage::AfterTools => {
+                unanswered = unanswered_calls(&run.messages);
+                &unanswered[..]
+            }
+        };
+        if let Some(control) = control {
             ctx.take_jump();
             let kind = control.kind();
             return match control {
@@ -400,6 +489,7 @@ where
                         control: kind,
                         detail: "the run stopped with the final text a middleware gave".to_owned(),
                     });
+                    self.answer_skipped(run, pending, "the run stopped before this call ran");
                     let message = Message::assistant(text);
                     run.messages.push(message.clone());
                     run.final_message = Some(message);
@@ -414,15 +504,46 @@ where
                 }
             };
         }
+        if stage == Stage::Start && ctx.pending_jump().is_some_and(|j| j.target == JumpTarget::Tools) {
+            // Kept for the first turn's safe point, after `before_model`: the
+            // pending calls of the input run there, before any model call.
+            return Ok(Next::Continue);
+        }
         let Some(jump) = ctx.take_jump() else {
             return Ok(Next::Continue);
         };
         let by = jump.by.as_deref().unwrap_or("a middleware");
         let (label, next) = match jump.target {
-            JumpTarget::End => ("jump_to_end", Next::Stop(StopReason::JumpedToEnd)),
-            JumpTarget::Model if response.is_some() => ("jump_to_model", Next::Model),
-            JumpTarget::Model => ("jump_to_model", Next::Continue),
-            JumpTarget::Tools => ("jump_to_tools", Next::Continue),
+            JumpTarget::End => {
+                self.answer_skipped(run, pending, "the run ended (a jump to the end) before this call ran");
+                ("jump_to_end", Next::Stop(StopReason::JumpedToEnd))
+            }
+            JumpTarget::Model => {
+                self.answer_skipped(
+                    run,
+                    pending,
+                    "a middleware sent the run back to the model before this call ran",
+                );
+                ("jump_to_model", Next::Model)
+            }
+            JumpTarget::Tools if !pending.is_empty() => match stage {
+                Stage::AfterModel | Stage::AfterReview => ("jump_to_tools", Next::Continue),
+                _ => ("jump_to_tools", Next::Tools(pending.to_vec())),
+            },
+            JumpTarget::Tools => {
+                return Err(TinyAgentsError::validation(format!(
+                    "middleware `{by}` jumped to `tools` {}, but the last assistant message has no \
+                     unanswered tool calls to run; jump to `tools` only when a reply asked for tools \
+                     (or jump to `model` or `end`)",
+                    match stage {
+                        Stage::Start => "from `before_agent`",
+                        Stage::BeforeModel => "before the model call",
+                        Stage::AfterModel => "after a reply without tool calls",
+                        Stage::AfterReview => "from the batch review",
+                        Stage::AfterTools => "after every call of the batch was answered",
+                    }
+                )));
+            }
         };
         ctx.emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
             control: label,
@@ -432,19 +553,14 @@ where
     }
 
     /// Prepares a batch (effective arguments and declared file access) and runs the batch review.
+    ///
+    /// A review that rewrites a call's arguments with
+    /// [`PreparedBatch::set_arguments`] gets its file access recomputed, so
+    /// the reviews after it and the scheduler see the effective arguments.
     async fn review_batch(&self, ctx: &mut RunContext<C>, state: &S, calls: Vec<ToolCall>) -> Result<Vec<Reviewed>> {
-        let prepared = calls
-            .into_iter()
-            .map(|call| {
-                let access = self
-                    .tools
-                    .get(&call.name)
-                    .map(|t| t.file_access(&call.arguments))
-                    .unwrap_or_default();
-                PreparedToolCall::new(call, access)
-            })
-            .collect();
-        let mut batch = PreparedBatch::new(prepared);
+        let tools = self.tools.clone();
+        let access: AccessFn = Arc::new(move |call: &ToolCall| declared_access(&tools, call));
+        let mut batch = PreparedBatch::with_access(calls, access);
         self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
         Ok(batch
             .into_calls()
@@ -452,7 +568,12 @@ where
             .map(|p| {
                 let access = p.access.clone();
                 let (call, verdict) = p.into_parts();
-                Reviewed { call, verdict, access }
+                Reviewed {
+                    call,
+                    verdict,
+                    access,
+                    prepared: None,
+                }
             })
             .collect())
     }
@@ -473,8 +594,23 @@ where
                 return Ok(results);
             }
         };
-        // Calls that touch a common file (a write and any other access) run one
-        // after another in the model's order; independent groups run concurrently.
+        // `before_tool` first, for every call in the model's order (its
+        // rewrites — an external hook's updated input, a person's edit — are
+        // the arguments the call runs with), then the declared file access of
+        // the effective arguments decides the schedule: calls that touch a
+        // common file (a write and any other access) run one after another in
+        // the model's order; independent groups run concurrently.
+        let mut items = items;
+        for item in &mut items {
+            if item.verdict == PreparedCallVerdict::Proceed {
+                let refused = self.prepare_one(ctx, state, &mut item.call).await?;
+                item.access = match &refused {
+                    None => declared_access(&self.tools, &item.call),
+                    Some(_) => Vec::new(),
+                };
+                item.prepared = Some(refused);
+            }
+        }
         let groups = conflict_groups(&items);
         let mut slots: Vec<Option<Reviewed>> = items.into_iter().map(Some).collect();
         let futures = groups.into_iter().map(|group| {
@@ -520,41 +656,63 @@ where
 
     /// One reviewed call: run it, or finish its rejection.
     async fn run_reviewed(&self, ctx: &mut RunContext<C>, state: &S, item: Reviewed) -> Result<ToolResult> {
-        match item.verdict {
-            PreparedCallVerdict::Proceed => self.run_one(ctx, state, item.call).await,
-            PreparedCallVerdict::Reject(result) => self.finish_rejected(ctx, state, result).await,
+        match (item.verdict, item.prepared) {
+            (PreparedCallVerdict::Proceed, None) => self.run_one(ctx, state, item.call).await,
+            (PreparedCallVerdict::Proceed, Some(refused)) => self.finish_one(ctx, state, item.call, refused).await,
+            (PreparedCallVerdict::Reject(result), _) => self.finish_rejected(ctx, state, result).await,
         }
     }
 
     /// A call rejected by the batch review: its result still passes `after_tool`.
-    /// (It is reported as a completed call with an error result, like a refusal in `before_tool`.)
+    /// (It is reported as a call that started and completed with an error
+    /// result, like a refusal in `before_tool`.)
     async fn finish_rejected(&self, ctx: &mut RunContext<C>, state: &S, mut result: ToolResult) -> Result<ToolResult> {
+        let events = ToolCallEvents::open(ctx, &result.call_id, &result.name);
         self.stack.run_after_tool(ctx, state, &mut result).await?;
-        ctx.emit_with(EventKind::ToolCallCompleted, || AgentEvent::ToolCallCompleted {
-            run_id: ctx.run_id().clone(),
-            call_id: result.call_id.clone(),
-            tool: result.name.clone(),
-            is_error: true,
-        });
+        events.close(true);
         Ok(result)
     }
 
     /// One call: `before_tool` → wrap-tool onion → `after_tool`.
     async fn run_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<ToolResult> {
-        let refused = match self.stack.run_before_tool(ctx, state, &mut call).await {
-            Ok(()) => None,
-            Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Some(e),
-            Err(e) => return Err(e),
-        };
+        let refused = self.prepare_one(ctx, state, &mut call).await?;
+        self.finish_one(ctx, state, call, refused).await
+    }
+
+    /// A call's `before_tool`: `Ok(None)` to run it (with the arguments the
+    /// hooks left), `Ok(Some(refusal))` when a hook refused it and the tool
+    /// error policy makes that its result, `Err` when the refusal ends the run.
+    async fn prepare_one(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: &mut ToolCall,
+    ) -> Result<Option<TinyAgentsError>> {
+        match self.stack.run_before_tool(ctx, state, call).await {
+            Ok(()) => Ok(None),
+            Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Ok(Some(e)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A call after its `before_tool`: the wrap-tool onion (unless refused) → `after_tool`.
+    ///
+    /// `ToolCallStarted` and `ToolCallCompleted` are paired by one guard for
+    /// every call that gets past `before_tool`, refused or run: the completed
+    /// event is emitted exactly once, also when the run ends on this call's
+    /// error or the call's future is dropped.
+    async fn finish_one(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: ToolCall,
+        refused: Option<TinyAgentsError>,
+    ) -> Result<ToolResult> {
+        let events = ToolCallEvents::open(ctx, &call.id, &call.name);
         let mut result = match refused {
             Some(e) => ToolResult::error(&call, e.to_string()),
             None => {
                 let (id, name) = (call.id.clone(), call.name.clone());
-                ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
-                    run_id: ctx.run_id().clone(),
-                    call_id: id.clone(),
-                    tool: name.clone(),
-                });
                 ctx.counters_mut().tool_calls += 1;
                 match self
                     .stack
@@ -569,26 +727,62 @@ where
                         error: Some(e.to_string()),
                         data: None,
                     },
-                    Err(e) => {
-                        // The run ends with this error; the call's started event still gets its end.
-                        ctx.emit_with(EventKind::ToolCallCompleted, || AgentEvent::ToolCallCompleted {
-                            run_id: ctx.run_id().clone(),
-                            call_id: id,
-                            tool: name,
-                            is_error: true,
-                        });
-                        return Err(e);
-                    }
+                    // The run ends with this error; the guard still ends the call's events.
+                    Err(e) => return Err(e),
                 }
             }
         };
         self.stack.run_after_tool(ctx, state, &mut result).await?;
-        ctx.emit_with(EventKind::ToolCallCompleted, || AgentEvent::ToolCallCompleted {
-            run_id: ctx.run_id().clone(),
-            call_id: result.call_id.clone(),
-            tool: result.name.clone(),
-            is_error: result.is_error(),
-        });
+        events.close(result.is_error());
         Ok(result)
+    }
+}
+
+/// The `ToolCallStarted`/`ToolCallCompleted` pair of one call: started when
+/// opened, completed exactly once — by [`close`](Self::close), or on drop
+/// (an error that ends the run, a dropped future) as an error.
+struct ToolCallEvents {
+    pending: Option<(
+        std::sync::Arc<dyn crate::harness::event::EventSink>,
+        std::sync::Arc<str>,
+    )>,
+    call_id: String,
+    tool: String,
+}
+
+impl ToolCallEvents {
+    fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str) -> Self {
+        ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
+            run_id: ctx.run_id().clone(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+        });
+        let wants = ctx.wants(EventKind::ToolCallCompleted);
+        Self {
+            pending: wants.then(|| (ctx.sink().clone(), ctx.run_id().clone())),
+            call_id: if wants { call_id.to_owned() } else { String::new() },
+            tool: if wants { tool.to_owned() } else { String::new() },
+        }
+    }
+
+    fn close(mut self, is_error: bool) {
+        self.complete(is_error);
+    }
+
+    fn complete(&mut self, is_error: bool) {
+        if let Some((sink, run_id)) = self.pending.take() {
+            sink.emit(AgentEvent::ToolCallCompleted {
+                run_id,
+                call_id: std::mem::take(&mut self.call_id),
+                tool: std::mem::take(&mut self.tool),
+                is_error,
+            });
+        }
+    }
+}
+
+impl Drop for ToolCallEvents {
+    fn drop(&mut self) {
+        self.complete(true);
     }
 }

@@ -91,7 +91,7 @@ pub enum AgentEvent {
     ModelDelta {
         /// The run's id.
         run_id: Arc<str>,
-        /// The attempt it belongs to: deltas of an attempt that later failed can be dropped by a client.
+        /// The attempt it belongs to, within the current step (as in `ModelCallStarted`): deltas of an attempt that later failed can be dropped by a client.
         attempt: u32,
         /// The delta.
         delta: ModelDelta,
@@ -102,7 +102,7 @@ pub enum AgentEvent {
         run_id: Arc<str>,
         /// The loop step.
         step: u32,
-        /// The attempt.
+        /// The attempt within the step (as in `ModelCallStarted`).
         attempt: u32,
         /// Its usage (zero when it failed before reporting any).
         usage: Usage,
@@ -119,7 +119,7 @@ pub enum AgentEvent {
     AttemptDiscarded {
         /// The run's id.
         run_id: Arc<str>,
-        /// The discarded attempt.
+        /// The discarded attempt, within the current step (as in `ModelCallStarted`).
         attempt: u32,
         /// Why.
         reason: Cow<'static, str>,

@@ -1,6 +1,14 @@
 //! The prepared tool-call batch reviewed by `on_tool_batch` hooks.
 
+use std::sync::Arc;
+
+use serde_json::Value;
+
 use crate::harness::tool::{FileAccess, ToolCall, ToolResult};
+
+/// Declares the file access of a call from its effective arguments (the
+/// agent passes its tools' [`Tool::file_access`](crate::harness::tool::Tool::file_access)).
+pub type AccessFn = Arc<dyn Fn(&ToolCall) -> Vec<FileAccess> + Send + Sync>;
 
 /// The verdict on one prepared call.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,15 +50,65 @@ impl PreparedToolCall {
 ///
 /// Each call has exactly one verdict (structurally: there is no way to add or
 /// remove calls), so every call still gets exactly one result.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// A review that rewrites a call's arguments (a permission hook's updated
+/// input, a person's edit) does it with [`set_arguments`](Self::set_arguments):
+/// the call's declared file access is then recomputed from the new effective
+/// arguments, so the reviews after it (`parallel_edit_guard`, `dedup_check`)
+/// and the scheduler see the call as it will run.
+#[derive(Clone, Default)]
 pub struct PreparedBatch {
     calls: Vec<PreparedToolCall>,
+    access: Option<AccessFn>,
+}
+
+impl std::fmt::Debug for PreparedBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedBatch")
+            .field("calls", &self.calls)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for PreparedBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.calls == other.calls
+    }
 }
 
 impl PreparedBatch {
     /// A batch of prepared calls.
     pub fn new(calls: Vec<PreparedToolCall>) -> Self {
-        Self { calls }
+        Self { calls, access: None }
+    }
+
+    /// A batch whose calls' file access is derived by `access` from their
+    /// effective arguments, now and after every [`set_arguments`](Self::set_arguments).
+    pub fn with_access(calls: Vec<ToolCall>, access: AccessFn) -> Self {
+        let calls = calls
+            .into_iter()
+            .map(|call| {
+                let declared = access(&call);
+                PreparedToolCall::new(call, declared)
+            })
+            .collect();
+        Self {
+            calls,
+            access: Some(access),
+        }
+    }
+
+    /// Replaces the effective arguments of call `index` (and, when the batch
+    /// knows how, recomputes the call's declared file access from them).
+    ///
+    /// # Panics
+    /// If `index` is out of range.
+    pub fn set_arguments(&mut self, index: usize, arguments: Value) {
+        let p = &mut self.calls[index];
+        p.call.arguments = arguments;
+        if let Some(access) = &self.access {
+            p.access = access(&p.call);
+        }
     }
 
     /// The calls, in the model's order.

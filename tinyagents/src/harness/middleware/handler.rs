@@ -65,7 +65,7 @@ macro_rules! handler {
                 let next = Self { layers: rest, base: self.base };
                 let bracket = Bracket::open(ctx, &slot.name, $hook);
                 let (res, panicked) = catch(slot.mw.$method(ctx, state, input, next), &slot.name, $hook).await;
-                let res = res.and_then(|out| ctx.check_jump(&slot.name, slot.jumps).map(|()| out));
+                let res = ctx.checked_jump(&slot.name, slot.jumps, res);
                 bracket.close(outcome_of(&res, panicked));
                 res
             }

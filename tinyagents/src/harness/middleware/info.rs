@@ -18,6 +18,11 @@ pub struct MiddlewareInfo {
     pub before: Vec<Cow<'static, str>>,
     /// Names of middleware this one must run after (inside of, for wraps).
     pub after: Vec<Cow<'static, str>>,
+    /// Names of middleware this one runs before when they are registered
+    /// (absent ones are ignored; `before` makes an absent one an error).
+    pub before_if_present: Vec<Cow<'static, str>>,
+    /// Names of middleware this one runs after when they are registered.
+    pub after_if_present: Vec<Cow<'static, str>>,
     /// The jump targets it may request.
     pub jumps: JumpSet,
     /// Its documentation, when it has any.
@@ -32,6 +37,8 @@ impl MiddlewareInfo {
             hooks: HookSet::LIFECYCLE,
             before: Vec::new(),
             after: Vec::new(),
+            before_if_present: Vec::new(),
+            after_if_present: Vec::new(),
             jumps: JumpSet::all(),
             doc: None,
         }
@@ -43,15 +50,28 @@ impl MiddlewareInfo {
         self
     }
 
-    /// The same info, ordered before `name`.
+    /// The same info, ordered before `name`, which must be registered first
+    /// (else registering this one is a `Config` error).
     pub fn before(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.before.push(name.into());
         self
     }
 
-    /// The same info, ordered after `name`.
+    /// The same info, ordered after `name`, which must be registered first.
     pub fn after(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.after.push(name.into());
+        self
+    }
+
+    /// The same info, ordered before `name` when `name` is registered.
+    pub fn before_if_present(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.before_if_present.push(name.into());
+        self
+    }
+
+    /// The same info, ordered after `name` when `name` is registered.
+    pub fn after_if_present(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.after_if_present.push(name.into());
         self
     }
 

@@ -33,7 +33,7 @@ mod outcome;
 mod stack;
 mod traits;
 
-pub use batch::{PreparedBatch, PreparedCallVerdict, PreparedToolCall};
+pub use batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 pub use handler::{ModelHandler, ToolHandler};
 pub use hooks::{HookKind, HookSet};
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};

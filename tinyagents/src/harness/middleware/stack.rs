@@ -42,9 +42,13 @@ type HookFn<S, C, T> =
 /// * `before_*` hooks run in registration order, `after_*` in reverse;
 ///   wraps compose first-registered outermost (an onion); delta hooks run in
 ///   registration order.
-/// * `before`/`after` constraints reorder registrations (a stable topological
-///   order); a cycle or a duplicate name is a `Config` error and leaves the
-///   stack unchanged.
+/// * `before`/`after` constraints reorder registrations with the least
+///   displacement: the middleware that declares a constraint moves (to just
+///   before or just after the one it names), the others keep registration
+///   order. A required constraint naming a middleware not registered yet, a
+///   cycle or a duplicate name is a `Config` error and leaves the stack
+///   unchanged; `before_if_present`/`after_if_present` order relative to a
+///   middleware only when it is registered (before or after this one).
 /// * Dispatching a hook that no middleware implements does nothing at all:
 ///   no allocation, no event.
 /// * The first `Err` short-circuits; every middleware's `on_error` sees it;
@@ -418,6 +422,8 @@ where
                 name: &e.name,
                 before: e.info.before.iter().map(|s| s.as_ref()).collect(),
                 after: e.info.after.iter().map(|s| s.as_ref()).collect(),
+                before_if_present: e.info.before_if_present.iter().map(|s| s.as_ref()).collect(),
+                after_if_present: e.info.after_if_present.iter().map(|s| s.as_ref()).collect(),
             })
             .collect();
         resolve(&nodes)
@@ -527,7 +533,7 @@ where
         } else {
             catch(f(&*slot.mw, ctx, state, value), &slot.name, hook).await
         };
-        let res = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps));
+        let res = ctx.checked_jump(&slot.name, slot.jumps, res);
         bracket.close(outcome_of(&res, panicked));
         res
     }
@@ -583,6 +589,8 @@ where
             } else {
                 catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await
             };
+            // An undeclared jump is refused here too (its error, like the hook's own, is swallowed).
+            let res = ctx.checked_jump(&slot.name, slot.jumps, res);
             bracket.close(outcome_of(&res, panicked));
         }
     }
@@ -874,7 +882,7 @@ where
                 } else {
                     catch(later(&*slot.mw, ctx, state, delta), &slot.name, hook).await.0
                 };
-                if let Err(e) = res.and_then(|()| ctx.check_jump(&slot.name, slot.jumps)) {
+                if let Err(e) = ctx.checked_jump(&slot.name, slot.jumps, res) {
                     self.run_on_error(ctx, state, &e).await;
                     return Err(e);
                 }
@@ -901,8 +909,8 @@ where
         let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             for (i, slot) in list.iter().enumerate() {
                 at = i;
-                now(&*slot.mw, ctx, state, delta)?;
-                ctx.check_jump(&slot.name, slot.jumps)?;
+                let res = now(&*slot.mw, ctx, state, delta);
+                ctx.checked_jump(&slot.name, slot.jumps, res)?;
                 if delta.is_suppressed() {
                     Self::suppressed(ctx, slot, hook);
                     break;
@@ -912,7 +920,11 @@ where
         }));
         match pass {
             Ok(res) => res,
-            Err(payload) => Err(panic_error(&list[at].name, hook, payload)),
+            Err(payload) => {
+                // A jump the panicking hook asked for is checked like any other.
+                let e = panic_error(&list[at].name, hook, payload);
+                ctx.checked_jump(&list[at].name, list[at].jumps, Err(e))
+            }
         }
     }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::{FileAccess, ToolDelta, ToolPolicy, ToolSchema};
+use super::{FileAccess, FileAccessMode, ToolDelta, ToolPolicy, ToolSchema};
 use crate::harness::context::RunLocalsHandle;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::EventSink;
@@ -159,6 +159,7 @@ pub trait Tool: Send + Sync {
 pub struct FnTool<F> {
     schema: ToolSchema,
     policy: ToolPolicy,
+    paths: Vec<(String, FileAccessMode)>,
     f: F,
 }
 
@@ -173,6 +174,44 @@ impl<F> FnTool<F> {
     pub fn with_parameters(mut self, parameters: Value) -> Self {
         self.schema.parameters = parameters;
         self
+    }
+
+    /// The same tool declaring that the argument `key` names a file it
+    /// touches in `mode`: its [`file_access`](Tool::file_access) then
+    /// reports it, so the batch scheduler orders calls to one file and the
+    /// file guards (`parallel_edit_guard`, `dedup_check`) see it. `key` is a
+    /// top-level argument name (`"path"`) or a JSON pointer (`"/edit/file"`);
+    /// its value is a path string or an array of path strings. Call it once
+    /// per argument that names a file.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tinyagents::harness::tool::{tool_fn, FileAccess, FileAccessMode, Tool};
+    ///
+    /// let write = tool_fn("write", "Writes a file.", |_cx, _args| async move { Ok("ok".into()) })
+    ///     .with_file_access("path", FileAccessMode::Write);
+    /// assert_eq!(
+    ///     write.file_access(&json!({ "path": "src/a.rs", "text": "…" })),
+    ///     [FileAccess { path: "src/a.rs".into(), mode: FileAccessMode::Write }]
+    /// );
+    /// ```
+    pub fn with_file_access(mut self, key: impl Into<String>, mode: FileAccessMode) -> Self {
+        self.paths.push((key.into(), mode));
+        self
+    }
+}
+
+/// The file paths `key` names in `arguments` (a string or an array of strings).
+fn paths_at<'a>(arguments: &'a Value, key: &str) -> Vec<&'a str> {
+    let value = if key.starts_with('/') {
+        arguments.pointer(key)
+    } else {
+        arguments.get(key)
+    };
+    match value {
+        Some(Value::String(p)) => vec![p.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -197,6 +236,7 @@ where
     FnTool {
         schema: ToolSchema::new(name, description),
         policy: ToolPolicy::default(),
+        paths: Vec::new(),
         f,
     }
 }
@@ -213,6 +253,18 @@ where
 
     fn policy(&self) -> ToolPolicy {
         self.policy.clone()
+    }
+
+    fn file_access(&self, arguments: &Value) -> Vec<FileAccess> {
+        self.paths
+            .iter()
+            .flat_map(|(key, mode)| {
+                paths_at(arguments, key).into_iter().map(|path| FileAccess {
+                    path: path.to_owned(),
+                    mode: *mode,
+                })
+            })
+            .collect()
     }
 
     async fn call(&self, cx: ToolContext, arguments: Value) -> Result<ToolOutput> {

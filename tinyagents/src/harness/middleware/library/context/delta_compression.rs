@@ -116,7 +116,7 @@ impl DeltaCompression {
     builtin,
     name = "delta_compression",
     config = DeltaCompressionConfig,
-    after = ["model_retry", "model_fallback", "timeout", "output_limit_recovery", "structured_output"],
+    after_if_present = ["model_retry", "model_fallback", "timeout", "output_limit_recovery", "structured_output"],
     doc(
         mutation = "Holds back text and reasoning deltas (suppressing them) and prepends the held text to the delta that releases it; at the end of a model call appends what is still held to the reply's text or reasoning. The accumulated reply is byte-identical to the unbuffered one.",
         events = "`DeltaSuppressed` for each held delta (recorded by the stack); fewer, larger `ModelDelta` events; the held tail as a last `ModelDelta` of the attempt.",

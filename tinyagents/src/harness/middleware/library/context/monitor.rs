@@ -44,6 +44,42 @@ pub struct ContextConfig {
     /// The newest messages a compaction keeps verbatim.
     #[config(default = 20, range = 1..)]
     pub keep_messages: u32,
+    /// Deprecated (the legacy `ContextFactory` key): the context window in
+    /// tokens; write `fallback_max_tokens` instead. When given it is used as
+    /// `fallback_max_tokens`, and each run reports a deprecation notice.
+    #[config(range = 1..)]
+    pub max_tokens: Option<u64>,
+    /// Deprecated (the legacy `ContextFactory` key): `true` compacts when the
+    /// window fills (at `compact_at_percent`), `false` never compacts (it only
+    /// warns); write `compact_at_percent` instead (or leave the middleware out).
+    /// Each run reports a deprecation notice.
+    pub compact_on_overflow: Option<bool>,
+}
+
+impl ContextConfig {
+    /// The deprecation notices of the legacy keys this config uses, each
+    /// naming the key and what to write instead.
+    pub fn deprecations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(tokens) = self.max_tokens {
+            out.push(format!(
+                "`context` option `max_tokens` is deprecated: write `fallback_max_tokens = {tokens}` instead"
+            ));
+        }
+        if let Some(on) = self.compact_on_overflow {
+            out.push(if on {
+                "`context` option `compact_on_overflow` is deprecated: compaction is on by default; set \
+                 `compact_at_percent` (and `warn_at_percent`) instead"
+                    .to_owned()
+            } else {
+                "`context` option `compact_on_overflow` is deprecated: the new keys cannot turn compaction off; \
+                 set `compact_at_percent = 100` to compact only when the window is full, or remove the `context` \
+                 middleware"
+                    .to_owned()
+            });
+        }
+        out
+    }
 }
 
 fn check_context(c: &ContextConfig) -> std::result::Result<(), ConfigViolation> {
@@ -62,10 +98,16 @@ fn check_context(c: &ContextConfig) -> std::result::Result<(), ConfigViolation> 
 
 impl From<ContextConfig> for ContextMiddleware {
     fn from(c: ContextConfig) -> Self {
+        let deprecations = c.deprecations();
+        for notice in &deprecations {
+            tracing::warn!(target: "tinyagents::config", "{notice}");
+        }
         Self {
             warn_at_percent: c.warn_at_percent,
             compact_at_percent: c.compact_at_percent,
-            max_tokens: c.fallback_max_tokens,
+            compact: c.compact_on_overflow.unwrap_or(true),
+            deprecations: deprecations.into(),
+            max_tokens: c.max_tokens.unwrap_or(c.fallback_max_tokens),
             keep_messages: c.keep_messages as usize,
             summarizer: Arc::new(ConcatSummarizer::default()),
             counter: default_counter(),
@@ -77,6 +119,10 @@ impl From<ContextConfig> for ContextMiddleware {
 /// Per-run: the instances that already warned.
 #[derive(Debug, Default)]
 struct Warned(Mutex<HashSet<u64>>);
+
+/// Per-run: the instances that already reported their deprecated keys.
+#[derive(Debug, Default)]
+struct Deprecated(Mutex<HashSet<u64>>);
 
 /// Per-run: the context the provider reported for the latest call (input, cache included, plus output).
 #[derive(Debug, Default)]
@@ -106,6 +152,10 @@ struct Reported(AtomicU64);
 pub struct ContextMiddleware {
     warn_at_percent: u8,
     compact_at_percent: u8,
+    /// `false` only from the legacy `compact_on_overflow = false`: warn, never compact.
+    compact: bool,
+    /// Deprecation notices of the legacy keys it was built from, reported once per run.
+    deprecations: Arc<[String]>,
     max_tokens: u64,
     keep_messages: usize,
     summarizer: Arc<dyn Summarizer>,
@@ -166,7 +216,7 @@ impl ContextMiddleware {
     config = ContextConfig,
     doc(
         mutation = "At `compact_at_percent`, replaces the older non-system messages of `request.messages` (a copy; stored history untouched) with one summary user message, keeping the newest `keep_messages` and tool calls with their results. `after_agent` attaches the run's provenance to `AgentRun::compressions`.",
-        events = "`Notice { source: \"context\" }` once per run at `warn_at_percent`, on each compaction, and (`is_error: true`) when nothing can be compacted; `Compressed` with provenance for each new or extended summary.",
+        events = "`Notice { source: \"context\" }` once per run at `warn_at_percent`, on each compaction, and (`is_error: true`) when nothing can be compacted; `Compressed` with provenance for each new or extended summary. Built from the legacy keys `max_tokens` / `compact_on_overflow`, once per run a `Notice` naming each deprecated key and the key to write instead (`fallback_max_tokens`, `compact_at_percent`), plus a `tracing` warning when built.",
         failure = "Fails clearly: a summariser error ends the run with that error. When the window is full but everything is in the kept window, it warns and sends the request unchanged (the provider then decides).",
         streaming = "None on deltas; it acts before the stream starts.",
         cache = "Keeps the stable prefix (system segments, tools, leading system messages): the summary is a user message after them; provenance records the fingerprints. The conversation cache restarts at the summary when it is made or extended.",
@@ -178,10 +228,22 @@ impl ContextMiddleware {
     async fn watch<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         // The estimate of this request, or what the provider reported for the
         // previous call when that is larger (the estimate is approximate).
+        if !self.deprecations.is_empty()
+            && ctx
+                .local::<Deprecated>()
+                .0
+                .lock()
+                .expect("deprecated lock")
+                .insert(self.key)
+        {
+            for notice in self.deprecations.iter() {
+                Self::notice(ctx, || notice.clone(), false);
+            }
+        }
         let reported = ctx.try_local::<Reported>().map_or(0, |r| r.0.load(Ordering::Relaxed));
         let tokens = self.counter.count_request(request).max(reported);
         let percent = tokens as f64 * 100.0 / self.max_tokens as f64;
-        if percent >= f64::from(self.compact_at_percent) {
+        if self.compact && percent >= f64::from(self.compact_at_percent) {
             let done = compact(
                 ctx,
                 request,
@@ -224,10 +286,18 @@ impl ContextMiddleware {
             Self::notice(
                 ctx,
                 || {
-                    format!(
-                        "the request fills {percent:.0}% of the {}-token context window; it will be compacted at {}%",
-                        self.max_tokens, self.compact_at_percent
-                    )
+                    if self.compact {
+                        format!(
+                            "the request fills {percent:.0}% of the {}-token context window; it will be compacted at {}%",
+                            self.max_tokens, self.compact_at_percent
+                        )
+                    } else {
+                        format!(
+                            "the request fills {percent:.0}% of the {}-token context window; compaction is off \
+                             (`compact_on_overflow = false`)",
+                            self.max_tokens
+                        )
+                    }
                 },
                 false,
             );

@@ -280,7 +280,7 @@ impl LimitsMiddleware {
     builtin,
     name = "limits",
     config = LimitsConfig,
-    after = ["model_fallback", "model_retry", "output_limit_recovery"],
+    after_if_present = ["model_fallback", "model_retry", "output_limit_recovery"],
     doc(
         mutation = "None: it only admits or refuses calls and records the cycle's spend in the run context (`PriceBudget`).",
         events = "`Notice { source: \"price_limit\", is_error: false }` once per cycle per reason when usage cannot be fully priced (a token class with no rate, an unknown model, an attempt that ended without final usage or failed after reporting part of it, a server-tool fee); none when the sink does not want notices (the reasons stay in `LimitsMiddleware::budget`).",

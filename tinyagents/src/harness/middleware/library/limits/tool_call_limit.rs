@@ -148,7 +148,7 @@ impl ToolCallLimitMiddleware {
     doc(
         mutation = "Rejects blocked calls in the prepared batch with an error result (`Tool call limit reached: …`); with `end`, asks the loop to stop with a final message.",
         events = "None of its own; blocked calls still get `after_tool` and their result; with `end` the loop emits `ControlApplied { control: \"stop_with_final\" }`.",
-        failure = "Fails closed: a call over the limit never runs. `continue` answers it with an error result, `end` stops the run before any call of the batch runs (each gets a \"not run\" result), `error` fails the run with `LimitExceeded { limit: \"tool_call_limit\" }`. Runs without a `thread_id` are counted per run only.",
+        failure = "Fails closed: a call over the limit never runs. `continue` answers it with an error result, `end` stops the run before any call of the batch runs (each gets a \"not run\" result, right after its assistant message and before the final message, so the transcript stays one providers accept), `error` fails the run with `LimitExceeded { limit: \"tool_call_limit\" }`. Runs without a `thread_id` are counted per run only.",
         streaming = "Decides on the whole batch before any call starts; admitted calls stream progress normally.",
         cache = "None: the request is not touched; error results enter the conversation like any tool result.",
         retries = "Counts each call once in the batch review, outside the tool onion: tool retries inside a call do not count again."

@@ -269,6 +269,7 @@ fn collect_files(dir: &Path, extensions: &[String], max: usize, out: &mut Vec<Pa
 #[middleware(
     builtin,
     name = "dedup_check",
+    after_if_present = ["external_hooks", "human_in_the_loop"],
     config = DedupCheckConfig,
     doc(
         mutation = "Appends one user review message to the next request after a turn whose writes resemble existing code; nothing else.",
@@ -276,7 +277,7 @@ fn collect_files(dir: &Path, extensions: &[String], max: usize, out: &mut Vec<Pa
         failure = "Cannot fail: unreadable, oversized or non-UTF-8 files are skipped, and without a workspace it does nothing. Advisory only: it never blocks a write.",
         streaming = "None.",
         cache = "The review message is appended at the end of the conversation, after the cached prefix.",
-        retries = "Writes are recorded once per call from the reviewed batch and confirmed by a successful result, so a retried call is counted once."
+        retries = "Writes are recorded once per call from the reviewed batch and confirmed by a successful result, so a retried call is counted once. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it records the effective arguments their reviews set (a permission hook's updated input, a person's edit)."
     )
 )]
 impl DedupCheckMiddleware {

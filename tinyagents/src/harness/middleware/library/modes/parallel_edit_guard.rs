@@ -134,6 +134,7 @@ impl ParallelEditGuard {
 #[middleware(
     builtin,
     name = "parallel_edit_guard",
+    after_if_present = ["external_hooks", "human_in_the_loop"],
     config = ParallelEditGuardConfig,
     doc(
         mutation = "Warn: appends one user guidance message to the next request (after the tool results). Deny: gives each later write to a file an error result naming the file.",
@@ -141,7 +142,7 @@ impl ParallelEditGuard {
         failure = "Cannot fail. Only declared file writes count (reads and shell calls do not). Every call gets exactly one result.",
         streaming = "None: it reviews whole prepared batches.",
         cache = "The guidance message is appended at the end of the conversation, after the cached prefix.",
-        retries = "The batch is reviewed once per reply, before any call runs; tool retries happen per call afterwards and are not counted again."
+        retries = "The batch is reviewed once per reply, before any call runs; tool retries happen per call afterwards and are not counted again. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it counts the effective arguments their reviews set (a permission hook's updated input, a person's edit); a rewrite made later in `before_tool` is not seen by it, but the scheduler orders writes to one file by the arguments after `before_tool`."
     )
 )]
 impl ParallelEditGuard {

@@ -177,7 +177,7 @@ impl OutputLimitRecoveryMiddleware {
     builtin,
     name = "output_limit_recovery",
     config = OutputLimitRecoveryConfig,
-    before = ["model_retry", "model_fallback", "timeout"],
+    before_if_present = ["model_retry", "model_fallback", "timeout"],
     doc(
         mutation = "Sets `request.params.max_tokens` (the first cap when none is configured; the ceiling on escalation); on continuation sends the partial reply plus a temporary user instruction (never stored), may lower `reasoning_effort`, and returns one reply merging the parts' text with the last part's tool calls.",
         events = "One durable `OutputLimitRecovery { turn, attempt, action: escalate|continue, cap_before, cap_after, thinking_only, discarded_message_id }` per escalation or continuation (an escalation names the discarded message); `AttemptDiscarded` for the escalated attempt's streamed deltas; an explicit state update `output_limit_recovery` per step.",

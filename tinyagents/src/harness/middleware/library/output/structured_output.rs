@@ -262,7 +262,7 @@ impl From<StructuredOutputConfig> for StructuredOutput {
     builtin,
     name = "structured_output",
     config = StructuredOutputConfig,
-    before = ["output_limit_recovery", "model_retry", "model_fallback", "timeout"],
+    before_if_present = ["output_limit_recovery", "model_retry", "model_fallback", "timeout"],
     doc(
         mutation = "Adds the schema as a stable system segment `structured_output` (with `instruct`); on an invalid final reply, sends the same request plus the reply and a user message listing the errors (never stored); sets `AgentRun::structured_output` in `after_agent`.",
         events = "`Notice { source: \"structured_output\" }` with the errors and `AttemptDiscarded` for each rejected reply; an explicit state update `structured_output_errors` with the last errors.",

@@ -1,0 +1,169 @@
+//! File access is computed from the effective arguments (issue 15, item 7):
+//! a review that redirects a call to another file is seen by the reviews
+//! after it and by the scheduler; `before_tool` rewrites decide the schedule
+//! of a concurrent batch; fn-tools declare which arguments are paths.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::json;
+use tinyagents::harness::tool::{FileAccess, FileAccessMode};
+use tinyagents::middleware::ParallelEditGuard;
+use tinyagents::prelude::*;
+use tinyagents::testing::{assert_valid_transcript, RecordingTool};
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A fn-tool writing `path`: logs its start and end around a few yields, so
+/// two calls running concurrently interleave in the log.
+fn writer(log: &Log) -> impl Tool {
+    let log = log.clone();
+    tool_fn("write", "Writes a file.", move |_cx, args| {
+        let log = log.clone();
+        async move {
+            let path = args["path"].as_str().unwrap_or("?").to_owned();
+            log.lock().unwrap().push(format!("start {path}"));
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            log.lock().unwrap().push(format!("end {path}"));
+            Ok("written".into())
+        }
+    })
+    .with_file_access("path", FileAccessMode::Write)
+}
+
+fn two_writes(first: &str, second: &str) -> ScriptedTurn {
+    ScriptedTurn::tool_calls(vec![
+        ToolCall::new("c1", "write", json!({ "path": first })),
+        ToolCall::new("c2", "write", json!({ "path": second })),
+    ])
+}
+
+/// A batch review that redirects call `c2` to `a.rs` (as a permission hook's
+/// updated input or a person's edit would).
+struct RedirectInReview;
+
+#[async_trait]
+impl Middleware<()> for RedirectInReview {
+    fn hooks(&self) -> HookSet {
+        HookSet::ON_TOOL_BATCH
+    }
+    fn info(&self) -> MiddlewareInfo {
+        // named like the built-in the guards order themselves after
+        MiddlewareInfo::new("external_hooks").with_hooks(HookSet::ON_TOOL_BATCH)
+    }
+    async fn on_tool_batch(&self, _: &mut RunContext, _: &(), batch: &mut PreparedBatch) -> Result<()> {
+        let i = batch.calls().iter().position(|p| p.call.id == "c2").unwrap();
+        batch.set_arguments(i, json!({ "path": "a.rs" }));
+        assert_eq!(
+            batch.calls()[i].access,
+            [FileAccess {
+                path: "a.rs".into(),
+                mode: FileAccessMode::Write
+            }],
+            "the access follows the new arguments"
+        );
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_review_rewrite_is_seen_by_parallel_edit_guard_registered_before_it() {
+    let log = Log::default();
+    // the guard is registered first, but orders itself after `external_hooks`
+    let stack = MiddlewareStack::new()
+        .with(ParallelEditGuard::deny())
+        .unwrap()
+        .with(RedirectInReview)
+        .unwrap();
+    assert_eq!(stack.names(), ["external_hooks", "parallel_edit_guard"]);
+    let agent = Agent::new(ScriptedModel::new([
+        two_writes("a.rs", "b.rs"),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(writer(&log)).unwrap())
+    .with_stack(stack);
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "edit")
+        .await
+        .unwrap();
+    assert_valid_transcript(&run.messages);
+    // the redirected second write to a.rs was refused; only the first ran
+    assert_eq!(*log.lock().unwrap(), ["start a.rs", "end a.rs"]);
+    let refused = run.messages[3].text().into_owned();
+    assert!(refused.contains("a.rs"), "{refused}");
+}
+
+/// Redirects call `c2` to `a.rs` in `before_tool` (a `pre_tool_use` hook's updated input would).
+struct RedirectBeforeTool;
+
+#[async_trait]
+impl Middleware<()> for RedirectBeforeTool {
+    fn hooks(&self) -> HookSet {
+        HookSet::BEFORE_TOOL
+    }
+    async fn before_tool(&self, _: &mut RunContext, _: &(), call: &mut ToolCall) -> Result<()> {
+        if call.id == "c2" {
+            call.arguments = json!({ "path": "a.rs" });
+        }
+        Ok(())
+    }
+}
+
+async fn concurrent_log(stack: MiddlewareStack<()>, first: &str, second: &str) -> Vec<String> {
+    let log = Log::default();
+    let agent = Agent::new(ScriptedModel::new([
+        two_writes(first, second),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(writer(&log)).unwrap())
+    .with_stack(stack)
+    .with_concurrent_tools();
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "edit")
+        .await
+        .unwrap();
+    assert_valid_transcript(&run.messages);
+    let out = log.lock().unwrap().clone();
+    out
+}
+
+#[tokio::test]
+async fn writes_to_different_files_run_concurrently() {
+    let log = concurrent_log(MiddlewareStack::new(), "a.rs", "b.rs").await;
+    assert_eq!(log, ["start a.rs", "start b.rs", "end a.rs", "end b.rs"]);
+}
+
+#[tokio::test]
+async fn a_before_tool_redirect_to_the_same_file_is_scheduled_in_order() {
+    let stack = MiddlewareStack::new().with(RedirectBeforeTool).unwrap();
+    let log = concurrent_log(stack, "a.rs", "b.rs").await;
+    assert_eq!(log, ["start a.rs", "end a.rs", "start a.rs", "end a.rs"]);
+}
+
+#[test]
+fn fn_tools_declare_paths_by_key_pointer_and_array() {
+    let tool = tool_fn("mv", "Moves files.", |_cx, _args| async move { Ok("ok".into()) })
+        .with_file_access("from", FileAccessMode::Read)
+        .with_file_access("/to/path", FileAccessMode::Write)
+        .with_file_access("also", FileAccessMode::Write);
+    let access = tool.file_access(&json!({
+        "from": "a.rs",
+        "to": { "path": "b.rs" },
+        "also": ["c.rs", 7, "d.rs"],
+    }));
+    let got: Vec<(&str, FileAccessMode)> = access.iter().map(|a| (a.path.as_str(), a.mode)).collect();
+    assert_eq!(
+        got,
+        [
+            ("a.rs", FileAccessMode::Read),
+            ("b.rs", FileAccessMode::Write),
+            ("c.rs", FileAccessMode::Write),
+            ("d.rs", FileAccessMode::Write),
+        ]
+    );
+    // a tool without declarations touches nothing, and a missing key declares nothing
+    assert!(tool.file_access(&json!({})).is_empty());
+    let _ = RecordingTool::new("unused");
+}
