@@ -1,6 +1,8 @@
 //! Confining a path argument to a workspace root: lexical checks for tricks
 //! the file system would not see (encodings, Windows forms, look-alikes),
-//! then resolution of `..` and of symlinks against the canonical root.
+//! then resolution of `..` and of symlinks against the canonical root;
+//! the protected configuration paths writes may not touch; glob expansion
+//! and the walk that checks every symlink a following option would follow.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -55,11 +57,17 @@ pub(super) fn lexical(raw: &str) -> Result<(), String> {
 /// parent), ends under the root. A dangling symlink is refused: writing
 /// through it could create a file anywhere.
 pub(super) fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
+    confine_from(root, root, raw)
+}
+
+/// [`confine`] for a path relative to `base` (a canonical directory under
+/// the root: the working directory a command runs in).
+pub(super) fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, String> {
     lexical(raw)?;
     let mut current = if Path::new(raw).is_absolute() {
         PathBuf::from("/")
     } else {
-        root.to_path_buf()
+        base.to_path_buf()
     };
     let mut exists = true;
     for comp in Path::new(raw).components() {
@@ -92,4 +100,192 @@ pub(super) fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
         return Err(format!("`{raw}` resolves outside the workspace root"));
     }
     Ok(current)
+}
+
+/// The configuration programs execute, refused to writes by default: an
+/// entry without `/` matches any path component (case-insensitively, as on
+/// case-insensitive file systems), an entry with `/` matches that path
+/// relative to the root and everything under it.
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
+    // version control: config (core.fsmonitor, core.pager, aliases), hooks,
+    // attributes (filter/diff/textconv drivers), submodule definitions
+    ".git",
+    ".gitattributes",
+    ".gitmodules",
+    ".githooks",
+    ".husky",
+    ".pre-commit-config.yaml",
+    // build tools that run code from their config (cargo runners, rustc wrappers, toolchain paths)
+    ".cargo",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    // CI definitions (run with the project's secrets)
+    ".github",
+    ".gitlab",
+    ".gitlab-ci.yml",
+    ".circleci",
+    ".buildkite",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    "bitbucket-pipelines.yml",
+    "Jenkinsfile",
+    // editors and shells that run tasks or load environments on open
+    ".vscode",
+    ".idea",
+    ".devcontainer",
+    ".envrc",
+    ".direnv",
+];
+
+/// The protected entry `resolved` (a path under `root`) falls under, if any.
+pub(super) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [String]) -> Option<&'a str> {
+    let rel = resolved.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+        .collect();
+    let joined = parts.join("/");
+    protected.iter().map(String::as_str).find(|entry| {
+        let e = entry.trim_matches('/').to_lowercase();
+        if e.is_empty() {
+            return false;
+        }
+        if e.contains('/') {
+            joined == e || joined.starts_with(&format!("{e}/"))
+        } else {
+            parts.iter().any(|p| *p == e)
+        }
+    })
+}
+
+/// The most glob matches (or walked entries) checked before refusing.
+pub(super) const EXPANSION_LIMIT: usize = 4096;
+/// The most entries the symlink walk visits before refusing.
+pub(super) const WALK_LIMIT: usize = 50_000;
+
+/// Expands a shell glob `pattern` (quoted metacharacters already escaped)
+/// as `bash` would from `base`: the matches, each as the program would see
+/// it (relative when the pattern is), or `None` when nothing matches (the
+/// shell then passes the word as it is). Hidden names need a literal dot.
+pub(super) fn expand_glob(base: &Path, pattern: &str) -> Result<Option<Vec<String>>, String> {
+    let absolute = pattern.starts_with('/');
+    let prefix = if absolute {
+        String::new()
+    } else {
+        let base = base
+            .to_str()
+            .ok_or_else(|| "a working directory that is not UTF-8".to_owned())?;
+        format!("{}/", glob::Pattern::escape(base))
+    };
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: true,
+    };
+    let paths = glob::glob_with(&format!("{prefix}{pattern}"), options)
+        .map_err(|e| format!("the glob `{pattern}` is not understood ({e})"))?;
+    let mut out = Vec::new();
+    for entry in paths.flatten() {
+        if out.len() == EXPANSION_LIMIT {
+            return Err(format!(
+                "the glob `{pattern}` matches more than {EXPANSION_LIMIT} paths (too many to check): narrow it"
+            ));
+        }
+        let shown = if absolute {
+            entry.to_string_lossy().into_owned()
+        } else {
+            entry
+                .strip_prefix(base)
+                .map_err(|_| format!("the glob `{pattern}` matched a path outside its directory"))?
+                .to_string_lossy()
+                .into_owned()
+        };
+        out.push(shown);
+    }
+    Ok((!out.is_empty()).then_some(out))
+}
+
+/// Walks the tree at `start` (canonical) as a symlink-following program
+/// would, and refuses when any symlink met resolves outside `root` (a
+/// dangling one is followed nowhere). Bounded by [`WALK_LIMIT`] entries.
+pub(super) fn check_followed(root: &Path, start: &Path) -> Result<(), String> {
+    let mut stack = vec![start.to_path_buf()];
+    let mut seen = std::collections::HashSet::new();
+    let mut visited = 0usize;
+    while let Some(dir) = stack.pop() {
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > WALK_LIMIT {
+                return Err(format!(
+                    "`{}` holds more than {WALK_LIMIT} entries: too many to check every symlink it would follow",
+                    start.display()
+                ));
+            }
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                let Ok(target) = std::fs::canonicalize(&path) else {
+                    continue;
+                };
+                if !target.starts_with(root) {
+                    return Err(format!(
+                        "it would follow the symlink `{}` to `{}`, outside the workspace root",
+                        path.strip_prefix(root).unwrap_or(&path).display(),
+                        target.display()
+                    ));
+                }
+                if target.is_dir() {
+                    stack.push(target);
+                }
+            } else if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Finds the first entry under `start` (not following symlinks) whose name
+/// is protected: copying or moving such a tree writes protected files.
+pub(super) fn find_protected_inside(start: &Path, protected: &[String]) -> Result<Option<PathBuf>, String> {
+    let names: Vec<String> = protected
+        .iter()
+        .filter(|p| !p.trim_matches('/').contains('/'))
+        .map(|p| p.to_lowercase())
+        .collect();
+    let mut stack = vec![start.to_path_buf()];
+    let mut visited = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > WALK_LIMIT {
+                return Err(format!(
+                    "`{}` holds more than {WALK_LIMIT} entries: too many to check",
+                    start.display()
+                ));
+            }
+            let path = entry.path();
+            if names.contains(&entry.file_name().to_string_lossy().to_lowercase()) {
+                return Ok(Some(path));
+            }
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(None)
 }
