@@ -156,7 +156,7 @@ pub(super) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [St
         if e.contains('/') {
             joined == e || joined.starts_with(&format!("{e}/"))
         } else {
-            parts.iter().any(|p| *p == e)
+            parts.contains(&e)
         }
     })
 }
@@ -166,45 +166,134 @@ pub(super) const EXPANSION_LIMIT: usize = 4096;
 /// The most entries the symlink walk visits before refusing.
 pub(super) const WALK_LIMIT: usize = 50_000;
 
-/// Expands a shell glob `pattern` (quoted metacharacters already escaped)
-/// as `bash` would from `base`: the matches, each as the program would see
-/// it (relative when the pattern is), or `None` when nothing matches (the
-/// shell then passes the word as it is). Hidden names need a literal dot.
-pub(super) fn expand_glob(base: &Path, pattern: &str) -> Result<Option<Vec<String>>, String> {
-    let absolute = pattern.starts_with('/');
-    let prefix = if absolute {
-        String::new()
-    } else {
-        let base = base
-            .to_str()
-            .ok_or_else(|| "a working directory that is not UTF-8".to_owned())?;
-        format!("{}/", glob::Pattern::escape(base))
-    };
+/// Expands a glob `pattern` (quoted metacharacters already escaped as
+/// `[*]`) from `base` as `bash` would: the matches, each as the program
+/// would see it (relative when the pattern is), or `None` when nothing
+/// matches (the shell then passes the word as it is). Hidden names need a
+/// literal dot. With `recursive`, a `**` component matches any depth of
+/// directories (as glob tools do; the shell, without `globstar`, treats it
+/// as `*`); the recursion does not descend through symlinks, and one that
+/// leaves `root` is refused. Bounded: at most [`WALK_LIMIT`] entries
+/// visited and [`EXPANSION_LIMIT`] matches.
+pub(super) fn expand_glob(
+    root: &Path,
+    base: &Path,
+    pattern: &str,
+    recursive: bool,
+) -> Result<Option<Vec<String>>, String> {
     let options = glob::MatchOptions {
         case_sensitive: true,
         require_literal_separator: true,
         require_literal_leading_dot: true,
     };
-    let paths = glob::glob_with(&format!("{prefix}{pattern}"), options)
-        .map_err(|e| format!("the glob `{pattern}` is not understood ({e})"))?;
-    let mut out = Vec::new();
-    for entry in paths.flatten() {
-        if out.len() == EXPANSION_LIMIT {
+    let absolute = pattern.starts_with('/');
+    let start = if absolute {
+        PathBuf::from("/")
+    } else {
+        base.to_path_buf()
+    };
+    // (the path on disk, the path as shown)
+    let mut current: Vec<(PathBuf, String)> = vec![(start, if absolute { "/".to_owned() } else { String::new() })];
+    let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
+    let mut visited = 0usize;
+    let too_many = |pattern: &str| {
+        format!("the glob `{pattern}` reaches more than {WALK_LIMIT} entries (too many to check): narrow it")
+    };
+    let join = |shown: &str, name: &str| {
+        if shown.is_empty() {
+            name.to_owned()
+        } else if shown.ends_with('/') {
+            format!("{shown}{name}")
+        } else {
+            format!("{shown}/{name}")
+        }
+    };
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let mut next = Vec::new();
+        let is_glob = part.contains(['*', '?', '[']);
+        if !is_glob {
+            for (dir, shown) in &current {
+                let path = dir.join(part);
+                if std::fs::symlink_metadata(&path).is_ok() && (last || path.is_dir()) {
+                    next.push((path, join(shown, part)));
+                }
+            }
+        } else if recursive && *part == "**" {
+            for (dir, shown) in &current {
+                let mut stack = vec![(dir.clone(), shown.clone())];
+                while let Some((d, s)) = stack.pop() {
+                    next.push((d.clone(), s.clone()));
+                    let Ok(entries) = std::fs::read_dir(&d) else { continue };
+                    for entry in entries.flatten() {
+                        visited += 1;
+                        if visited > WALK_LIMIT {
+                            return Err(too_many(pattern));
+                        }
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        if name.starts_with('.') {
+                            continue;
+                        }
+                        let path = entry.path();
+                        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                            continue;
+                        };
+                        if meta.file_type().is_symlink() {
+                            if let Ok(target) = std::fs::canonicalize(&path) {
+                                if !target.starts_with(root) {
+                                    return Err(format!(
+                                        "the glob `{pattern}` would descend through `{}`, a symlink to `{}` outside \
+                                         the workspace root",
+                                        join(&s, &name),
+                                        target.display()
+                                    ));
+                                }
+                            }
+                        } else if meta.is_dir() {
+                            stack.push((path, join(&s, &name)));
+                        }
+                    }
+                }
+            }
+        } else {
+            let matcher =
+                glob::Pattern::new(part).map_err(|e| format!("the glob `{pattern}` is not understood ({e})"))?;
+            for (dir, shown) in &current {
+                let Ok(entries) = std::fs::read_dir(dir) else { continue };
+                let mut names: Vec<String> = Vec::new();
+                for entry in entries.flatten() {
+                    visited += 1;
+                    if visited > WALK_LIMIT {
+                        return Err(too_many(pattern));
+                    }
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if matcher.matches_with(&name, options) {
+                        names.push(name);
+                    }
+                }
+                names.sort();
+                for name in names {
+                    let path = dir.join(&name);
+                    if last || path.is_dir() {
+                        next.push((path, join(shown, &name)));
+                    }
+                }
+            }
+        }
+        if next.len() > EXPANSION_LIMIT {
             return Err(format!(
                 "the glob `{pattern}` matches more than {EXPANSION_LIMIT} paths (too many to check): narrow it"
             ));
         }
-        let shown = if absolute {
-            entry.to_string_lossy().into_owned()
-        } else {
-            entry
-                .strip_prefix(base)
-                .map_err(|_| format!("the glob `{pattern}` matched a path outside its directory"))?
-                .to_string_lossy()
-                .into_owned()
-        };
-        out.push(shown);
+        current = next;
+        if current.is_empty() {
+            return Ok(None);
+        }
     }
+    let out: Vec<String> = current
+        .into_iter()
+        .map(|(_, shown)| if shown.is_empty() { ".".to_owned() } else { shown })
+        .collect();
     Ok((!out.is_empty()).then_some(out))
 }
 

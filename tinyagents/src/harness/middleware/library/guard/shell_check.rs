@@ -389,7 +389,19 @@ fn check_stage(tokens: &[Token], rules: &ShellRules<'_>, pipeline: bool) -> Resu
     for w in args {
         match &w.glob {
             None => argv.push(w.text.clone()),
-            Some(pattern) => match expand_glob(rules.cwd, pattern).map_err(|e| cx.refuse(&w.text, e))? {
+            Some(pattern) => match {
+                // the directories before the first glob component must be in the root: checked before any listing
+                let literal: Vec<&str> = pattern
+                    .split('/')
+                    .take_while(|p| !p.contains(['*', '?', '[']))
+                    .collect();
+                let literal = literal.join("/");
+                if !literal.is_empty() && (pattern.starts_with('/') || literal.split('/').any(|p| p == "..")) {
+                    confine_from(rules.root, rules.cwd, &literal)
+                        .map_err(|e| cx.refuse(&w.text, format!("a glob outside the workspace: {e}")))?;
+                }
+                expand_glob(rules.root, rules.cwd, pattern, false).map_err(|e| cx.refuse(&w.text, e))?
+            } {
                 Some(matches) => {
                     for m in &matches {
                         confine_from(rules.root, rules.cwd, m)

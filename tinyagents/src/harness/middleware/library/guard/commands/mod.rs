@@ -207,6 +207,9 @@ pub(crate) enum Operands {
     InOut,
 }
 
+/// An extra check of a program's parsed arguments.
+pub(crate) type ExtraCheck = fn(&Parsed, &Ctx<'_>) -> Result<(), String>;
+
 /// How a program's arguments are parsed.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Parse {
@@ -244,7 +247,7 @@ pub(crate) struct Spec {
     /// Only admitted when named in `allow_commands` explicitly (it runs workspace code).
     pub(crate) opt_in: bool,
     /// Extra checks on the parsed arguments.
-    pub(crate) check: Option<fn(&Parsed, &Ctx<'_>) -> Result<(), String>>,
+    pub(crate) check: Option<ExtraCheck>,
 }
 
 /// A specification with every field at its most restrictive value.
