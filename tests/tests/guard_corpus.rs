@@ -1108,6 +1108,20 @@ fn the_corpus_is_refused_and_ordinary_work_admitted_under_the_default_config() {
     );
     assert!(admitted.is_empty(), "admitted hostile inputs:\n{}", admitted.join("\n"));
     assert!(refused.is_empty(), "refused ordinary inputs:\n{}", refused.join("\n"));
+    // docs/security.md states these figures: keep them true.
+    let page = include_str!("../../docs/security.md");
+    let total = format!("| **total** | **{}** | **{}** |", hostile.len(), refused_hostile);
+    assert!(page.contains(&total), "docs/security.md lacks `{total}`");
+    let ord = format!("{} tried, {} admitted", ordinary.len(), ordinary.len() - refused.len());
+    assert!(page.contains(&ord), "docs/security.md lacks `{ord}`");
+    for (class, (tried, refused)) in &per_class {
+        let row = format!("| {tried} | {refused} |");
+        let line = page.lines().find(|l| l.starts_with(&format!("| {class}")));
+        assert!(
+            line.is_some_and(|l| l.ends_with(&row)),
+            "docs/security.md: the row of `{class}` should end with `{row}`"
+        );
+    }
     assert!(hostile.len() >= 300, "the hostile corpus has {} inputs", hostile.len());
     assert!(
         ordinary.len() >= 60,
@@ -1451,4 +1465,88 @@ fn admitted_ordinary_commands_run_for_real() {
         println!("  {s}");
     }
     assert!(ran >= 100, "only {ran} commands ran");
+}
+
+/// The configuration example of `docs/security.md` parses and means what the page says.
+#[test]
+fn the_documented_configuration_parses() {
+    let page = include_str!("../../docs/security.md");
+    let block = page
+        .split("### How to configure")
+        .nth(1)
+        .and_then(|rest| rest.split("```toml\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("a toml block under `How to configure`");
+    let body: String = block
+        .lines()
+        .filter(|l| !l.starts_with("[[middleware]]") && !l.starts_with("type ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let c: ShellFsGuardConfig = tinyagents::config::from_toml_str(&body).unwrap();
+    assert!(c.allow_pipes && !c.read_only);
+    assert!(c.protected_paths.iter().any(|p| p == "Makefile"));
+    assert!(!c.protected_paths.iter().any(|p| p == ".github"));
+    let ws = Workspace::new("documented");
+    let guard = ShellFsGuardMiddleware::from(c);
+    let d = Some(ws.descriptor());
+    let ci = call("write_file", json!({ "path": ".github/workflows/ci.yml", "content": "x" }));
+    assert!(guard.check_call(&ci, d.as_ref()).is_ok());
+    let mk = call("write_file", json!({ "path": "Makefile", "content": "x" }));
+    assert!(guard.check_call(&mk, d.as_ref()).is_err());
+    let custom = call("my_tool", json!({ "path": "notes.txt", "comment": "x" }));
+    assert!(guard.check_call(&custom, d.as_ref()).is_ok());
+    let unknown = call("my_tool", json!({ "path": "notes.txt", "other": "x" }));
+    assert!(guard.check_call(&unknown, d.as_ref()).is_err());
+}
+
+/// A tool outside the guard's name lists that declares the file it writes.
+struct Exporter;
+
+#[async_trait::async_trait]
+impl Tool for Exporter {
+    fn schema(&self) -> &ToolSchema {
+        static SCHEMA: std::sync::OnceLock<ToolSchema> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(|| ToolSchema::new("exporter", "Exports a report."))
+    }
+
+    fn file_access(&self, arguments: &Value) -> Vec<tinyagents::harness::tool::FileAccess> {
+        vec![tinyagents::harness::tool::FileAccess {
+            path: arguments["out"].as_str().unwrap_or_default().to_owned(),
+            mode: tinyagents::harness::tool::FileAccessMode::Write,
+        }]
+    }
+
+    async fn call(
+        &self,
+        _cx: tinyagents::harness::tool::ToolContext,
+        _arguments: Value,
+    ) -> Result<tinyagents::harness::tool::ToolOutput> {
+        Ok("exported".into())
+    }
+}
+
+#[tokio::test]
+async fn declared_writes_to_protected_paths_are_refused_in_the_batch_review() {
+    let ws = Workspace::new("declared");
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            ToolCall::new("1", "exporter", json!({ "out": ".git/hooks/pre-commit" })),
+            ToolCall::new("2", "exporter", json!({ "out": "reports/ok.txt" })),
+        ]),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(Exporter).unwrap())
+        .with_stack(MiddlewareStack::new().with(ShellFsGuardMiddleware::new()).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_workspace(ws.descriptor());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    let results: Vec<String> = run
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[0].contains("protected_paths"), "{}", results[0]);
+    assert_eq!(results[1], "exported");
 }
