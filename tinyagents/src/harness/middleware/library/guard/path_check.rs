@@ -261,6 +261,16 @@ pub(super) fn expand_glob(
             for (dir, shown) in &current {
                 let Ok(entries) = std::fs::read_dir(dir) else { continue };
                 let mut names: Vec<String> = Vec::new();
+                // shells before bash 5.2 match `.` and `..` with `.*`: count them as matches (`..` then fails
+                // confinement); glob tools never do
+                if !recursive && part.starts_with('.') {
+                    names.extend(
+                        [".", ".."]
+                            .into_iter()
+                            .filter(|n| matcher.matches_with(n, options))
+                            .map(str::to_owned),
+                    );
+                }
                 for entry in entries.flatten() {
                     visited += 1;
                     if visited > WALK_LIMIT {

@@ -10,6 +10,11 @@ use std::path::Path;
 use super::commands::{self, intrinsic_refusal, Ctx};
 use super::path_check::{confine_from, expand_glob, protected_hit};
 
+/// The longest command line judged.
+const MAX_COMMAND_BYTES: usize = 64 * 1024;
+/// The most glob metacharacters in one word (matching is backtracking).
+const MAX_GLOB_METAS: usize = 16;
+
 /// How commands are judged.
 pub(super) struct ShellRules<'a> {
     pub(super) allow: &'a [String],
@@ -295,6 +300,12 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), Str
     if cmd.trim().is_empty() {
         return Err("an empty command".to_owned());
     }
+    if cmd.len() > MAX_COMMAND_BYTES {
+        return Err(format!(
+            "a command line of {} bytes (more than {MAX_COMMAND_BYTES}): send a shorter command",
+            cmd.len()
+        ));
+    }
     let tokens = lex(cmd)?;
     let stages: Vec<&[Token]> = tokens.split(|t| *t == Token::Pipe).collect();
     if stages.len() > 1 && !rules.allow_pipes {
@@ -389,6 +400,12 @@ fn check_stage(tokens: &[Token], rules: &ShellRules<'_>, pipeline: bool) -> Resu
     for w in args {
         match &w.glob {
             None => argv.push(w.text.clone()),
+            Some(pattern) if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS => {
+                return Err(cx.refuse(
+                    &w.text,
+                    format!("a glob with more than {MAX_GLOB_METAS} wildcards: narrow it"),
+                ))
+            }
             Some(pattern) => match {
                 // the directories before the first glob component must be in the root: checked before any listing
                 let literal: Vec<&str> = pattern

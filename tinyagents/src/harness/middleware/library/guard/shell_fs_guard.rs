@@ -731,6 +731,11 @@ impl ShellFsGuardMiddleware {
         if raw.split('/').any(|p| p == "..") {
             return Err(format!("`{key}`: the glob `{raw}` climbs with `..`"));
         }
+        if raw.matches(['*', '?', '[']).count() > 16 {
+            return Err(format!(
+                "`{key}`: the glob `{raw}` has more than 16 wildcards: narrow it"
+            ));
+        }
         if raw.starts_with('/') {
             let literal: String = raw.split(['*', '?', '[']).next().unwrap_or("/").to_owned();
             confine_from(root, cwd, &literal).map_err(|e| format!("`{key}`: the glob `{raw}`: {e}"))?;

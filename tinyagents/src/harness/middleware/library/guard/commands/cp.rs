@@ -18,7 +18,6 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["-i", "--interactive"]),
         flag(&["-H"]),
         fx(&["-L", "--dereference"], Fx::Follows),
-        flag(&["-l", "--link"]),
         flag(&["-n", "--no-clobber"]),
         flag(&["-p"]),
         opt(&["--preserve"], Val::Text),
@@ -39,6 +38,16 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["--debug"]),
     ],
     deny: &[
+        (
+            "-l",
+            "it creates hard links: a later write through the link would change the original (which may be \
+             protected configuration)",
+        ),
+        (
+            "--link",
+            "it creates hard links: a later write through the link would change the original (which may be \
+             protected configuration)",
+        ),
         ("-s", "it creates symlinks, which could point outside the workspace"),
         (
             "--symbolic-link",

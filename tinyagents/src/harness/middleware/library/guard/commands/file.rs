@@ -31,10 +31,15 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["-s", "--special-files"]),
         flag(&["-S", "--no-sandbox"]),
         flag(&["-E"]),
-        flag(&["-z", "--uncompress"]),
-        flag(&["-Z", "--uncompress-noreport"]),
     ],
     deny: &[
+        ("-z", "it may run decompression programs on compressed files"),
+        ("--uncompress", "it may run decompression programs on compressed files"),
+        ("-Z", "it may run decompression programs on compressed files"),
+        (
+            "--uncompress-noreport",
+            "it may run decompression programs on compressed files",
+        ),
         (
             "-f",
             "it takes the names to examine from a file, which the guard cannot check",

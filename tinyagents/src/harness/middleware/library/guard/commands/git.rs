@@ -868,6 +868,12 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
     repository_inside_root(cx)?;
     let parsed = getopt(spec, rest, &sub_cx)?;
     check_parsed(spec, &parsed, &sub_cx)?;
+    if let Some(format) = parsed
+        .values(&["--format", "--pretty"])
+        .find(|f| f.contains("%G") || f.contains("%(signature"))
+    {
+        return Err(sub_cx.refuse(format, "a `%G` placeholder verifies signatures, which runs gpg"));
+    }
     match sub.as_str() {
         "branch" | "tag" => {
             if !parsed.operands.is_empty() && !parsed.has(&["-l", "--list"]) {

@@ -104,6 +104,7 @@ pub(crate) const SPEC: Spec = Spec {
         ("--hostname-bin", "it runs the named program"),
     ],
     operands: Operands::PatternThenRead,
-    pattern_opts: &["-e", "--regexp", "-f", "--file"],
+    // with these there is no pattern operand: every operand is a path
+    pattern_opts: &["-e", "--regexp", "-f", "--file", "--files", "--type-list"],
     ..BASE
 };
