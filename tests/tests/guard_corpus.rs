@@ -285,6 +285,13 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
         ".circleci/config.yml",
         ".npmrc",
         "Jenkinsfile",
+        ".gitconfig",
+        ".config/git/config",
+        ".config/nextest.toml",
+        ".ssh/config",
+        ".bashrc",
+        ".profile",
+        ".mise.toml",
     ] {
         all.push((
             cfg,
@@ -1069,6 +1076,9 @@ fn ordinary() -> Vec<ToolCall> {
         call("ls", json!({ "path": "." })),
         call("get_symbol", json!({ "path": "src/main.rs", "symbol": "main" })),
         call("create_directory", json!({ "path": "newdir" })),
+        call("create_directory", json!({ "directory": "newdir2/inner" })),
+        call("ls", json!({ "dir": "src" })),
+        call("read_file", json!({ "path": "main.rs", "cwd": "src" })),
         call("delete_file", json!({ "path": "build/old.txt" })),
         // not a file or shell tool: not this guard's business
         call("search", json!({ "path": "/etc" })),

@@ -138,6 +138,18 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".devcontainer",
     ".envrc",
     ".direnv",
+    ".mise.toml",
+    "mise.toml",
+    // a home directory's configuration, should HOME point into the workspace
+    // (git reads ~/.gitconfig and ~/.config/git; tools read ~/.config)
+    ".gitconfig",
+    ".config",
+    ".ssh",
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
 ];
 
 /// The protected entry `resolved` (a path under `root`) falls under, if any.

@@ -527,7 +527,7 @@ impl ShellFsGuardMiddleware {
         let Some(args) = call.arguments.as_object() else {
             return Err("the arguments are not an object".to_owned());
         };
-        let cwd = self.cwd_of(args, &root)?;
+        let cwd = self.cwd_of(args, &root, is_shell)?;
         if is_file {
             return self.check_file_call(call, &root, &cwd, read_only);
         }
@@ -575,11 +575,23 @@ impl ShellFsGuardMiddleware {
     }
 
     /// The directory the call runs in: its one cwd key, confined to the root
-    /// (an existing directory), or the root.
-    fn cwd_of(&self, args: &serde_json::Map<String, Value>, root: &Path) -> std::result::Result<PathBuf, String> {
+    /// (for a shell call, an existing directory), or the root. For a file
+    /// tool only `cwd`, `workdir` and `working_directory` (when in
+    /// `cwd_keys`) name it: `dir` or `directory` there is the path a tool
+    /// works on (`create_directory {directory}`).
+    fn cwd_of(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        root: &Path,
+        shell: bool,
+    ) -> std::result::Result<PathBuf, String> {
         let given: Vec<(&String, &Value)> = args
             .iter()
-            .filter(|(k, v)| self.config.cwd_keys.contains(k) && !v.is_null())
+            .filter(|(k, v)| {
+                self.config.cwd_keys.contains(k)
+                    && (shell || matches!(k.as_str(), "cwd" | "workdir" | "working_directory"))
+                    && !v.is_null()
+            })
             .collect();
         match given.as_slice() {
             [] => Ok(root.to_path_buf()),
@@ -588,7 +600,7 @@ impl ShellFsGuardMiddleware {
                     return Err(format!("the working directory under `{key}` is not a string"));
                 };
                 let dir = confine(root, raw).map_err(|e| format!("the working directory `{raw}` is refused: {e}"))?;
-                if !dir.is_dir() {
+                if shell && !dir.is_dir() {
                     return Err(format!("the working directory `{raw}` is not an existing directory"));
                 }
                 Ok(dir)
