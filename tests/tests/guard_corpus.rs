@@ -1307,6 +1307,11 @@ fn refusals_name_the_program_the_argument_and_the_rule() {
             &["`git log`", "`--upload-pac`", "not abbreviated"],
         ),
         ("git -c core.pager=sh log", &["`git`", "`-c", "configuration"]),
+        (
+            "git log --onelin",
+            &["`git log`", "`--onelin`", "fix: spell it `--oneline`"],
+        ),
+        ("ls --almost", &["`ls`", "fix: spell it `--almost-all`"]),
         ("git config --list", &["git config", "configuration"]),
         (
             "sort -o/etc/x notes.txt",

@@ -412,10 +412,24 @@ pub(crate) fn getopt(spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Resu
             .chain(spec.more_opts)
             .find_map(|o| o.names.iter().find(|n| **n == name).map(|n| (*n, o)))
             .ok_or_else(|| {
+                // an abbreviation the program itself would accept: name the full spelling
+                let full: Vec<&str> = spec
+                    .opts
+                    .iter()
+                    .chain(spec.more_opts)
+                    .flat_map(|o| o.names.iter().copied())
+                    .filter(|n| name.starts_with("--") && n.len() > name.len() && n.starts_with(name))
+                    .collect();
+                let fix = match full.as_slice() {
+                    [one] => format!(" (fix: spell it `{one}`)"),
+                    _ => String::new(),
+                };
                 cx.refuse(
                     name,
-                    "this option is not in the guard's specification of the program (options must be spelled \
-                     exactly as listed, not abbreviated)",
+                    format!(
+                        "this option is not in the guard's specification of the program (options must be spelled \
+                         exactly as listed, not abbreviated){fix}"
+                    ),
                 )
             })
     };
