@@ -400,3 +400,65 @@ pub(super) fn find_protected_inside(start: &Path, protected: &[String]) -> Resul
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{expand_glob, protected_hit, DEFAULT_PROTECTED_PATHS};
+
+    fn protected() -> Vec<String> {
+        DEFAULT_PROTECTED_PATHS.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn protected_entries_match_components_case_insensitively_and_paths_from_the_root() {
+        let root = Path::new("/w");
+        let p = protected();
+        for hit in [
+            "/w/.git/config",
+            "/w/.GIT/hooks/x",
+            "/w/a/b/.git/config",
+            "/w/.github/workflows/ci.yml",
+            "/w/jenkinsfile",
+        ] {
+            assert!(protected_hit(root, Path::new(hit), &p).is_some(), "{hit}");
+        }
+        for miss in [
+            "/w/src/git.rs",
+            "/w/.gitignore",
+            "/w/docs/github.md",
+            "/w",
+            "/elsewhere/.git",
+        ] {
+            assert!(protected_hit(root, Path::new(miss), &p).is_none(), "{miss}");
+        }
+        let rooted = vec!["scripts/hooks".to_owned()];
+        assert!(protected_hit(root, Path::new("/w/scripts/hooks/x"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/scripts/hooks"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks"), &rooted).is_none());
+        assert!(protected_hit(root, Path::new("/w/scripts/hooksx"), &rooted).is_none());
+    }
+
+    #[test]
+    fn globs_expand_like_bash_and_stay_bounded() {
+        let dir = std::env::temp_dir().join(format!("tinyagents-glob-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        for f in ["a/x.rs", "a/y.rs", "a/.hidden.rs", "a/b/z.rs", "a/*.rs"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let root = std::fs::canonicalize(&dir).unwrap();
+        let got = |p: &str, rec: bool| expand_glob(&root, &root, p, rec).unwrap();
+        assert_eq!(got("a/*.rs", false).unwrap(), ["a/*.rs", "a/x.rs", "a/y.rs"]);
+        assert_eq!(got("a/[*].rs", false).unwrap(), ["a/*.rs"], "a quoted `*` is literal");
+        assert_eq!(got("a/.*.rs", false).unwrap(), ["a/.hidden.rs"]);
+        assert_eq!(got("**/z.rs", true).unwrap(), ["a/b/z.rs"]);
+        assert_eq!(got("**/z.rs", false), None, "without globstar `**` is `*`");
+        assert_eq!(got("**/b/z.rs", false).unwrap(), ["a/b/z.rs"]);
+        assert_eq!(got("nothing*", false), None);
+        // `.*` meets `..` for the shell (older bash matched it): the caller then refuses it
+        assert!(got(".*", false).unwrap().contains(&"..".to_owned()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

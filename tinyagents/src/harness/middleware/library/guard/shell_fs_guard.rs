@@ -890,3 +890,23 @@ impl ShellFsGuardMiddleware {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::patch_targets;
+
+    #[test]
+    fn patch_targets_come_from_envelopes_and_diffs() {
+        let envelope = "*** Begin Patch\n*** Add File: a.rs\n+x\n*** Update File: b.rs\n*** Move to: c.rs\n*** Delete File: d.rs\n*** End Patch";
+        assert_eq!(patch_targets(envelope), ["a.rs", "b.rs", "c.rs", "d.rs"]);
+        let diff = "diff --git a/x.rs b/y.rs\nrename from x.rs\nrename to y.rs\n--- a/x.rs\t2024-01-01\n+++ b/y.rs\n@@ -1 +1 @@\n";
+        let t = patch_targets(diff);
+        for want in ["a/x.rs", "x.rs", "b/y.rs", "y.rs"] {
+            assert!(t.iter().any(|p| p == want), "{want} in {t:?}");
+        }
+        assert!(patch_targets("--- /dev/null\n+++ b/new.rs\n")
+            .iter()
+            .all(|p| p != "/dev/null"));
+        assert!(patch_targets("no patch here").is_empty());
+    }
+}
