@@ -400,46 +400,50 @@ fn check_stage(tokens: &[Token], rules: &ShellRules<'_>, pipeline: bool) -> Resu
     for w in args {
         match &w.glob {
             None => argv.push(w.text.clone()),
-            Some(pattern) if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS => {
-                return Err(cx.refuse(
-                    &w.text,
-                    format!("a glob with more than {MAX_GLOB_METAS} wildcards: narrow it"),
-                ))
-            }
-            Some(pattern) => match {
-                // the directories before the first glob component must be in the root: checked before any listing
-                let literal: Vec<&str> = pattern
-                    .split('/')
-                    .take_while(|p| !p.contains(['*', '?', '[']))
-                    .collect();
-                let literal = literal.join("/");
-                if !literal.is_empty() && (pattern.starts_with('/') || literal.split('/').any(|p| p == "..")) {
-                    confine_from(rules.root, rules.cwd, &literal)
-                        .map_err(|e| cx.refuse(&w.text, format!("a glob outside the workspace: {e}")))?;
-                }
-                expand_glob(rules.root, rules.cwd, pattern, false).map_err(|e| cx.refuse(&w.text, e))?
-            } {
-                Some(matches) => {
-                    for m in &matches {
-                        confine_from(rules.root, rules.cwd, m)
-                            .map_err(|e| cx.refuse(&w.text, format!("the glob matches `{m}`: {e}")))?;
-                    }
-                    argv.extend(matches);
-                }
-                None => {
-                    if w.text.starts_with('/') || w.text.split('/').any(|p| p == "..") {
-                        confine_from(rules.root, rules.cwd, &w.text)
-                            .map_err(|e| cx.refuse(&w.text, format!("a glob outside the workspace: {e}")))?;
-                    }
-                    argv.push(w.text.clone());
-                }
-            },
+            Some(pattern) => argv.extend(expand_word(&w.text, pattern, rules, &cx)?),
         }
     }
     for (fd, op, target) in redirects {
         check_redirect(fd, op, target, rules)?;
     }
     commands::check(spec, &argv, &cx)
+}
+
+/// The words an unquoted glob word becomes, each confined: its matches, or
+/// the word itself when nothing matches.
+fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) -> Result<Vec<String>, String> {
+    if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS {
+        return Err(cx.refuse(
+            text,
+            format!("a glob with more than {MAX_GLOB_METAS} wildcards: narrow it"),
+        ));
+    }
+    // the directories before the first glob component must be in the root: checked before any listing
+    let literal: Vec<&str> = pattern
+        .split('/')
+        .take_while(|p| !p.contains(['*', '?', '[']))
+        .collect();
+    let literal = literal.join("/");
+    if !literal.is_empty() && (pattern.starts_with('/') || literal.split('/').any(|p| p == "..")) {
+        confine_from(rules.root, rules.cwd, &literal)
+            .map_err(|e| cx.refuse(text, format!("a glob outside the workspace: {e}")))?;
+    }
+    match expand_glob(rules.root, rules.cwd, pattern, false).map_err(|e| cx.refuse(text, e))? {
+        Some(matches) => {
+            for m in &matches {
+                confine_from(rules.root, rules.cwd, m)
+                    .map_err(|e| cx.refuse(text, format!("the glob matches `{m}`: {e}")))?;
+            }
+            Ok(matches)
+        }
+        None => {
+            if text.starts_with('/') || text.split('/').any(|p| p == "..") {
+                confine_from(rules.root, rules.cwd, text)
+                    .map_err(|e| cx.refuse(text, format!("a glob outside the workspace: {e}")))?;
+            }
+            Ok(vec![text.to_owned()])
+        }
+    }
 }
 
 fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'_>) -> Result<(), String> {
