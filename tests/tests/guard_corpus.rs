@@ -93,6 +93,11 @@ impl Workspace {
             symlink("/etc", root.join("linkdir/out")).unwrap();
             symlink("../src", root.join("linkdir/ok")).unwrap();
             symlink(".git", root.join("gitlink")).unwrap();
+            // a file name that is not UTF-8
+            use std::os::unix::ffi::OsStrExt;
+            std::fs::create_dir_all(root.join("weird")).unwrap();
+            let name = std::ffi::OsStr::from_bytes(b"bad\xff");
+            std::fs::write(root.join("weird").join(name), "x").unwrap();
         }
         Self(std::fs::canonicalize(root).unwrap())
     }
@@ -397,6 +402,7 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
             "cat [e]scape/passwd",
             "ls /*",
             "cat escape/pass*",
+            "cat weird/*",
             "ls .*",
             "cat .*/escape/passwd",
             "ls ********************x",
@@ -873,6 +879,8 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
         ),
         (keys, call("shell", json!({ "command": "ls", "stdin": "rm -rf /" }))),
         (keys, call("shell", json!({ "command": "ls", "shell": "bash" }))),
+        (keys, call("shell", json!({ "argv": ["sh", "-c", "id"] }))),
+        (keys, call("shell", json!({ "command": "ls", "argv": ["sh"] }))),
         (keys, call("shell", json!({ "command": "ls", "path": "/etc" }))),
         (keys, call("shell", json!({ "command": 42 }))),
         (

@@ -242,7 +242,7 @@ pub(super) fn expand_glob(
                         if visited > WALK_LIMIT {
                             return Err(too_many(pattern));
                         }
-                        let name = entry.file_name().to_string_lossy().into_owned();
+                        let name = utf8_name(&entry, pattern)?;
                         if name.starts_with('.') {
                             continue;
                         }
@@ -288,7 +288,7 @@ pub(super) fn expand_glob(
                     if visited > WALK_LIMIT {
                         return Err(too_many(pattern));
                     }
-                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let name = utf8_name(&entry, pattern)?;
                     if matcher.matches_with(&name, options) {
                         names.push(name);
                     }
@@ -317,6 +317,17 @@ pub(super) fn expand_glob(
         .map(|(_, shown)| if shown.is_empty() { ".".to_owned() } else { shown })
         .collect();
     Ok((!out.is_empty()).then_some(out))
+}
+
+/// A directory entry's name, or a refusal when it is not UTF-8 (it could
+/// not be checked under the name a program would see).
+fn utf8_name(entry: &std::fs::DirEntry, pattern: &str) -> Result<String, String> {
+    entry.file_name().into_string().map_err(|raw| {
+        format!(
+            "the glob `{pattern}` meets a file name that is not UTF-8 (`{}`): name it plainly",
+            raw.to_string_lossy()
+        )
+    })
 }
 
 /// Walks the tree at `start` (canonical) as a symlink-following program
