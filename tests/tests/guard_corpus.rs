@@ -951,6 +951,8 @@ fn ordinary() -> Vec<ToolCall> {
         "git show --stat HEAD",
         "git show HEAD:src/main.rs",
         "git blame src/main.rs",
+        "git blame -L 1,1 src/main.rs",
+        "git shortlog -n -s --all",
         "git ls-files",
         "git rev-parse --show-toplevel",
         "git rev-parse --abbrev-ref HEAD",

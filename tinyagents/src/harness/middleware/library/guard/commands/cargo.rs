@@ -17,16 +17,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 const COMMON: &[Opt] = &[
-    flag(&[
-        "-q",
-        "--quiet",
-        "-v",
-        "-vv",
-        "--verbose",
-        "--offline",
-        "--locked",
-        "--frozen",
-    ]),
+    flag(&["-q", "--quiet", "-v", "--verbose", "--offline", "--locked", "--frozen"]),
     req(&["--color"], Val::OneOf(WHEN)),
     req(&["--manifest-path"], Val::Read),
     req(&["--lockfile-path"], Val::Read),
@@ -76,7 +67,7 @@ const BUILD: &[Opt] = &[
     ]),
     flag(&["--fix", "--allow-dirty", "--allow-staged", "--allow-no-vcs"]),
 ];
-const FMT: &[Opt] = &[flag(&["--check", "--all"]), req(&["--message-format"], Val::Text)];
+const FMT: &[Opt] = &[flag(&["--check"]), req(&["--message-format"], Val::Text)];
 const TREE: &[Opt] = &[
     flag(&[
         "-e",
@@ -132,7 +123,7 @@ const fn sub(name: &'static str, opts: &'static [Opt]) -> Spec {
     }
 }
 
-const SUBS: &[(&str, Spec, bool)] = &[
+pub(crate) const SUBS: &[(&str, Spec, bool)] = &[
     ("build", sub("cargo build", BUILD), true),
     ("b", sub("cargo build", BUILD), true),
     ("check", sub("cargo check", BUILD), true),

@@ -9,7 +9,6 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["-0", "--null"]),
         flag(&["-a", "--all"]),
         flag(&["-A", "--apparent-size"]),
-        opt(&["--apparent-size"], Val::Text),
         req(&["-B", "--block-size"], Val::Text),
         flag(&["-b", "--bytes"]),
         flag(&["-c", "--total"]),

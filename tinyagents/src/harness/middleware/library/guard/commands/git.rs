@@ -285,7 +285,7 @@ const LOG_OPTS: &[Opt] = &[
         "--no-expand-tabs",
     ]),
     flag(&["--objects", "--objects-edge", "--no-object-names", "--bisect"]),
-    flag(&["--stdin", "--ignore-missing", "--quiet"]),
+    flag(&["--stdin", "--ignore-missing"]),
     flag(&["--header", "--timestamp"]),
 ];
 
@@ -329,8 +329,14 @@ const SHORTLOG: Spec = sub(
         req(&["--group"], Val::Text),
         opt(&["-w"], Val::Text),
         req(&["--format"], Val::Text),
+        req(
+            &["--since", "--after", "--until", "--before", "--author", "--grep"],
+            Val::Text,
+        ),
+        req(&["--max-count"], Val::Num),
+        flag(&["--all", "--no-merges", "--merges", "--first-parent"]),
     ],
-    LOG_OPTS,
+    &[],
     Operands::Text,
 );
 const DIFF: Spec = sub(
@@ -377,48 +383,51 @@ const STATUS: Spec = sub(
     &[],
     Operands::Text,
 );
-const BLAME: Spec = sub(
-    "git blame",
-    &[
-        req(&["-L"], Val::Text),
-        flag(&[
-            "-b",
-            "--root",
-            "--show-stats",
-            "-l",
-            "-t",
-            "-s",
-            "-e",
-            "--show-email",
-            "-w",
-            "-f",
-            "--show-name",
-        ]),
-        flag(&[
-            "-n",
-            "--show-number",
-            "-p",
-            "--porcelain",
-            "--line-porcelain",
-            "--incremental",
-            "-c",
-        ]),
-        flag(&[
-            "--color-lines",
-            "--color-by-age",
-            "--progress",
-            "--no-progress",
-            "--minimal",
-        ]),
-        opt(&["-M", "-C"], Val::Num),
-        req(&["--date", "--ignore-rev"], Val::Text),
-        req(&["--ignore-revs-file", "--contents", "-S"], Val::Read),
-        opt(&["--abbrev"], Val::Num),
-        flag(&["--first-parent", "--reverse"]),
-    ],
-    &[],
-    Operands::Text,
-);
+const BLAME: Spec = Spec {
+    deny: &[("--textconv", "it runs text-conversion programs from the configuration")],
+    ..sub(
+        "git blame",
+        &[
+            req(&["-L"], Val::Text),
+            flag(&[
+                "-b",
+                "--root",
+                "--show-stats",
+                "-l",
+                "-t",
+                "-s",
+                "-e",
+                "--show-email",
+                "-w",
+                "-f",
+                "--show-name",
+            ]),
+            flag(&[
+                "-n",
+                "--show-number",
+                "-p",
+                "--porcelain",
+                "--line-porcelain",
+                "--incremental",
+                "-c",
+            ]),
+            flag(&[
+                "--color-lines",
+                "--color-by-age",
+                "--progress",
+                "--no-progress",
+                "--minimal",
+            ]),
+            opt(&["-M", "-C"], Val::Num),
+            req(&["--date", "--ignore-rev"], Val::Text),
+            req(&["--ignore-revs-file", "--contents", "-S"], Val::Read),
+            opt(&["--abbrev"], Val::Num),
+            flag(&["--first-parent", "--reverse"]),
+        ],
+        &[],
+        Operands::Text,
+    )
+};
 const LS_FILES: Spec = sub(
     "git ls-files",
     &[
@@ -730,7 +739,6 @@ const BRANCH: Spec = sub(
             "-r",
             "--remotes",
             "-v",
-            "-vv",
             "--verbose",
             "-l",
             "--list",
@@ -781,7 +789,7 @@ const REMOTE: Spec = sub("git remote", &[flag(&["-v", "--verbose"])], &[], Opera
 const VERSION: Spec = sub("git version", &[flag(&["--build-options"])], &[], Operands::None);
 const STASH_LIST: Spec = sub("git stash list", LOG_OPTS, DIFF_OPTS, Operands::None);
 
-const SUBCOMMANDS: &[(&str, &Spec)] = &[
+pub(crate) const SUBCOMMANDS: &[(&str, &Spec)] = &[
     ("status", &STATUS),
     ("log", &LOG),
     ("show", &SHOW),

@@ -838,3 +838,86 @@ pub fn intrinsic_refusal(name: &str) -> Option<&'static str> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{intrinsic_refusal, Parse, Takes, SPECS};
+
+    /// The specifications are data: check that the data is well formed.
+    #[test]
+    fn every_specification_is_well_formed() {
+        let mut names = std::collections::HashSet::new();
+        let subs = super::git::SUBCOMMANDS
+            .iter()
+            .map(|(_, s)| *s)
+            .chain(super::cargo::SUBS.iter().map(|(_, s, _)| s));
+        for spec in SPECS.iter().copied().chain(subs) {
+            if !spec.name.contains(' ') {
+                assert!(names.insert(spec.name), "`{}` is specified twice", spec.name);
+                assert!(
+                    intrinsic_refusal(spec.name).is_none(),
+                    "`{}` is also always refused",
+                    spec.name
+                );
+            }
+            let mut seen = std::collections::HashSet::new();
+            for opt in spec.opts.iter().chain(spec.more_opts) {
+                for n in opt.names {
+                    assert!(seen.insert(*n), "`{}`: option `{n}` listed twice", spec.name);
+                    let short = n.len() == 2 && n.starts_with('-') && n != &"--";
+                    let long = n.len() > 2 && n.starts_with("--") && !n.contains('=');
+                    assert!(
+                        short || long,
+                        "`{}`: option `{n}` is neither `-x` nor `--long`",
+                        spec.name
+                    );
+                    if short {
+                        assert!(
+                            !matches!(opt.takes, Takes::Opt(_))
+                                || spec.name.starts_with("git")
+                                || spec.name == "date"
+                                || spec.name == "diff",
+                            "`{}`: short `{n}` with an optional value",
+                            spec.name
+                        );
+                    }
+                }
+            }
+            for (n, why) in spec.deny {
+                assert!(!seen.contains(n), "`{}`: `{n}` is both admitted and refused", spec.name);
+                assert!(!why.is_empty(), "`{}`: `{n}` is refused without a reason", spec.name);
+            }
+            if matches!(spec.parse, Parse::Raw) {
+                assert!(spec.opts.is_empty(), "`{}` takes no options but lists some", spec.name);
+            }
+            if spec.numeric.is_some() {
+                let numeric = spec.numeric.unwrap();
+                assert!(
+                    seen.contains(numeric),
+                    "`{}`: the numeric option `{numeric}` is not listed",
+                    spec.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn versioned_and_cased_names_count_as_their_base() {
+        for name in [
+            "python3.12",
+            "Python3",
+            "pip3",
+            "perl5.36",
+            "lua5.4",
+            "node18",
+            "gawk",
+            "busybox",
+            "ENV",
+        ] {
+            assert!(intrinsic_refusal(name).is_some(), "{name}");
+        }
+        for name in ["ls", "cat", "sha256sum", "tr", "test", "stat", "git"] {
+            assert!(intrinsic_refusal(name).is_none(), "{name}");
+        }
+    }
+}
