@@ -873,7 +873,6 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
         program: spec.name,
         ..*cx
     };
-    repository_inside_root(cx)?;
     let parsed = getopt(spec, rest, &sub_cx)?;
     check_parsed(spec, &parsed, &sub_cx)?;
     if let Some(format) = parsed
@@ -890,11 +889,12 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
                     "an operand without `--list` creates a branch or tag (the guard admits listing only)",
                 ));
             }
-            return Ok(());
+            return repository_inside_root(cx);
         }
         _ => {}
     }
-    revisions_and_paths(spec, &parsed, &sub_cx)
+    revisions_and_paths(spec, &parsed, &sub_cx)?;
+    repository_inside_root(cx)
 }
 
 /// Operands before `--` are revisions or paths: a name that exists (from
