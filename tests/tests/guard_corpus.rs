@@ -1226,6 +1226,7 @@ fn read_only_mode_refuses_every_write_and_admits_the_reads() {
         "ls | tee out",
         "cp -t build notes.txt",
         "mkdir -p build/out",
+        "sort -o - notes.txt",
     ];
     // Refused in either mode (they write in ways the guard never admits).
     let always = [
@@ -1299,6 +1300,9 @@ fn read_only_mode_refuses_every_write_and_admits_the_reads() {
         "read-only mode: {tried}/{tried} writes refused; {} reads admitted twice",
         reads.len()
     );
+    let page = include_str!("../../docs/security.md");
+    let line = format!("- **read-only mode**: {tried} writes tried");
+    assert!(page.contains(&line), "docs/security.md lacks `{line}`");
 }
 
 #[test]

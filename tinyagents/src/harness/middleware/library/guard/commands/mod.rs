@@ -325,7 +325,7 @@ impl Ctx<'_> {
 
     /// Confines a path the program writes: refused in read-only mode and under a protected path.
     pub(crate) fn write(&self, arg: &str, via: &str) -> Result<PathBuf, String> {
-        if arg == "-" || arg == "/dev/null" {
+        if arg == "/dev/null" {
             return Ok(PathBuf::from("/dev/null"));
         }
         if self.read_only {
