@@ -1375,6 +1375,17 @@ fn refusals_name_the_program_the_argument_and_the_rule() {
 }
 
 #[test]
+fn a_root_that_confines_nothing_is_refused() {
+    let guard = ShellFsGuardMiddleware::new().with_root("/");
+    for c in [sh("cat /proc/self/environ"), call("read_file", json!({ "path": "/etc/passwd" }))] {
+        let err = guard.check_call(&c, None).unwrap_err();
+        assert!(err.contains("confines nothing"), "{err}");
+    }
+    let d = WorkspaceDescriptor::new("/");
+    assert!(ShellFsGuardMiddleware::new().check_call(&sh("ls"), Some(&d)).is_err());
+}
+
+#[test]
 fn protected_paths_are_configurable_per_workspace() {
     let ws = Workspace::new("protected");
     let d = Some(ws.descriptor());

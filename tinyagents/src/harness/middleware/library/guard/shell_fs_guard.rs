@@ -508,6 +508,13 @@ impl ShellFsGuardMiddleware {
         };
         let root = std::fs::canonicalize(&root)
             .map_err(|_| format!("the workspace root `{}` cannot be resolved", root.display()))?;
+        if root.parent().is_none() {
+            return Err(format!(
+                "the workspace root `{}` is the file-system root, which confines nothing: give the run a project \
+                 directory",
+                root.display()
+            ));
+        }
         Ok((root, read_only))
     }
 
