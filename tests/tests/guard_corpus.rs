@@ -830,6 +830,7 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
         (ft, call("apply_patch", json!({ "input": "*** Begin Patch\n*** Update File: notes.txt\n@@\n+x\n*** End Patch", "workdir": "/etc" }))),
         (ft, call("read_file", json!({ "path": "notes.txt", "extra": "x" }))),
         (ft, call("read_file", json!({ "uri": "file:///etc/passwd" }))),
+        (ft, call("create_file", json!({ "name": "/etc/cron.d/x", "content": "x" }))),
         (ft, call("write_file", json!({ "file_path": "x", "content": "y", "mode": "0777" }))),
         (ft, call("read_file", json!({ "paths": ["notes.txt", "/etc/passwd"] }))),
         (ft, call("read_file", json!({ "file_path": { "nested": "/etc" } }))),

@@ -118,7 +118,6 @@ pub const DEFAULT_TEXT_KEYS: &[&str] = &[
     "regex",
     "symbol",
     "symbol_name",
-    "name",
     "body",
     "new_body",
     "code",
