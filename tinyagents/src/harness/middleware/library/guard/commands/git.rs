@@ -813,7 +813,7 @@ pub(crate) const SUBCOMMANDS: &[(&str, &Spec)] = &[
 ];
 
 /// The read-only subcommands the guard admits.
-pub fn admitted_subcommands() -> Vec<&'static str> {
+pub(crate) fn admitted_subcommands() -> Vec<&'static str> {
     let mut subs: Vec<&str> = SUBCOMMANDS.iter().map(|(n, _)| *n).collect();
     subs.push("stash list");
     subs

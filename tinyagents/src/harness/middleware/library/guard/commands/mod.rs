@@ -97,7 +97,7 @@ pub(crate) fn spec(name: &str) -> Option<&'static Spec> {
 }
 
 /// The names of the specified programs.
-pub fn specified_commands() -> Vec<&'static str> {
+pub(crate) fn specified_commands() -> Vec<&'static str> {
     SPECS.iter().map(|s| s.name).collect()
 }
 
@@ -623,6 +623,14 @@ pub(crate) fn check_parsed(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result
 /// that run code given to them (interpreters, editors, pagers, build
 /// tools), that run another program (indirection), or that print the
 /// environment. Versioned names (`python3.12`, `pip3`) count as their base.
+///
+/// ```
+/// use tinyagents::middleware::intrinsic_refusal;
+///
+/// assert!(intrinsic_refusal("python3.12").unwrap().contains("interpreter"));
+/// assert!(intrinsic_refusal("printenv").unwrap().contains("environment"));
+/// assert!(intrinsic_refusal("grep").is_none());
+/// ```
 pub fn intrinsic_refusal(name: &str) -> Option<&'static str> {
     const INTERPRETERS: &[&str] = &[
         "sh",
