@@ -1053,6 +1053,13 @@ fn ordinary() -> Vec<ToolCall> {
         "ls > listing.txt",
         "printf 'x\\n' >> listing.txt",
         "wc -l < notes.txt",
+        "grep -rn 'fn main' .",
+        "ls -la | grep src",
+        "find . -type f -name '*.md'",
+        "wc -c notes.txt data.json",
+        "cat notes.txt | sort | uniq",
+        "git diff --name-only HEAD~1",
+        "git log origin..HEAD 2>/dev/null | head -n 1",
     ]
     .iter()
     .map(|c| sh(c))
@@ -1378,7 +1385,10 @@ fn refusals_name_the_program_the_argument_and_the_rule() {
 #[test]
 fn a_root_that_confines_nothing_is_refused() {
     let guard = ShellFsGuardMiddleware::new().with_root("/");
-    for c in [sh("cat /proc/self/environ"), call("read_file", json!({ "path": "/etc/passwd" }))] {
+    for c in [
+        sh("cat /proc/self/environ"),
+        call("read_file", json!({ "path": "/etc/passwd" })),
+    ] {
         let err = guard.check_call(&c, None).unwrap_err();
         assert!(err.contains("confines nothing"), "{err}");
     }
