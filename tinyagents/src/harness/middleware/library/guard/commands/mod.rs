@@ -898,8 +898,7 @@ mod tests {
             if matches!(spec.parse, Parse::Raw) {
                 assert!(spec.opts.is_empty(), "`{}` takes no options but lists some", spec.name);
             }
-            if spec.numeric.is_some() {
-                let numeric = spec.numeric.unwrap();
+            if let Some(numeric) = spec.numeric {
                 assert!(
                     seen.contains(numeric),
                     "`{}`: the numeric option `{numeric}` is not listed",
