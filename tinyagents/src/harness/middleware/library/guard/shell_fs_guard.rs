@@ -1,5 +1,7 @@
-//! [`ShellFsGuardMiddleware`]: confines file tools to the workspace root and
-//! shell tools to an allow/deny policy of plain commands; read-only mode;
+//! [`ShellFsGuardMiddleware`]: confines file tools to the workspace root
+//! (every argument key known, patches parsed for their targets, writes to
+//! configuration that programs execute refused) and shell tools to
+//! argv-level specifications of allowed programs; read-only mode;
 //! everything not understood is refused.
 
 use std::path::{Path, PathBuf};
@@ -7,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-use super::path_check::confine;
+use super::commands::{self, intrinsic_refusal};
+use super::path_check::{confine, confine_from, expand_glob, protected_hit, DEFAULT_PROTECTED_PATHS};
 use super::shell_check::{check_command, ShellRules};
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
@@ -35,9 +38,14 @@ pub const DEFAULT_FILE_TOOLS: &[&str] = &[
     "replace_symbol",
     "create_file",
     "move_file",
+    "copy_file",
+    "rename_file",
+    "create_directory",
+    "delete_directory",
     "apply_patch",
 ];
-/// The default writing file tools (refused in read-only mode).
+/// The default writing file tools (refused in read-only mode; their paths
+/// may not fall under `protected_paths`).
 pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
     "write_file",
     "edit",
@@ -46,6 +54,10 @@ pub const DEFAULT_WRITE_TOOLS: &[&str] = &[
     "replace_symbol",
     "create_file",
     "move_file",
+    "copy_file",
+    "rename_file",
+    "create_directory",
+    "delete_directory",
     "apply_patch",
 ];
 /// The default argument keys holding paths.
@@ -63,20 +75,99 @@ pub const DEFAULT_PATH_KEYS: &[&str] = &[
     "destination",
     "from",
     "to",
+    "dest",
+    "dst",
+    "src",
+    "old_path",
+    "new_path",
+    "source_path",
+    "target_path",
+    "destination_path",
+    "target_file",
+    "source_file",
+    "output",
+    "output_path",
+    "input_path",
+    "notebook_path",
+    "folder",
+    "base",
+    "base_dir",
+    "root",
     "cwd",
     "workdir",
+    "working_directory",
 ];
+/// The default argument keys of file tools that hold text, numbers or
+/// flags, never a path (objects and arrays of objects under them are
+/// checked key by key, as `edits: [{ path, old_string, new_string }]`).
+pub const DEFAULT_TEXT_KEYS: &[&str] = &[
+    "content",
+    "contents",
+    "text",
+    "old_string",
+    "new_string",
+    "old_str",
+    "new_str",
+    "old_text",
+    "new_text",
+    "replace_all",
+    "edits",
+    "changes",
+    "pattern",
+    "query",
+    "regex",
+    "symbol",
+    "symbol_name",
+    "body",
+    "new_body",
+    "code",
+    "offset",
+    "limit",
+    "start_line",
+    "end_line",
+    "line",
+    "lines",
+    "max_results",
+    "max_depth",
+    "case_sensitive",
+    "ignore_case",
+    "recursive",
+    "hidden",
+    "encoding",
+    "overwrite",
+    "create_dirs",
+    "context",
+    "context_lines",
+    "description",
+    "dry_run",
+    "language",
+    "type",
+];
+/// The default argument keys of file tools that hold globs: expanded, and
+/// every match confined (`glob`'s `pattern` is one too).
+pub const DEFAULT_GLOB_KEYS: &[&str] = &["glob", "globs", "include", "exclude", "ignore", "patterns"];
+/// The default argument keys of file tools that hold a patch (`apply_patch`
+/// envelopes or unified diffs), parsed for their target paths.
+pub const DEFAULT_PATCH_KEYS: &[&str] = &["patch", "diff", "input", "patch_text"];
+/// The default argument keys naming the directory a shell command (or a file
+/// tool) runs in: relative paths resolve against it.
+pub const DEFAULT_CWD_KEYS: &[&str] = &["cwd", "workdir", "working_directory", "dir", "directory"];
 /// The default shell tools.
 pub const DEFAULT_SHELL_TOOLS: &[&str] = &["shell", "bash", "run_command", "exec", "terminal"];
 /// The default harmless extra argument keys of a shell tool call.
 pub const DEFAULT_SHELL_EXTRA_KEYS: &[&str] = &["timeout", "timeout_ms", "description"];
-/// The default commands a shell tool may run.
+/// The default commands a shell tool may run (each has an argv-level
+/// specification in the guard). `cargo` is specified but not listed: it
+/// runs workspace code (build scripts, tests), so list it only where an OS
+/// sandbox confines the run.
 pub const DEFAULT_ALLOW_COMMANDS: &[&str] = &[
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd", "diff", "sort", "uniq", "stat", "file",
-    "du", "tree", "git", "cargo", "mkdir", "touch", "cp", "mv", "date", "basename", "dirname", "realpath", "cut", "tr",
-    "printf", "true", "false", "test", "jq",
+    "du", "tree", "git", "mkdir", "touch", "cp", "mv", "date", "basename", "dirname", "realpath", "cut", "tr",
+    "printf", "true", "false", "test", "jq", "sed",
 ];
-/// The commands always refused (interpreters, privilege, network, indirection).
+/// Commands refused by name (kept for configuration compatibility: every
+/// interpreter, indirection and environment-printing program is refused
+/// whatever the lists say, versioned names included).
 pub const DEFAULT_DENY_COMMANDS: &[&str] = &[
     "sudo",
     "su",
@@ -177,18 +268,33 @@ pub struct ShellFsGuardConfig {
     /// Argument keys holding the command line.
     #[config(default = strings(&["command", "cmd"]))]
     pub command_keys: Vec<String>,
-    /// Commands a shell tool may run (empty: any command not denied).
+    /// Commands a shell tool may run; each must have an argv-level specification in the guard (empty: every specified command except `cargo`).
     #[config(default = strings(DEFAULT_ALLOW_COMMANDS))]
     pub allow_commands: Vec<String>,
     /// Commands always refused.
     #[config(default = strings(DEFAULT_DENY_COMMANDS))]
     pub deny_commands: Vec<String>,
     /// Admit pipelines whose every stage passes (chaining stays refused).
-    #[config(default = false)]
+    #[config(default = true)]
     pub allow_pipes: bool,
-    /// Other argument keys a shell tool call may carry (besides command, path and empty `env` keys); any other key is refused.
+    /// Other argument keys a shell tool call may carry (besides command, cwd and empty `env` keys); any other key is refused.
     #[config(default = strings(DEFAULT_SHELL_EXTRA_KEYS))]
     pub shell_extra_keys: Vec<String>,
+    /// Argument keys naming the directory a command runs in (confined; relative operands resolve against it).
+    #[config(default = strings(DEFAULT_CWD_KEYS))]
+    pub cwd_keys: Vec<String>,
+    /// File-tool argument keys holding text, never a path; a file-tool key in none of the key lists is refused.
+    #[config(default = strings(DEFAULT_TEXT_KEYS))]
+    pub text_keys: Vec<String>,
+    /// File-tool argument keys holding globs (expanded; every match confined).
+    #[config(default = strings(DEFAULT_GLOB_KEYS))]
+    pub glob_keys: Vec<String>,
+    /// File-tool argument keys holding a patch (its target paths are confined like writes).
+    #[config(default = strings(DEFAULT_PATCH_KEYS))]
+    pub patch_keys: Vec<String>,
+    /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path from the root). Empty: no protection.
+    #[config(default = strings(DEFAULT_PROTECTED_PATHS))]
+    pub protected_paths: Vec<String>,
 }
 
 fn check_guard_config(c: &ShellFsGuardConfig) -> std::result::Result<(), ConfigViolation> {
@@ -215,6 +321,35 @@ fn check_guard_config(c: &ShellFsGuardConfig) -> std::result::Result<(), ConfigV
             ConfigViolation::new("shell_tools", "must not list a tool that `file_tools` also lists").with_value(both),
         );
     }
+    for command in &c.allow_commands {
+        if let Some(why) = intrinsic_refusal(command) {
+            return Err(ConfigViolation::new(
+                "allow_commands",
+                format!("must not list a command the guard always refuses ({why})"),
+            )
+            .with_value(command));
+        }
+        if commands::spec(command).is_none() {
+            return Err(ConfigViolation::new(
+                "allow_commands",
+                format!(
+                    "must list only commands the guard has an argv specification for ({})",
+                    commands::specified_commands().join(", ")
+                ),
+            )
+            .with_value(command));
+        }
+    }
+    for entry in &c.protected_paths {
+        let e = entry.trim_matches('/');
+        if e.is_empty() || Path::new(entry).is_absolute() || e.split('/').any(|p| p == ".." || p == ".") {
+            return Err(ConfigViolation::new(
+                "protected_paths",
+                "must hold names or paths relative to the root, without `.` or `..` components",
+            )
+            .with_value(entry));
+        }
+    }
     Ok(())
 }
 
@@ -230,8 +365,13 @@ impl Default for ShellFsGuardConfig {
             command_keys: strings(&["command", "cmd"]),
             allow_commands: strings(DEFAULT_ALLOW_COMMANDS),
             deny_commands: strings(DEFAULT_DENY_COMMANDS),
-            allow_pipes: false,
+            allow_pipes: true,
             shell_extra_keys: strings(DEFAULT_SHELL_EXTRA_KEYS),
+            cwd_keys: strings(DEFAULT_CWD_KEYS),
+            text_keys: strings(DEFAULT_TEXT_KEYS),
+            glob_keys: strings(DEFAULT_GLOB_KEYS),
+            patch_keys: strings(DEFAULT_PATCH_KEYS),
+            protected_paths: strings(DEFAULT_PROTECTED_PATHS),
         }
     }
 }
@@ -242,19 +382,38 @@ impl From<ShellFsGuardConfig> for ShellFsGuardMiddleware {
     }
 }
 
-/// The privileged shell / file-system guard.
+/// The privileged shell / file-system guard: the policy layer in front of
+/// the tools (the OS sandbox, where the tool runs in one, is the
+/// enforcement).
 ///
-/// File tools (by name) have every path argument confined to the workspace
-/// root: `..`, absolute paths, symlinks leaving the root (resolved where they
+/// **File tools** (by name) are judged key by key: every argument key must
+/// be known as a path (`path_keys`), a glob (`glob_keys`, expanded with
+/// every match confined), a patch (`patch_keys`: `*** Add File:` /
+/// `*** Update File:` / `*** Delete File:` / `*** Move to:` envelopes and
+/// unified diffs, parsed for their target paths) or text (`text_keys`),
+/// or the call is refused. Every path is confined to the workspace root:
+/// `..`, absolute paths, symlinks leaving the root (resolved where they
 /// stand), dangling symlinks, Windows-style, URL-encoded, `~`, `$` and
-/// look-alike characters are refused. Shell tools may run one plain command
-/// (or, with `allow_pipes`, a pipeline) from the allow list and not on the
-/// deny list; chaining, substitution, expansion, subshells, escapes,
-/// environment assignments, commands given by path and redirections leaving
-/// the root are refused; every operand is confined like a path. Read-only
-/// mode refuses writing tools, writing commands, output options and output
-/// redirections. Calls of a prepared batch are also checked against the file
-/// access their tools declare. Anything not understood is refused.
+/// look-alike characters are refused. Writing tools may not touch
+/// `protected_paths` (`.git/`, `.cargo/`, `.github/`, hooks, CI and editor
+/// task configuration: files that programs execute).
+///
+/// **Shell tools** run one command, or a pipeline of them, each checked
+/// against the argv-level specification of its program (see
+/// `docs/security.md`): options spelled exactly, glued and separate values
+/// parsed, path operands and option values confined (resolved from the
+/// call's `cwd`), globs expanded with every match confined,
+/// symlink-following options admitted only when every symlink they would
+/// follow stays in the root, `git` reduced to read-only subcommands, and
+/// interpreters, indirection (`env`, `xargs`, `timeout`, ...) and
+/// environment dumps refused whatever the lists say. Chaining,
+/// substitution, variable expansion, subshells, here-documents and
+/// environment assignments are refused; redirections are confined.
+///
+/// **Read-only mode** refuses writing tools, writing commands, writing
+/// options and operands (`sort -o`, `uniq in out`, `file -C`), and output
+/// redirections. Calls of a prepared batch are also checked against the
+/// file access their tools declare. Anything not understood is refused.
 ///
 /// ```
 /// use tinyagents::harness::tool::ToolCall;
@@ -264,7 +423,10 @@ impl From<ShellFsGuardConfig> for ShellFsGuardMiddleware {
 /// let guard = ShellFsGuardMiddleware::new().with_root(&root);
 /// let call = |cmd: &str| ToolCall::new("1", "shell", serde_json::json!({ "command": cmd }));
 /// assert!(guard.check_call(&call("ls -la"), None).is_ok());
+/// assert!(guard.check_call(&call("date +%Y-%m-%d"), None).is_ok());
 /// assert!(guard.check_call(&call("ls; rm -rf /"), None).is_err());
+/// let err = guard.check_call(&call("git grep -Oevil x"), None).unwrap_err();
+/// assert!(err.contains("`git grep` argument `-O`"), "{err}");
 /// ```
 #[derive(Debug, Clone)]
 pub struct ShellFsGuardMiddleware {
@@ -275,6 +437,15 @@ impl Default for ShellFsGuardMiddleware {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// What a file-tool argument key holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum KeyKind {
+    Path,
+    Glob,
+    Patch,
+    Text,
 }
 
 impl ShellFsGuardMiddleware {
@@ -295,7 +466,8 @@ impl ShellFsGuardMiddleware {
         self
     }
 
-    /// The same guard admitting exactly these commands (empty: any not denied).
+    /// The same guard admitting exactly these commands (empty: every specified command except `cargo`).
+    /// Commands without a specification, or always refused, are refused at call time.
     pub fn allow_commands<I: IntoIterator<Item = S>, S: Into<String>>(mut self, commands: I) -> Self {
         self.config.allow_commands = commands.into_iter().map(Into::into).collect();
         self
@@ -307,10 +479,22 @@ impl ShellFsGuardMiddleware {
         self
     }
 
-    /// The same guard admitting pipelines whose every stage passes.
+    /// The same guard admitting (or refusing) pipelines whose every stage passes.
     pub fn allow_pipes(mut self, on: bool) -> Self {
         self.config.allow_pipes = on;
         self
+    }
+
+    /// The same guard protecting exactly these paths from writes (see
+    /// [`ShellFsGuardConfig::protected_paths`]; empty: none).
+    pub fn protected_paths<I: IntoIterator<Item = S>, S: Into<String>>(mut self, paths: I) -> Self {
+        self.config.protected_paths = paths.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The names of the programs the guard has an argv-level specification for.
+    pub fn specified_commands() -> Vec<&'static str> {
+        commands::specified_commands()
     }
 
     /// The canonical root and whether the run is read-only.
@@ -323,6 +507,13 @@ impl ShellFsGuardMiddleware {
         };
         let root = std::fs::canonicalize(&root)
             .map_err(|_| format!("the workspace root `{}` cannot be resolved", root.display()))?;
+        if root.parent().is_none() {
+            return Err(format!(
+                "the workspace root `{}` is the file-system root, which confines nothing: give the run a project \
+                 directory",
+                root.display()
+            ));
+        }
         Ok((root, read_only))
     }
 
@@ -342,19 +533,9 @@ impl ShellFsGuardMiddleware {
         let Some(args) = call.arguments.as_object() else {
             return Err("the arguments are not an object".to_owned());
         };
+        let cwd = self.cwd_of(args, &root, is_shell)?;
         if is_file {
-            if read_only && c.write_tools.contains(&call.name) {
-                return Err(format!("`{}` writes files and the guard is read-only", call.name));
-            }
-            let mut found = 0;
-            self.check_paths(&call.arguments, &root, &mut found)?;
-            if found == 0 {
-                return Err(format!(
-                    "no path argument recognised (expected one of: {})",
-                    c.path_keys.join(", ")
-                ));
-            }
-            return Ok(());
+            return self.check_file_call(call, &root, &cwd, read_only);
         }
         if args
             .get("env")
@@ -363,14 +544,16 @@ impl ShellFsGuardMiddleware {
             return Err("environment overrides for a shell command".to_owned());
         }
         if let Some(key) = args.keys().find(|k| {
-            !(c.command_keys.contains(k) || c.path_keys.contains(k) || c.shell_extra_keys.contains(k) || *k == "env")
+            !(c.command_keys.contains(k) || c.cwd_keys.contains(k) || c.shell_extra_keys.contains(k) || *k == "env")
         }) {
             return Err(format!(
-                "the argument `{key}` of a shell call is not understood (it could carry more of the command)"
+                "the argument `{key}` of a shell call is not understood (it could carry more of the command); \
+                 known: {}, {}, {}",
+                c.command_keys.join(", "),
+                c.cwd_keys.join(", "),
+                c.shell_extra_keys.join(", ")
             ));
         }
-        let mut found = 0;
-        self.check_paths(&call.arguments, &root, &mut found)?;
         let commands: Vec<&Value> = c.command_keys.iter().filter_map(|k| args.get(k)).collect();
         let command = match commands.as_slice() {
             [one] => *one,
@@ -391,46 +574,266 @@ impl ShellFsGuardMiddleware {
             read_only,
             allow_pipes: c.allow_pipes,
             root: &root,
+            cwd: &cwd,
+            protected: &c.protected_paths,
         };
         check_command(command, &rules)
     }
 
-    /// Confines every value under a path key, at any depth.
-    fn check_paths(&self, value: &Value, root: &Path, found: &mut usize) -> std::result::Result<(), String> {
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    if self.config.path_keys.contains(k) {
-                        match v {
-                            Value::String(p) => {
-                                *found += 1;
-                                confine(root, p)?;
-                            }
-                            Value::Array(items) => {
-                                for item in items {
-                                    let Some(p) = item.as_str() else {
-                                        return Err(format!("a non-string path under `{k}`"));
-                                    };
-                                    *found += 1;
-                                    confine(root, p)?;
-                                }
-                            }
-                            Value::Null => {}
-                            _ => return Err(format!("a path under `{k}` that is not a string")),
+    /// The directory the call runs in: its one cwd key, confined to the root
+    /// (for a shell call, an existing directory), or the root. For a file
+    /// tool only `cwd`, `workdir` and `working_directory` (when in
+    /// `cwd_keys`) name it: `dir` or `directory` there is the path a tool
+    /// works on (`create_directory {directory}`).
+    fn cwd_of(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        root: &Path,
+        shell: bool,
+    ) -> std::result::Result<PathBuf, String> {
+        let given: Vec<(&String, &Value)> = args
+            .iter()
+            .filter(|(k, v)| {
+                self.config.cwd_keys.contains(k)
+                    && (shell || matches!(k.as_str(), "cwd" | "workdir" | "working_directory"))
+                    && !v.is_null()
+            })
+            .collect();
+        match given.as_slice() {
+            [] => Ok(root.to_path_buf()),
+            [(key, value)] => {
+                let Some(raw) = value.as_str() else {
+                    return Err(format!("the working directory under `{key}` is not a string"));
+                };
+                let dir = confine(root, raw).map_err(|e| format!("the working directory `{raw}` is refused: {e}"))?;
+                if shell && !dir.is_dir() {
+                    return Err(format!("the working directory `{raw}` is not an existing directory"));
+                }
+                Ok(dir)
+            }
+            _ => Err("several working-directory arguments: which one applies is not understood".to_owned()),
+        }
+    }
+
+    /// What the argument `key` of the file tool `tool` holds, if known.
+    fn key_kind(&self, tool: &str, key: &str) -> Option<KeyKind> {
+        let c = &self.config;
+        let has = |list: &[String]| list.iter().any(|k| k == key);
+        if tool == "glob" && matches!(key, "pattern" | "patterns") {
+            return Some(KeyKind::Glob);
+        }
+        if has(&c.patch_keys) {
+            Some(KeyKind::Patch)
+        } else if has(&c.path_keys) || has(&c.cwd_keys) {
+            Some(KeyKind::Path)
+        } else if has(&c.glob_keys) {
+            Some(KeyKind::Glob)
+        } else if has(&c.text_keys) {
+            Some(KeyKind::Text)
+        } else {
+            None
+        }
+    }
+
+    fn check_file_call(
+        &self,
+        call: &ToolCall,
+        root: &Path,
+        cwd: &Path,
+        read_only: bool,
+    ) -> std::result::Result<(), String> {
+        let writes = self.config.write_tools.contains(&call.name);
+        if read_only && writes {
+            return Err(format!("`{}` writes files and the guard is read-only", call.name));
+        }
+        let mut found = 0;
+        self.check_file_args(&call.name, &call.arguments, root, cwd, writes, &mut found)?;
+        if found == 0 {
+            return Err(format!(
+                "no path argument recognised (expected one of: {}, or a glob or patch key)",
+                self.config.path_keys.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    /// Judges every key of a file tool's arguments, at any depth.
+    fn check_file_args(
+        &self,
+        tool: &str,
+        value: &Value,
+        root: &Path,
+        cwd: &Path,
+        writes: bool,
+        found: &mut usize,
+    ) -> std::result::Result<(), String> {
+        let Value::Object(map) = value else {
+            return match value {
+                Value::Array(items) => items
+                    .iter()
+                    .try_for_each(|v| self.check_file_args(tool, v, root, cwd, writes, found)),
+                _ => Ok(()),
+            };
+        };
+        for (k, v) in map {
+            let Some(kind) = self.key_kind(tool, k) else {
+                return Err(format!(
+                    "the argument `{k}` of `{tool}` is not known to hold a path or text, so the guard cannot \
+                     check it (fix: add it to `path_keys`, `glob_keys`, `patch_keys` or `text_keys` of the guard)"
+                ));
+            };
+            let strings: Vec<&str> = match v {
+                Value::Null => continue,
+                Value::String(p) => vec![p.as_str()],
+                Value::Array(items) if kind != KeyKind::Text => {
+                    let mut out = Vec::new();
+                    for item in items {
+                        let Some(p) = item.as_str() else {
+                            return Err(format!("a non-string value under `{k}`"));
+                        };
+                        out.push(p);
+                    }
+                    out
+                }
+                _ if kind == KeyKind::Text => {
+                    self.check_file_args(tool, v, root, cwd, writes, found)?;
+                    continue;
+                }
+                _ => return Err(format!("a value under `{k}` that is not a string")),
+            };
+            for raw in strings {
+                match kind {
+                    KeyKind::Text => {}
+                    KeyKind::Path => {
+                        *found += 1;
+                        let path = confine_from(root, cwd, raw).map_err(|e| format!("`{k}`: {e}"))?;
+                        if writes {
+                            self.not_protected(root, &path, k, raw)?;
                         }
-                    } else {
-                        self.check_paths(v, root, found)?;
+                    }
+                    KeyKind::Glob => {
+                        *found += 1;
+                        self.check_glob(root, cwd, k, raw, writes)?;
+                    }
+                    KeyKind::Patch => {
+                        let targets = patch_targets(raw);
+                        if targets.is_empty() {
+                            return Err(format!(
+                                "`{k}`: no target path found in the patch (expected `*** Add File:`, `*** Update \
+                                 File:`, `*** Delete File:`, `*** Move to:` or `---`/`+++` lines)"
+                            ));
+                        }
+                        for target in targets {
+                            *found += 1;
+                            let path = confine_from(root, cwd, &target)
+                                .map_err(|e| format!("`{k}`: the patch targets `{target}`: {e}"))?;
+                            self.not_protected(root, &path, k, &target)?;
+                        }
                     }
                 }
-                Ok(())
             }
-            Value::Array(items) => items.iter().try_for_each(|v| self.check_paths(v, root, found)),
-            _ => Ok(()),
+        }
+        Ok(())
+    }
+
+    /// A glob argument: it may not climb with `..`; it is expanded and every match confined.
+    fn check_glob(
+        &self,
+        root: &Path,
+        cwd: &Path,
+        key: &str,
+        raw: &str,
+        writes: bool,
+    ) -> std::result::Result<(), String> {
+        super::path_check::lexical(raw).map_err(|e| format!("`{key}`: the glob `{raw}`: {e}"))?;
+        if raw.split('/').any(|p| p == "..") {
+            return Err(format!("`{key}`: the glob `{raw}` climbs with `..`"));
+        }
+        if raw.matches(['*', '?', '[']).count() > 16 {
+            return Err(format!(
+                "`{key}`: the glob `{raw}` has more than 16 wildcards: narrow it"
+            ));
+        }
+        if raw.starts_with('/') {
+            let literal: String = raw.split(['*', '?', '[']).next().unwrap_or("/").to_owned();
+            confine_from(root, cwd, &literal).map_err(|e| format!("`{key}`: the glob `{raw}`: {e}"))?;
+        }
+        let matches = expand_glob(root, cwd, raw, true).map_err(|e| format!("`{key}`: {e}"))?;
+        for m in matches.unwrap_or_default() {
+            let path =
+                confine_from(root, cwd, &m).map_err(|e| format!("`{key}`: the glob `{raw}` matches `{m}`: {e}"))?;
+            if writes {
+                self.not_protected(root, &path, key, &m)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn not_protected(&self, root: &Path, path: &Path, key: &str, raw: &str) -> std::result::Result<(), String> {
+        match protected_hit(root, path, &self.config.protected_paths) {
+            Some(hit) => Err(format!(
+                "`{key}`: writing `{raw}` touches `{hit}`, configuration that programs execute (protected_paths); \
+                 make that change yourself, or remove `{hit}` from `protected_paths` for this workspace"
+            )),
+            None => Ok(()),
         }
     }
 }
 
-/// Confines file tools to the workspace root and shell tools to plain allowed commands (no chaining, substitution or escapes), with a read-only mode; anything not understood is refused.
+/// The paths a patch writes: `apply_patch` envelopes (`*** Add File:`,
+/// `*** Update File:`, `*** Delete File:`, `*** Move to:`) and unified or
+/// git diffs (`--- a/x`, `+++ b/x`, `diff --git a/x b/y`, `rename to x`).
+/// For `a/` and `b/` prefixes both the stripped and the raw path are
+/// returned (which one the tool applies depends on its strip level).
+pub(super) fn patch_targets(patch: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |raw: &str, prefixed: bool| {
+        let raw = raw.trim();
+        let raw = raw.split('\t').next().unwrap_or(raw).trim();
+        let raw = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')).unwrap_or(raw);
+        if raw.is_empty() || raw == "/dev/null" {
+            return;
+        }
+        out.push(raw.to_owned());
+        if prefixed {
+            if let Some(stripped) = raw.strip_prefix("a/").or_else(|| raw.strip_prefix("b/")) {
+                out.push(stripped.to_owned());
+            }
+        }
+    };
+    for line in patch.lines() {
+        let line = line.trim_end_matches('\r');
+        for tag in [
+            "*** Add File:",
+            "*** Update File:",
+            "*** Delete File:",
+            "*** Move to:",
+            "*** Move File:",
+        ] {
+            if let Some(rest) = line.strip_prefix(tag) {
+                push(rest, false);
+            }
+        }
+        for tag in ["--- ", "+++ "] {
+            if let Some(rest) = line.strip_prefix(tag) {
+                push(rest, true);
+            }
+        }
+        for tag in ["rename from ", "rename to ", "copy from ", "copy to ", "Index: "] {
+            if let Some(rest) = line.strip_prefix(tag) {
+                push(rest, false);
+            }
+        }
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            for part in rest.split(' ') {
+                push(part, true);
+            }
+        }
+    }
+    out
+}
+
+/// Confines file tools to the workspace root (every argument key known, patches parsed, writes to executed configuration such as `.git/` refused) and shell tools to argv-level specifications of allowed programs, with a read-only mode; anything not understood is refused.
 #[middleware(
     builtin,
     name = "shell_fs_guard",
@@ -438,7 +841,7 @@ impl ShellFsGuardMiddleware {
     doc(
         mutation = "Records itself as a run restriction: every sub-agent run inherits it and the agent loop judges each of the child's calls with it, whatever the child's stack holds. Otherwise it only admits or refuses calls (a refused batch call gets its one error result).",
         events = "None of its own: refusals are `Validation` errors (in a batch, the call's error result) naming the tool and the reason.",
-        failure = "Fails closed: no workspace root, an unresolvable root, arguments that are not an object, a missing path or command, or any construct the lexer does not understand is refused. File-system lookups resolve symlinks at check time; a link swapped after the check is outside its reach. Admitted commands still run with the workspace's own configuration: `git` (repository config such as `core.fsmonitor`) and `cargo` (build scripts) can run code from the workspace, so drop them from `allow_commands` or sandbox the run for untrusted workspaces.",
+        failure = "Fails closed: no workspace root, an unresolvable root, arguments that are not an object, an unknown argument key of a file tool, a patch without targets, a missing path or command, a program without an argv specification, an option not in it, or any construct the lexer does not understand is refused, with a reason naming the program, the argument and the rule. File-system lookups (symlinks, globs) happen at check time: a link swapped between the check and the run is outside its reach, which is why commands should also run in the OS sandbox (see docs/security.md). Configuration that admitted programs execute (`.git/`, `.cargo/`, CI, hooks: `protected_paths`) cannot be written through the guarded tools; `cargo` is not in the default allow list because building runs workspace code.",
         streaming = "None: it judges whole tool calls, before they run.",
         cache = "None: it does not touch the request.",
         retries = "Checks each call once in `before_tool`, outside the tool onion, and each batch once; register it after middleware that rewrites arguments so it judges the effective ones."
@@ -466,7 +869,10 @@ impl ShellFsGuardMiddleware {
                     if read_only && access.mode == FileAccessMode::Write {
                         return Err(format!("it writes `{}` and the guard is read-only", access.path));
                     }
-                    confine(&root, &access.path)?;
+                    let path = confine(&root, &access.path)?;
+                    if access.mode == FileAccessMode::Write {
+                        self.not_protected(&root, &path, "declared write", &access.path)?;
+                    }
                 }
                 Ok(())
             });
@@ -488,5 +894,25 @@ impl ShellFsGuardMiddleware {
         self.check_call(call, ctx.workspace()).map_err(|reason| {
             TinyAgentsError::validation(format!("shell/filesystem guard refused `{}`: {reason}", call.name))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::patch_targets;
+
+    #[test]
+    fn patch_targets_come_from_envelopes_and_diffs() {
+        let envelope = "*** Begin Patch\n*** Add File: a.rs\n+x\n*** Update File: b.rs\n*** Move to: c.rs\n*** Delete File: d.rs\n*** End Patch";
+        assert_eq!(patch_targets(envelope), ["a.rs", "b.rs", "c.rs", "d.rs"]);
+        let diff = "diff --git a/x.rs b/y.rs\nrename from x.rs\nrename to y.rs\n--- a/x.rs\t2024-01-01\n+++ b/y.rs\n@@ -1 +1 @@\n";
+        let t = patch_targets(diff);
+        for want in ["a/x.rs", "x.rs", "b/y.rs", "y.rs"] {
+            assert!(t.iter().any(|p| p == want), "{want} in {t:?}");
+        }
+        assert!(patch_targets("--- /dev/null\n+++ b/new.rs\n")
+            .iter()
+            .all(|p| p != "/dev/null"));
+        assert!(patch_targets("no patch here").is_empty());
     }
 }

@@ -1,0 +1,61 @@
+//! `cp`: copies files; the destination (or `-t DIR`) is written. `-L`
+//! follows symlinks in the sources; `-s` creates symlinks (refused).
+
+use super::{flag, fx, opt, req, Fx, Operands, Spec, Val, BASE};
+
+pub(crate) const SPEC: Spec = Spec {
+    name: "cp",
+    opts: &[
+        fx(&["-a", "--archive"], Fx::Recursive),
+        fx(&["-r", "-R", "--recursive"], Fx::Recursive),
+        opt(
+            &["--backup"],
+            Val::OneOf(&["none", "off", "numbered", "t", "existing", "nil", "simple", "never"]),
+        ),
+        flag(&["-b"]),
+        flag(&["-d", "-P", "--no-dereference"]),
+        flag(&["-f", "--force"]),
+        flag(&["-i", "--interactive"]),
+        flag(&["-H"]),
+        fx(&["-L", "--dereference"], Fx::Follows),
+        flag(&["-n", "--no-clobber"]),
+        flag(&["-p"]),
+        opt(&["--preserve"], Val::Text),
+        req(&["--no-preserve"], Val::Text),
+        flag(&["--parents"]),
+        opt(&["--reflink"], Val::OneOf(&["auto", "always", "never"])),
+        flag(&["--remove-destination"]),
+        req(&["--sparse"], Val::OneOf(&["auto", "always", "never"])),
+        flag(&["--strip-trailing-slashes"]),
+        req(&["-S", "--suffix"], Val::Text),
+        req(&["-t", "--target-directory"], Val::Write),
+        flag(&["-T", "--no-target-directory"]),
+        flag(&["-u"]),
+        opt(&["--update"], Val::OneOf(&["all", "none", "none-fail", "older"])),
+        flag(&["-v", "--verbose"]),
+        flag(&["-x", "--one-file-system"]),
+        flag(&["--attributes-only"]),
+        flag(&["--debug"]),
+    ],
+    deny: &[
+        (
+            "-l",
+            "it creates hard links: a later write through the link would change the original (which may be \
+             protected configuration)",
+        ),
+        (
+            "--link",
+            "it creates hard links: a later write through the link would change the original (which may be \
+             protected configuration)",
+        ),
+        ("-s", "it creates symlinks, which could point outside the workspace"),
+        (
+            "--symbolic-link",
+            "it creates symlinks, which could point outside the workspace",
+        ),
+    ],
+    operands: Operands::CopyLike,
+    writes: true,
+    relinks: true,
+    ..BASE
+};
