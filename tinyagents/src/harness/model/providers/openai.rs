@@ -171,10 +171,7 @@ impl ChatModel for OpenAiModel {
         }
         let body = serde_json::to_vec(&self.request_body(request, true)?).expect("a JSON value serialises");
         let response = self.http.post_json(&self.url, body, true).await?;
-        let decoder = StreamDecoder {
-            label: self.http.label.clone(),
-            ..StreamDecoder::default()
-        };
+        let decoder = StreamDecoder::new(self.http.label.clone());
         Ok(sse_stream(self.http.clone(), response, decoder))
     }
 }
