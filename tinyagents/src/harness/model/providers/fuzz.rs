@@ -614,3 +614,20 @@ fn deeply_nested_json_is_a_classified_error() {
     let (code, detail) = super::http::error_detail(&deep);
     assert!(code.is_none() && detail.contains("bytes in all"), "{detail}");
 }
+
+#[test]
+fn one_call_cannot_take_a_new_id_per_piece() {
+    // Else the id map would grow with every piece.
+    let mut out = VecDeque::new();
+    let mut d = openai::StreamDecoder::new(Arc::from("openai:m"));
+    let piece = |id: &str| SseEvent {
+        event: String::new(),
+        data: json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": id}]}}]}).to_string(),
+    };
+    d.event(piece("a"), &mut out).unwrap();
+    d.event(piece("a"), &mut out).unwrap();
+    let e = d.event(piece("b"), &mut out).unwrap_err();
+    assert!(!e.is_retryable());
+    assert!(e.to_string().contains("tool call 0 changed its id to \"b\""), "{e}");
+    assert_eq!(d.tracked(), 1);
+}

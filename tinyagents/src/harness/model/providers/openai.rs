@@ -401,6 +401,15 @@ impl StreamDecoder {
                     ))
                 }
                 Some(_) => {}
+                None if self.ids.values().any(|&i| i == index) => {
+                    return Err(violation(
+                        &self.label,
+                        format_args!(
+                            "tool call {index} changed its id to \"{}\" mid-stream",
+                            crate::harness::shorten::shorten(id, 80)
+                        ),
+                    ))
+                }
                 None => {
                     self.ids.insert(id.clone(), index);
                 }
