@@ -26,8 +26,7 @@ struct PartialCall {
 ///
 /// Tool-call indices are checked before anything is allocated: an index past
 /// [`MAX_TOOL_CALLS`](Self::MAX_TOOL_CALLS), or more than one past the calls
-/// seen so far, is not stored and makes [`finish`](Self::finish) fail. Two
-/// calls with one id fail it too (their results could not be told apart).
+/// seen so far, is not stored and makes [`finish`](Self::finish) fail.
 ///
 /// ```
 /// use tinyagents::harness::model::{DeltaContent, ModelDelta, ResponseAccumulator};
@@ -109,8 +108,8 @@ impl ResponseAccumulator {
     /// cut off by the output limit, in which case the unfinished call is dropped
     /// (it must never run) and the finish reason stays [`FinishReason::Length`].
     ///
-    /// A tool-call index that was refused, or two calls with the same id, is a
-    /// model error that is not retryable (the reply breaks the delta format).
+    /// A tool-call index that was refused is a model error that is not
+    /// retryable (the reply breaks the delta format).
     pub fn finish(self) -> Result<ModelResponse> {
         if let Some((index, seen)) = self.bad_index {
             return Err(TinyAgentsError::model(
@@ -121,21 +120,6 @@ impl ResponseAccumulator {
                 ),
                 false,
             ));
-        }
-        let mut ids = std::collections::HashSet::new();
-        for c in &self.calls {
-            if let Some(id) = &c.id {
-                if !ids.insert(id.as_str()) {
-                    return Err(TinyAgentsError::model(
-                        format!(
-                            "two tool calls of one reply have the id {:?}; their results could not be told \
-                             apart, so the reply is refused",
-                            crate::harness::shorten::shorten(id, 80)
-                        ),
-                        false,
-                    ));
-                }
-            }
         }
         let cut_off = self.finish == Some(FinishReason::Length);
         let mut calls = Vec::with_capacity(self.calls.len());
