@@ -115,15 +115,14 @@ fn main() {
             )),
         }
 
-        // 3. A damaged complete file (a disk fault) is skipped for the one before it.
-        std::fs::write(
-            thread_dir.join(format!("{:020}.json", before + 2)),
-            b"{\"thread_id\": \"cr",
-        )
-        .unwrap();
+        // 3. A damaged complete file (a disk fault) is an error naming it: an
+        //    older checkpoint is never used in its place (a resume would run
+        //    finished steps again).
+        let damaged = thread_dir.join(format!("{:020}.ckpt", before + 2));
+        std::fs::write(&damaged, b"{\"thread_id\": \"cr").unwrap();
         match store.latest("crash").await {
-            Ok(Some(cp)) if cp.seq == before && check(&cp).is_ok() => {}
-            other => failures.push(format!("a damaged file was not skipped: {other:?}")),
+            Err(e) if e.to_string().contains(&damaged.display().to_string()) && e.to_string().contains("damaged") => {}
+            other => failures.push(format!("a damaged file was not reported: {other:?}")),
         }
     });
     let _ = std::fs::remove_dir_all(&dir);

@@ -318,9 +318,11 @@ async fn explicit_middleware_updates_become_graph_state_and_are_kept_for_replay(
     let last = history.last().unwrap();
     assert_eq!(last.next, None, "the final checkpoint marks the end");
     assert_eq!(last.state.get("last_step"), Some(&json!(2)));
-    let explained: Vec<(u32, &str)> = last
-        .updates
+    // Each checkpoint holds the updates since the one before: the thread's
+    // record is their concatenation.
+    let explained: Vec<(u32, &str)> = history
         .iter()
+        .flat_map(|c| &c.updates)
         .filter_map(|u| {
             u.update
                 .get("last_step")

@@ -6,11 +6,24 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::harness::error::TinyAgentsError;
+use crate::harness::shorten::shorten;
 
 /// One problem in a configuration: the path of the key, the value given
 /// (when there was one) and the rule it breaks, phrased as the fix.
 ///
 /// Displays as ``  `middleware[2].max_steps` = 0: must be in 1..=100  ``.
+/// What the file gave is echoed bounded and escaped: the value cut after
+/// [`ECHO_VALUE`] characters and the path after [`ECHO_PATH`] (each with an
+/// ellipsis and the full length), control characters escaped, so a 10 MB
+/// value or a key holding terminal escapes cannot flood or forge a log.
+///
+/// ```
+/// use tinyagents::config::ConfigError;
+///
+/// let e = ConfigError::new("level", Some("x".repeat(10_000_000).into()), "must be one of `info`, `debug`");
+/// let shown = e.to_string();
+/// assert!(shown.len() < 200 && shown.contains("… (10000002 bytes in all)"), "{shown}");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
     /// Where: `middleware[2].max_steps` (empty for the document itself).
@@ -32,16 +45,28 @@ impl ConfigError {
     }
 }
 
+/// The most characters of a value echoed in an error.
+pub const ECHO_VALUE: usize = 80;
+/// The most characters of a path echoed in an error.
+pub const ECHO_PATH: usize = 200;
+/// The most characters of a rule shown (rules may quote a parser's message).
+const ECHO_RULE: usize = 2000;
+
+/// A value as an error shows it: its JSON text, shortened.
+pub(crate) fn echo_value(value: &Value) -> String {
+    shorten(&value.to_string(), ECHO_VALUE)
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.path.is_empty() {
-            write!(f, "`{}`", self.path)?;
+            write!(f, "`{}`", shorten(&self.path, ECHO_PATH))?;
             if let Some(v) = &self.value {
-                write!(f, " = {v}")?;
+                write!(f, " = {}", echo_value(v))?;
             }
             f.write_str(": ")?;
         }
-        f.write_str(&self.rule)
+        f.write_str(&shorten(&self.rule, ECHO_RULE))
     }
 }
 
@@ -134,11 +159,12 @@ impl From<ConfigErrors> for TinyAgentsError {
     fn from(errors: ConfigErrors) -> Self {
         match errors.0.as_slice() {
             [one] if !one.path.is_empty() => {
+                let rule = shorten(&one.rule, ECHO_RULE);
                 let message = match &one.value {
-                    Some(v) => format!("got {v}: {}", one.rule),
-                    None => one.rule.clone(),
+                    Some(v) => format!("got {}: {rule}", echo_value(v)),
+                    None => rule,
                 };
-                TinyAgentsError::config_at(one.path.clone(), message)
+                TinyAgentsError::config_at(shorten(&one.path, ECHO_PATH), message)
             }
             _ => TinyAgentsError::config(errors.to_string()),
         }

@@ -43,8 +43,11 @@ impl fmt::Display for Location {
 pub struct LocatedError {
     /// The error (path, value, rule).
     pub error: ConfigError,
-    /// Where the path points in the file (the value when the key is present,
-    /// else the nearest enclosing table), when it could be found.
+    /// Where the path points in the file: the value when the key is present,
+    /// the header or key that opens a table (implicit tables of dotted
+    /// headers such as `[oops.deeper]` included), else the nearest enclosing
+    /// table, else the start of the file (1:1). `None` only when the file
+    /// could not be read at all.
     pub location: Option<Location>,
 }
 
@@ -159,7 +162,7 @@ impl ConfigFile {
             file: name.clone(),
             errors: vec![LocatedError {
                 error: ConfigError::new("", None, format!("invalid TOML: {}", message.trim_end())),
-                location: span.map(|s| location_of(&text, s.start)),
+                location: Some(span.map_or(START, |s| location_of(&text, s.start))),
             }],
         };
         let value = match super::traits::toml_to_value(&text) {
@@ -209,25 +212,32 @@ impl ConfigFile {
 
     /// Where `path` (`middleware[2].max_steps`) is in the file: the value
     /// when the key is present, else the nearest enclosing table or key found.
+    ///
+    /// A table with no text of its own (`oops` of a `[oops.deeper]` header,
+    /// or of a dotted key `oops.deeper = 1`) is found at its key, else at the
+    /// first thing inside it.
     pub fn locate(&self, path: &str) -> Option<Location> {
         let mut node = Node::Item(self.doc.as_item());
         let mut span = None;
         for segment in segments(path) {
-            let Some(next) = node.child(segment) else { break };
+            let Some((next, key_span)) = node.child(segment) else {
+                break;
+            };
             node = next;
-            span = node.span().or(span);
+            span = node.span().or(key_span).or_else(|| node.first_span()).or(span);
         }
         span.map(|s| location_of(&self.text, s))
     }
 
-    /// `errors`, each with its location in this file.
+    /// `errors`, each with its location in this file (the start of the file
+    /// for an error about the whole document).
     pub fn locate_errors(&self, errors: ConfigErrors) -> FileErrors {
         FileErrors {
             file: self.name.clone(),
             errors: errors
                 .into_iter()
                 .map(|error| LocatedError {
-                    location: self.locate(&error.path),
+                    location: Some(self.locate(&error.path).unwrap_or(START)),
                     error,
                 })
                 .collect(),
@@ -328,19 +338,44 @@ enum Node<'a> {
 }
 
 impl<'a> Node<'a> {
-    fn child(self, segment: Segment<'_>) -> Option<Node<'a>> {
+    /// The child at `segment`, and where its key is written (when it is).
+    fn child(self, segment: Segment<'_>) -> Option<(Node<'a>, Option<usize>)> {
         use toml_edit::Value as V;
+        let key_span = |k: Option<&toml_edit::Key>| k.and_then(toml_edit::Key::span).map(|s| s.start);
         match (self, segment) {
-            (Node::Item(Item::Table(t)) | Node::Table(t), Segment::Key(k)) => t.get(k).map(Node::Item),
-            (Node::Item(Item::ArrayOfTables(a)), Segment::Index(i)) => a.get(i).map(Node::Table),
+            (Node::Item(Item::Table(t)) | Node::Table(t), Segment::Key(k)) => {
+                t.get(k).map(|item| (Node::Item(item), key_span(t.key(k))))
+            }
+            (Node::Item(Item::ArrayOfTables(a)), Segment::Index(i)) => a.get(i).map(|t| (Node::Table(t), None)),
             (Node::Item(Item::Value(V::InlineTable(t))) | Node::Value(V::InlineTable(t)), Segment::Key(k)) => {
-                t.get(k).map(Node::Value)
+                t.get(k).map(|v| (Node::Value(v), key_span(t.key(k))))
             }
             (Node::Item(Item::Value(V::Array(a))) | Node::Value(V::Array(a)), Segment::Index(i)) => {
-                a.get(i).map(Node::Value)
+                a.get(i).map(|v| (Node::Value(v), None))
             }
             _ => None,
         }
+    }
+
+    /// The earliest place written inside it (for a table with no text of
+    /// its own: an implicit table, an array of tables).
+    fn first_span(self) -> Option<usize> {
+        let tables: Vec<&toml_edit::Table> = match self {
+            Node::Item(Item::Table(t)) | Node::Table(t) => vec![t],
+            Node::Item(Item::ArrayOfTables(a)) => a.iter().collect(),
+            _ => return self.span(),
+        };
+        tables
+            .into_iter()
+            .flat_map(|t| {
+                t.iter().filter_map(move |(k, item)| {
+                    let node = Node::Item(item);
+                    let key = t.key(k).and_then(toml_edit::Key::span).map(|s| s.start);
+                    [node.span(), key, node.first_span()].into_iter().flatten().min()
+                })
+            })
+            .chain(self.span())
+            .min()
     }
 
     /// The byte offset where it starts, when the parser recorded one.
@@ -354,6 +389,9 @@ impl<'a> Node<'a> {
         .map(|s| s.start)
     }
 }
+
+/// The start of a file: where an error about the whole document points.
+const START: Location = Location { line: 1, column: 1 };
 
 /// The 1-based line and column of byte `offset` in `text`.
 fn location_of(text: &str, offset: usize) -> Location {

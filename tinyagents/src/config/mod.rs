@@ -43,7 +43,7 @@ pub(crate) mod suggest;
 mod traits;
 
 pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON};
-pub use error::{ConfigError, ConfigErrors, ConfigViolation};
+pub use error::{ConfigError, ConfigErrors, ConfigViolation, ECHO_PATH, ECHO_VALUE};
 pub use file::{ConfigFile, FileErrors, LocatedError, Location, FILE_SECTIONS};
 pub use registry::MiddlewareRegistry;
 pub use traits::{from_toml_str, from_value, BuildMiddleware, MiddlewareConfig};

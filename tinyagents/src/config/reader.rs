@@ -84,7 +84,11 @@ impl<'a> ConfigReader<'a> {
                 self.checker.errors.push(ConfigError::new(
                     join(self.path, key),
                     Some(v.clone()),
-                    format!("must be a `{ty}` ({e})"),
+                    // serde's message quotes the value: bounded like every echo.
+                    format!(
+                        "must be a `{ty}` ({})",
+                        crate::harness::shorten::shorten(&e.to_string(), 200)
+                    ),
                 ));
                 None
             }

@@ -2,8 +2,12 @@
 
 /// The candidate nearest to `word`, when it is close enough to be a typo.
 pub(crate) fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let len = word.chars().count();
     candidates
         .into_iter()
+        // The distance is at least the difference in length: a word far
+        // longer than every candidate (a 10 MB key) costs nothing.
+        .filter(|c| len.abs_diff(c.chars().count()) <= (c.len() / 3).max(1) + 1)
         .map(|c| (distance(word, c), c))
         .filter(|(d, c)| *d <= (c.len() / 3).max(1) + 1 && *d < c.len())
         .min_by_key(|(d, _)| *d)

@@ -22,7 +22,10 @@ mod state;
 
 pub use agent::AgentGraph;
 pub use builder::{Router, StateGraph, END};
-pub use checkpoint::{Checkpoint, Checkpointer, FileCheckpointer, InterruptRecord, MemoryCheckpointer, UpdateRecord};
+pub use checkpoint::{
+    Checkpoint, Checkpointer, FileCheckpointer, InterruptRecord, MemoryCheckpointer, UpdateRecord,
+    CHECKPOINT_FORMAT_VERSION,
+};
 pub use command::{to_command, BoundaryAction, Branch, Command, HarnessOutcome, MODEL_NODE, TOOLS_NODE};
 pub use node::{node_fn, FnNode, Node};
 pub use run::{CompiledGraph, GraphOutcome, GraphRun};

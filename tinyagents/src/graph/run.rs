@@ -28,7 +28,10 @@ pub struct GraphRun {
     pub outcome: GraphOutcome,
     /// Node executions, branches included.
     pub steps: u32,
-    /// Every explicit update, in the order applied.
+    /// Every explicit update this call applied, in order. After a
+    /// [`resume`](CompiledGraph::resume), the updates since the resume: the
+    /// thread's whole record is in its checkpoints (each holds the updates
+    /// since the one before).
     pub updates: Vec<UpdateRecord>,
 }
 
@@ -44,6 +47,8 @@ struct Progress {
     state: GraphState,
     steps: u32,
     updates: Vec<UpdateRecord>,
+    /// How many of `updates` are already in a checkpoint.
+    saved: usize,
 }
 
 /// A checked graph, ready to run any number of times.
@@ -75,6 +80,7 @@ impl<G: Send> CompiledGraph<G> {
             state: input,
             steps: 0,
             updates: Vec::new(),
+            saved: 0,
         };
         self.execute(ctx, progress, self.entry(), None).await
     }
@@ -93,6 +99,7 @@ impl<G: Send> CompiledGraph<G> {
             state: input,
             steps: 0,
             updates: Vec::new(),
+            saved: 0,
         };
         self.execute(ctx, progress, self.entry(), Some(Durable { thread_id, store, seq }))
             .await
@@ -120,10 +127,12 @@ impl<G: Send> CompiledGraph<G> {
         };
         let mut state = checkpoint.state;
         state.set_resume(value);
+        // The checkpoint's own updates are already stored with it.
         let progress = Progress {
             state,
             steps: checkpoint.steps,
-            updates: checkpoint.updates,
+            updates: Vec::new(),
+            saved: 0,
         };
         self.execute(
             ctx,
@@ -141,12 +150,15 @@ impl<G: Send> CompiledGraph<G> {
     async fn save(
         &self,
         durable: &mut Option<Durable<'_>>,
-        progress: &Progress,
+        progress: &mut Progress,
         next: Option<&str>,
         interrupt: Option<&InterruptRecord>,
     ) -> Result<()> {
         let Some(d) = durable else { return Ok(()) };
         d.seq += 1;
+        // Only what is new since the previous checkpoint: linear storage.
+        let updates = progress.updates[progress.saved..].to_vec();
+        progress.saved = progress.updates.len();
         let checkpoint = Checkpoint {
             thread_id: d.thread_id.to_owned(),
             seq: d.seq,
@@ -154,7 +166,7 @@ impl<G: Send> CompiledGraph<G> {
             next: next.map(str::to_owned),
             state: progress.state.clone(),
             interrupt: interrupt.cloned(),
-            updates: progress.updates.clone(),
+            updates,
         };
         d.store.put(&checkpoint).await
     }
@@ -195,7 +207,7 @@ impl<G: Send> CompiledGraph<G> {
         let mut current = start;
         loop {
             if current == END {
-                self.save(&mut durable, &progress, None, None).await?;
+                self.save(&mut durable, &mut progress, None, None).await?;
                 return Ok(GraphRun {
                     state: progress.state,
                     outcome: GraphOutcome::Finished,
@@ -215,7 +227,7 @@ impl<G: Send> CompiledGraph<G> {
             let node = self.node(&current)?.clone();
             let persist = self.graph.persist_when.as_ref().is_none_or(|policy| policy(ctx));
             if persist {
-                self.save(&mut durable, &progress, Some(&current), None).await?;
+                self.save(&mut durable, &mut progress, Some(&current), None).await?;
             }
             progress.steps += 1;
             let mut command = match node.run(ctx, &progress.state).await {
@@ -254,7 +266,7 @@ impl<G: Send> CompiledGraph<G> {
                         node: current.clone(),
                         message,
                     };
-                    self.save(&mut durable, &progress, Some(&current), Some(&record))
+                    self.save(&mut durable, &mut progress, Some(&current), Some(&record))
                         .await?;
                     return Ok(GraphRun {
                         state: progress.state,

@@ -10,6 +10,7 @@ pub mod message;
 pub mod middleware;
 pub mod model;
 pub mod provenance;
+pub(crate) mod shorten;
 pub mod steering;
 pub mod tokens;
 pub mod tool;

@@ -23,6 +23,21 @@ struct PartialCall {
 /// let response = acc.finish().unwrap();
 /// assert_eq!(response.message.text(), "Hello");
 /// ```
+///
+/// Tool-call indices are checked before anything is allocated: an index past
+/// [`MAX_TOOL_CALLS`](Self::MAX_TOOL_CALLS), or more than one past the calls
+/// seen so far, is not stored and makes [`finish`](Self::finish) fail.
+///
+/// ```
+/// use tinyagents::harness::model::{DeltaContent, ModelDelta, ResponseAccumulator};
+///
+/// let mut acc = ResponseAccumulator::new();
+/// acc.push(&ModelDelta::new(DeltaContent::ToolCall {
+///     index: 4_294_967_295, id: Some("c".into()), name: Some("f".into()), arguments: "{}".into(),
+/// }));
+/// let err = acc.finish().unwrap_err();
+/// assert!(err.to_string().contains("out of range"), "{err}");
+/// ```
 #[derive(Default)]
 pub struct ResponseAccumulator {
     text: String,
@@ -31,9 +46,14 @@ pub struct ResponseAccumulator {
     usage: Usage,
     usage_reported: bool,
     finish: Option<FinishReason>,
+    /// The first tool-call index refused (and the calls seen then).
+    bad_index: Option<(u32, usize)>,
 }
 
 impl ResponseAccumulator {
+    /// The most tool calls one reply may hold.
+    pub const MAX_TOOL_CALLS: u32 = 128;
+
     /// An empty accumulator.
     pub fn new() -> Self {
         Self::default()
@@ -54,6 +74,10 @@ impl ResponseAccumulator {
                 arguments,
             } => {
                 let i = *index as usize;
+                if *index >= Self::MAX_TOOL_CALLS || i > self.calls.len() + 1 {
+                    self.bad_index.get_or_insert((*index, self.calls.len()));
+                    return;
+                }
                 if self.calls.len() <= i {
                     self.calls.resize_with(i + 1, PartialCall::default);
                 }
@@ -83,7 +107,20 @@ impl ResponseAccumulator {
     /// lacks an id or a name, is a retryable model error — unless the reply was
     /// cut off by the output limit, in which case the unfinished call is dropped
     /// (it must never run) and the finish reason stays [`FinishReason::Length`].
+    ///
+    /// A tool-call index that was refused is a model error that is not
+    /// retryable (the reply breaks the delta format).
     pub fn finish(self) -> Result<ModelResponse> {
+        if let Some((index, seen)) = self.bad_index {
+            return Err(TinyAgentsError::model(
+                format!(
+                    "a tool-call delta has index {index}, out of range: an index may be at most one past \
+                     the {seen} call(s) seen so far and below {}; the reply is refused",
+                    Self::MAX_TOOL_CALLS
+                ),
+                false,
+            ));
+        }
         let cut_off = self.finish == Some(FinishReason::Length);
         let mut calls = Vec::with_capacity(self.calls.len());
         for (i, c) in self.calls.into_iter().enumerate() {

@@ -45,13 +45,15 @@ impl Usage {
     }
 }
 
+/// Adds counts, saturating at `u64::MAX` (counts come off the wire: a sum
+/// never overflows, never panics).
 impl AddAssign for Usage {
     fn add_assign(&mut self, rhs: Self) {
-        self.input_tokens += rhs.input_tokens;
-        self.output_tokens += rhs.output_tokens;
-        self.reasoning_tokens += rhs.reasoning_tokens;
-        self.cache_read_tokens += rhs.cache_read_tokens;
-        self.cache_write_tokens += rhs.cache_write_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(rhs.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(rhs.output_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(rhs.reasoning_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(rhs.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(rhs.cache_write_tokens);
     }
 }
 

@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::http::{merge_extra, parse_json, sse_stream, stream_error, truncated, Decoder, HttpClient};
+use super::http::{
+    check_tokens, merge_extra, other_reason, parse_json, sse_stream, stream_error, truncated, violation, Decoder,
+    HttpClient, MAX_TOOL_CALLS,
+};
 use super::sse::SseEvent;
 use super::{fold, ordered_segments, replay, ProviderConfig, ProviderKind};
 use crate::harness::error::{Result, TinyAgentsError};
@@ -16,6 +19,7 @@ use crate::harness::model::{
     ChatModel, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ModelStream, ReasoningEffort,
     SegmentStability, Usage,
 };
+use crate::harness::shorten::shorten;
 
 /// The API version header every call sends.
 const API_VERSION: &str = "2023-06-01";
@@ -184,7 +188,7 @@ impl AnthropicModel {
         if message.kind.as_deref() == Some("error") {
             return Err(stream_error(&self.id, &text));
         }
-        Ok(message_deltas(message))
+        message_deltas(&self.id, message)
     }
 }
 
@@ -200,10 +204,7 @@ impl ChatModel for AnthropicModel {
         }
         let body = serde_json::to_vec(&self.request_body(request, true)?).expect("a JSON value serialises");
         let response = self.http.post_json(&self.url, body, true).await?;
-        let decoder = StreamDecoder {
-            label: self.http.label.clone(),
-            ..StreamDecoder::default()
-        };
+        let decoder = StreamDecoder::new(self.http.label.clone());
         Ok(sse_stream(self.http.clone(), response, decoder))
     }
 }
@@ -251,7 +252,7 @@ fn finish_reason(reason: &str) -> FinishReason {
         "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
         "tool_use" => FinishReason::ToolCalls,
         "refusal" => FinishReason::ContentFilter,
-        other => FinishReason::Other(other.to_owned()),
+        other => other_reason(other),
     }
 }
 
@@ -264,21 +265,59 @@ struct WireUsage {
 }
 
 impl WireUsage {
-    /// Updates `usage` with the counts this report carries (later reports are cumulative).
-    fn apply(&self, usage: &mut Usage) {
-        if let Some(n) = self.input_tokens {
+    /// Updates `usage` with the counts this report carries (later reports are
+    /// cumulative), each checked first: nothing is applied from a bad report.
+    fn apply(&self, label: &str, usage: &mut Usage) -> Result<()> {
+        let input = check_tokens(label, "input_tokens", self.input_tokens)?;
+        let output = check_tokens(label, "output_tokens", self.output_tokens)?;
+        let write = check_tokens(label, "cache_creation_input_tokens", self.cache_creation_input_tokens)?;
+        let read = check_tokens(label, "cache_read_input_tokens", self.cache_read_input_tokens)?;
+        if let Some(n) = input {
             usage.input_tokens = n;
         }
-        if let Some(n) = self.output_tokens {
+        if let Some(n) = output {
             usage.output_tokens = n;
         }
-        if let Some(n) = self.cache_creation_input_tokens {
+        if let Some(n) = write {
             usage.cache_write_tokens = n;
         }
-        if let Some(n) = self.cache_read_input_tokens {
+        if let Some(n) = read {
             usage.cache_read_tokens = n;
         }
+        Ok(())
     }
+}
+
+/// Content block kinds that carry nothing for the agent to act on: server
+/// tools run by Anthropic, their results, redacted thinking. Any kind not
+/// known (here or as text, thinking, tool use) is refused rather than
+/// dropped: it may hold part of the reply.
+const IGNORED_BLOCKS: &[&str] = &[
+    "redacted_thinking",
+    "server_tool_use",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "mcp_tool_use",
+    "mcp_tool_result",
+    "container_upload",
+];
+
+/// Delta kinds that are not part of the reply's content.
+const IGNORED_DELTAS: &[&str] = &["signature_delta", "citations_delta"];
+
+/// An unknown block or delta kind: refused, naming it.
+fn unknown_kind(label: &str, what: &str, kind: Option<&str>) -> TinyAgentsError {
+    violation(
+        label,
+        format_args!(
+            "{what} of unknown type \"{}\" (this version knows text, thinking, tool_use and server-tool kinds); \
+             dropping it could lose part of the reply",
+            shorten(kind.unwrap_or("<none>"), 64)
+        ),
+    )
 }
 
 #[derive(Deserialize)]
@@ -305,10 +344,12 @@ struct WireMessage {
 /// `content_block_delta`…, `content_block_stop`), `message_delta` with the stop
 /// reason and final usage, then `message_stop`.
 #[derive(Default)]
-struct StreamDecoder {
+pub(super) struct StreamDecoder {
     label: Arc<str>,
     /// Content block index → tool call index, for `tool_use` blocks.
     tool_blocks: HashMap<u32, u32>,
+    /// The ids of the tool calls so far.
+    ids: std::collections::HashSet<String>,
     usage: Usage,
     saw_usage: bool,
     stop: Option<FinishReason>,
@@ -316,6 +357,21 @@ struct StreamDecoder {
 }
 
 impl StreamDecoder {
+    /// A decoder at the start of a reply from the model `label`.
+    pub(super) fn new(label: Arc<str>) -> Self {
+        Self {
+            label,
+            ..Self::default()
+        }
+    }
+
+    /// How many tool calls (and ids) the decoder tracks: bounded by
+    /// [`MAX_TOOL_CALLS`] whatever the stream says.
+    #[cfg(test)]
+    pub(super) fn tracked(&self) -> usize {
+        self.tool_blocks.len().max(self.ids.len())
+    }
+
     fn flush(&mut self, out: &mut VecDeque<ModelDelta>) {
         if self.saw_usage {
             out.push_back(ModelDelta::usage(self.usage));
@@ -344,7 +400,7 @@ impl Decoder for StreamDecoder {
         match ev.kind.as_str() {
             "message_start" => {
                 if let Some(usage) = ev.message.and_then(|m| m.usage) {
-                    usage.apply(&mut self.usage);
+                    usage.apply(&self.label, &mut self.usage)?;
                     self.saw_usage = true;
                 }
             }
@@ -364,6 +420,29 @@ impl Decoder for StreamDecoder {
                     }
                     Some("tool_use") => {
                         let call = self.tool_blocks.len() as u32;
+                        if call >= MAX_TOOL_CALLS {
+                            return Err(violation(
+                                &self.label,
+                                format_args!("more than {MAX_TOOL_CALLS} tool calls in one reply"),
+                            ));
+                        }
+                        if self.tool_blocks.contains_key(&index) {
+                            return Err(violation(
+                                &self.label,
+                                format_args!("content block {index} was started twice as a tool call"),
+                            ));
+                        }
+                        if let Some(id) = block.get("id").and_then(Value::as_str) {
+                            if !self.ids.insert(id.to_owned()) {
+                                return Err(violation(
+                                    &self.label,
+                                    format_args!(
+                                        "two tool calls share the id \"{}\"; results could not be told apart",
+                                        shorten(id, 80)
+                                    ),
+                                ));
+                            }
+                        }
                         self.tool_blocks.insert(index, call);
                         // The input arrives as `input_json_delta`s; a start
                         // block carrying a whole non-empty input is sent as is.
@@ -378,9 +457,8 @@ impl Decoder for StreamDecoder {
                             arguments,
                         }));
                     }
-                    // Server tools (run by Anthropic), redacted thinking and
-                    // future block kinds carry nothing for the agent to act on.
-                    _ => {}
+                    Some(kind) if IGNORED_BLOCKS.contains(&kind) => {}
+                    kind => return Err(unknown_kind(&self.label, "a content block", kind)),
                 }
             }
             "content_block_delta" => {
@@ -398,9 +476,14 @@ impl Decoder for StreamDecoder {
                     }
                     Some("input_json_delta") => {
                         let block = ev.index.unwrap_or(0);
-                        if let (Some(&call), Some(json)) =
-                            (self.tool_blocks.get(&block), Self::text_of(&delta, "partial_json"))
-                        {
+                        let Some(&call) = self.tool_blocks.get(&block) else {
+                            // Never dropped: these are a call's arguments.
+                            return Err(violation(
+                                &self.label,
+                                format_args!("tool input for content block {block}, which is not a started tool call"),
+                            ));
+                        };
+                        if let Some(json) = Self::text_of(&delta, "partial_json") {
                             out.push_back(ModelDelta::new(DeltaContent::ToolCall {
                                 index: call,
                                 id: None,
@@ -409,8 +492,8 @@ impl Decoder for StreamDecoder {
                             }));
                         }
                     }
-                    // signature_delta, citations_delta: not part of the reply's text.
-                    _ => {}
+                    Some(kind) if IGNORED_DELTAS.contains(&kind) => {}
+                    kind => return Err(unknown_kind(&self.label, "a content delta", kind)),
                 }
             }
             "message_delta" => {
@@ -423,13 +506,15 @@ impl Decoder for StreamDecoder {
                     self.stop = Some(finish_reason(reason));
                 }
                 if let Some(usage) = ev.usage {
-                    usage.apply(&mut self.usage);
+                    usage.apply(&self.label, &mut self.usage)?;
                     self.saw_usage = true;
                 }
             }
             "message_stop" => self.flush(out),
             "error" => return Err(stream_error(&self.label, data)),
-            // ping, content_block_stop, and event kinds added later.
+            // ping, content_block_stop, and event kinds added later: Anthropic's
+            // versioning policy adds event kinds that carry no content, and
+            // asks clients to skip them. Their size is bounded by the parser.
             _ => {}
         }
         Ok(())
@@ -449,8 +534,9 @@ impl Decoder for StreamDecoder {
     }
 }
 
-/// The deltas a non-streamed message amounts to.
-fn message_deltas(message: WireMessage) -> Vec<ModelDelta> {
+/// The deltas a non-streamed message amounts to (content kinds, call count
+/// and usage checked as in a stream).
+fn message_deltas(label: &str, message: WireMessage) -> Result<Vec<ModelDelta>> {
     let mut out = Vec::new();
     let mut calls = 0u32;
     for block in message.content.unwrap_or_default() {
@@ -466,6 +552,12 @@ fn message_deltas(message: WireMessage) -> Vec<ModelDelta> {
                 }
             }
             Some("tool_use") => {
+                if calls >= MAX_TOOL_CALLS {
+                    return Err(violation(
+                        label,
+                        format_args!("more than {MAX_TOOL_CALLS} tool calls in one reply"),
+                    ));
+                }
                 out.push(ModelDelta::new(DeltaContent::ToolCall {
                     index: calls,
                     id: block.get("id").and_then(Value::as_str).map(str::to_owned),
@@ -474,12 +566,13 @@ fn message_deltas(message: WireMessage) -> Vec<ModelDelta> {
                 }));
                 calls += 1;
             }
-            _ => {}
+            Some(kind) if IGNORED_BLOCKS.contains(&kind) => {}
+            kind => return Err(unknown_kind(label, "a content block", kind)),
         }
     }
     if let Some(wire) = message.usage {
         let mut usage = Usage::default();
-        wire.apply(&mut usage);
+        wire.apply(label, &mut usage)?;
         out.push(ModelDelta::usage(usage));
     }
     let reason = message.stop_reason.as_deref().map(finish_reason);
@@ -488,5 +581,5 @@ fn message_deltas(message: WireMessage) -> Vec<ModelDelta> {
     } else {
         FinishReason::Stop
     })));
-    out
+    Ok(out)
 }

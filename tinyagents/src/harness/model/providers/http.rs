@@ -10,13 +10,36 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 
-use super::sse::{SseEvent, SseParser};
+use super::sse::{SseError, SseEvent, SseParser};
 use super::ProviderConfig;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::{ModelDelta, ModelStream};
+use crate::harness::shorten::shorten;
 
-/// The most of an error body kept in an error message.
+/// The most characters of an error body (or of a provider's error message)
+/// kept in an error message.
 const MAX_ERROR_BODY: usize = 2000;
+
+/// The most bytes of an error reply's body read; the rest is never read (the
+/// connection is dropped), so a 150 MB error page costs 64 KiB.
+pub(crate) const MAX_ERROR_READ: usize = 64 * 1024;
+
+/// The largest non-streamed reply body read (a bigger one is refused unread).
+pub(crate) const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// The most bytes one streamed reply may carry, all events together.
+pub(crate) const MAX_STREAM: u64 = 128 * 1024 * 1024;
+
+/// The longest retry hint believed: a server asking for more is taken to ask
+/// for this much (a hostile `retry-after: 1e20` cannot park a run for ever).
+pub(crate) const MAX_RETRY_HINT: Duration = Duration::from_secs(3600);
+
+/// The largest token count believed in a usage report (2^40, about 10^12):
+/// anything above is a wire-format violation, not a count.
+pub(crate) const MAX_TOKENS: u64 = 1 << 40;
+
+/// The most tool calls one reply may hold.
+pub(crate) const MAX_TOOL_CALLS: u32 = crate::harness::model::ResponseAccumulator::MAX_TOOL_CALLS;
 
 /// One provider's HTTP client: default headers (auth included), timeouts, and
 /// what to name in errors.
@@ -90,18 +113,39 @@ impl HttpClient {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        // The body of an error is short; a failure to read it loses only detail.
-        let body = response.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-        Err(self.status_error(status.as_u16(), &headers, &String::from_utf8_lossy(&body), url))
+        // Only the head of an error body is read; a failure to read it loses only detail.
+        let (body, cut) = read_limited(response, MAX_ERROR_READ).await.unwrap_or_default();
+        let mut body = String::from_utf8_lossy(&body).into_owned();
+        if cut {
+            body.push_str(&format!(
+                " … (the body was cut after {MAX_ERROR_READ} bytes, unread past that)"
+            ));
+        }
+        Err(self.status_error(status.as_u16(), &headers, &body, url))
     }
 
-    /// Reads a whole (non-streamed) body.
+    /// Reads a whole (non-streamed) body of at most [`MAX_BODY`] bytes; a
+    /// bigger one is refused (not retryable) without being read whole.
     pub(crate) async fn read_body(&self, response: reqwest::Response) -> Result<Vec<u8>> {
-        response
-            .bytes()
+        let too_big = |len: String| {
+            violation(
+                &self.label,
+                format_args!(
+                    "the reply body is {len} bytes, above the limit of {MAX_BODY} bytes for a non-streamed reply; \
+                     use streaming or lower `max_tokens`"
+                ),
+            )
+        };
+        if let Some(len) = response.content_length().filter(|&n| n > MAX_BODY as u64) {
+            return Err(too_big(len.to_string()));
+        }
+        let (body, cut) = read_limited(response, MAX_BODY)
             .await
-            .map(|b| b.to_vec())
-            .map_err(|e| self.transport_error(&e, "reading the reply"))
+            .map_err(|e| self.transport_error(&e, "reading the reply"))?;
+        if cut {
+            return Err(too_big("more than that".into()));
+        }
+        Ok(body)
     }
 
     /// A transport failure: a timeout, a refused connection, a broken body.
@@ -162,6 +206,22 @@ pub(crate) fn shown_url(url: &str) -> String {
     }
 }
 
+/// Reads at most `limit` bytes of a body, chunk by chunk; `true` when more
+/// was there (the rest is left unread: dropping the response closes the
+/// connection).
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> reqwest::Result<(Vec<u8>, bool)> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
 /// Whether `url`'s host is this machine.
 fn is_loopback(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -190,24 +250,28 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// The provider's error detail: `error.type`/`error.code` and `error.message`
 /// (OpenAI, Anthropic and most compatible servers), else the raw text.
+///
+/// Everything kept is [shortened](shorten): at most 2000 characters of
+/// message, 64 of code, control characters escaped. Deeply nested JSON is
+/// refused by the parser's depth limit and then shown as (shortened) text.
 pub(crate) fn error_detail(body: &str) -> (Option<String>, String) {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     match error {
-        Some(serde_json::Value::String(message)) => (None, message.clone()),
+        Some(serde_json::Value::String(message)) => (None, shorten(message, MAX_ERROR_BODY)),
         Some(e) => {
             let code = e
                 .get("code")
                 .and_then(|c| c.as_str())
                 .or_else(|| e.get("type").and_then(|t| t.as_str()))
-                .map(str::to_owned);
-            let message = e
-                .get("message")
-                .and_then(|m| m.as_str())
-                .map_or_else(|| e.to_string(), str::to_owned);
+                .map(|c| shorten(c, 64));
+            let message = e.get("message").and_then(|m| m.as_str()).map_or_else(
+                || shorten(&e.to_string(), MAX_ERROR_BODY),
+                |m| shorten(m, MAX_ERROR_BODY),
+            );
             (code, message)
         }
-        None => (None, truncate(body.trim(), MAX_ERROR_BODY).to_owned()),
+        None => (None, shorten(body.trim(), MAX_ERROR_BODY)),
     }
 }
 
@@ -252,7 +316,7 @@ pub(crate) fn classify_status(
         message.push_str(&detail);
     }
     if let Some(id) = request_id {
-        message.push_str(&format!(" [request id {id}]"));
+        message.push_str(&format!(" [request id {}]", shorten(id, 128)));
     }
     let quota_spent = code.as_deref() == Some("insufficient_quota");
     match status {
@@ -308,11 +372,39 @@ pub(crate) fn stream_error(label: &str, data: &str) -> TinyAgentsError {
 pub(crate) fn malformed(label: &str, what: impl std::fmt::Display, data: &str) -> TinyAgentsError {
     TinyAgentsError::model(
         format!(
-            "`{label}` sent a malformed stream chunk ({what}): {:?}",
-            truncate(data, 200)
+            "`{label}` sent a malformed stream chunk ({what}): \"{}\"",
+            shorten(data, 200)
         ),
         true,
     )
+}
+
+/// The provider sent something its wire format allows in shape but not in
+/// size or range (an event past the size limit, a tool-call index out of
+/// range, an absurd token count, a duplicate id). Not retryable: the reply
+/// is refused, and a server that sends it once sends it again.
+pub(crate) fn violation(label: &str, what: impl std::fmt::Display) -> TinyAgentsError {
+    TinyAgentsError::model(
+        format!("`{label}` broke the limits of its wire format: {what}; the reply is refused"),
+        false,
+    )
+}
+
+/// A token count from the wire, checked against [`MAX_TOKENS`].
+pub(crate) fn check_tokens(label: &str, field: &str, n: Option<u64>) -> Result<Option<u64>> {
+    match n {
+        Some(n) if n > MAX_TOKENS => Err(violation(
+            label,
+            format_args!("usage field `{field}` is {n}, above the {MAX_TOKENS} tokens any reply can count"),
+        )),
+        n => Ok(n),
+    }
+}
+
+/// A finish reason the provider names but this crate does not know, kept
+/// short (it ends up in events and logs).
+pub(crate) fn other_reason(reason: &str) -> crate::harness::model::FinishReason {
+    crate::harness::model::FinishReason::Other(shorten(reason, 64))
 }
 
 /// The stream ended before the provider said the reply was complete.
@@ -323,31 +415,36 @@ pub(crate) fn truncated(label: &str, missing: &str) -> TinyAgentsError {
     )
 }
 
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
+/// Seconds from the wire as a duration: a negative, NaN or infinite value is
+/// no hint; anything above [`MAX_RETRY_HINT`] is clamped to it (checked
+/// conversion: `1e300` never panics).
+fn hint_secs(secs: f64) -> Option<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    Some(
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or(MAX_RETRY_HINT)
+            .min(MAX_RETRY_HINT),
+    )
 }
 
 /// The retry hint of a reply: `retry-after-ms` (OpenAI), else `retry-after`
-/// in seconds or as an HTTP date (relative to `now`).
+/// in seconds or as an HTTP date (relative to `now`); never more than
+/// [`MAX_RETRY_HINT`].
 pub(crate) fn retry_hint(ms: Option<&str>, after: Option<&str>, now: SystemTime) -> Option<Duration> {
-    if let Some(ms) = ms.and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    if let Some(hint) = ms
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .and_then(|ms| hint_secs(ms / 1000.0))
+    {
+        return Some(hint);
     }
     let after = after?.trim();
     if let Ok(secs) = after.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return hint_secs(secs);
     }
     let at = parse_http_date(after)?;
-    Some(at.duration_since(now).unwrap_or_default())
+    Some(at.duration_since(now).unwrap_or_default().min(MAX_RETRY_HINT))
 }
 
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date format servers send.
@@ -365,6 +462,9 @@ fn parse_http_date(s: &str) -> Option<SystemTime> {
     .position(|m| m == month)? as u32
         + 1;
     let year: i64 = year.parse().ok()?;
+    if !(1970..=9999).contains(&year) {
+        return None; // also keeps the day arithmetic below far from overflow
+    }
     let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
     let [h, m, sec] = hms.as_slice() else { return None };
     if !(1..=31).contains(&day) || *h > 23 || *m > 59 || *sec > 60 {
@@ -406,6 +506,9 @@ struct Driver<D> {
     error: Option<TinyAgentsError>,
     decoder: D,
     finished: bool,
+    /// Bytes read from the body so far, and the most allowed.
+    read: u64,
+    max_read: u64,
 }
 
 impl<D: Decoder> Driver<D> {
@@ -422,8 +525,25 @@ impl<D: Decoder> Driver<D> {
             }
             match self.body.next().await {
                 Some(Ok(bytes)) => {
+                    self.read = self.read.saturating_add(bytes.len() as u64);
+                    if self.read > self.max_read {
+                        self.error = Some(violation(
+                            &self.label,
+                            format_args!(
+                                "the stream carried more than {} bytes, the limit for one reply",
+                                self.max_read
+                            ),
+                        ));
+                        return;
+                    }
                     if let Err(e) = self.parser.push(&bytes, &mut self.events) {
-                        self.error = Some(malformed(&self.label, e, &String::from_utf8_lossy(&bytes)));
+                        self.error = Some(match e {
+                            SseError::TooLarge(_) => violation(&self.label, e),
+                            SseError::Utf8 => {
+                                let head = &bytes[..bytes.len().min(400)];
+                                malformed(&self.label, e, &String::from_utf8_lossy(head))
+                            }
+                        });
                         return;
                     }
                     while !self.decoder.done() {
@@ -454,9 +574,20 @@ impl<D: Decoder> Driver<D> {
 /// which closes the connection (cancellation ends the call on the wire too).
 /// After the first error the stream ends.
 pub(crate) fn sse_stream<D: Decoder>(client: HttpClient, response: reqwest::Response, decoder: D) -> ModelStream {
+    let body = response.bytes_stream().map(|r| r.map(|b| b.to_vec())).boxed();
+    drive(client, body, decoder, MAX_STREAM)
+}
+
+/// The delta stream of an SSE `body`, refusing more than `max_read` bytes.
+pub(crate) fn drive<D: Decoder>(
+    client: HttpClient,
+    body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    decoder: D,
+    max_read: u64,
+) -> ModelStream {
     let driver = Driver {
         label: client.label.clone(),
-        body: response.bytes_stream().map(|r| r.map(|b| b.to_vec())).boxed(),
+        body,
         client,
         parser: SseParser::new(),
         events: VecDeque::new(),
@@ -464,6 +595,8 @@ pub(crate) fn sse_stream<D: Decoder>(client: HttpClient, response: reqwest::Resp
         error: None,
         decoder,
         finished: false,
+        read: 0,
+        max_read,
     };
     futures::stream::unfold(Some(driver), |driver| async move {
         let mut driver = driver?;

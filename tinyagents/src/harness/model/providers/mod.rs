@@ -50,6 +50,16 @@
 //!   the key variable; other 4xx are not retryable; a stream that drops before
 //!   the provider's end marker, and a malformed chunk, are retryable model
 //!   errors. Nothing panics on bad input.
+//! * **Bounds.** Every read and every number off the wire is checked; a
+//!   breach is a model error that is *not* retryable (the reply is refused):
+//!   an SSE line or event above 4 MiB, a stream above 128 MiB, a non-streamed
+//!   body above 32 MiB (refused unread when its length says so); a tool-call
+//!   index above 127 or more than one past the calls seen, a duplicate call
+//!   id, a token count above 2^40, an Anthropic content block or delta of a
+//!   kind this version does not know (refused, not dropped). Only the first
+//!   64 KiB of an error body are read, and a provider's error message is
+//!   shown cut to 2000 characters with control characters escaped. A
+//!   `retry-after`/`retry-after-ms` hint above one hour counts as one hour.
 //! * **Cancellation.** Dropping the delta stream drops the HTTP body and
 //!   closes the connection: a cancelled run stops the generation on the wire.
 //!
@@ -65,6 +75,9 @@ mod sse;
 mod anthropic;
 #[cfg(feature = "openai")]
 mod openai;
+
+#[cfg(all(test, feature = "openai", feature = "anthropic"))]
+mod fuzz;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicModel;

@@ -8,7 +8,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::http::{merge_extra, parse_json, sse_stream, stream_error, truncated, Decoder, HttpClient};
+use super::http::{
+    check_tokens, merge_extra, other_reason, parse_json, sse_stream, stream_error, truncated, violation, Decoder,
+    HttpClient, MAX_TOOL_CALLS,
+};
 use super::sse::SseEvent;
 use super::{fold, ordered_segments, replay, ProviderConfig, ProviderKind};
 use crate::harness::error::{Result, TinyAgentsError};
@@ -152,7 +155,7 @@ impl OpenAiModel {
         if completion.error.is_some() {
             return Err(stream_error(&self.id, &text));
         }
-        Ok(completion_deltas(completion))
+        completion_deltas(&self.id, completion)
     }
 }
 
@@ -168,10 +171,7 @@ impl ChatModel for OpenAiModel {
         }
         let body = serde_json::to_vec(&self.request_body(request, true)?).expect("a JSON value serialises");
         let response = self.http.post_json(&self.url, body, true).await?;
-        let decoder = StreamDecoder {
-            label: self.http.label.clone(),
-            ..StreamDecoder::default()
-        };
+        let decoder = StreamDecoder::new(self.http.label.clone());
         Ok(sse_stream(self.http.clone(), response, decoder))
     }
 }
@@ -232,7 +232,7 @@ fn finish_reason(reason: &str) -> FinishReason {
         "length" | "max_tokens" => FinishReason::Length,
         "tool_calls" | "function_call" => FinishReason::ToolCalls,
         "content_filter" => FinishReason::ContentFilter,
-        other => FinishReason::Other(other.to_owned()),
+        other => other_reason(other),
     }
 }
 
@@ -257,25 +257,27 @@ struct CompletionDetails {
 }
 
 impl WireUsage {
-    fn usage(&self) -> Usage {
-        let cached = self
-            .prompt_tokens_details
-            .as_ref()
-            .and_then(|d| d.cached_tokens)
-            .or(self.prompt_cache_hit_tokens)
-            .unwrap_or(0);
-        let prompt = self.prompt_tokens.unwrap_or(0);
-        Usage {
-            input_tokens: prompt.saturating_sub(cached),
-            output_tokens: self.completion_tokens.unwrap_or(0),
-            reasoning_tokens: self
-                .completion_tokens_details
+    /// The usage, every count checked (negative and fractional counts are
+    /// already refused by the JSON types; absurd ones here).
+    fn usage(&self, label: &str) -> Result<Usage> {
+        let cached = check_tokens(
+            label,
+            "cached_tokens",
+            self.prompt_tokens_details
                 .as_ref()
-                .and_then(|d| d.reasoning_tokens)
-                .unwrap_or(0),
+                .and_then(|d| d.cached_tokens)
+                .or(self.prompt_cache_hit_tokens),
+        )?
+        .unwrap_or(0);
+        let prompt = check_tokens(label, "prompt_tokens", self.prompt_tokens)?.unwrap_or(0);
+        let reasoning = self.completion_tokens_details.as_ref().and_then(|d| d.reasoning_tokens);
+        Ok(Usage {
+            input_tokens: prompt.saturating_sub(cached),
+            output_tokens: check_tokens(label, "completion_tokens", self.completion_tokens)?.unwrap_or(0),
+            reasoning_tokens: check_tokens(label, "reasoning_tokens", reasoning)?.unwrap_or(0),
             cache_read_tokens: cached,
             cache_write_tokens: 0,
-        }
+        })
     }
 }
 
@@ -325,16 +327,33 @@ struct FunctionPiece {
 
 /// The Chat Completions stream: `data: {chunk}` events, then `data: [DONE]`.
 #[derive(Default)]
-struct StreamDecoder {
+pub(super) struct StreamDecoder {
     label: Arc<str>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     calls: u32,
     last_call: Option<(u32, Option<String>)>,
+    /// The index of every call id seen: an id names one call only.
+    ids: std::collections::HashMap<String, u32>,
     done: bool,
 }
 
 impl StreamDecoder {
+    /// A decoder at the start of a reply from the model `label`.
+    pub(super) fn new(label: Arc<str>) -> Self {
+        Self {
+            label,
+            ..Self::default()
+        }
+    }
+
+    /// How many tool calls (and ids) the decoder tracks: bounded by
+    /// [`MAX_TOOL_CALLS`] whatever the stream says.
+    #[cfg(test)]
+    pub(super) fn tracked(&self) -> usize {
+        self.ids.len().max(self.calls as usize)
+    }
+
     /// Usage, then the finish delta: the end of the reply.
     fn flush(&mut self, out: &mut VecDeque<ModelDelta>) {
         if let Some(usage) = self.usage.take() {
@@ -350,8 +369,10 @@ impl StreamDecoder {
     }
 
     /// The call index of a piece: the server's, or (for servers that send
-    /// none) a new one per new id.
-    fn call_index(&mut self, piece: &ToolCallPiece) -> u32 {
+    /// none) a new one per new id. Checked before anything is allocated: an
+    /// index may be at most one past the calls seen and below
+    /// [`MAX_TOOL_CALLS`]; an id already used by another call is refused.
+    fn call_index(&mut self, piece: &ToolCallPiece) -> Result<u32> {
         let index = match (piece.index, &piece.id, &self.last_call) {
             (Some(i), _, _) => i,
             (None, Some(id), Some((_, Some(last)))) if id != last => self.calls,
@@ -359,11 +380,46 @@ impl StreamDecoder {
             (None, _, Some((i, _))) => *i,
             (None, None, None) => 0,
         };
+        if index >= MAX_TOOL_CALLS || index > self.calls.saturating_add(1) {
+            return Err(violation(
+                &self.label,
+                format_args!(
+                    "tool-call index {index} is out of range (at most one past the {} call(s) seen, and below {MAX_TOOL_CALLS})",
+                    self.calls
+                ),
+            ));
+        }
+        if let Some(id) = &piece.id {
+            match self.ids.get(id) {
+                Some(&first) if first != index => {
+                    return Err(violation(
+                        &self.label,
+                        format_args!(
+                            "tool calls {first} and {index} share the id \"{}\"; results could not be told apart",
+                            crate::harness::shorten::shorten(id, 80)
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None if self.ids.values().any(|&i| i == index) => {
+                    return Err(violation(
+                        &self.label,
+                        format_args!(
+                            "tool call {index} changed its id to \"{}\" mid-stream",
+                            crate::harness::shorten::shorten(id, 80)
+                        ),
+                    ))
+                }
+                None => {
+                    self.ids.insert(id.clone(), index);
+                }
+            }
+        }
         self.calls = self.calls.max(index + 1);
         if piece.id.is_some() || self.last_call.as_ref().is_none_or(|(i, _)| *i != index) {
             self.last_call = Some((index, piece.id.clone()));
         }
-        index
+        Ok(index)
     }
 }
 
@@ -393,7 +449,7 @@ impl Decoder for StreamDecoder {
                     out.push_back(ModelDelta::text(text));
                 }
                 for piece in delta.tool_calls.unwrap_or_default() {
-                    let index = self.call_index(&piece);
+                    let index = self.call_index(&piece)?;
                     let (name, arguments) = piece
                         .function
                         .map(|f| (f.name, f.arguments.unwrap_or_default()))
@@ -414,7 +470,7 @@ impl Decoder for StreamDecoder {
             }
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Some(usage.usage());
+            self.usage = Some(usage.usage(&self.label)?);
         }
         Ok(())
     }
@@ -462,8 +518,9 @@ struct CompletionToolCall {
     function: Option<FunctionPiece>,
 }
 
-/// The deltas a non-streamed completion amounts to.
-fn completion_deltas(completion: Completion) -> Vec<ModelDelta> {
+/// The deltas a non-streamed completion amounts to (at most
+/// [`MAX_TOOL_CALLS`] calls, usage checked).
+fn completion_deltas(label: &str, completion: Completion) -> Result<Vec<ModelDelta>> {
     let mut out = Vec::new();
     let choice = completion.choices.unwrap_or_default().into_iter().next();
     let mut finish = None;
@@ -486,7 +543,17 @@ fn completion_deltas(completion: Completion) -> Vec<ModelDelta> {
             if !text.is_empty() {
                 out.push(ModelDelta::text(text));
             }
-            for (i, call) in message.tool_calls.unwrap_or_default().into_iter().enumerate() {
+            let tool_calls = message.tool_calls.unwrap_or_default();
+            if tool_calls.len() > MAX_TOOL_CALLS as usize {
+                return Err(violation(
+                    label,
+                    format_args!(
+                        "the reply holds {} tool calls, above the {MAX_TOOL_CALLS} one reply may hold",
+                        tool_calls.len()
+                    ),
+                ));
+            }
+            for (i, call) in tool_calls.into_iter().enumerate() {
                 let (name, arguments) = call
                     .function
                     .map(|f| (f.name, f.arguments.unwrap_or_default()))
@@ -502,14 +569,14 @@ fn completion_deltas(completion: Completion) -> Vec<ModelDelta> {
         }
     }
     if let Some(usage) = completion.usage {
-        out.push(ModelDelta::usage(usage.usage()));
+        out.push(ModelDelta::usage(usage.usage(label)?));
     }
     out.push(ModelDelta::finish(finish.unwrap_or(if calls > 0 {
         FinishReason::ToolCalls
     } else {
         FinishReason::Stop
     })));
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -46,8 +46,10 @@ pub(crate) struct SseParser {
 }
 
 impl SseParser {
-    /// The largest event accepted (a guard against a runaway server).
-    pub(crate) const MAX_EVENT: usize = 16 * 1024 * 1024;
+    /// The largest event accepted, and so the longest line: a server that
+    /// never ends a line is refused after this many bytes (a guard against a
+    /// runaway or hostile server).
+    pub(crate) const MAX_EVENT: usize = 4 * 1024 * 1024;
 
     /// A parser at the start of a stream.
     pub(crate) fn new() -> Self {
@@ -89,8 +91,14 @@ impl SseParser {
         !self.line.is_empty() || self.has_data
     }
 
+    /// Bytes held for the unfinished line and event (at most [`Self::MAX_EVENT`]).
+    #[cfg(test)]
+    pub(crate) fn buffered(&self) -> usize {
+        self.line.len() + self.data.len() + self.event.len()
+    }
+
     fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
-        if self.line.len() + self.data.len() + bytes.len() > Self::MAX_EVENT {
+        if self.line.len() + self.data.len() + self.event.len() + bytes.len() > Self::MAX_EVENT {
             return Err(SseError::TooLarge(Self::MAX_EVENT));
         }
         self.line.extend_from_slice(bytes);
