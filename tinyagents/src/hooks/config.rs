@@ -2,6 +2,7 @@
 //! [`ExternalHooksConfig`] (`type = "external_hooks"`), parsed with every
 //! error reported under its path.
 
+use crate::harness::tool::SandboxMode;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -140,6 +141,15 @@ pub struct HookCommand {
     /// The most bytes of stderr read ([`DEFAULT_MAX_STDERR`](super::DEFAULT_MAX_STDERR));
     /// more is a failure.
     pub max_stderr: usize,
+    /// Whether the command runs in the OS sandbox ([`crate::sandbox`]):
+    /// `Required` confines it to the hook's directory (writes), the system
+    /// directories and the hook script's own directory (reads), with no
+    /// network and a process tree that cannot leave its group (a `setsid`
+    /// grandchild dies at the timeout too), and refuses to run it where the
+    /// machine cannot confine it; `Preferred` confines it where the machine
+    /// can; `Off` (the default for now) runs it as a plain child process.
+    /// Config key `sandbox = "required" | "preferred" | "off"`.
+    pub sandbox: SandboxMode,
 }
 
 impl HookCommand {
@@ -165,7 +175,22 @@ impl HookCommand {
             fail_closed: event.is_policy(),
             max_stdout: super::DEFAULT_MAX_STDOUT,
             max_stderr: super::DEFAULT_MAX_STDERR,
+            sandbox: SandboxMode::Off,
         }
+    }
+
+    /// The same hook run in the OS sandbox in this mode (see [`HookCommand::sandbox`]).
+    ///
+    /// ```
+    /// use tinyagents::harness::tool::SandboxMode;
+    /// use tinyagents::hooks::{HookCommand, HookEvent};
+    ///
+    /// let hook = HookCommand::new(HookEvent::PreToolUse, "./check.sh").with_sandbox(SandboxMode::Required);
+    /// assert_eq!(hook.sandbox, SandboxMode::Required);
+    /// ```
+    pub fn with_sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
     }
 
     /// The same hook, only for tools whose name matches `pattern`.
@@ -218,7 +243,7 @@ impl HookCommand {
 }
 
 /// The keys of a `[[hooks]]` entry.
-const HOOK_KEYS: [&str; 9] = [
+const HOOK_KEYS: [&str; 10] = [
     "event",
     "matcher",
     "command",
@@ -228,6 +253,7 @@ const HOOK_KEYS: [&str; 9] = [
     "fail_closed",
     "max_stdout_bytes",
     "max_stderr_bytes",
+    "sandbox",
 ];
 
 /// The options of [`ExternalHooksMiddleware`](super::ExternalHooksMiddleware)
@@ -468,6 +494,20 @@ fn parse_hook(item: &Value, path: &str) -> Result<HookCommand, ConfigErrors> {
     };
     let max_stdout = limit("max_stdout_bytes", super::DEFAULT_MAX_STDOUT, super::MAX_STDOUT_LIMIT);
     let max_stderr = limit("max_stderr_bytes", super::DEFAULT_MAX_STDERR, super::MAX_STDERR_LIMIT);
+    let sandbox = match map.get("sandbox") {
+        None => SandboxMode::Off,
+        Some(Value::String(s)) if s == "required" => SandboxMode::Required,
+        Some(Value::String(s)) if s == "preferred" => SandboxMode::Preferred,
+        Some(Value::String(s)) if s == "off" => SandboxMode::Off,
+        Some(other) => {
+            errors.push(ConfigError::new(
+                at("sandbox"),
+                Some(other.clone()),
+                "must be \"required\", \"preferred\" or \"off\"",
+            ));
+            SandboxMode::Off
+        }
+    };
     errors.into_result()?;
     Ok(HookCommand {
         event: event.expect("checked"),
@@ -479,6 +519,7 @@ fn parse_hook(item: &Value, path: &str) -> Result<HookCommand, ConfigErrors> {
         fail_closed,
         max_stdout,
         max_stderr,
+        sandbox,
     })
 }
 

@@ -380,9 +380,24 @@ impl Capped {
     }
 }
 
+/// How a hook process ended: its exit code, or the signal that killed it.
+struct Exit {
+    code: Option<i32>,
+    signal: String,
+}
+
+impl From<std::process::ExitStatus> for Exit {
+    fn from(status: std::process::ExitStatus) -> Self {
+        Self {
+            code: status.code(),
+            signal: signal_of(&status),
+        }
+    }
+}
+
 /// How the reading of a hook ended.
 enum End {
-    Exited(std::process::ExitStatus),
+    Exited(Exit),
     TimedOut,
     /// Over the limit of this stream (`stdout`/`stderr`).
     Overflow(&'static str, usize),
@@ -408,6 +423,9 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
         Err(e) => return HookRun::Failed(format!("cannot encode the hook input: {e}")),
     };
     let env = hook_environment(hook, input, std::env::vars_os());
+    if hook.sandbox != crate::harness::tool::SandboxMode::Off {
+        return run_sandboxed(hook, payload, &env, cwd).await;
+    }
     // Tokio panics when the runtime has no IO driver: report it as a failed hook instead.
     let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| spawn(&hook.command, cwd, &env)));
     let mut child = match spawned {
@@ -458,7 +476,7 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
             },
             () = &mut write, if !written => written = true,
             status = child.wait() => break match status {
-                Ok(s) => End::Exited(s),
+                Ok(s) => End::Exited(s.into()),
                 Err(e) => End::WaitFailed(e),
             },
             () = &mut deadline => break End::TimedOut,
@@ -492,6 +510,96 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
     classify(hook, end, &out.buf, &err.buf)
 }
 
+/// Runs `hook` in the OS sandbox ([`crate::sandbox`]) with `payload` on
+/// stdin: the hook's directory is the writable root, the system directories
+/// and the hook script's own directory are readable, there is no network,
+/// the environment is exactly `env` (the sandbox sets its own `HOME` and
+/// `TMPDIR`), and the timeout and output limits kill the whole tree, a
+/// `setsid` grandchild included. A sandbox the machine cannot give (mode
+/// `Required`) is a failed hook, which a policy hook turns into a refusal.
+#[cfg(unix)]
+async fn run_sandboxed(hook: &HookCommand, payload: Vec<u8>, env: &[(OsString, OsString)], cwd: &Path) -> HookRun {
+    use crate::sandbox::{Sandbox, SandboxCommand, SandboxPolicy, Termination};
+    let command = shorten(&hook.command, 200);
+    let mut policy = SandboxPolicy::new(cwd).with_mode(hook.sandbox);
+    policy.env_allow.clear();
+    policy.limits.wall_time = hook.timeout;
+    policy.limits.output_bytes = hook.max_stdout.max(hook.max_stderr);
+    for dir in script_dirs(&hook.command, cwd) {
+        policy = policy.with_read_only_path(dir);
+    }
+    let sandbox = match Sandbox::new(policy) {
+        Ok(sandbox) => sandbox,
+        Err(e) => return HookRun::Failed(format!("`{command}` cannot run in the sandbox its entry asks for: {e}")),
+    };
+    let mut cmd = SandboxCommand::new([SHELL, "-c", hook.command.as_str()])
+        .with_stdin(payload)
+        .with_output_limits(hook.max_stdout, hook.max_stderr);
+    for (name, value) in env {
+        if let (Some(name), Some(value)) = (name.to_str(), value.to_str()) {
+            if name != "HOME" && name != "TMPDIR" {
+                cmd = cmd.with_env(name, value);
+            }
+        }
+    }
+    let out = match sandbox.run(cmd).await {
+        Ok(out) => out,
+        Err(e) => return HookRun::Failed(format!("`{command}` could not run in the sandbox: {e}")),
+    };
+    let end = match out.termination {
+        Termination::Exited(code) => End::Exited(Exit {
+            code: Some(code),
+            signal: String::new(),
+        }),
+        Termination::Signaled(sig) => End::Exited(Exit {
+            code: None,
+            signal: format!("signal {sig}"),
+        }),
+        Termination::TimedOut => End::TimedOut,
+        Termination::OutputLimit if out.stdout_truncated => End::Overflow("stdout", hook.max_stdout),
+        Termination::OutputLimit => End::Overflow("stderr", hook.max_stderr),
+        Termination::Cancelled => End::WaitFailed(std::io::Error::other("the sandboxed run was cancelled")),
+    };
+    classify(hook, end, &out.stdout, &out.stderr)
+}
+
+#[cfg(not(unix))]
+async fn run_sandboxed(hook: &HookCommand, _: Vec<u8>, _: &[(OsString, OsString)], _: &Path) -> HookRun {
+    HookRun::Failed(format!(
+        "`{}` asks for the OS sandbox, which exists on Linux only; set `sandbox = \"off\"` to run it unconfined",
+        shorten(&hook.command, 200)
+    ))
+}
+
+/// The directories of the files a hook command names by path
+/// (`sh /etc/agent/hooks/check.sh` → `/etc/agent/hooks`), outside `cwd`: the
+/// sandbox lets the hook read (never write) its own scripts. At most eight.
+#[cfg(unix)]
+fn script_dirs(command: &str, cwd: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(root) = cwd.canonicalize() else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    for word in command.split_whitespace().map(|w| w.trim_matches(['\'', '"'])) {
+        if !word.contains('/') {
+            continue;
+        }
+        let Ok(file) = cwd.join(word).canonicalize() else {
+            continue;
+        };
+        let Some(dir) = file.parent().filter(|_| file.is_file()) else {
+            continue;
+        };
+        if !dir.starts_with(&root) && !dirs.iter().any(|d| d == dir) {
+            dirs.push(dir.to_path_buf());
+        }
+        if dirs.len() == 8 {
+            break;
+        }
+    }
+    dirs
+}
+
 /// What the end of a hook's reading means.
 fn classify(hook: &HookCommand, end: End, stdout: &[u8], stderr: &[u8]) -> HookRun {
     let command = shorten(&hook.command, 200);
@@ -521,7 +629,7 @@ fn classify(hook: &HookCommand, end: End, stdout: &[u8], stderr: &[u8]) -> HookR
         }
         End::WaitFailed(e) => return HookRun::Failed(format!("`{command}` could not be waited for: {e}")),
     };
-    match status.code() {
+    match status.code {
         Some(0) => match parse_answer(stdout) {
             Ok(answer) => HookRun::Answered(answer),
             Err(why) => HookRun::NotUnderstood(shorten(&why, SHOWN_MAX)),
@@ -544,7 +652,7 @@ fn classify(hook: &HookCommand, end: End, stdout: &[u8], stderr: &[u8]) -> HookR
             },
             stderr_text()
         )),
-        None => HookRun::Failed(format!("`{command}` was killed by {}", signal_of(&status))),
+        None => HookRun::Failed(format!("`{command}` was killed by {}", status.signal)),
     }
 }
 

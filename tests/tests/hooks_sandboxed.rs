@@ -1,0 +1,172 @@
+//! External command hooks run in the OS sandbox (`sandbox = "required"`):
+//! a `setsid` grandchild dies at the timeout with the rest of the tree,
+//! nothing is written outside the hook's directory, the hook still reads its
+//! own script from wherever it lives, and the key is checked in files.
+#![cfg(target_os = "linux")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tinyagents::harness::tool::SandboxMode;
+use tinyagents::hooks::{ExternalHooksConfig, ExternalHooksMiddleware, HookCommand, HookEvent};
+use tinyagents::prelude::*;
+use tinyagents::testing::RecordingTool;
+
+/// A fresh canonical directory for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tinyagents-hooks-sbx-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::canonicalize(dir).unwrap()
+}
+
+/// Whether this machine can give the sandbox; where it cannot, the test says
+/// why and stops (CI sets `TINYAGENTS_REQUIRE_SANDBOX=1`, and there a missing
+/// sandbox is a failure).
+fn sandbox_available() -> bool {
+    match tinyagents::sandbox::availability() {
+        Ok(()) => true,
+        Err(why) if std::env::var_os("TINYAGENTS_REQUIRE_SANDBOX").is_some() => {
+            panic!("TINYAGENTS_REQUIRE_SANDBOX is set but the sandbox is not available: {why}")
+        }
+        Err(why) => {
+            eprintln!("skipped: the OS sandbox is not available here: {why}");
+            false
+        }
+    }
+}
+
+/// One turn asking for `shell`, then "done", with `hook` run from `dir`.
+async fn run(dir: &Path, hook: HookCommand, tool: RecordingTool) -> Result<AgentRun> {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("shell", json!({ "command": "ls" })),
+        ScriptedTurn::text("done"),
+    ]);
+    let stack = MiddlewareStack::new()
+        .with(ExternalHooksMiddleware::new([hook]).in_dir(dir))
+        .unwrap();
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(tool).unwrap())
+        .with_stack(stack);
+    let mut ctx = RunContext::new(RunConfig::new("run-1"), ()).with_sink(Arc::new(CollectingSink::new()));
+    agent.run(&mut ctx, &(), "list the files").await
+}
+
+fn tool_result(run: &AgentRun) -> String {
+    run.messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .unwrap()
+}
+
+/// Whether process `pid` still exists (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_setsid_grandchild_dies_with_the_hook_at_its_timeout() {
+    if !sandbox_available() {
+        return;
+    }
+    let dir = temp_dir("setsid");
+    // The grandchild tries to leave the hook's process group; under the sandbox
+    // `setsid` is refused, and either way it must not outlive the hook.
+    std::fs::write(
+        dir.join("hang.sh"),
+        "#!/bin/sh\n(setsid sh -c 'echo $$ > grandchild.pid; exec sleep 60' || sh -c 'echo $$ > grandchild.pid; exec sleep 60') &\nsleep 60\n",
+    )
+    .unwrap();
+    let tool = RecordingTool::new("shell");
+    let hook = HookCommand::new(HookEvent::PreToolUse, "sh ./hang.sh")
+        .with_timeout(Duration::from_secs(2))
+        .with_sandbox(SandboxMode::Required);
+    let run = run(&dir, hook, tool.clone()).await.unwrap();
+    assert!(tool.calls().is_empty(), "a policy hook that timed out refuses the call");
+    assert!(tool_result(&run).contains("timed out"), "{}", tool_result(&run));
+    let pid: u32 = std::fs::read_to_string(dir.join("grandchild.pid"))
+        .expect("the grandchild started")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the grandchild {pid} outlived the hook's timeout");
+}
+
+#[tokio::test]
+async fn a_sandboxed_hook_cannot_write_outside_its_directory_but_reads_its_own_script() {
+    if !sandbox_available() {
+        return;
+    }
+    let scripts = temp_dir("scripts");
+    let work = temp_dir("work");
+    let outside = temp_dir("outside");
+    std::fs::write(
+        scripts.join("check.sh"),
+        format!(
+            "#!/bin/sh\necho escaped > {}/planted.txt\necho inside > inside.txt\ncat > input.json\necho '{{\"decision\":\"approve\"}}'\n",
+            outside.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        scripts.join("check.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    // The script lives outside the hook's directory, named directly or through `sh`.
+    for command in [
+        format!("{}/check.sh", scripts.display()),
+        format!("sh {}/check.sh", scripts.display()),
+    ] {
+        let tool = RecordingTool::new("shell");
+        let hook = HookCommand::new(HookEvent::PreToolUse, command.clone()).with_sandbox(SandboxMode::Required);
+        let run = run(&work, hook, tool.clone()).await.unwrap();
+        assert_eq!(tool.calls().len(), 1, "{command}: {}", tool_result(&run));
+        assert!(
+            !outside.join("planted.txt").exists(),
+            "{command}: nothing is written outside the hook's directory"
+        );
+        assert_eq!(
+            std::fs::read_to_string(work.join("inside.txt")).unwrap().trim(),
+            "inside"
+        );
+        let input: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(work.join("input.json")).unwrap()).unwrap();
+        assert_eq!(
+            input["tool_name"], "shell",
+            "{command}: the hook got its input on stdin"
+        );
+    }
+}
+
+#[test]
+fn the_sandbox_key_is_read_from_hook_entries() {
+    let hooks = json!([
+        { "event": "pre_tool_use", "command": "a", "sandbox": "required" },
+        { "event": "pre_tool_use", "command": "b", "sandbox": "preferred" },
+        { "event": "pre_tool_use", "command": "c", "sandbox": "off" },
+        { "event": "pre_tool_use", "command": "d" },
+    ]);
+    let config = ExternalHooksConfig::from_list(&hooks, "hooks").unwrap();
+    let modes: Vec<SandboxMode> = config.hooks.iter().map(|h| h.sandbox).collect();
+    assert_eq!(
+        modes,
+        [
+            SandboxMode::Required,
+            SandboxMode::Preferred,
+            SandboxMode::Off,
+            SandboxMode::Off
+        ]
+    );
+    let bad = json!([{ "event": "pre_tool_use", "command": "a", "sandbox": "yes" }]);
+    let err = ExternalHooksConfig::from_list(&bad, "hooks").unwrap_err().to_string();
+    assert!(
+        err.contains("`hooks[0].sandbox` = \"yes\": must be \"required\", \"preferred\" or \"off\""),
+        "{err}"
+    );
+}
