@@ -151,7 +151,7 @@ fn luhn(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// A card number: 13 to 19 digits, Luhn-valid, an issuer's first digit (2 to 6), not one digit repeated.
