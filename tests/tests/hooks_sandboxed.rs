@@ -152,6 +152,7 @@ fn the_sandbox_key_is_read_from_hook_entries() {
         { "event": "pre_tool_use", "command": "c", "sandbox": "off" },
         { "event": "pre_tool_use", "command": "d" },
     ]);
+    // the default is the sandbox: opting out is explicit
     let config = ExternalHooksConfig::from_list(&hooks, "hooks").unwrap();
     let modes: Vec<SandboxMode> = config.hooks.iter().map(|h| h.sandbox).collect();
     assert_eq!(
@@ -160,7 +161,7 @@ fn the_sandbox_key_is_read_from_hook_entries() {
             SandboxMode::Required,
             SandboxMode::Preferred,
             SandboxMode::Off,
-            SandboxMode::Off
+            SandboxMode::Required
         ]
     );
     let bad = json!([{ "event": "pre_tool_use", "command": "a", "sandbox": "yes" }]);

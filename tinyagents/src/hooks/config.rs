@@ -146,9 +146,10 @@ pub struct HookCommand {
     /// directories and the hook script's own directory (reads), with no
     /// network and a process tree that cannot leave its group (a `setsid`
     /// grandchild dies at the timeout too), and refuses to run it where the
-    /// machine cannot confine it; `Preferred` confines it where the machine
-    /// can; `Off` (the default for now) runs it as a plain child process.
-    /// Config key `sandbox = "required" | "preferred" | "off"`.
+    /// machine cannot confine it (the default: a policy hook then refuses);
+    /// `Preferred` confines it where the machine can; `Off`, the explicit
+    /// opt-out for machines without Landlock, runs it as a plain child
+    /// process. Config key `sandbox = "required" | "preferred" | "off"`.
     pub sandbox: SandboxMode,
 }
 
@@ -175,7 +176,7 @@ impl HookCommand {
             fail_closed: event.is_policy(),
             max_stdout: super::DEFAULT_MAX_STDOUT,
             max_stderr: super::DEFAULT_MAX_STDERR,
-            sandbox: SandboxMode::Off,
+            sandbox: SandboxMode::Required,
         }
     }
 
@@ -495,7 +496,7 @@ fn parse_hook(item: &Value, path: &str) -> Result<HookCommand, ConfigErrors> {
     let max_stdout = limit("max_stdout_bytes", super::DEFAULT_MAX_STDOUT, super::MAX_STDOUT_LIMIT);
     let max_stderr = limit("max_stderr_bytes", super::DEFAULT_MAX_STDERR, super::MAX_STDERR_LIMIT);
     let sandbox = match map.get("sandbox") {
-        None => SandboxMode::Off,
+        None => SandboxMode::Required,
         Some(Value::String(s)) if s == "required" => SandboxMode::Required,
         Some(Value::String(s)) if s == "preferred" => SandboxMode::Preferred,
         Some(Value::String(s)) if s == "off" => SandboxMode::Off,

@@ -89,9 +89,16 @@
 //! `… [N bytes cut]` marker. Reading stops when the hook process exits (what
 //! is still in the pipes is read for a moment): a background child that
 //! keeps stdout open cannot hold the answer back, and the hook's process
-//! group is killed when it is done, times out or goes over a limit. (A
-//! process that leaves the group, with `setsid`, escapes that kill: the OS
-//! sandbox runner is what confines a whole process tree.)
+//! group is killed when it is done, times out or goes over a limit.
+//!
+//! # In the OS sandbox
+//!
+//! Every hook runs in the OS sandbox ([`crate::sandbox`]) unless its entry
+//! says `sandbox = "off"`: writes only under its directory, reads there, in
+//! the system directories and in the directories of the scripts its command
+//! names, no network, and a process tree that cannot leave its group (a
+//! `setsid` grandchild dies at the timeout too). A machine that cannot give
+//! the sandbox fails the hook: a policy hook then refuses the call.
 //!
 //! # Rewrites are judged by the guards
 //!
@@ -491,7 +498,7 @@ const fn event_bit(event: HookEvent) -> u16 {
     doc(
         mutation = "Tool call arguments (`updated_input` of `pre_tool_use`/`permission_request`); tool results (a `post_tool_use` block turns the result into an error result; additional context is appended to it); the volatile system prompt segment `external_hooks` (additional context of `session_start`, `user_prompt_submit`, `post_compact`); a `StopWithFinal` control request on `continue = false`.",
         events = "`Notice { source: \"external_hooks\" }` for every `system_message` (`is_error = false`), for answers that are not understood and for failed, timed-out or over-limit hooks (`is_error = true`, saying whether the hook refused or was ignored).",
-        failure = "Policy hooks fail closed. A blocked tool call (decision `block`, exit status 2) gets an error result; a blocked session start or prompt fails the run with `Validation`. A hook that fails (an exit status other than 0 or 2, a signal, a command that cannot start, a timeout: its process group is killed), writes more than its limit (`max_stdout_bytes`, default 1 MiB; `max_stderr_bytes`, default 64 KiB) or answers outside the `tinyagents.hook/1` grammar (`{\"decision\":\"deny\"}`, `BLOCK`, a traceback, truncated JSON, invalid UTF-8, an unknown key) is reported as a `Notice` (`is_error = true`) and refuses the call on `pre_tool_use` and `permission_request` (default `fail_closed = true`; `fail_closed = false` per entry is the opt-out, letting the call run). On the other events such a hook is ignored (fails open) unless its entry says `fail_closed = true`. Text shown to the model or in a notice is cut at 2 KiB. Hooks get an allow-listed environment (`PATH`, `HOME`, `LANG`, `LC_*`, …, `pass_env`, `env`, `TINYAGENTS_HOOK_*`), never the agent's API keys.",
+        failure = "Policy hooks fail closed. A blocked tool call (decision `block`, exit status 2) gets an error result; a blocked session start or prompt fails the run with `Validation`. A hook that fails (an exit status other than 0 or 2, a signal, a command that cannot start, a timeout: its process group is killed), writes more than its limit (`max_stdout_bytes`, default 1 MiB; `max_stderr_bytes`, default 64 KiB) or answers outside the `tinyagents.hook/1` grammar (`{\"decision\":\"deny\"}`, `BLOCK`, a traceback, truncated JSON, invalid UTF-8, an unknown key) is reported as a `Notice` (`is_error = true`) and refuses the call on `pre_tool_use` and `permission_request` (default `fail_closed = true`; `fail_closed = false` per entry is the opt-out, letting the call run). On the other events such a hook is ignored (fails open) unless its entry says `fail_closed = true`. Text shown to the model or in a notice is cut at 2 KiB. Hooks get an allow-listed environment (`PATH`, `HOME`, `LANG`, `LC_*`, …, `pass_env`, `env`, `TINYAGENTS_HOOK_*`), never the agent's API keys, and run in the OS sandbox (`sandbox = \"required\"` by default; a machine that cannot give it fails the hook; `sandbox = \"off\"` is the opt-out).",
         streaming = "Does not implement the delta hooks: streaming pays nothing. Hooks run before the model call and around tool calls, never per delta.",
         cache = "Only the volatile tail segment `external_hooks` is written, so the stable prompt prefix is untouched.",
         retries = "Tool hooks run once per call, outside the tool onion, so retried attempts do not re-run them; `user_prompt_submit` fires once per run whatever the model retries. Ordering: `before = [\"*\"]`, so its `on_tool_batch` and `before_tool` run before every other middleware's whatever the registration order: an `updated_input` is judged by every guard of the stack (`shell_fs_guard`, `tool_policy`, allowlists, your own), never applied after them. A middleware that names `external_hooks` in a `before`/`after` of its own keeps its place."

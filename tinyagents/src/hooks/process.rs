@@ -521,6 +521,12 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
 async fn run_sandboxed(hook: &HookCommand, payload: Vec<u8>, env: &[(OsString, OsString)], cwd: &Path) -> HookRun {
     use crate::sandbox::{Sandbox, SandboxCommand, SandboxPolicy, Termination};
     let command = shorten(&hook.command, 200);
+    if !cwd.is_dir() {
+        return HookRun::Failed(format!(
+            "cannot start `{command}` in `{}`: it is not an existing directory",
+            cwd.display()
+        ));
+    }
     let mut policy = SandboxPolicy::new(cwd).with_mode(hook.sandbox);
     policy.env_allow.clear();
     policy.limits.wall_time = hook.timeout;

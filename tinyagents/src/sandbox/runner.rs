@@ -374,11 +374,15 @@ impl Sandbox {
         if let Some(c) = &confinement {
             c.started(pid);
         }
-        let kill = || match &confinement {
-            Some(c) => {
+        // The process group first, in one atomic signal (nothing in the tree can
+        // leave it: setsid/setpgid are refused), so no process runs on between
+        // two kills (a shell going on to its next line when its child dies);
+        // then the cgroup sweep for anything else.
+        let kill = || {
+            tinyagents_sandbox::kill_process_group(pid);
+            if let Some(c) = &confinement {
                 c.kill_all();
             }
-            None => tinyagents_sandbox::kill_process_group(pid),
         };
         // If this future is dropped mid-run (a timeout around the tool), the
         // tree is killed while the child is still unreaped.
@@ -393,8 +397,8 @@ impl Sandbox {
         let (mut out_buf, mut err_buf) = (Vec::new(), Vec::new());
         let (mut out_cut, mut err_cut) = (false, false);
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
+        let mut stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
         let input = cmd.stdin;
 
         let outcome = {
@@ -405,8 +409,8 @@ impl Sandbox {
                     let _ = pipe.shutdown().await;
                 }
             };
-            let read_out = read_capped(stdout, out_cap, &mut out_buf, &mut out_cut, &overflow);
-            let read_err = read_capped(stderr, err_cap, &mut err_buf, &mut err_cut, &overflow);
+            let read_out = read_capped(&mut stdout, out_cap, &mut out_buf, &mut out_cut, &overflow);
+            let read_err = read_capped(&mut stderr, err_cap, &mut err_buf, &mut err_cut, &overflow);
             let wait = async {
                 let status = tokio::select! {
                     s = child.wait() => s,
@@ -430,6 +434,7 @@ impl Sandbox {
         // not reused while it is unreaped), then until the cgroup is empty.
         kill();
         std::mem::forget(guard);
+        drop((stdout, stderr));
         drop(child);
         if let Some(c) = &confinement {
             for _ in 0..2000 {
@@ -473,13 +478,16 @@ impl Sandbox {
 /// and fires `overflow` (the caller then kills the tree). Never reads more
 /// than `cap + 8 KiB` in all.
 async fn read_capped<R: AsyncRead + Unpin>(
-    pipe: Option<R>,
+    pipe: &mut Option<R>,
     cap: usize,
     buf: &mut Vec<u8>,
     cut: &mut bool,
     overflow: &CancellationToken,
 ) {
-    let Some(mut pipe) = pipe else { return };
+    // The pipe stays open (it is the caller's) until the tree is killed: a
+    // pipe closed at the cap would let the writer die of SIGPIPE and the
+    // script go on to its next line before the kill.
+    let Some(pipe) = pipe.as_mut() else { return };
     let mut chunk = [0u8; 8192];
     loop {
         let n = tokio::select! {
