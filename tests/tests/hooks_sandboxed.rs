@@ -144,6 +144,35 @@ async fn a_sandboxed_hook_cannot_write_outside_its_directory_but_reads_its_own_s
     }
 }
 
+/// Only the script's own directory is opened to the hook: another file its
+/// command names stays out of reach.
+#[tokio::test]
+async fn a_file_named_on_the_command_line_is_not_opened_to_the_hook() {
+    if !sandbox_available() {
+        return;
+    }
+    let work = temp_dir("args");
+    let secrets = temp_dir("secrets");
+    std::fs::write(secrets.join("secret.txt"), "s3cr3t").unwrap();
+    std::fs::write(
+        work.join("peek.sh"),
+        "#!/bin/sh
+if cat \"$1\" > /dev/null 2>&1; then echo leaked > leaked.txt; fi
+echo '{\"decision\":\"approve\"}'
+",
+    )
+    .unwrap();
+    let command = format!("sh ./peek.sh {}/secret.txt", secrets.display());
+    let tool = RecordingTool::new("shell");
+    let hook = HookCommand::new(HookEvent::PreToolUse, command).with_sandbox(SandboxMode::Required);
+    let run = run(&work, hook, tool.clone()).await.unwrap();
+    assert_eq!(tool.calls().len(), 1, "{}", tool_result(&run));
+    assert!(
+        !work.join("leaked.txt").exists(),
+        "the hook read a file outside its directory"
+    );
+}
+
 #[test]
 fn the_sandbox_key_is_read_from_hook_entries() {
     let hooks = json!([

@@ -95,7 +95,7 @@
 //!
 //! Every hook runs in the OS sandbox ([`crate::sandbox`]) unless its entry
 //! says `sandbox = "off"`: writes only under its directory, reads there, in
-//! the system directories and in the directories of the scripts its command
+//! the system directories and in the directory of the script its command
 //! names, no network, and a process tree that cannot leave its group (a
 //! `setsid` grandchild dies at the timeout too). A machine that cannot give
 //! the sandbox fails the hook: a policy hook then refuses the call.

@@ -531,7 +531,7 @@ async fn run_sandboxed(hook: &HookCommand, payload: Vec<u8>, env: &[(OsString, O
     policy.env_allow.clear();
     policy.limits.wall_time = hook.timeout;
     policy.limits.output_bytes = hook.max_stdout.max(hook.max_stderr);
-    for dir in script_dirs(&hook.command, cwd) {
+    if let Some(dir) = script_dir(&hook.command, cwd) {
         policy = policy.with_read_only_path(dir);
     }
     let sandbox = match Sandbox::new(policy) {
@@ -577,33 +577,29 @@ async fn run_sandboxed(hook: &HookCommand, _: Vec<u8>, _: &[(OsString, OsString)
     ))
 }
 
-/// The directories of the files a hook command names by path
-/// (`sh /etc/agent/hooks/check.sh` → `/etc/agent/hooks`), outside `cwd`: the
-/// sandbox lets the hook read (never write) its own scripts. At most eight.
+/// The directory of the script a hook command runs, outside `cwd`: its
+/// first word (`/etc/agent/hooks/check.sh`), or the first operand after an
+/// interpreter (`sh /etc/agent/hooks/check.sh`). The sandbox lets the hook
+/// read (never write) there. Only the script's own directory: another file
+/// the command names (`cat /etc/shadow`) widens nothing.
 #[cfg(unix)]
-fn script_dirs(command: &str, cwd: &Path) -> Vec<std::path::PathBuf> {
-    let Ok(root) = cwd.canonicalize() else {
-        return Vec::new();
+fn script_dir(command: &str, cwd: &Path) -> Option<std::path::PathBuf> {
+    const INTERPRETERS: &[&str] = &["sh", "bash", "dash", "zsh", "python", "python3", "perl", "ruby", "node"];
+    let mut words = command.split_whitespace().map(|w| w.trim_matches(['\'', '"']));
+    let first = words.next()?;
+    let name = first.rsplit('/').next().unwrap_or(first);
+    let script = if INTERPRETERS.contains(&name) {
+        words.find(|w| !w.starts_with('-'))?
+    } else {
+        first
     };
-    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
-    for word in command.split_whitespace().map(|w| w.trim_matches(['\'', '"'])) {
-        if !word.contains('/') {
-            continue;
-        }
-        let Ok(file) = cwd.join(word).canonicalize() else {
-            continue;
-        };
-        let Some(dir) = file.parent().filter(|_| file.is_file()) else {
-            continue;
-        };
-        if !dir.starts_with(&root) && !dirs.iter().any(|d| d == dir) {
-            dirs.push(dir.to_path_buf());
-        }
-        if dirs.len() == 8 {
-            break;
-        }
+    if !script.contains('/') {
+        return None;
     }
-    dirs
+    let root = cwd.canonicalize().ok()?;
+    let file = cwd.join(script).canonicalize().ok()?;
+    let dir = file.parent().filter(|_| file.is_file())?;
+    (!dir.starts_with(&root)).then(|| dir.to_path_buf())
 }
 
 /// What the end of a hook's reading means.
