@@ -11,12 +11,15 @@
 #   SOAK_FEATURES  feature sets to soak, any of "default all"   (default: "default all")
 #   SOAK_THREADS   thread modes, any of "1 default"             (default: "1 default")
 #   SOAK_ONLY      extended regex: soak only binaries whose name matches
-#                  (names look like `tinyagents-tests::builtin_logging`, `tinyagents::lib`)
+#                  (names look like `tinyagents-tests::it`, `tinyagents::lib`)
+#   SOAK_ARGS      extra arguments for every run, e.g. a test-name filter:
+#                  SOAK_ONLY=::it SOAK_ARGS="builtin_logging::" soaks one module
 #   SOAK_SKIP      extended regex: skip binaries whose name matches
 #   SOAK_TIMEOUT   seconds one run may take before it counts as a failure (hang) (default 600)
 #   SOAK_LOGS      directory for the snapshots and the output of failed runs (default: target/soak)
-#   FAKELLM_URL    the fakellm server provider_fakellm (feature `fakellm`) needs;
-#                  without it that binary is reported as skipped
+#   FAKELLM_URL    the fakellm server the `provider_fakellm` tests (feature `fakellm`)
+#                  need; without it they are skipped (`--skip provider_fakellm::`)
+#                  and the line says so
 #   SOAK_REUSE     1: run the snapshots a previous soak left in SOAK_LOGS, without building
 #
 # Every feature set is built first; the executables are found with `cargo test
@@ -99,15 +102,17 @@ for set in $features; do
     [[ -n $only && ! $name =~ $only ]] && continue
     [[ -n $skip && $name =~ $skip ]] && continue
     pkg=${name%%::*}
-    if [[ $name == *::provider_fakellm && -z ${FAKELLM_URL:-} ]]; then
-      # It needs a fakellm server: start one as .ci/run's start_fakellm does.
-      printf '%-8s %-52s skipped: FAKELLM_URL is not set\n' "$set" "$name" | tee -a "$summary"
-      continue
+    extra=(${SOAK_ARGS:-})
+    note=""
+    if [[ $set == all && $name == tinyagents-tests::it && -z ${FAKELLM_URL:-} ]]; then
+      # Its fakellm tests need a server: start one as .ci/run's start_fakellm does.
+      extra+=(--skip provider_fakellm::)
+      note=" (provider_fakellm skipped: FAKELLM_URL is not set)"
     fi
     for mode in $threads; do
       case $mode in
-        1) args=(--test-threads=1) ;;
-        default) args=() ;;
+        1) args=(--test-threads=1 "${extra[@]}") ;;
+        default) args=("${extra[@]}") ;;
         *) echo "unknown thread mode '$mode' (expected 1 or default)" >&2; exit 2 ;;
       esac
       fails=0
@@ -122,8 +127,8 @@ for set in $features; do
           echo "FAIL $set $name threads=$mode run $i: $out" >&2
         fi
       done
-      printf '%-8s %-52s threads=%-8s runs=%-4d failures=%-4d (%ds)\n' \
-        "$set" "$name" "$mode" "$n" "$fails" "$((SECONDS - start))" | tee -a "$summary"
+      printf '%-8s %-52s threads=%-8s runs=%-4d failures=%-4d (%ds)%s\n' \
+        "$set" "$name" "$mode" "$n" "$fails" "$((SECONDS - start))" "$note" | tee -a "$summary"
       ((fails == 0)) || status=1
     done
   done <"$bin/snapshot.tsv"

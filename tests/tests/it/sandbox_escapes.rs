@@ -3,7 +3,7 @@
 //! `cargo test -p tinyagents-tests --test sandbox_escapes -- --nocapture`
 //! prints the figure ("sandbox escapes tried / stopped").
 
-mod sandbox_support;
+use crate::sandbox_support;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;

@@ -4,7 +4,7 @@
 //! cancellation closing the HTTP connection, and configuration errors.
 #![cfg(feature = "providers")]
 
-mod provider_support;
+use crate::provider_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `LoggingMiddleware`: a `tracing` event per hook, no content unless opted
 //! in, errors at WARN, and `HookCounts` readable while runs go on.
 
-mod capture;
+use crate::capture;
 
 use std::sync::Arc;
 

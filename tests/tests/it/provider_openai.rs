@@ -4,7 +4,7 @@
 //! went out on the wire.
 #![cfg(feature = "providers")]
 
-mod provider_support;
+use crate::provider_support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Ordinary developer commands work inside the sandbox, and `ShellTool`
 //! runs through it in an agent, declaring (and needing) a required sandbox.
 
-mod sandbox_support;
+use crate::sandbox_support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1151,7 +1151,7 @@ fn the_corpus_is_refused_and_ordinary_work_admitted_under_the_default_config() {
     assert!(admitted.is_empty(), "admitted hostile inputs:\n{}", admitted.join("\n"));
     assert!(refused.is_empty(), "refused ordinary inputs:\n{}", refused.join("\n"));
     // docs/security.md states these figures: keep them true.
-    let page = include_str!("../../docs/security.md");
+    let page = include_str!("../../../docs/security.md");
     let total = format!("| **total** | **{}** | **{}** |", hostile.len(), refused_hostile);
     assert!(page.contains(&total), "docs/security.md lacks `{total}`");
     let ord = format!("{} tried, {} admitted", ordinary.len(), ordinary.len() - refused.len());
@@ -1308,7 +1308,7 @@ fn read_only_mode_refuses_every_write_and_admits_the_reads() {
         "read-only mode: {tried}/{tried} writes refused; {} reads admitted twice",
         reads.len()
     );
-    let page = include_str!("../../docs/security.md");
+    let page = include_str!("../../../docs/security.md");
     let line = format!("- **read-only mode**: {tried} writes tried");
     assert!(page.contains(&line), "docs/security.md lacks `{line}`");
 }
@@ -1535,7 +1535,7 @@ fn admitted_ordinary_commands_run_for_real() {
 /// The configuration example of `docs/security.md` parses and means what the page says.
 #[test]
 fn the_documented_configuration_parses() {
-    let page = include_str!("../../docs/security.md");
+    let page = include_str!("../../../docs/security.md");
     let block = page
         .split("### How to configure")
         .nth(1)

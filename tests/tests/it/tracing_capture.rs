@@ -5,7 +5,7 @@
 //! another (issue 22). Each case below forces one such order; none depends on
 //! timing.
 
-mod capture;
+use crate::capture;
 
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::ThreadId;

@@ -2,7 +2,7 @@
 //! OpenTelemetry GenAI attribute names, errors on the span, nesting, and no
 //! prompt or completion text unless opted in.
 
-mod capture;
+use crate::capture;
 
 use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};

@@ -4,7 +4,7 @@
 //! and what went out on the wire.
 #![cfg(feature = "providers")]
 
-mod provider_support;
+use crate::provider_support;
 
 use std::time::Duration;
 

@@ -63,7 +63,7 @@ fn the_table_lists_each_middleware_then_a_section_with_its_config() {
     let expected = "# Built-in middleware
 
 <!-- Generated from `tinyagents::middleware::catalog()`; do not edit. Regenerate with:
-     TINYAGENTS_BLESS=1 cargo test -p tinyagents-tests --test dsl_docs -->
+     TINYAGENTS_BLESS=1 cargo test -p tinyagents-tests --test it dsl_docs -->
 
 | Middleware | Summary | Hooks |
 | --- | --- | --- |

@@ -4,7 +4,7 @@
 //! a clamped value, a shortened message) and that no tool ran.
 #![cfg(feature = "providers")]
 
-mod provider_support;
+use crate::provider_support;
 
 use std::time::Duration;
 

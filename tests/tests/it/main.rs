@@ -1,0 +1,91 @@
+//! The behaviour tests of tinyagents, through its public API only, in one
+//! test binary: one link instead of one per file (the suite built in a
+//! fraction of the time on two cores). Each module is one concern; the
+//! support modules are shared.
+//!
+//! Four suites stay their own binaries because they need the whole process:
+//! `alloc_idle_hooks` and `hooks_isolation` install a counting global
+//! allocator (and the latter plants environment variables), `approval_restart`
+//! and `checkpoint_crash` re-execute themselves as child processes.
+
+mod capture;
+#[cfg(feature = "providers")]
+mod provider_support;
+mod sandbox_support;
+
+mod agent_loop;
+mod approval_binding;
+mod builtin_agent_mode;
+mod builtin_context;
+mod builtin_context_compression;
+mod builtin_context_editing;
+mod builtin_contextual_tool_selection;
+mod builtin_dedup_check;
+mod builtin_delta_compression;
+mod builtin_dynamic_prompt;
+mod builtin_dynamic_tool_selection;
+mod builtin_human_in_the_loop;
+mod builtin_limits;
+mod builtin_logging;
+mod builtin_message_trimming;
+mod builtin_model_call_limit;
+mod builtin_model_fallback;
+mod builtin_model_retry;
+mod builtin_output_compression;
+mod builtin_output_limit_recovery;
+mod builtin_parallel_edit_guard;
+mod builtin_pii;
+mod builtin_pii_corpus;
+mod builtin_pii_streams;
+mod builtin_prompt_cache_layout_guard;
+mod builtin_rate_limiter;
+mod builtin_retrieval_compression;
+mod builtin_shell_fs_guard;
+mod builtin_structured_output;
+mod builtin_summarization;
+mod builtin_timeout;
+mod builtin_tool_allowlist;
+mod builtin_tool_call_limit;
+mod builtin_tool_policy;
+mod builtin_tool_retry;
+mod builtin_tracing;
+mod builtin_transcript_compression;
+mod builtin_usage_accounting;
+mod checkpoint_integrity;
+mod checkpoint_resume;
+mod concurrency;
+mod config_file;
+mod config_file_bounds;
+mod control;
+mod deltas;
+mod dsl_config;
+mod dsl_docs;
+mod dsl_hooks;
+mod dsl_middleware;
+mod effective_access;
+mod errors_and_events;
+mod external_hooks;
+mod graph;
+mod graph_boundary;
+mod guard_corpus;
+mod hook_order;
+mod hooks_fail_closed;
+mod hooks_sandboxed;
+mod legacy_context_keys;
+mod loop_promises;
+mod loop_properties;
+mod ordering;
+mod ordering_displacement;
+mod policy_inheritance;
+mod provider_anthropic;
+mod provider_bounds;
+mod provider_fakellm;
+mod provider_openai;
+mod provider_stack;
+mod sandbox_commands;
+mod sandbox_escapes;
+mod spend_tree;
+mod steering;
+mod tokens_exact;
+mod tracing_capture;
+mod wraps;
