@@ -45,7 +45,7 @@ fn model() -> ScriptedModel {
 }
 
 fn agent(middleware: usize, tools: ToolRegistry) -> Agent<()> {
-    let mut stack = MiddlewareStack::new();
+    let mut stack = MiddlewareStack::empty();
     for i in 0..middleware {
         stack.add_named(format!("noop-{i}"), Noop).unwrap();
     }

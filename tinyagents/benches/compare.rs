@@ -94,12 +94,12 @@ fn main() {
     let rounds = 2001;
 
     let plain: Agent<()> = Agent::new(text_model());
-    let mut noop10 = MiddlewareStack::new();
+    let mut noop10 = MiddlewareStack::empty();
     for i in 0..10 {
         noop10.add_named(format!("noop-{i}"), Noop).unwrap();
     }
     let hooks: Agent<()> = Agent::new(text_model()).with_stack(noop10);
-    let mut pass10 = MiddlewareStack::new();
+    let mut pass10 = MiddlewareStack::empty();
     for i in 0..10 {
         pass10.add_named(format!("pass-{i}"), Pass).unwrap();
     }

@@ -88,7 +88,7 @@ impl ModelBaseCall<()> for Base {
 const NAMES: [&str; 10] = ["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"];
 
 fn stack_of(n: usize, implementing: impl Fn(usize) -> bool) -> MiddlewareStack<()> {
-    let mut stack = MiddlewareStack::new();
+    let mut stack = MiddlewareStack::empty();
     for (i, name) in NAMES.into_iter().enumerate().take(n) {
         let hooks = if implementing(i) {
             HookSet::BEFORE_MODEL
@@ -114,18 +114,18 @@ struct Cases {
 }
 
 fn cases() -> Cases {
-    let mut onion = MiddlewareStack::new();
+    let mut onion = MiddlewareStack::empty();
     for name in NAMES {
         onion.add(Layer(name)).unwrap();
     }
-    let mut deltas = MiddlewareStack::new();
+    let mut deltas = MiddlewareStack::empty();
     for name in &NAMES[..5] {
         deltas
             .add(Mw(HookSet::ON_MODEL_DELTA | HookSet::SYNC_MODEL_DELTA, name))
             .unwrap();
     }
     Cases {
-        empty: MiddlewareStack::new(),
+        empty: MiddlewareStack::empty(),
         one_of_ten: stack_of(10, |i| i == 4),
         alone: stack_of(1, |_| true),
         ten_of_ten: stack_of(10, |_| true),

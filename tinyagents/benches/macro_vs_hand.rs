@@ -80,7 +80,7 @@ const INSTANCES: usize = 4;
 const DELTAS: usize = 1_000;
 
 fn stack_of<M: Middleware<()> + Copy + 'static>(m: M) -> MiddlewareStack<()> {
-    let mut stack = MiddlewareStack::new();
+    let mut stack = MiddlewareStack::empty();
     for i in 0..INSTANCES {
         stack.add_named(format!("m{i}"), m).unwrap();
     }
@@ -88,7 +88,7 @@ fn stack_of<M: Middleware<()> + Copy + 'static>(m: M) -> MiddlewareStack<()> {
 }
 
 fn stack_of_hand<M: Middleware<()> + 'static>(make: impl Fn() -> M) -> MiddlewareStack<()> {
-    let mut stack = MiddlewareStack::new();
+    let mut stack = MiddlewareStack::empty();
     for i in 0..INSTANCES {
         stack.add_named(format!("m{i}"), make()).unwrap();
     }

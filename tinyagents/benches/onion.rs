@@ -88,7 +88,7 @@ impl ToolBaseCall<()> for Base {
 }
 
 fn stack(depth: usize) -> MiddlewareStack<()> {
-    let mut stack = MiddlewareStack::new();
+    let mut stack = MiddlewareStack::empty();
     for i in 0..depth {
         stack.add(Layer(format!("layer-{i}"))).unwrap();
     }

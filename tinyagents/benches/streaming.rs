@@ -48,9 +48,9 @@ fn hook_e(delta: &mut ModelDelta) -> Result<()> {
 const DELTAS: usize = 10_000;
 
 fn stacks() -> [MiddlewareStack<()>; 3] {
-    let zero = MiddlewareStack::new();
-    let one = MiddlewareStack::new().with(HookA).unwrap();
-    let five = MiddlewareStack::new()
+    let zero = MiddlewareStack::empty();
+    let one = MiddlewareStack::empty().with(HookA).unwrap();
+    let five = MiddlewareStack::empty()
         .with(HookA)
         .unwrap()
         .with(HookB)

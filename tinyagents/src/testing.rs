@@ -313,7 +313,7 @@ where
     /// # Panics
     /// If the middleware cannot be registered (it cannot fail for one middleware).
     pub fn new(middleware: impl Middleware<S, C> + 'static) -> Self {
-        let mut stack = MiddlewareStack::new();
+        let mut stack = MiddlewareStack::empty();
         stack
             .add(middleware)
             .expect("a stack of one middleware always registers");

@@ -80,8 +80,8 @@ fn forwarded(events: &[AgentEvent]) -> (String, String, usize) {
 
 #[tokio::test]
 async fn the_final_text_is_byte_identical_with_fewer_deltas() {
-    let (plain, plain_events) = run(MiddlewareStack::new(), vec![ScriptedTurn::Deltas(deltas())]).await;
-    let stack = MiddlewareStack::new().with(DeltaCompression::new(16)).unwrap();
+    let (plain, plain_events) = run(MiddlewareStack::empty(), vec![ScriptedTurn::Deltas(deltas())]).await;
+    let stack = MiddlewareStack::empty().with(DeltaCompression::new(16)).unwrap();
     let (coalesced, events) = run(stack, vec![ScriptedTurn::Deltas(deltas())]).await;
     // the run stops at the step limit after the tool call; the reply is what matters
     let (plain, coalesced) = (plain.unwrap_err(), coalesced.unwrap_err());
@@ -125,11 +125,11 @@ async fn the_accumulated_reply_is_byte_identical() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::<Message>::new()));
     let plain: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas())]))
         .with_max_steps(1)
-        .with_stack(MiddlewareStack::new().with(Recorder(seen.clone())).unwrap());
+        .with_stack(MiddlewareStack::empty().with(Recorder(seen.clone())).unwrap());
     let coalesced: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas())]))
         .with_max_steps(1)
         .with_stack(
-            MiddlewareStack::new()
+            MiddlewareStack::empty()
                 .with(Recorder(seen.clone()))
                 .unwrap()
                 .with(DeltaCompression::new(10))
@@ -195,7 +195,7 @@ async fn the_time_limit_forwards_held_text_on_the_paused_clock() {
     let mw: DeltaCompression = tinyagents::config::BuildMiddleware::build(
         from_toml_str::<DeltaCompressionConfig>("min_chars = 1000\nmax_interval_ms = 100").unwrap(),
     );
-    let agent: Agent<()> = Agent::new(Slow).with_stack(MiddlewareStack::new().with(mw).unwrap());
+    let agent: Agent<()> = Agent::new(Slow).with_stack(MiddlewareStack::empty().with(mw).unwrap());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -229,7 +229,7 @@ async fn retry_once(
 #[tokio::test]
 async fn a_failed_attempts_held_text_never_leaks_into_the_retry() {
     // registered first, but delta_compression declares `after_if_present = ["model_retry", ...]`: it ends up inside
-    let stack = MiddlewareStack::new()
+    let stack = MiddlewareStack::empty()
         .with(DeltaCompression::new(100))
         .unwrap()
         .with(RetryOnce)

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 fn agent(logging: LoggingMiddleware, turns: Vec<ScriptedTurn>, tools: ToolRegistry) -> Agent<()> {
     Agent::new(ScriptedModel::new(turns))
         .with_tools(tools)
-        .with_stack(MiddlewareStack::new().with(logging).unwrap())
+        .with_stack(MiddlewareStack::empty().with(logging).unwrap())
 }
 
 fn lookup_tool() -> ToolRegistry {
@@ -196,7 +196,7 @@ async fn the_builtins_fit_any_state_and_context() {
     #[derive(Clone)]
     struct AppCtx(u64);
     let backup: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new([ScriptedTurn::text("unused")]));
-    let stack: MiddlewareStack<AppState, AppCtx> = MiddlewareStack::new()
+    let stack: MiddlewareStack<AppState, AppCtx> = MiddlewareStack::empty()
         .with(TracingMiddleware::new())
         .and_then(|s| s.with(LoggingMiddleware::new()))
         .and_then(|s| s.with(UsageAccountingMiddleware::new()))

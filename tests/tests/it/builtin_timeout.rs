@@ -92,7 +92,7 @@ async fn an_expired_model_call_is_dropped_and_fails_with_a_timeout() {
     let seen = ErrorSeen::default();
     let sink = Arc::new(CollectingSink::new());
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(
-        MiddlewareStack::new()
+        MiddlewareStack::empty()
             .with(seen.clone())
             .unwrap()
             .with(timeout("model_ms = 1000"))
@@ -144,7 +144,7 @@ async fn a_retry_outside_sees_a_retryable_timeout_and_tries_again() {
         .unwrap()
         .build();
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(
-        MiddlewareStack::new()
+        MiddlewareStack::empty()
             .with(retry)
             .unwrap()
             .with(timeout("model_ms = 1000"))
@@ -181,7 +181,7 @@ async fn a_tool_call_past_its_limit_fails_with_a_timeout_and_its_events_close() 
         ScriptedTurn::text("never"),
     ]))
     .with_tools(ToolRegistry::new().with(slow_tool(10_000)).unwrap())
-    .with_stack(MiddlewareStack::new().with(timeout("tool_ms = 500")).unwrap());
+    .with_stack(MiddlewareStack::empty().with(timeout("tool_ms = 500")).unwrap());
     let start = Instant::now();
     let err = agent
         .run(
@@ -212,7 +212,7 @@ async fn a_tool_retry_outside_turns_repeated_timeouts_into_one_error_result() {
     ]))
     .with_tools(ToolRegistry::new().with(slow_tool(10_000)).unwrap())
     .with_stack(
-        MiddlewareStack::new()
+        MiddlewareStack::empty()
             .with(retry)
             .unwrap()
             .with(timeout("tool_ms = 500"))
@@ -243,7 +243,7 @@ async fn the_run_limit_bounds_every_call_after_it_starts() {
     // turn 1: the slow model's first word arrives at once, the second after 5 s: the run
     // limit (3 s) is shorter than the model limit (4 s), so it is the run that times out
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(
-        MiddlewareStack::new()
+        MiddlewareStack::empty()
             .with(timeout("model_ms = 4000\nrun_ms = 3000"))
             .unwrap(),
     );
@@ -264,7 +264,7 @@ async fn a_run_deadline_is_not_retried_or_fallen_back_from() {
         .unwrap()
         .build();
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(
-        MiddlewareStack::new()
+        MiddlewareStack::empty()
             .with(ModelFallbackMiddleware::new([backup]))
             .unwrap()
             .with(retry)
@@ -314,7 +314,7 @@ async fn a_call_starting_after_the_run_deadline_fails_at_once() {
         ScriptedTurn::text("never"),
     ]))
     .with_tools(tools)
-    .with_stack(MiddlewareStack::new().with(timeout("run_ms = 2000")).unwrap());
+    .with_stack(MiddlewareStack::empty().with(timeout("run_ms = 2000")).unwrap());
     let err = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await

@@ -3,7 +3,7 @@
 //! removed, every error located by line and column, nothing half-built.
 
 use serde_json::json;
-use tinyagents::config::{BuildMiddleware, ConfigFile, MiddlewareConfig, MiddlewareRegistry, BUILTIN_TYPES};
+use tinyagents::config::{ConfigFile, MiddlewareRegistry, BUILTIN_TYPES};
 use tinyagents::prelude::*;
 use tinyagents::MiddlewareConfig;
 
@@ -112,34 +112,56 @@ type = "audit"
 fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
     let text =
         "[[middleware]]\ntype = \"recovery\"\n[[middleware]]\ntype = \"logging\"\n[[middleware]]\ntype = \"audit\"\n";
+    let code = |stack: MiddlewareStack<()>| {
+        stack
+            .with(Recovery)
+            .unwrap()
+            .with(tinyagents::middleware::LoggingMiddleware::new())
+            .unwrap()
+            .with(Audit)
+            .unwrap()
+    };
+    // with nothing on by default: `MiddlewareStack::empty()` is a registry without defaults
     let from_file = build(&without_defaults(registry()), text).unwrap();
-    let in_code: MiddlewareStack<()> = MiddlewareStack::new()
-        .with(Recovery)
-        .unwrap()
-        .with(tinyagents::middleware::LoggingMiddleware::new())
-        .unwrap()
-        .with(Audit)
-        .unwrap();
+    let in_code = code(MiddlewareStack::empty());
     assert_eq!(from_file.names(), in_code.names());
     assert_eq!(from_file.names(), ["logging", "audit", "recovery"]);
-    // a default-on built-in in code: built from its defaults, as the file does
-    let text = "[[middleware]]\ntype = \"logging\"\n";
-    let mut registry = without_defaults(registry());
-    registry.set_default("output_limit_recovery", json!({})).unwrap();
-    let from_file = build(&registry, text).unwrap();
-    let in_code: MiddlewareStack<()> = MiddlewareStack::new()
-        .with(
-            tinyagents::middleware::OutputLimitRecoveryConfig::defaults()
-                .unwrap()
-                .build(),
-        )
-        .unwrap()
-        .with(tinyagents::middleware::LoggingMiddleware::new())
-        .unwrap();
+    // with the defaults: `MiddlewareStack::new()` holds what a file's stack holds, built the same way
+    let from_file = build(&registry(), text).unwrap();
+    let in_code = code(MiddlewareStack::new());
+    assert_eq!(
+        from_file.names(),
+        [
+            "parallel_edit_guard",
+            "output_limit_recovery",
+            "logging",
+            "audit",
+            "recovery"
+        ]
+    );
     assert_eq!(from_file.names(), in_code.names());
     for hook in HookKind::ALL {
         assert_eq!(from_file.implementors(hook), in_code.implementors(hook), "{hook:?}");
     }
+    // an instance of a default's type replaces the default at its own place, in code as in the file
+    let text = "[[middleware]]\ntype = \"logging\"\n[[middleware]]\ntype = \"parallel_edit_guard\"\nmode = \"deny\"\n";
+    let from_file = build(&registry(), text).unwrap();
+    let in_code: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(tinyagents::middleware::LoggingMiddleware::new())
+        .unwrap()
+        .with(tinyagents::middleware::ParallelEditGuard::deny())
+        .unwrap();
+    assert_eq!(
+        from_file.names(),
+        ["output_limit_recovery", "logging", "parallel_edit_guard"]
+    );
+    assert_eq!(from_file.names(), in_code.names());
+    // and `enabled = false` is `without(name)`
+    let text = "[[middleware]]\ntype = \"output_limit_recovery\"\nenabled = false\n";
+    let from_file = build(&registry(), text).unwrap();
+    let in_code: MiddlewareStack<()> = MiddlewareStack::new().without("output_limit_recovery").unwrap();
+    assert_eq!(from_file.names(), ["parallel_edit_guard"]);
+    assert_eq!(from_file.names(), in_code.names());
 }
 
 #[test]

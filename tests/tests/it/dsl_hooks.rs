@@ -150,7 +150,7 @@ fn log_outcome(outcome: &mut SteeringOutcome, state: &Log) -> Result<()> {
 }
 
 fn full_stack() -> MiddlewareStack<Log> {
-    let mut stack = MiddlewareStack::new();
+    let mut stack = MiddlewareStack::empty();
     stack
         .add(LogStart)
         .unwrap()
@@ -246,7 +246,7 @@ async fn dynamic_prompt_writes_the_volatile_segment_named_after_the_middleware()
     let model = Arc::new(model);
     let agent: Agent<Log> = Agent::from_shared(model.clone())
         .with_system_prompt("You are terse.")
-        .with_stack(MiddlewareStack::new().with(Clock).unwrap());
+        .with_stack(MiddlewareStack::empty().with(Clock).unwrap());
     agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &Log::default(), "hi")
         .await
@@ -289,7 +289,7 @@ fn refuse(request: &ModelRequest) -> Result<()> {
 
 #[tokio::test]
 async fn on_error_sees_the_error_of_another_hook() {
-    let stack = MiddlewareStack::new().with(LogError).unwrap().with(Refuse).unwrap();
+    let stack = MiddlewareStack::empty().with(LogError).unwrap().with(Refuse).unwrap();
     let log = Log::default();
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let mut request = ModelRequest::new(vec![Message::user("a"), Message::user("b")]);
@@ -352,13 +352,13 @@ where
 async fn a_generic_hook_serves_stacks_of_any_state_and_context() {
     let mut request = ModelRequest::new(vec![Message::user("a")]);
 
-    let on_unit: MiddlewareStack<()> = MiddlewareStack::new().with(CountMessages).unwrap();
+    let on_unit: MiddlewareStack<()> = MiddlewareStack::empty().with(CountMessages).unwrap();
     on_unit
         .run_before_model(&mut RunContext::new(RunConfig::new("r"), ()), &(), &mut request)
         .await
         .unwrap();
 
-    let on_log: MiddlewareStack<Log, Tenant> = MiddlewareStack::new()
+    let on_log: MiddlewareStack<Log, Tenant> = MiddlewareStack::empty()
         .with(CountMessages)
         .unwrap()
         .with(StampTenant)
@@ -385,7 +385,7 @@ async fn passthrough<S, C>(
 #[tokio::test]
 async fn a_generic_wrap_runs_in_a_typed_agent() {
     let agent: Agent<Log, Tenant> = Agent::new(ScriptedModel::new([ScriptedTurn::text("fine")]))
-        .with_stack(MiddlewareStack::new().with(Passthrough).unwrap());
+        .with_stack(MiddlewareStack::empty().with(Passthrough).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), Tenant::default());
     let run = agent.run(&mut ctx, &Log::default(), "hi").await.unwrap();
     assert_eq!(run.final_text(), "fine");

@@ -110,7 +110,7 @@ fn tools() -> ToolRegistry {
 #[tokio::test]
 async fn one_add_registers_an_impl_block_everywhere_it_belongs() {
     let budget = Arc::new(Budget::new(1));
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     stack.add_shared(budget.clone()).unwrap();
     for hook in [
         HookKind::BeforeAgent,
@@ -208,7 +208,7 @@ fn ordering_constraints_by_name_and_by_type() {
     assert_eq!(Outer::BEFORE, ["inner"]);
     // the type's declared name, not its type name; optional, as `inner` is registered first
     assert_eq!(Inner::AFTER_IF_PRESENT, ["outer"]);
-    let stack: MiddlewareStack<()> = MiddlewareStack::new().with(Inner).unwrap().with(Outer).unwrap();
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(Inner).unwrap().with(Outer).unwrap();
     assert_eq!(stack.names(), ["outer", "inner"]);
     let info = stack.infos().next().unwrap();
     assert_eq!(info.before, ["inner"]);
@@ -216,7 +216,7 @@ fn ordering_constraints_by_name_and_by_type() {
 
 #[tokio::test]
 async fn the_resolved_order_is_the_dispatch_order() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new().with(Inner).unwrap().with(Outer).unwrap();
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(Inner).unwrap().with(Outer).unwrap();
     let mut request = ModelRequest::default();
     stack
         .run_before_model(&mut RunContext::new(RunConfig::new("r"), ()), &(), &mut request)
@@ -227,7 +227,7 @@ async fn the_resolved_order_is_the_dispatch_order() {
 
 #[test]
 fn a_second_instance_needs_its_own_name() {
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     stack.add(Inner).unwrap();
     let err = stack.add(Inner).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
@@ -256,7 +256,7 @@ async fn a_declared_jump_is_honoured() {
     assert_eq!(StopOnStop::JUMPS, JumpSet::END);
     assert_eq!(Middleware::<()>::info(&StopOnStop).jumps, JumpSet::END);
     let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("STOP here")]))
-        .with_stack(MiddlewareStack::new().with(StopOnStop).unwrap());
+        .with_stack(MiddlewareStack::empty().with(StopOnStop).unwrap());
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await
@@ -268,7 +268,7 @@ async fn a_declared_jump_is_honoured() {
 async fn an_undeclared_jump_is_refused_with_a_clear_error() {
     assert_eq!(JumpUndeclared::JUMPS, JumpSet::empty());
     let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("hi")]))
-        .with_stack(MiddlewareStack::new().with(JumpUndeclared).unwrap());
+        .with_stack(MiddlewareStack::empty().with(JumpUndeclared).unwrap());
     let err = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await
@@ -321,7 +321,7 @@ fn a_plain_delta_fn_declares_the_sync_fast_path() {
 
 #[tokio::test]
 async fn sync_and_async_delta_hooks_run_in_registration_order() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty()
         .with(SyncDelta)
         .unwrap()
         .with(AsyncDelta)

@@ -72,7 +72,7 @@ impl Middleware<()> for RedirectInReview {
 async fn a_review_rewrite_is_seen_by_parallel_edit_guard_registered_before_it() {
     let log = Log::default();
     // the guard is registered first, but orders itself after `external_hooks`
-    let stack = MiddlewareStack::new()
+    let stack = MiddlewareStack::empty()
         .with(ParallelEditGuard::deny())
         .unwrap()
         .with(RedirectInReview)
@@ -131,13 +131,13 @@ async fn concurrent_log(stack: MiddlewareStack<()>, first: &str, second: &str) -
 
 #[tokio::test]
 async fn writes_to_different_files_run_concurrently() {
-    let log = concurrent_log(MiddlewareStack::new(), "a.rs", "b.rs").await;
+    let log = concurrent_log(MiddlewareStack::empty(), "a.rs", "b.rs").await;
     assert_eq!(log, ["start a.rs", "start b.rs", "end a.rs", "end b.rs"]);
 }
 
 #[tokio::test]
 async fn a_before_tool_redirect_to_the_same_file_is_scheduled_in_order() {
-    let stack = MiddlewareStack::new().with(RedirectBeforeTool).unwrap();
+    let stack = MiddlewareStack::empty().with(RedirectBeforeTool).unwrap();
     let log = concurrent_log(stack, "a.rs", "b.rs").await;
     assert_eq!(log, ["start a.rs", "end a.rs", "start a.rs", "end a.rs"]);
 }

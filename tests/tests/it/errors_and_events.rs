@@ -16,7 +16,7 @@ fn ctx_with(sink: &Arc<CollectingSink>) -> RunContext {
 #[tokio::test]
 async fn first_error_short_circuits_and_every_on_error_sees_the_original() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("a", &log)).unwrap();
     stack
         .add(Recorder::new("b", &log).failing_in(HookKind::BeforeModel))
@@ -55,7 +55,7 @@ async fn first_error_short_circuits_and_every_on_error_sees_the_original() {
 #[tokio::test]
 async fn a_panicking_hook_becomes_a_classified_error_and_the_stack_stays_usable() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("calm", &log)).unwrap();
     stack
         .add(Recorder::new("wild", &log).panicking_in(HookKind::AfterTool))
@@ -95,7 +95,7 @@ async fn a_panicking_hook_becomes_a_classified_error_and_the_stack_stays_usable(
 #[tokio::test]
 async fn events_are_balanced_on_success_and_name_middleware_and_hook() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("a", &log)).unwrap();
     stack.add(Recorder::new("b", &log)).unwrap();
     let sink = Arc::new(CollectingSink::new());
@@ -121,7 +121,7 @@ async fn events_are_balanced_on_success_and_name_middleware_and_hook() {
 #[tokio::test(start_paused = true)]
 async fn a_wrap_future_dropped_by_an_outer_timeout_still_completes_its_events() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("outer", &log)).unwrap();
     stack.add(Recorder::new("inner", &log)).unwrap();
     let sink = Arc::new(CollectingSink::new());
@@ -156,7 +156,7 @@ async fn a_wrap_future_dropped_by_an_outer_timeout_still_completes_its_events() 
 #[tokio::test]
 async fn an_agent_run_that_fails_reports_balanced_events_and_run_completed_with_the_error() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack
         .add(Recorder::new("a", &log).failing_in(HookKind::AfterModel))
         .unwrap();

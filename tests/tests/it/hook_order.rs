@@ -51,7 +51,7 @@ fn expected_step(tools: bool) -> Vec<&'static str> {
 #[tokio::test]
 async fn three_middleware_run_in_onion_order_on_model_and_tool_paths() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     for name in ["a", "b", "c"] {
         stack.add(Recorder::new(name, &log)).unwrap();
     }
@@ -87,7 +87,7 @@ async fn three_middleware_run_in_onion_order_on_model_and_tool_paths() {
 #[tokio::test]
 async fn a_shared_stack_reports_its_dispatch_lists() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("a", &log).only(HookSet::BEFORE_MODEL)).unwrap();
     stack
         .add(Recorder::new("b", &log).only(HookSet::AFTER_MODEL | HookSet::BEFORE_MODEL))

@@ -57,6 +57,7 @@ mod concurrency;
 mod config_file;
 mod config_file_bounds;
 mod control;
+mod default_middleware;
 mod deltas;
 mod dsl_config;
 mod dsl_docs;

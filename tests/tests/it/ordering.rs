@@ -6,7 +6,7 @@ use tinyagents_tests::{Log, Recorder};
 #[test]
 fn constraints_reorder_only_what_they_name() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("a", &log)).unwrap();
     stack.add(Recorder::new("b", &log)).unwrap();
     stack.add(Recorder::new("tracing", &log).before("a")).unwrap();
@@ -23,7 +23,7 @@ fn constraints_reorder_only_what_they_name() {
 #[test]
 fn a_constraint_naming_an_absent_middleware_is_a_config_error_that_says_the_fix() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("b", &log)).unwrap();
     let err = stack.add(Recorder::new("a", &log).after("not-registered")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
@@ -38,7 +38,7 @@ fn a_constraint_naming_an_absent_middleware_is_a_config_error_that_says_the_fix(
 #[test]
 fn a_cycle_is_a_config_error_naming_the_cycle_and_leaves_the_stack_unchanged() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("a", &log)).unwrap();
     stack.add(Recorder::new("b", &log).after("a")).unwrap();
     let err = stack.add(Recorder::new("c", &log).after("b").before("a")).unwrap_err();
@@ -51,7 +51,7 @@ fn a_cycle_is_a_config_error_naming_the_cycle_and_leaves_the_stack_unchanged() {
 #[test]
 fn duplicate_names_are_rejected_unless_the_second_gets_its_own_name() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Recorder::new("audit", &log)).unwrap();
     let err = stack.add(Recorder::new("audit", &log)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
@@ -65,7 +65,7 @@ fn duplicate_names_are_rejected_unless_the_second_gets_its_own_name() {
 #[should_panic(expected = "already registered")]
 fn push_panics_on_a_duplicate_and_says_why() {
     let log = Log::default();
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.push(std::sync::Arc::new(Recorder::new("x", &log)));
     stack.push(std::sync::Arc::new(Recorder::new("x", &log)));
 }

@@ -36,7 +36,7 @@ impl Middleware<()> for Named {
 
 #[test]
 fn a_before_constraint_moves_the_declaring_middleware_not_its_target() {
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Named::new("log")).unwrap();
     stack.add(Named::new("retry")).unwrap();
     stack.add(Named::new("span").map(|i| i.before("log"))).unwrap();
@@ -45,7 +45,7 @@ fn a_before_constraint_moves_the_declaring_middleware_not_its_target() {
 
 #[test]
 fn an_after_constraint_moves_the_declaring_middleware_just_after_its_target() {
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Named::new("a")).unwrap();
     stack.add(Named::new("t")).unwrap();
     stack.add(Named::new("b")).unwrap();
@@ -55,7 +55,7 @@ fn an_after_constraint_moves_the_declaring_middleware_just_after_its_target() {
 
 #[test]
 fn a_required_name_that_is_not_registered_is_refused_with_did_you_mean() {
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Named::new("logging")).unwrap();
     let err = stack.add(Named::new("span").map(|i| i.before("loging"))).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
@@ -70,7 +70,7 @@ fn a_required_name_that_is_not_registered_is_refused_with_did_you_mean() {
 
 #[test]
 fn an_optional_constraint_applies_when_its_target_arrives_later() {
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Named::new("a")).unwrap();
     stack
         .add(Named::new("span").map(|i| i.before_if_present("log")))
@@ -78,7 +78,7 @@ fn an_optional_constraint_applies_when_its_target_arrives_later() {
     assert_eq!(stack.names(), ["a", "span"], "absent: ignored");
     stack.add(Named::new("log")).unwrap();
     assert_eq!(stack.names(), ["a", "span", "log"]);
-    let mut stack = MiddlewareStack::<()>::new();
+    let mut stack = MiddlewareStack::<()>::empty();
     stack.add(Named::new("log")).unwrap();
     stack.add(Named::new("a")).unwrap();
     stack

@@ -6,6 +6,7 @@
 //! checks that every `catalog()` entry with a `config_type` is listed.
 
 use crate::config::MiddlewareConfig;
+use crate::harness::middleware::MiddlewareStack;
 use crate::middleware::*;
 
 /// Lists the built-in config types once, for both the registration and the
@@ -98,6 +99,47 @@ pub const DEFAULT_ON: &[(&str, &str)] = &[
     ("parallel_edit_guard", "mode = \"warn\""),
     ("output_limit_recovery", ""),
 ];
+
+impl<S, C> MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// A stack holding the built-ins on by default for every agent, the same
+    /// ones (with the same options) a stack built from a file holds: see
+    /// [`DEFAULT_ON`]. Registering a middleware of a default's name replaces
+    /// it at the new registration's place (as a file's entry of its `type`
+    /// does); [`without`](Self::without) removes one (a file's `enabled =
+    /// false`); [`empty`](Self::empty) starts with none.
+    ///
+    /// ```
+    /// use tinyagents::middleware::ParallelEditGuard;
+    /// use tinyagents::prelude::*;
+    ///
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::new();
+    /// assert_eq!(stack.names(), ["parallel_edit_guard", "output_limit_recovery"]);
+    /// // your own instance of a default replaces it, at your registration's place
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(ParallelEditGuard::deny())?;
+    /// assert_eq!(stack.names(), ["output_limit_recovery", "parallel_edit_guard"]);
+    /// # Ok::<(), TinyAgentsError>(())
+    /// ```
+    pub fn new() -> Self {
+        super::MiddlewareRegistry::<S, C>::with_builtins()
+            .build_stack(&serde_json::Value::Null)
+            .expect("the default-on built-ins build with their default options")
+    }
+}
+
+impl<S, C> Default for MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// [`MiddlewareStack::new`]: the default-on built-ins.
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl<S, C> super::MiddlewareRegistry<S, C>
 where

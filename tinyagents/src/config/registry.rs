@@ -273,7 +273,7 @@ where
         if let Value::Object(map) = &mut table {
             map.entry("type").or_insert_with(|| Value::String(key.to_owned()));
         }
-        let mut scratch = MiddlewareStack::new();
+        let mut scratch = MiddlewareStack::empty();
         (entry.build)(&table, &format!("defaults.{key}"), &mut scratch).map_err(TinyAgentsError::from)?;
         self.defaults.retain(|(t, _)| *t != key);
         self.defaults.push((key, table));
@@ -301,7 +301,7 @@ where
     /// Every error of every entry is reported, each under its path
     /// (`middleware[i].key`, `hooks[i].key`); nothing half-built is returned.
     pub fn build_stack(&self, config: &Value) -> std::result::Result<MiddlewareStack<S, C>, ConfigErrors> {
-        let mut stack = MiddlewareStack::new();
+        let mut stack = MiddlewareStack::empty();
         let mut errors = ConfigErrors::new();
         let entries: &[Value] = match config.get("middleware") {
             None => &[],
@@ -324,6 +324,8 @@ where
                 errors.extend(e);
             }
         }
+        // code that adds a middleware of a default's name later replaces it
+        stack.mark_defaults();
         for (i, entry) in entries.iter().enumerate() {
             if let Err(e) = self.build_into(entry, &format!("middleware[{i}]"), &mut stack) {
                 errors.extend(e);

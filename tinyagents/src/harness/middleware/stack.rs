@@ -29,6 +29,9 @@ where
     lifecycle: Option<Arc<dyn Middleware<S, C>>>,
     model: Option<Arc<dyn ModelMiddleware<S, C>>>,
     tool: Option<Arc<dyn ToolMiddleware<S, C>>>,
+    /// A default-on built-in: registering a middleware of the same name
+    /// replaces it instead of being a duplicate.
+    default: bool,
 }
 
 /// A lifecycle hook, as a plain function over the value it passes (so one
@@ -87,12 +90,21 @@ where
     all_sync: [bool; HookKind::LIFECYCLE_COUNT],
 }
 
-impl<S, C> Default for MiddlewareStack<S, C>
+impl<S, C> MiddlewareStack<S, C>
 where
     S: Send + Sync + 'static,
     C: Send + Sync + 'static,
 {
-    fn default() -> Self {
+    /// A stack with nothing in it, not even the default-on built-ins that
+    /// [`new`](Self::new) holds: the explicit opt-out of every default.
+    ///
+    /// ```
+    /// use tinyagents::prelude::*;
+    ///
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::empty();
+    /// assert!(stack.is_empty());
+    /// ```
+    pub fn empty() -> Self {
         Self {
             registered: Vec::new(),
             order: Vec::new(),
@@ -271,11 +283,6 @@ where
     S: Send + Sync + 'static,
     C: Send + Sync + 'static,
 {
-    /// An empty stack.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     // ----- registration -------------------------------------------------
 
     /// Registers a middleware in every list its metadata says it belongs to
@@ -341,6 +348,7 @@ where
             lifecycle: None,
             model: Some(middleware),
             tool: None,
+            default: false,
         })
     }
 
@@ -364,6 +372,7 @@ where
             lifecycle: None,
             model: None,
             tool: Some(middleware),
+            default: false,
         })
     }
 
@@ -387,18 +396,19 @@ where
             lifecycle,
             model,
             tool,
+            default: false,
         })
     }
 
     fn insert(&mut self, entry: Entry<S, C>) -> Result<&mut Self> {
-        if let Some(pos) = self.registered.iter().position(|e| e.name == entry.name) {
-            return Err(TinyAgentsError::config(format!(
-                "a middleware named `{}` is already registered (registration #{}); names must be unique — \
-                 register the second instance under its own name with `stack.add_named(\"{}-2\", …)`",
-                entry.name,
-                pos + 1,
-                entry.name
-            )));
+        let replaced = match self.registered.iter().position(|e| e.name == entry.name) {
+            // a default-on built-in gives way to a registration of its name
+            // (as a file's entry of its `type` does), at the new one's place
+            Some(pos) if self.registered[pos].default => Some((pos, self.registered.remove(pos))),
+            _ => None,
+        };
+        if replaced.is_none() {
+            self.check_unique(&entry.name)?;
         }
         self.registered.push(entry);
         match self.resolve() {
@@ -409,8 +419,73 @@ where
             }
             Err(e) => {
                 self.registered.pop();
+                if let Some((pos, old)) = replaced {
+                    self.registered.insert(pos, old);
+                }
                 Err(e)
             }
+        }
+    }
+
+    fn check_unique(&self, name: &str) -> Result<()> {
+        if let Some(pos) = self.registered.iter().position(|e| &*e.name == name) {
+            return Err(TinyAgentsError::config(format!(
+                "a middleware named `{}` is already registered (registration #{}); names must be unique — \
+                 register the second instance under its own name with `stack.add_named(\"{}-2\", …)`",
+                name,
+                pos + 1,
+                name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Removes the middleware registered as `name`: how code turns off one
+    /// of the default-on built-ins (a file says `enabled = false`). A name
+    /// that is not registered, or whose removal would break another
+    /// middleware's required ordering constraint, is a `Config` error and
+    /// leaves the stack unchanged.
+    ///
+    /// ```
+    /// use tinyagents::prelude::*;
+    ///
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().without("output_limit_recovery")?;
+    /// assert_eq!(stack.names(), ["parallel_edit_guard"]);
+    /// assert!(MiddlewareStack::<()>::new().without("output_limit_recovry").is_err());
+    /// # Ok::<(), TinyAgentsError>(())
+    /// ```
+    pub fn remove(&mut self, name: &str) -> Result<&mut Self> {
+        let Some(pos) = self.registered.iter().position(|e| &*e.name == name) else {
+            return Err(TinyAgentsError::config(format!(
+                "cannot remove `{name}`: no middleware of that name is registered; the registered names are [{}]",
+                self.names().join(", ")
+            )));
+        };
+        let old = self.registered.remove(pos);
+        match self.resolve() {
+            Ok(order) => {
+                self.order = order;
+                self.rebuild();
+                Ok(self)
+            }
+            Err(e) => {
+                self.registered.insert(pos, old);
+                Err(e)
+            }
+        }
+    }
+
+    /// Builder form of [`remove`](Self::remove).
+    pub fn without(mut self, name: &str) -> Result<Self> {
+        self.remove(name)?;
+        Ok(self)
+    }
+
+    /// Marks every middleware registered so far as a default: a later
+    /// registration of the same name replaces it.
+    pub(crate) fn mark_defaults(&mut self) {
+        for entry in &mut self.registered {
+            entry.default = true;
         }
     }
 
