@@ -98,7 +98,15 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
                 error: None,
             },
             "model_call_completed",
-            &["run_id", "step", "attempt", "usage", "usage_reported", "finish_reason", "error"],
+            &[
+                "run_id",
+                "step",
+                "attempt",
+                "usage",
+                "usage_reported",
+                "finish_reason",
+                "error",
+            ],
         ),
         (
             AgentEvent::AttemptDiscarded {
@@ -325,7 +333,11 @@ fn nested_values_have_their_documented_forms() {
 #[tokio::test]
 async fn a_real_runs_events_serialize_as_json_lines() {
     let tools = ToolRegistry::new()
-        .with(tool_fn("search", "Searches.", |_cx, _a| async move { Ok("found".into()) }))
+        .with(tool_fn(
+            "search",
+            "Searches.",
+            |_cx, _a| async move { Ok("found".into()) },
+        ))
         .unwrap();
     let agent: Agent<()> = Agent::new(ScriptedModel::new(vec![
         ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(

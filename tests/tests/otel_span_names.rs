@@ -11,7 +11,11 @@ use tinyagents::prelude::*;
 
 fn agent(tracing: TracingMiddleware) -> Agent<()> {
     let tools = ToolRegistry::new()
-        .with(tool_fn("web_search", "Searches.", |_cx, _a| async move { Ok("r".into()) }))
+        .with(tool_fn(
+            "web_search",
+            "Searches.",
+            |_cx, _a| async move { Ok("r".into()) },
+        ))
         .unwrap();
     Agent::new(ScriptedModel::new(vec![
         ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
@@ -59,6 +63,9 @@ async fn a_configured_provider_wins_and_other_ids_stay_whole() {
         .unwrap();
     let chat = &captured.spans_named("chat")[0].fields;
     assert_eq!(chat["gen_ai.provider.name"], "vllm");
-    assert_eq!(chat["gen_ai.request.model"], "my-local:llama", "an unknown prefix is not a provider");
+    assert_eq!(
+        chat["gen_ai.request.model"], "my-local:llama",
+        "an unknown prefix is not a provider"
+    );
     assert_eq!(chat["otel.name"], "chat my-local:llama");
 }

@@ -19,9 +19,10 @@ use crate::harness::error::TinyAgentsError;
 use crate::harness::middleware::MiddlewareStack;
 
 /// The top-level sections of an agent file: `middleware` and `hooks` build
-/// the stack; `agent` and `script` are read by the `tinyagents` command
-/// (the prompt, the system prompt, the step limit and the scripted model's replies).
-pub const FILE_SECTIONS: [&str; 4] = ["middleware", "hooks", "agent", "script"];
+/// the stack; `agent`, `model` and `script` are read by the `tinyagents` command
+/// (the prompt, the system prompt, the step limit, the real model to call and
+/// the scripted model's replies).
+pub const FILE_SECTIONS: [&str; 5] = ["middleware", "hooks", "agent", "model", "script"];
 
 /// A place in a file: 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
