@@ -226,7 +226,9 @@ impl Analyzer<'_> {
                     sig.ident
                 ),
             ),
-            (Place::Method, Some(r)) if r.reference.is_none() || r.mutability.is_some() || r.colon_token.is_some() => {
+            (Place::Method, Some(r))
+                if !matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)) || r.mutability.is_some() =>
+            {
                 self.errors.at(
                     r,
                     "hook methods take `&self`: a middleware is shared by concurrent runs; keep per-run state \
