@@ -52,7 +52,7 @@ pub(crate) enum TypeSlot {
     /// One of the fn's type parameters, with its bounds.
     Generic(Ident),
     /// A concrete type: it pins the impl.
-    Concrete(Type),
+    Concrete(Box<Type>),
 }
 
 impl TypeSlot {
@@ -248,7 +248,7 @@ impl Analyzer<'_> {
                 }
             }
         }
-        TypeSlot::Concrete(ty.clone())
+        TypeSlot::Concrete(Box::new(ty.clone()))
     }
 
     fn set_slot(&mut self, which: Role, slot: TypeSlot, at: TokenStream) {
