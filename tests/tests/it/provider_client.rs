@@ -4,7 +4,7 @@
 //! honoured. Against the loopback wire-format server of the provider tests.
 #![cfg(feature = "providers")]
 
-mod provider_support;
+use crate::provider_support;
 
 use std::error::Error as _;
 use std::time::{Duration, SystemTime};

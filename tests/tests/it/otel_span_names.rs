@@ -3,7 +3,7 @@
 //! splits this crate's `provider:model` ids into `gen_ai.provider.name` and
 //! `gen_ai.request.model`.
 
-mod capture;
+use crate::capture;
 
 use serde_json::json;
 use tinyagents::middleware::TracingMiddleware;
