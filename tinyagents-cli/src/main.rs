@@ -11,7 +11,8 @@
 //! log, and every middleware hook), `-vv`, `-vvv` and `-q` (errors only) set
 //! the level of the `tracing` log on stderr; `RUST_LOG`, when set, wins.
 //! `--json` prints every event as one line of JSON on stdout (the shape of
-//! `docs/events.md`), then a `{"type": "finished", …}` line.
+//! `docs/events.md`), then a `{"type": "finished", …}` line, or a
+//! `{"type": "failed", "error", "status", "message"}` line when the run failed.
 //!
 //! An agent file is TOML: `[[middleware]]` entries and `[[hooks]]` (the
 //! stack, see `tinyagents::config`), `[agent]` (`prompt`, `system_prompt`,
@@ -455,6 +456,15 @@ async fn run_agent(
             ExitCode::SUCCESS
         }
         Err(e) => {
+            if output == Output::Json {
+                let line = serde_json::json!({
+                    "type": "failed",
+                    "error": e.kind(),
+                    "status": e.status(),
+                    "message": e.to_string(),
+                });
+                outln!("{line}");
+            }
             eprintln!("\nerror: the run failed: {e}");
             ExitCode::FAILURE
         }

@@ -282,3 +282,30 @@ async fn the_log_level_follows_rust_log_and_the_flags() {
     // The log goes to stderr: stdout stays JSON lines only.
     assert_eq!(json_lines(&json).last().unwrap()["final"], "hello");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_ends_the_json_lines_with_failed_and_the_status() {
+    let server = Server::start(vec![Reply::status(
+        400,
+        &[],
+        r#"{"error":{"message":"bad request","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    let path = file("fail.toml", AGENT);
+    let out = tinyagents(
+        &["run", &path, "--model", "openai:gpt-test", "--json"],
+        &[("OPENAI_API_KEY", "sk-test"), ("OPENAI_BASE_URL", &server.url("/v1"))],
+        None,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let lines = json_lines(&out);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "failed", "{lines:?}");
+    assert_eq!(last["error"], "model");
+    assert_eq!(last["status"], 400);
+    assert!(last["message"].as_str().unwrap().contains("HTTP 400"), "{last}");
+    assert!(lines
+        .iter()
+        .any(|l| l["type"] == "run_completed" && l["error"] == "model"));
+}
