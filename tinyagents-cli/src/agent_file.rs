@@ -26,6 +26,50 @@ pub struct AgentSection {
     pub workspace: PathBuf,
 }
 
+/// The `[model]` section: a real model instead of the scripted one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelSection {
+    /// `provider:model` (`openai:gpt-4o-mini`, `anthropic:…`, `vllm:…`).
+    pub name: Option<String>,
+    /// The server's base URL, instead of the provider's default and its variable.
+    pub base_url: Option<String>,
+    /// The variable holding the API key, instead of the provider's usual one.
+    pub api_key_env: Option<String>,
+    /// Whether calls stream (default `true`).
+    pub streaming: Option<bool>,
+}
+
+/// Where an agent file comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A file.
+    Path(PathBuf),
+    /// Standard input (`-`); relative paths are relative to the current directory.
+    Stdin,
+}
+
+impl Source {
+    /// `-` is standard input, anything else a path.
+    pub fn from_arg(arg: &str) -> Self {
+        if arg == "-" {
+            Self::Stdin
+        } else {
+            Self::Path(PathBuf::from(arg))
+        }
+    }
+
+    /// How errors and `check` name it.
+    pub fn display(&self) -> String {
+        match self {
+            Self::Path(p) => p.display().to_string(),
+            Self::Stdin => "<stdin>".to_owned(),
+        }
+    }
+}
+
+/// The most an agent file read from standard input may hold.
+pub const MAX_STDIN: u64 = 4 << 20;
+
 /// A loaded, checked agent file.
 #[derive(Debug)]
 pub struct Loaded {
@@ -41,6 +85,8 @@ pub struct Loaded {
     pub hooks: Vec<tinyagents::hooks::HookCommand>,
     /// The built-ins in the stack because they are on by default.
     pub defaults: Vec<&'static str>,
+    /// Its `[model]` section (empty when absent).
+    pub model: ModelSection,
 }
 
 const AGENT_KEYS: [&str; 6] = [
@@ -51,6 +97,7 @@ const AGENT_KEYS: [&str; 6] = [
     "tool_outputs",
     "workspace",
 ];
+const MODEL_KEYS: [&str; 4] = ["name", "base_url", "api_key_env", "streaming"];
 const TURN_KEYS: [&str; 3] = ["text", "tool_calls", "fail"];
 const CALL_KEYS: [&str; 3] = ["name", "arguments", "id"];
 
@@ -166,6 +213,40 @@ fn agent_section(value: Option<&Value>, base: &Path, errors: &mut ConfigErrors) 
     agent
 }
 
+fn model_section(value: Option<&Value>, errors: &mut ConfigErrors) -> ModelSection {
+    let mut model = ModelSection::default();
+    let Some(value) = value else { return model };
+    let Some(map) = value.as_object() else {
+        errors.push(ConfigError::new(
+            "model",
+            Some(value.clone()),
+            "must be a table: write `[model]` with `name = \"openai:gpt-4o-mini\"`",
+        ));
+        return model;
+    };
+    unknown(map, "model", &MODEL_KEYS, errors);
+    model.name = string(map, "model", "name", errors);
+    if model.name.is_none() && !map.contains_key("name") {
+        errors.push(ConfigError::new(
+            "model.name",
+            None,
+            "required key is missing: `name = \"provider:model\"` (e.g. `openai:gpt-4o-mini`)",
+        ));
+    }
+    model.base_url = string(map, "model", "base_url", errors);
+    model.api_key_env = string(map, "model", "api_key_env", errors);
+    match map.get("streaming") {
+        None => {}
+        Some(Value::Bool(b)) => model.streaming = Some(*b),
+        Some(other) => errors.push(ConfigError::new(
+            "model.streaming",
+            Some(other.clone()),
+            "must be `true` or `false`",
+        )),
+    }
+    model
+}
+
 /// Parses a script (the `[[script]]` list or a JSON file's array); `path` prefixes errors.
 pub fn parse_script(
     value: &Value,
@@ -261,10 +342,43 @@ pub fn parse_script(
     out
 }
 
-/// Loads `path` (with the script from `script_file` when given): every
-/// error of the file, each located, or the loaded agent.
-pub fn load(path: &Path, script_file: Option<&Path>) -> Result<Loaded, Vec<FileErrors>> {
-    let file = ConfigFile::read(path).map_err(|e| vec![e])?;
+/// Reads an agent file from `source`: standard input is read up to
+/// [`MAX_STDIN`] bytes, a longer input is refused.
+fn read_source(source: &Source) -> Result<(ConfigFile, PathBuf), FileErrors> {
+    match source {
+        Source::Path(path) => {
+            let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            Ok((ConfigFile::read(path)?, base))
+        }
+        Source::Stdin => {
+            use std::io::Read as _;
+            let name = source.display();
+            let mut bytes = Vec::new();
+            let read = std::io::stdin().lock().take(MAX_STDIN + 1).read_to_end(&mut bytes);
+            let fail = |message: String| errors_of(&name, ConfigError::new("", None, message));
+            if let Err(e) = read {
+                return Err(fail(format!("cannot read standard input: {e}")));
+            }
+            if bytes.len() as u64 > MAX_STDIN {
+                return Err(fail(format!(
+                    "the agent file on standard input is longer than {MAX_STDIN} bytes; pass a smaller file"
+                )));
+            }
+            let text = String::from_utf8(bytes).map_err(|e| {
+                fail(format!(
+                    "standard input is not UTF-8 text (at byte {})",
+                    e.utf8_error().valid_up_to()
+                ))
+            })?;
+            Ok((ConfigFile::parse(name, text)?, PathBuf::new()))
+        }
+    }
+}
+
+/// Loads the agent file at `source` (with the script from `script_file`
+/// when given): every error of the file, each located, or the loaded agent.
+pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<FileErrors>> {
+    let (file, base) = read_source(source).map_err(|e| vec![e])?;
     let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
     let stack = registry.build_file(&file);
     let named: Vec<&str> = file
@@ -278,7 +392,6 @@ pub fn load(path: &Path, script_file: Option<&Path>) -> Result<Loaded, Vec<FileE
         })
         .unwrap_or_default();
     let defaults: Vec<&'static str> = registry.defaults().filter(|t| !named.contains(t)).collect();
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let base = if base.as_os_str().is_empty() {
         PathBuf::from(".")
     } else {
@@ -287,6 +400,7 @@ pub fn load(path: &Path, script_file: Option<&Path>) -> Result<Loaded, Vec<FileE
 
     let mut errors = ConfigErrors::new();
     let agent = agent_section(file.section("agent"), &base, &mut errors);
+    let model = model_section(file.section("model"), &mut errors);
     let mut tools = Vec::new();
     let mut script = match file.section("script") {
         Some(v) => parse_script(v, "script", &mut tools, &mut errors),
@@ -352,6 +466,7 @@ pub fn load(path: &Path, script_file: Option<&Path>) -> Result<Loaded, Vec<FileE
         tools,
         hooks,
         defaults,
+        model,
     })
 }
 

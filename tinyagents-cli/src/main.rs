@@ -3,14 +3,23 @@
 //! ```text
 //! tinyagents docs                 the built-in middleware table (as docs/middleware.md)
 //! tinyagents check FILE           validate an agent file; print the resolved stack with each middleware's hooks
-//! tinyagents run FILE [--script replies.json] [--prompt TEXT] [--verbose]
-//!                                 run an agent with that stack on the scripted model, streaming its events
+//! tinyagents run FILE [--model provider:model] [--script replies.json] [--prompt TEXT] [--json]
+//!                                 run an agent with that stack on a real or the scripted model, streaming its events
 //! ```
+//!
+//! `FILE` may be `-`: the agent file is read from standard input. `-v` (more
+//! log, and every middleware hook), `-vv`, `-vvv` and `-q` (errors only) set
+//! the level of the `tracing` log on stderr; `RUST_LOG`, when set, wins.
+//! `--json` prints every event as one line of JSON on stdout (the shape of
+//! `docs/events.md`), then a `{"type": "finished", …}` line, or a
+//! `{"type": "failed", "error", "status", "message"}` line when the run failed.
 //!
 //! An agent file is TOML: `[[middleware]]` entries and `[[hooks]]` (the
 //! stack, see `tinyagents::config`), `[agent]` (`prompt`, `system_prompt`,
-//! `max_steps`, `run_id`, `tool_outputs`, `workspace`) and `[[script]]`
-//! (the scripted model's replies: `text`, `tool_calls = [{ name, arguments }]`, `fail`).
+//! `max_steps`, `run_id`, `tool_outputs`, `workspace`), `[model]` (`name =
+//! "provider:model"`, `base_url`, `api_key_env`, `streaming`: a real model;
+//! the key comes from the provider's usual variable) and `[[script]]` (the
+//! scripted model's replies: `text`, `tool_calls = [{ name, arguments }]`, `fail`).
 
 /// `println!` that ignores a closed stdout (`tinyagents docs | head` must not panic).
 macro_rules! outln {
@@ -33,6 +42,8 @@ mod render;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+
+use agent_file::Source;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,35 +54,59 @@ use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+fn file_arg() -> Arg {
+    Arg::new("file")
+        .required(true)
+        .value_name("FILE")
+        .help("The agent file (TOML); `-` reads it from standard input")
+}
+
 fn cli() -> Command {
     Command::new("tinyagents")
-        .about("Agent middleware stacks: the built-in table, config checks, scripted runs.")
+        .about("Agent middleware stacks: the built-in table, config checks, agent runs.")
         .version(env!("CARGO_PKG_VERSION"))
         .subcommand_required(true)
         .arg_required_else_help(true)
+        .arg(
+            Arg::new("verbose")
+                .long("verbose")
+                .short('v')
+                .global(true)
+                .action(ArgAction::Count)
+                .help("More log on stderr (-v info and every middleware hook, -vv debug, -vvv trace); RUST_LOG wins when set"),
+        )
+        .arg(
+            Arg::new("quiet")
+                .long("quiet")
+                .short('q')
+                .global(true)
+                .action(ArgAction::SetTrue)
+                .conflicts_with("verbose")
+                .help("Only errors on stderr; `run` prints only the final answer"),
+        )
         .subcommand(Command::new("docs").about("Print the built-in middleware table (the text of docs/middleware.md)"))
         .subcommand(
             Command::new("check")
                 .about("Validate an agent file and print the resolved stack, in order, with each middleware's hooks")
-                .arg(
-                    Arg::new("file")
-                        .required(true)
-                        .value_parser(clap::value_parser!(PathBuf)),
-                ),
+                .arg(file_arg()),
         )
         .subcommand(
             Command::new("run")
-                .about("Run an agent with the file's stack on the scripted model, streaming its events")
+                .about("Run an agent with the file's stack on a real model ([model] or --model) or the scripted one, streaming its events")
+                .arg(file_arg())
                 .arg(
-                    Arg::new("file")
-                        .required(true)
-                        .value_parser(clap::value_parser!(PathBuf)),
+                    Arg::new("model")
+                        .long("model")
+                        .short('m')
+                        .value_name("PROVIDER:MODEL")
+                        .help("A real model (openai:gpt-4o-mini, anthropic:…, ollama:…, vllm:…), instead of [model] and the script; the key comes from the provider's usual variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, …)"),
                 )
                 .arg(
                     Arg::new("script")
                         .long("script")
                         .value_name("JSON")
                         .value_parser(clap::value_parser!(PathBuf))
+                        .conflicts_with("model")
                         .help("A JSON array of replies, instead of the file's [[script]]"),
                 )
                 .arg(
@@ -81,17 +116,55 @@ fn cli() -> Command {
                         .help("The user prompt, instead of [agent] prompt"),
                 )
                 .arg(
-                    Arg::new("verbose")
-                        .long("verbose")
-                        .short('v')
+                    Arg::new("json")
+                        .long("json")
                         .action(ArgAction::SetTrue)
-                        .help("Also show every middleware hook as it starts and completes"),
+                        .help("Print every event as one line of JSON on stdout (docs/events.md), then a `finished` line"),
                 ),
         )
 }
 
+/// How much `run` prints besides the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// Readable event lines (`verbose`: every middleware hook too).
+    Text { verbose: bool },
+    /// Only the final answer.
+    Quiet,
+    /// One JSON object per event.
+    Json,
+}
+
+/// Installs the `tracing` subscriber: formatted lines on stderr, filtered by
+/// `RUST_LOG` when it is set, else by the `-v`/`-q` level.
+fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+            eprintln!("warning: RUST_LOG=`{spec}` is not a valid filter ({e}); using `{level}`");
+            EnvFilter::new(level)
+        }),
+        _ => EnvFilter::new(level),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let matches = cli().get_matches();
+    let verbose = matches.get_count("verbose");
+    let quiet = matches.get_flag("quiet");
+    init_logging(verbose, quiet);
     match matches.subcommand() {
         Some(("docs", _)) => {
             out!(
@@ -100,13 +173,23 @@ fn main() -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Some(("check", m)) => check(m.get_one::<PathBuf>("file").expect("required")),
-        Some(("run", m)) => run(
-            m.get_one::<PathBuf>("file").expect("required"),
-            m.get_one::<PathBuf>("script").map(PathBuf::as_path),
-            m.get_one::<String>("prompt").cloned(),
-            m.get_flag("verbose"),
-        ),
+        Some(("check", m)) => check(&Source::from_arg(m.get_one::<String>("file").expect("required"))),
+        Some(("run", m)) => {
+            let output = if m.get_flag("json") {
+                Output::Json
+            } else if quiet {
+                Output::Quiet
+            } else {
+                Output::Text { verbose: verbose > 0 }
+            };
+            run(
+                &Source::from_arg(m.get_one::<String>("file").expect("required")),
+                m.get_one::<PathBuf>("script").map(PathBuf::as_path),
+                m.get_one::<String>("model").map(String::as_str),
+                m.get_one::<String>("prompt").cloned(),
+                output,
+            )
+        }
         _ => unreachable!("a subcommand is required"),
     }
 }
@@ -125,14 +208,14 @@ fn hook_names(hooks: HookSet) -> String {
     hooks.kinds().map(|k| k.to_string()).collect::<Vec<_>>().join(", ")
 }
 
-fn check(path: &Path) -> ExitCode {
-    let loaded = match agent_file::load(path, None) {
+fn check(source: &Source) -> ExitCode {
+    let loaded = match agent_file::load(source, None) {
         Ok(l) => l,
         Err(errors) => return report(&errors),
     };
     outln!(
         "{}: ok — {} middleware, in resolved order:",
-        path.display(),
+        source.display(),
         loaded.stack.len()
     );
     let width = loaded.stack.names().iter().map(|n| n.len()).max().unwrap_or(0);
@@ -165,6 +248,9 @@ fn check(path: &Path) -> ExitCode {
             );
         }
     }
+    if let Some(name) = &loaded.model.name {
+        outln!("model: {name}");
+    }
     outln!(
         "script: {} repl{}{}",
         loaded.script.len(),
@@ -178,13 +264,55 @@ fn check(path: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(path: &Path, script: Option<&Path>, prompt: Option<String>, verbose: bool) -> ExitCode {
-    let loaded = match agent_file::load(path, script) {
+/// The real model a run calls: `--model`, else the file's `[model]`; `None`
+/// for the scripted model.
+fn real_model(flag: Option<&str>, section: &agent_file::ModelSection) -> Result<Option<Arc<dyn ChatModel>>> {
+    use tinyagents::harness::model::providers::ProviderConfig;
+    let Some(spec) = flag.or(section.name.as_deref()) else {
+        return Ok(None);
+    };
+    let default_var = ProviderConfig::parse(spec)?.api_key_env().map(str::to_owned);
+    // A file that names its key variable takes the key from it alone.
+    let own_var = section.api_key_env.as_deref();
+    let mut config = ProviderConfig::from_env_with(spec, |name| {
+        if own_var.is_some() && Some(name) == default_var.as_deref() {
+            None
+        } else {
+            std::env::var(name).ok()
+        }
+    })?;
+    if let Some(var) = own_var {
+        config = config.with_api_key_env(var);
+    }
+    if let Some(url) = &section.base_url {
+        config = config.with_base_url(url.clone());
+    }
+    if let Some(streaming) = section.streaming {
+        config = config.with_streaming(streaming);
+    }
+    config.build().map(Some)
+}
+
+fn run(
+    source: &Source,
+    script: Option<&Path>,
+    model: Option<&str>,
+    prompt: Option<String>,
+    output: Output,
+) -> ExitCode {
+    let loaded = match agent_file::load(source, script) {
         Ok(l) => l,
         Err(errors) => return report(&errors),
     };
-    if loaded.script.is_empty() {
-        eprintln!("error: no scripted replies: add `[[script]]` entries to the file or pass `--script replies.json`");
+    let real = match real_model(model, &loaded.model) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if real.is_none() && loaded.script.is_empty() {
+        eprintln!("error: no model and no scripted replies: add `[model]` with `name = \"provider:model\"`, pass `--model provider:model`, or give scripted replies (`[[script]]` entries or `--script replies.json`)");
         return ExitCode::FAILURE;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -198,17 +326,26 @@ fn run(path: &Path, script: Option<&Path>, prompt: Option<String>, verbose: bool
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run_agent(loaded, prompt, verbose))
+    runtime.block_on(run_agent(loaded, real, prompt, output))
 }
 
-async fn run_agent(loaded: agent_file::Loaded, prompt: Option<String>, verbose: bool) -> ExitCode {
+async fn run_agent(
+    loaded: agent_file::Loaded,
+    real: Option<Arc<dyn ChatModel>>,
+    prompt: Option<String>,
+    output: Output,
+) -> ExitCode {
     let agent_file::Loaded {
         stack,
         agent: section,
         script,
-        tools,
+        mut tools,
         ..
     } = loaded;
+    // A real model may call any fake tool of `[agent] tool_outputs`.
+    if real.is_some() {
+        tools = section.tool_outputs.keys().cloned().collect();
+    }
     let mut registry = ToolRegistry::new();
     for name in &tools {
         let output = section
@@ -221,9 +358,11 @@ async fn run_agent(loaded: agent_file::Loaded, prompt: Option<String>, verbose: 
             return ExitCode::FAILURE;
         }
     }
-    let mut agent: Agent<()> = Agent::new(ScriptedModel::new(script))
-        .with_tools(registry)
-        .with_stack(stack);
+    let model: Arc<dyn ChatModel> = match real {
+        Some(model) => model,
+        None => Arc::new(ScriptedModel::new(script)),
+    };
+    let mut agent: Agent<()> = Agent::from_shared(model).with_tools(registry).with_stack(stack);
     if let Some(system) = &section.system_prompt {
         agent = agent.with_system_prompt(system.clone());
     }
@@ -237,7 +376,20 @@ async fn run_agent(loaded: agent_file::Loaded, prompt: Option<String>, verbose: 
     let prompt = prompt.unwrap_or(section.prompt);
 
     let printer = tokio::spawn(async move {
-        let mut renderer = render::Renderer::new(verbose);
+        if output == Output::Json {
+            while let Some(event) = events.recv().await {
+                match serde_json::to_string(&event) {
+                    Ok(line) => outln!("{line}"),
+                    Err(e) => eprintln!("error: an event could not be written as JSON: {e}"),
+                }
+            }
+            return;
+        }
+        if output == Output::Quiet {
+            while events.recv().await.is_some() {}
+            return;
+        }
+        let mut renderer = render::Renderer::new(output == Output::Text { verbose: true });
         let started = Instant::now();
         let progress = std::io::stderr().is_terminal();
         let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -261,6 +413,23 @@ async fn run_agent(loaded: agent_file::Loaded, prompt: Option<String>, verbose: 
     drop(agent);
     let _ = printer.await;
     match result {
+        Ok(run) if output == Output::Json => {
+            let line = serde_json::json!({
+                "type": "finished",
+                "stop": stop_label(&run.stop),
+                "steps": run.counters.steps,
+                "model_calls": run.counters.model_calls,
+                "tool_calls": run.counters.tool_calls,
+                "usage": run.usage,
+                "final": run.final_text(),
+            });
+            outln!("{line}");
+            ExitCode::SUCCESS
+        }
+        Ok(run) if output == Output::Quiet => {
+            outln!("{}", run.final_text());
+            ExitCode::SUCCESS
+        }
         Ok(run) => {
             outln!(
                 "\n── finished ({:?}): {} step{}, {} model call{}, {} tool call{}",
@@ -287,8 +456,28 @@ async fn run_agent(loaded: agent_file::Loaded, prompt: Option<String>, verbose: 
             ExitCode::SUCCESS
         }
         Err(e) => {
+            if output == Output::Json {
+                let line = serde_json::json!({
+                    "type": "failed",
+                    "error": e.kind(),
+                    "status": e.status(),
+                    "message": e.to_string(),
+                });
+                outln!("{line}");
+            }
             eprintln!("\nerror: the run failed: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A stop reason's label in the `finished` line of `--json`.
+fn stop_label(stop: &StopReason) -> String {
+    match stop {
+        StopReason::Finished => "finished".to_owned(),
+        StopReason::StoppedByMiddleware => "stopped_by_middleware".to_owned(),
+        StopReason::JumpedToEnd => "jumped_to_end".to_owned(),
+        StopReason::Failed(kind) => format!("failed:{}", kind.as_str()),
+        other => format!("{other:?}"),
     }
 }

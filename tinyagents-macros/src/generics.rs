@@ -56,7 +56,7 @@ pub(crate) fn resolve(def: &MiddlewareDef, errors: &mut Errors) -> Resolved {
                             ),
                         ),
                         Some(_) => {}
-                        None => concrete = Some((t.clone(), text, h.ident())),
+                        None => concrete = Some(((**t).clone(), text, h.ident())),
                     }
                 }
                 Some((TypeSlot::Generic(i), _)) => generic_idents.push((h, i.clone())),

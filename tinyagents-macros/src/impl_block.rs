@@ -28,7 +28,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#item #errors);
         }
     };
-    if let Some((_, path, _)) = &block.trait_ {
+    if let Some((path, _)) = &block.trait_ {
         errors.at(
             path,
             "`#[middleware]` goes on an inherent impl block (`impl MyType { … }`), not on a trait impl: \

@@ -52,7 +52,7 @@ pub(crate) enum TypeSlot {
     /// One of the fn's type parameters, with its bounds.
     Generic(Ident),
     /// A concrete type: it pins the impl.
-    Concrete(Type),
+    Concrete(Box<Type>),
 }
 
 impl TypeSlot {
@@ -226,7 +226,9 @@ impl Analyzer<'_> {
                     sig.ident
                 ),
             ),
-            (Place::Method, Some(r)) if r.reference.is_none() || r.mutability.is_some() || r.colon_token.is_some() => {
+            (Place::Method, Some(r))
+                if !matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)) || r.mutability.is_some() =>
+            {
                 self.errors.at(
                     r,
                     "hook methods take `&self`: a middleware is shared by concurrent runs; keep per-run state \
@@ -246,7 +248,7 @@ impl Analyzer<'_> {
                 }
             }
         }
-        TypeSlot::Concrete(ty.clone())
+        TypeSlot::Concrete(Box::new(ty.clone()))
     }
 
     fn set_slot(&mut self, which: Role, slot: TypeSlot, at: TokenStream) {

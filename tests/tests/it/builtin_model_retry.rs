@@ -74,10 +74,7 @@ async fn retries_with_exponential_backoff_then_succeeds() {
 
 #[tokio::test(start_paused = true)]
 async fn the_cap_bounds_every_delay_and_a_retry_after_hint_raises_it() {
-    let limited = TinyAgentsError::RateLimited {
-        message: "slow down".into(),
-        retry_after: Some(Duration::from_millis(4500)),
-    };
+    let limited = TinyAgentsError::rate_limited("slow down", Some(Duration::from_millis(4500)));
     let model = ScriptedModel::new([
         ScriptedTurn::Fail(limited),
         ScriptedTurn::Fail(TinyAgentsError::model("overloaded", true)),

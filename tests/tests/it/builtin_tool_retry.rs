@@ -28,10 +28,7 @@ fn flaky(name: &'static str, fails: u32, error: fn() -> TinyAgentsError, calls: 
 }
 
 fn rate_limited() -> TinyAgentsError {
-    TinyAgentsError::RateLimited {
-        message: "busy".into(),
-        retry_after: None,
-    }
+    TinyAgentsError::rate_limited("busy", None)
 }
 
 fn agent(tools: ToolRegistry, retry: ToolRetryMiddleware, calls: Vec<ToolCall>) -> Agent<()> {

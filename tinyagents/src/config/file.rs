@@ -9,8 +9,12 @@
 use std::fmt;
 use std::path::Path;
 
+use std::collections::BTreeMap;
+
+use serde::Deserialize as _;
 use serde_json::Value;
-use toml_edit::{ImDocument, Item};
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
 
 use super::error::{ConfigError, ConfigErrors};
 use super::registry::MiddlewareRegistry;
@@ -19,9 +23,10 @@ use crate::harness::error::TinyAgentsError;
 use crate::harness::middleware::MiddlewareStack;
 
 /// The top-level sections of an agent file: `middleware` and `hooks` build
-/// the stack; `agent` and `script` are read by the `tinyagents` command
-/// (the prompt, the system prompt, the step limit and the scripted model's replies).
-pub const FILE_SECTIONS: [&str; 4] = ["middleware", "hooks", "agent", "script"];
+/// the stack; `agent`, `model` and `script` are read by the `tinyagents` command
+/// (the prompt, the system prompt, the step limit, the real model to call and
+/// the scripted model's replies).
+pub const FILE_SECTIONS: [&str; 5] = ["middleware", "hooks", "agent", "model", "script"];
 
 /// A place in a file: 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +146,8 @@ pub struct ConfigFile {
     name: String,
     text: String,
     value: Value,
-    doc: ImDocument<String>,
+    /// Where each key and value is written (byte offsets), from the one parse.
+    spans: SpanNode,
 }
 
 impl fmt::Debug for ConfigFile {
@@ -165,18 +171,23 @@ impl ConfigFile {
                 location: Some(span.map_or(START, |s| location_of(&text, s.start))),
             }],
         };
-        let value = match super::traits::toml_to_value(&text) {
-            Ok(v) => v,
-            Err(_) => {
-                let err = toml::from_str::<toml::Table>(&text).expect_err("the text failed to parse");
-                return Err(syntax_error(err.message().to_owned(), err.span()));
-            }
-        };
-        let doc = match ImDocument::parse(text.clone()) {
-            Ok(doc) => doc,
+        // One parse: the spanned syntax tree gives both where each key is and,
+        // deserialized in place (no second parse), the values.
+        let root = match DeTable::parse(&text) {
+            Ok(root) => root,
             Err(e) => return Err(syntax_error(e.message().to_owned(), e.span())),
         };
-        Ok(Self { name, text, value, doc })
+        let spans = SpanNode::of_table(root.get_ref(), Some(root.span().start));
+        let value = match toml::Table::deserialize(toml::de::Deserializer::from(root)) {
+            Ok(table) => super::traits::toml_table_to_value(table),
+            Err(e) => return Err(syntax_error(e.message().to_owned(), e.span())),
+        };
+        Ok(Self {
+            name,
+            text,
+            value,
+            spans,
+        })
     }
 
     /// Reads and parses the file at `path` (named by its path in errors).
@@ -217,14 +228,14 @@ impl ConfigFile {
     /// or of a dotted key `oops.deeper = 1`) is found at its key, else at the
     /// first thing inside it.
     pub fn locate(&self, path: &str) -> Option<Location> {
-        let mut node = Node::Item(self.doc.as_item());
+        let mut node = &self.spans;
         let mut span = None;
         for segment in segments(path) {
             let Some((next, key_span)) = node.child(segment) else {
                 break;
             };
             node = next;
-            span = node.span().or(key_span).or_else(|| node.first_span()).or(span);
+            span = node.at.or(key_span).or_else(|| node.first_span()).or(span);
         }
         span.map(|s| location_of(&self.text, s))
     }
@@ -329,65 +340,68 @@ fn segments(path: &str) -> Vec<Segment<'_>> {
     out
 }
 
-/// A place in the syntax tree.
-#[derive(Clone, Copy)]
-enum Node<'a> {
-    Item(&'a Item),
-    Table(&'a toml_edit::Table),
-    Value(&'a toml_edit::Value),
+/// Where one value of the file is written, and its children's places: the
+/// byte offsets kept from the parse (the syntax tree itself borrows the text).
+#[derive(Debug, Default)]
+struct SpanNode {
+    /// Where the value starts, when it has text of its own (an implicit table
+    /// such as `a` of `[a.b]` has none).
+    at: Option<usize>,
+    /// A table's keys: where each key is written, and its value.
+    keys: BTreeMap<String, (Option<usize>, SpanNode)>,
+    /// An array's items.
+    items: Vec<SpanNode>,
 }
 
-impl<'a> Node<'a> {
+impl SpanNode {
+    fn of_table(table: &DeTable<'_>, at: Option<usize>) -> Self {
+        Self {
+            at,
+            keys: table
+                .iter()
+                .map(|(k, v)| (k.get_ref().to_string(), (non_empty(k), Self::of(v))))
+                .collect(),
+            items: Vec::new(),
+        }
+    }
+
+    fn of(value: &Spanned<DeValue<'_>>) -> Self {
+        let at = non_empty(value);
+        match value.get_ref() {
+            DeValue::Table(t) => Self::of_table(t, at),
+            DeValue::Array(a) => Self {
+                at,
+                keys: BTreeMap::new(),
+                items: a.iter().map(Self::of).collect(),
+            },
+            _ => Self { at, ..Self::default() },
+        }
+    }
+
     /// The child at `segment`, and where its key is written (when it is).
-    fn child(self, segment: Segment<'_>) -> Option<(Node<'a>, Option<usize>)> {
-        use toml_edit::Value as V;
-        let key_span = |k: Option<&toml_edit::Key>| k.and_then(toml_edit::Key::span).map(|s| s.start);
-        match (self, segment) {
-            (Node::Item(Item::Table(t)) | Node::Table(t), Segment::Key(k)) => {
-                t.get(k).map(|item| (Node::Item(item), key_span(t.key(k))))
-            }
-            (Node::Item(Item::ArrayOfTables(a)), Segment::Index(i)) => a.get(i).map(|t| (Node::Table(t), None)),
-            (Node::Item(Item::Value(V::InlineTable(t))) | Node::Value(V::InlineTable(t)), Segment::Key(k)) => {
-                t.get(k).map(|v| (Node::Value(v), key_span(t.key(k))))
-            }
-            (Node::Item(Item::Value(V::Array(a))) | Node::Value(V::Array(a)), Segment::Index(i)) => {
-                a.get(i).map(|v| (Node::Value(v), None))
-            }
-            _ => None,
+    fn child(&self, segment: Segment<'_>) -> Option<(&SpanNode, Option<usize>)> {
+        match segment {
+            Segment::Key(k) => self.keys.get(k).map(|(key, node)| (node, *key)),
+            Segment::Index(i) => self.items.get(i).map(|node| (node, None)),
         }
     }
 
     /// The earliest place written inside it (for a table with no text of
     /// its own: an implicit table, an array of tables).
-    fn first_span(self) -> Option<usize> {
-        let tables: Vec<&toml_edit::Table> = match self {
-            Node::Item(Item::Table(t)) | Node::Table(t) => vec![t],
-            Node::Item(Item::ArrayOfTables(a)) => a.iter().collect(),
-            _ => return self.span(),
-        };
-        tables
-            .into_iter()
-            .flat_map(|t| {
-                t.iter().filter_map(move |(k, item)| {
-                    let node = Node::Item(item);
-                    let key = t.key(k).and_then(toml_edit::Key::span).map(|s| s.start);
-                    [node.span(), key, node.first_span()].into_iter().flatten().min()
-                })
-            })
-            .chain(self.span())
+    fn first_span(&self) -> Option<usize> {
+        self.keys
+            .values()
+            .filter_map(|(key, node)| [node.at, *key, node.first_span()].into_iter().flatten().min())
+            .chain(self.items.iter().filter_map(|n| n.at.or_else(|| n.first_span())))
+            .chain(self.at)
             .min()
     }
+}
 
-    /// The byte offset where it starts, when the parser recorded one.
-    fn span(self) -> Option<usize> {
-        match self {
-            Node::Item(Item::None) => None,
-            Node::Item(Item::Value(v)) | Node::Value(v) => v.span(),
-            Node::Item(Item::Table(t)) | Node::Table(t) => t.span(),
-            Node::Item(Item::ArrayOfTables(a)) => a.span(),
-        }
-        .map(|s| s.start)
-    }
+/// The start of a span, unless the parser gave it no text (an implicit table).
+fn non_empty<T>(spanned: &Spanned<T>) -> Option<usize> {
+    let span = spanned.span();
+    (span.start < span.end).then_some(span.start)
 }
 
 /// The start of a file: where an error about the whole document points.

@@ -56,7 +56,12 @@ pub fn from_value<T: MiddlewareConfig>(value: &Value, path: &str) -> Result<T, C
 pub(crate) fn toml_to_value(text: &str) -> Result<Value, ConfigErrors> {
     let table: toml::Table = toml::from_str(text)
         .map_err(|e| ConfigError::new("", None, format!("invalid TOML: {}", e.message().trim_end())))?;
-    Ok(convert(toml::Value::Table(table)))
+    Ok(toml_table_to_value(table))
+}
+
+/// A parsed TOML table as the JSON value configs read.
+pub(crate) fn toml_table_to_value(table: toml::Table) -> Value {
+    convert(toml::Value::Table(table))
 }
 
 fn convert(value: toml::Value) -> Value {

@@ -5,6 +5,7 @@
 //! [`ErrorKind::Validation`] refusal of a tool call into that call's error
 //! result, and interrupts and cancellations are never retried or swallowed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The crate-wide result type.
@@ -49,6 +50,12 @@ pub enum TinyAgentsError {
         retryable: bool,
         /// A provider's hint of when to try again.
         retry_after: Option<Duration>,
+        /// The HTTP status of the provider's reply, when it answered with an error status.
+        status: Option<u16>,
+        /// The underlying error (the HTTP client's, for a transport failure),
+        /// returned by [`std::error::Error::source`].
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// A tool failed.
     #[error("tool `{tool}` failed: {message}")]
@@ -73,6 +80,11 @@ pub enum TinyAgentsError {
         message: String,
         /// When the limit will admit again, when known.
         retry_after: Option<Duration>,
+        /// The HTTP status (429) when a provider refused the call, `None` for a local limit.
+        status: Option<u16>,
+        /// The underlying error, when there is one (see [`std::error::Error::source`]).
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// A configured limit (steps, calls, price) was reached.
     #[error("limit `{limit}` exceeded: {message}")]
@@ -114,6 +126,61 @@ pub enum TinyAgentsError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// The underlying error a [`TinyAgentsError`] keeps (an HTTP client's
+/// transport error, an I/O error): shared, so the error stays `Clone`.
+///
+/// It is transparent: it displays as the error it holds, and its
+/// [`source`](std::error::Error::source) is that error's source, so walking
+/// the chain from a `TinyAgentsError` reaches every cause. Two are equal when
+/// they display the same.
+///
+/// ```
+/// use std::error::Error as _;
+/// use tinyagents::harness::error::TinyAgentsError;
+///
+/// let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by peer");
+/// let err = TinyAgentsError::model("the connection broke off", true).with_source(io);
+/// assert_eq!(err.source().unwrap().to_string(), "connection reset by peer");
+/// ```
+#[derive(Clone)]
+pub struct ErrorSource(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl ErrorSource {
+    /// Keeps `error`.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(error))
+    }
+
+    /// The error kept, to downcast (`error.get().downcast_ref::<reqwest::Error>()`).
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for ErrorSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for ErrorSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for ErrorSource {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for ErrorSource {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
 }
 
 /// The class of a [`TinyAgentsError`], for matching without the payload.
@@ -200,6 +267,65 @@ impl TinyAgentsError {
             message: message.into(),
             retryable,
             retry_after: None,
+            status: None,
+            source: None,
+        }
+    }
+
+    /// A [`TinyAgentsError::RateLimited`] error.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::harness::error::TinyAgentsError;
+    ///
+    /// let err = TinyAgentsError::rate_limited("global bucket empty", Some(Duration::from_secs(2)));
+    /// assert!(err.is_retryable());
+    /// assert_eq!(err.retry_after(), Some(Duration::from_secs(2)));
+    /// ```
+    pub fn rate_limited(message: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        Self::RateLimited {
+            message: message.into(),
+            retry_after,
+            status: None,
+            source: None,
+        }
+    }
+
+    /// The same error keeping `source` as its cause
+    /// ([`std::error::Error::source`]). Kept by the classes a transport or
+    /// provider failure takes, [`Model`](Self::Model) and
+    /// [`RateLimited`](Self::RateLimited); any other class has no place for a
+    /// cause and is returned unchanged.
+    pub fn with_source(mut self, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        if let Self::Model { source, .. } | Self::RateLimited { source, .. } = &mut self {
+            *source = Some(ErrorSource::new(error));
+        }
+        self
+    }
+
+    /// The same error recording the HTTP status the provider answered with
+    /// (kept by [`Model`](Self::Model) and [`RateLimited`](Self::RateLimited),
+    /// as [`with_source`](Self::with_source)).
+    pub fn with_status(mut self, code: u16) -> Self {
+        if let Self::Model { status, .. } | Self::RateLimited { status, .. } = &mut self {
+            *status = Some(code);
+        }
+        self
+    }
+
+    /// The HTTP status of the provider's error reply, when the error came from one.
+    ///
+    /// ```
+    /// use tinyagents::harness::error::TinyAgentsError;
+    ///
+    /// let err = TinyAgentsError::model("`openai:gpt-4o` answered HTTP 503", true).with_status(503);
+    /// assert_eq!(err.status(), Some(503));
+    /// assert_eq!(TinyAgentsError::validation("no").status(), None);
+    /// ```
+    pub const fn status(&self) -> Option<u16> {
+        match self {
+            Self::Model { status, .. } | Self::RateLimited { status, .. } => *status,
+            _ => None,
         }
     }
 

@@ -20,7 +20,11 @@ use crate::harness::model::{FinishReason, ModelDelta, Usage};
 use crate::harness::tool::ToolDelta;
 
 /// How one middleware hook invocation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Serialized as `{"status": "ok"}`, `{"status": "error", "error": "<kind>"}`,
+/// `{"status": "panicked"}` or `{"status": "cancelled"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(tag = "status", content = "error", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum HookOutcome {
     /// It returned `Ok`.
@@ -37,7 +41,33 @@ pub enum HookOutcome {
 ///
 /// `#[non_exhaustive]`: new kinds are added as the runtime grows; match with a
 /// wildcard arm.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// # JSON shape
+///
+/// `AgentEvent` serializes (serde) to one JSON object per event, the shape
+/// `tinyagents run --json` prints and `docs/events.md` documents: a `"type"`
+/// member naming the kind in snake case (`run_started`, `model_delta`,
+/// `tool_call_completed`, …) beside the variant's fields under their Rust
+/// names; durations are whole milliseconds in a field whose name ends in
+/// `_ms` (`delay_ms`, `waited_ms`). The shape is stable: a field is only ever
+/// added, never renamed or removed, within a minor version.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagents::harness::event::AgentEvent;
+///
+/// let event = AgentEvent::ToolCallStarted {
+///     run_id: Arc::from("run-1"),
+///     call_id: "call-1".into(),
+///     tool: "search".into(),
+/// };
+/// assert_eq!(
+///     serde_json::to_value(&event).unwrap(),
+///     serde_json::json!({"type": "tool_call_started", "run_id": "run-1", "call_id": "call-1", "tool": "search"}),
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AgentEvent {
     /// A run started.
@@ -215,7 +245,8 @@ pub enum AgentEvent {
         attempt: u32,
         /// The most attempts it makes.
         max_attempts: u32,
-        /// How long it waits before the next attempt.
+        /// How long it waits before the next attempt (JSON: `delay_ms`).
+        #[serde(rename = "delay_ms", serialize_with = "millis")]
         delay: Duration,
         /// The class of the error that failed the attempt.
         error: ErrorKind,
@@ -237,7 +268,8 @@ pub enum AgentEvent {
         run_id: Arc<str>,
         /// The bucket's key (`global`, `model:NAME`, `tool:NAME`).
         key: String,
-        /// How long the call waited (zero when refused).
+        /// How long the call waited (zero when refused; JSON: `waited_ms`).
+        #[serde(rename = "waited_ms", serialize_with = "millis")]
         waited: Duration,
         /// Whether the call was refused instead of delayed.
         rejected: bool,
@@ -284,6 +316,12 @@ pub enum AgentEvent {
         /// Its data.
         data: Value,
     },
+}
+
+/// A duration as whole milliseconds (saturating), the JSON form of every
+/// duration in an [`AgentEvent`].
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The kind of an [`AgentEvent`], without its data (for filtering).

@@ -155,6 +155,8 @@ pub struct ProviderConfig {
     streaming: bool,
     prompt_caching: bool,
     default_max_tokens: u32,
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    http_client: Option<reqwest::Client>,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -223,6 +225,8 @@ impl ProviderConfig {
             streaming: true,
             prompt_caching: true,
             default_max_tokens: Self::DEFAULT_MAX_TOKENS,
+            #[cfg(any(feature = "openai", feature = "anthropic"))]
+            http_client: None,
         })
     }
 
@@ -263,6 +267,49 @@ impl ProviderConfig {
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = Some(base_url.into());
         self
+    }
+
+    /// The same configuration calling the provider through your own HTTP
+    /// client: custom root certificates, a client certificate, a proxy, a
+    /// DNS resolver, connection-pool settings.
+    ///
+    /// The API key and the configured headers are still sent, on each request.
+    /// The client's own timeouts apply instead of
+    /// [`with_connect_timeout`](Self::with_connect_timeout) and
+    /// [`with_idle_timeout`](Self::with_idle_timeout) (a built client cannot
+    /// be changed): give it a `connect_timeout` and a `read_timeout`, or a
+    /// stalled server holds a call until the run's own limits end it. The
+    /// size bounds on every read hold whatever the client.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::harness::model::providers::ProviderConfig;
+    ///
+    /// let client = reqwest::Client::builder()
+    ///     .connect_timeout(Duration::from_secs(10))
+    ///     .read_timeout(Duration::from_secs(120))
+    ///     // .add_root_certificate(cert).proxy(reqwest::Proxy::https("http://proxy:3128")?)
+    ///     .build()
+    ///     .unwrap();
+    /// let model = ProviderConfig::parse("openai:gpt-4o-mini")
+    ///     .unwrap()
+    ///     .with_api_key("sk-test")
+    ///     .with_http_client(client)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(model.id(), "openai:gpt-4o-mini");
+    /// ```
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "openai", feature = "anthropic"))))]
+    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
+    /// The caller's HTTP client, when one was given.
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    pub(crate) fn http_client(&self) -> Option<&reqwest::Client> {
+        self.http_client.as_ref()
     }
 
     /// The same configuration with this API key.

@@ -46,6 +46,8 @@ pub(crate) const MAX_TOOL_CALLS: u32 = crate::harness::model::ResponseAccumulato
 #[derive(Debug, Clone)]
 pub(crate) struct HttpClient {
     client: reqwest::Client,
+    /// Auth and configured headers, sent on every request (also through a caller's client).
+    headers: HeaderMap,
     /// The model id (`provider:model`), named in every error.
     pub(crate) label: Arc<str>,
     key_env: Option<String>,
@@ -74,21 +76,26 @@ impl HttpClient {
             let value = HeaderValue::from_str(value).map_err(|_| bad_header(name))?;
             headers.insert(header, value);
         }
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("tinyagents/", env!("CARGO_PKG_VERSION")))
-            .default_headers(headers)
-            .connect_timeout(config.connect_timeout())
-            .read_timeout(config.idle_timeout())
-            .tcp_nodelay(true);
-        if is_loopback(config.base_url()) {
-            // A server on this machine is never reached through a proxy.
-            builder = builder.no_proxy();
-        }
-        let client = builder
-            .build()
-            .map_err(|e| TinyAgentsError::config(format!("model `{label}`: cannot build the HTTP client: {e}")))?;
+        let client = match config.http_client() {
+            Some(client) => client.clone(),
+            None => {
+                let mut builder = reqwest::Client::builder()
+                    .user_agent(concat!("tinyagents/", env!("CARGO_PKG_VERSION")))
+                    .connect_timeout(config.connect_timeout())
+                    .read_timeout(config.idle_timeout())
+                    .tcp_nodelay(true);
+                if is_loopback(config.base_url()) {
+                    // A server on this machine is never reached through a proxy.
+                    builder = builder.no_proxy();
+                }
+                builder.build().map_err(|e| {
+                    TinyAgentsError::config(format!("model `{label}`: cannot build the HTTP client: {e}"))
+                })?
+            }
+        };
         Ok(Self {
             client,
+            headers,
             label,
             key_env: config.api_key_env().map(str::to_owned),
             connect_timeout: config.connect_timeout(),
@@ -102,12 +109,13 @@ impl HttpClient {
         let response = self
             .client
             .post(url)
+            .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, accept)
             .body(body)
             .send()
             .await
-            .map_err(|e| self.transport_error(&e, &format!("sending POST {}", shown_url(url))))?;
+            .map_err(|e| self.transport_error(e, &format!("sending POST {}", shown_url(url))))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -141,7 +149,7 @@ impl HttpClient {
         }
         let (body, cut) = read_limited(response, MAX_BODY)
             .await
-            .map_err(|e| self.transport_error(&e, "reading the reply"))?;
+            .map_err(|e| self.transport_error(e, "reading the reply"))?;
         if cut {
             return Err(too_big("more than that".into()));
         }
@@ -150,7 +158,8 @@ impl HttpClient {
 
     /// A transport failure: a timeout, a refused connection, a broken body.
     /// All are retryable: nothing says the next attempt fails the same way.
-    pub(crate) fn transport_error(&self, e: &reqwest::Error, doing: &str) -> TinyAgentsError {
+    /// A transport failure, classified, keeping `e` as the error's source.
+    pub(crate) fn transport_error(&self, e: reqwest::Error, doing: &str) -> TinyAgentsError {
         let label = &self.label;
         if e.is_timeout() {
             let after = if e.is_connect() {
@@ -167,7 +176,7 @@ impl HttpClient {
         } else {
             "the HTTP call failed"
         };
-        TinyAgentsError::model(format!("`{label}`: {what} while {doing}: {}", error_chain(e)), true)
+        TinyAgentsError::model(format!("`{label}`: {what} while {doing}: {}", error_chain(&e)), true).with_source(e)
     }
 
     /// The classified error for a non-2xx reply to a POST to `url` (named in
@@ -325,19 +334,19 @@ pub(crate) fn classify_status(
                 Some(var) => message.push_str(&format!("; check the API key (`{var}`)")),
                 None => message.push_str("; check the API key"),
             }
-            TinyAgentsError::Model {
-                message,
-                retryable: false,
-                retry_after: None,
-            }
+            TinyAgentsError::model(message, false).with_status(status)
         }
-        429 if !quota_spent && should_retry != Some(false) => TinyAgentsError::RateLimited { message, retry_after },
+        429 if !quota_spent && should_retry != Some(false) => {
+            TinyAgentsError::rate_limited(message, retry_after).with_status(status)
+        }
         _ => {
             let by_status = matches!(status, 408 | 409 | 500..=599);
             TinyAgentsError::Model {
                 message,
                 retryable: !quota_spent && should_retry.unwrap_or(by_status),
                 retry_after,
+                status: Some(status),
+                source: None,
             }
         }
     }
@@ -352,10 +361,7 @@ pub(crate) fn stream_error(label: &str, data: &str) -> TinyAgentsError {
     let code = code.unwrap_or_default();
     let message = format!("`{label}` sent an error in the stream ({code}): {detail}");
     match code.as_str() {
-        "rate_limit_error" | "rate_limit_exceeded" => TinyAgentsError::RateLimited {
-            message,
-            retry_after: None,
-        },
+        "rate_limit_error" | "rate_limit_exceeded" => TinyAgentsError::rate_limited(message, None),
         "invalid_request_error"
         | "authentication_error"
         | "permission_error"
@@ -447,40 +453,12 @@ pub(crate) fn retry_hint(ms: Option<&str>, after: Option<&str>, now: SystemTime)
     Some(at.duration_since(now).unwrap_or_default().min(MAX_RETRY_HINT))
 }
 
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date format servers send.
+/// Parses an HTTP date in any of the three forms RFC 9110 says a recipient
+/// accepts: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete
+/// RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
+/// (`Sun Nov  6 08:49:37 1994`), with the `httpdate` crate.
 fn parse_http_date(s: &str) -> Option<SystemTime> {
-    let rest = s.split_once(", ")?.1;
-    let parts: Vec<&str> = rest.split(' ').collect();
-    let [day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    let day: u32 = day.parse().ok()?;
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|m| m == month)? as u32
-        + 1;
-    let year: i64 = year.parse().ok()?;
-    if !(1970..=9999).contains(&year) {
-        return None; // also keeps the day arithmetic below far from overflow
-    }
-    let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let [h, m, sec] = hms.as_slice() else { return None };
-    if !(1..=31).contains(&day) || *h > 23 || *m > 59 || *sec > 60 {
-        return None;
-    }
-    // Days from the civil date (proleptic Gregorian) to 1970-01-01.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = i64::from((month + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + (*h * 3600 + *m * 60 + *sec) as i64;
-    let secs = u64::try_from(secs).ok()?;
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+    httpdate::parse_http_date(s).ok()
 }
 
 /// A provider's wire format, event by event.
@@ -555,7 +533,7 @@ impl<D: Decoder> Driver<D> {
                     }
                 }
                 Some(Err(e)) => {
-                    self.error = Some(self.client.transport_error(&e, "reading the stream"));
+                    self.error = Some(self.client.transport_error(e, "reading the stream"));
                     return;
                 }
                 None => {
@@ -656,6 +634,37 @@ mod tests {
             parse_http_date("Tue, 29 Feb 2000 12:00:00 GMT"),
             Some(SystemTime::UNIX_EPOCH + Duration::from_secs(951_825_600))
         );
+    }
+
+    #[test]
+    fn retry_after_dates_in_all_three_http_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        for form in [
+            "Sun, 06 Nov 1994 08:50:07 GMT",  // IMF-fixdate
+            "Sunday, 06-Nov-94 08:50:07 GMT", // obsolete RFC 850
+            "Sun Nov  6 08:50:07 1994",       // asctime
+        ] {
+            assert_eq!(
+                retry_hint(None, Some(form), now),
+                Some(Duration::from_secs(30)),
+                "{form}"
+            );
+        }
+        // A date far ahead is clamped to the longest hint; malformed dates are no hint.
+        assert_eq!(
+            retry_hint(None, Some("Fri, 31 Dec 9999 23:59:59 GMT"), now),
+            Some(MAX_RETRY_HINT)
+        );
+        for bad in [
+            "Sun, 06 Nov 1994 25:00:00 GMT",
+            "Sun, 32 Nov 1994 08:00:00 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "06 Nov 1994",
+            "Sun, 06 Nov 1994 08:49:37 GMT trailing",
+            "",
+        ] {
+            assert_eq!(retry_hint(None, Some(bad), now), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -50,6 +50,24 @@ fn run_span<C>(ctx: &RunContext<C>) -> Option<Span> {
     ctx.local::<RunSpan>().0.lock().expect("run span lock").clone()
 }
 
+/// Splits a model id of this crate's providers (`openai:gpt-4o`) into the
+/// GenAI provider name and the model name; any other id is the model name alone.
+fn split_model_id(id: &str) -> (Option<&str>, &str) {
+    match id.split_once(':') {
+        Some((provider @ ("openai" | "anthropic"), model)) if !model.is_empty() => (Some(provider), model),
+        _ => (None, id),
+    }
+}
+
+/// The OpenTelemetry span name `{operation} {target}`, or the operation alone
+/// when the target is unknown (the GenAI conventions' naming rule).
+fn otel_name(operation: &str, target: Option<&str>) -> String {
+    match target {
+        Some(t) if !t.is_empty() => format!("{operation} {t}"),
+        _ => operation.to_owned(),
+    }
+}
+
 fn finish_reason(reason: &FinishReason) -> &str {
     match reason {
         FinishReason::Stop => "stop",
@@ -61,7 +79,13 @@ fn finish_reason(reason: &FinishReason) -> &str {
 }
 
 /// Opens a `tracing` span per run (`invoke_agent`), model call (`chat`) and
-/// tool call (`execute_tool`), with OpenTelemetry GenAI attribute names
+/// tool call (`execute_tool`), with OpenTelemetry GenAI attribute names. Each
+/// span's `otel.name` (the name an OpenTelemetry exporter such as
+/// `tracing-opentelemetry` gives it) follows the conventions' rule:
+/// `chat {model}` and `execute_tool {tool}`; `otel.kind` is `client` for a
+/// model call and `internal` otherwise. A model id of this crate's providers
+/// (`openai:gpt-4o`) is recorded as `gen_ai.provider.name = "openai"` and
+/// `gen_ai.request.model = "gpt-4o"`
 /// (`gen_ai.operation.name`, `gen_ai.request.model`,
 /// `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`,
 /// `gen_ai.tool.name`, `gen_ai.tool.call.id`, …) and errors recorded as
@@ -111,7 +135,7 @@ impl TracingMiddleware {
     config = TracingConfig,
     doc(
         mutation = "None: it only reads.",
-        events = "No `AgentEvent`s; `tracing` spans `invoke_agent` (per run), `chat` (per model call) and `execute_tool` (per tool call) with `gen_ai.*` attributes, `error.type` and `otel.status_code` on failure. Content attributes (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`) only with `record_content = true`.",
+        events = "No `AgentEvent`s; `tracing` spans `invoke_agent` (per run), `chat` (per model call, OpenTelemetry name `chat {model}`) and `execute_tool` (per tool call, `execute_tool {tool}`) with `gen_ai.*` attributes, `error.type` and `otel.status_code` on failure. Content attributes (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`) only with `record_content = true`.",
         failure = "Never fails; errors of the calls it wraps pass through unchanged after being recorded on the span.",
         streaming = "The `chat` span covers the whole streamed call (deltas are emitted inside it); it implements no delta hook, so streaming pays nothing per delta.",
         cache = "Records `gen_ai.usage.cache_read.input_tokens` and `gen_ai.usage.cache_creation.input_tokens`; it does not touch the request.",
@@ -124,6 +148,7 @@ impl TracingMiddleware {
         let span = tracing::info_span!(
             "invoke_agent",
             "otel.name" = "invoke_agent",
+            "otel.kind" = "internal",
             "gen_ai.operation.name" = "invoke_agent",
             "gen_ai.provider.name" = self.provider.as_deref(),
             "gen_ai.agent.id" = %ctx.run_id(),
@@ -161,19 +186,25 @@ impl TracingMiddleware {
         request: ModelRequest,
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
-        let model = request
+        let id = request
             .route
             .as_ref()
             .map(|r| r.0.id().to_owned())
             .or_else(|| request.model.clone());
+        let (provider, model) = match id.as_deref().map(split_model_id) {
+            Some((provider, model)) => (provider, Some(model)),
+            None => (None, None),
+        };
+        let provider = self.provider.as_deref().or(provider);
         let parent = run_span(ctx).unwrap_or_else(Span::current);
         let span = tracing::info_span!(
             parent: &parent,
             "chat",
-            "otel.name" = "chat",
+            "otel.name" = otel_name("chat", model).as_str(),
+            "otel.kind" = "client",
             "gen_ai.operation.name" = "chat",
-            "gen_ai.provider.name" = self.provider.as_deref(),
-            "gen_ai.request.model" = model.as_deref(),
+            "gen_ai.provider.name" = provider,
+            "gen_ai.request.model" = model,
             "gen_ai.request.max_tokens" = request.params.max_tokens,
             "gen_ai.request.temperature" = request.params.temperature.map(f64::from),
             "gen_ai.response.model" = Empty,
@@ -231,7 +262,8 @@ impl TracingMiddleware {
         let span = tracing::info_span!(
             parent: &parent,
             "execute_tool",
-            "otel.name" = "execute_tool",
+            "otel.name" = otel_name("execute_tool", Some(call.name.as_str())).as_str(),
+            "otel.kind" = "internal",
             "gen_ai.operation.name" = "execute_tool",
             "gen_ai.tool.name" = call.name.as_str(),
             "gen_ai.tool.call.id" = call.id.as_str(),

@@ -292,13 +292,13 @@ impl RateLimiterMiddleware {
                     waited: Duration::ZERO,
                     rejected: true,
                 });
-                Err(TinyAgentsError::RateLimited {
-                    message: format!(
+                Err(TinyAgentsError::rate_limited(
+                    format!(
                         "bucket `{key}` ({} per second, burst {}) has no token free; the next is free in {retry_after:?}",
                         self.spec.rate_per_second, self.spec.burst
                     ),
-                    retry_after: Some(retry_after),
-                })
+                    Some(retry_after),
+                ))
             }
         }
     }
