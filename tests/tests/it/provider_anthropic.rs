@@ -276,6 +276,36 @@ async fn a_reply_cut_off_by_max_tokens_finishes_with_length() {
     assert_eq!(server.only_request().body["max_tokens"], 16);
 }
 
+#[tokio::test]
+async fn an_agent_with_the_default_stack_asks_for_32000_tokens_and_continues_a_cut_reply() {
+    // seed 002: with no max_tokens configured, Anthropic requests start at
+    // min(32000, the model's output limit), 32000 when the limit is unknown
+    let cut = anthropic_sse(&[
+        an_start(10, 0, 0),
+        block_start(0, json!({"type": "text", "text": ""})),
+        block_delta(0, json!({"type": "text_delta", "text": "The answer"})),
+        block_stop(0),
+        message_delta("max_tokens", 32000),
+        stop(),
+    ]);
+    let server = Server::start(vec![
+        Reply::sse(&cut, 7),
+        Reply::sse(&an_text_reply(" is 42.", 12, 4), 7),
+    ])
+    .await;
+    let (mut ctx, _) = context();
+    let run = Agent::<()>::from_shared(anthropic(&server).build().unwrap())
+        .run(&mut ctx, &(), "Hi")
+        .await
+        .unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the cut reply was continued, not final");
+    assert_eq!(requests[0].body["max_tokens"], 32000);
+    let continued = requests[1].body["messages"].to_string();
+    assert!(continued.contains("cut off by the output-token limit"), "{continued}");
+    assert_eq!(run.final_text(), "The answer is 42.");
+}
+
 async fn failing_run(reply: Reply) -> (TinyAgentsError, Watch, Vec<String>) {
     let server = Server::start(vec![reply]).await;
     let watch = Watch::default();

@@ -411,9 +411,10 @@ pub fn context() -> (RunContext, Arc<CollectingSink>) {
     )
 }
 
-/// A stack holding `watch` (and then `more`).
+/// A stack holding `watch` only: the provider's wire as it is, without the
+/// default-on built-ins (whose effect on the wire has its own tests).
 pub fn stack_with(watch: &Watch) -> MiddlewareStack<()> {
-    MiddlewareStack::new()
+    MiddlewareStack::empty()
         .with(watch.clone())
         .expect("one middleware registers")
 }
