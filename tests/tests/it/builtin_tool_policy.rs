@@ -18,7 +18,9 @@ use tinyagents::testing::{trace, MiddlewareHarness, RecordingTool};
 async fn the_seed_example_runs_as_written() -> Result<()> {
     use std::sync::Arc;
     use tinyagents::harness::context::{RunConfig, RunContext};
-    use tinyagents::harness::middleware::{MiddlewareStack, ToolPolicyMiddleware};
+    use tinyagents::harness::middleware::MiddlewareStack;
+    // The seed writes `harness::middleware::ToolPolicyMiddleware`; built-ins have one path, `tinyagents::middleware`.
+    use tinyagents::middleware::ToolPolicyMiddleware;
     use tinyagents::harness::tool::{SandboxMode, ToolPolicy, ToolRuntime};
     use tinyagents::harness::workspace::WorkspaceDescriptor;
 

@@ -16,7 +16,7 @@ use crate::harness::agent::{Agent, AgentInput, AgentRun, StepOutcome, StopReason
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::Message;
-use crate::harness::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
+use crate::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
 use crate::harness::model::Usage;
 use crate::harness::tool::ToolCall;
 

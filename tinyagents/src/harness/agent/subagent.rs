@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{Agent, AgentInput};
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::middleware::{ChildApproval, HumanInTheLoopMiddleware, PriceBudget, RoutedApprovals};
+use crate::middleware::{ChildApproval, HumanInTheLoopMiddleware, PriceBudget, RoutedApprovals};
 use crate::harness::model::Usage;
 use crate::harness::tool::{call_digest, ParentRun, Tool, ToolContext, ToolOutput, ToolSchema};
 

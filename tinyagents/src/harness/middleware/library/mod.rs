@@ -47,6 +47,11 @@ pub use prompt::*;
 #[allow(unused_imports)]
 pub use resilience::*;
 
+/// The message helpers seed 004 names under `summarization::`.
+pub mod summarization {
+    pub use super::context::trimming::trim_messages;
+}
+
 use super::MiddlewareDoc;
 
 /// The documentation of every built-in middleware, in a stable order (by concern, then as each concern lists them).

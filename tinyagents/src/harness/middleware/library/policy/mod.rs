@@ -7,10 +7,10 @@ mod tool_allowlist;
 mod tool_lists;
 mod tool_policy;
 
-pub use contextual_tool_selection::{ContextualToolSelectionMiddleware, ToolSelectionConfig, ToolSelectionContext};
+pub use contextual_tool_selection::{ContextualToolSelectionMiddleware, ContextualToolSelectionConfig, ToolSelectionContext};
 pub use dynamic_tool_selection::{DynamicToolSelectionConfig, DynamicToolSelectionMiddleware, SELECTOR_PROMPT};
 pub use human_in_the_loop::{
-    ApprovalRequest, BoundDecision, ChildApproval, CompletedCall, Decision, DecisionKind, HitlConfig, HitlInterrupt,
+    ApprovalRequest, BoundDecision, ChildApproval, CompletedCall, Decision, DecisionKind, HumanInTheLoopConfig, HitlInterrupt,
     HitlResume, HumanInTheLoopMiddleware, InterruptOn,
 };
 pub(crate) use human_in_the_loop::{ConsumedDecisions, RoutedApprovals, CONSUMED_KEY, INTERRUPT_KEY};
