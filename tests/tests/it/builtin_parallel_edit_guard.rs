@@ -88,9 +88,11 @@ async fn warn_runs_every_call_and_guides_the_model_once() {
         ScriptedTurn::tool_call("read_file", json!({ "path": "src/b.rs", "n": 5 })),
         ScriptedTurn::text("done"),
     ]));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuardMiddleware::warn()).unwrap());
+    let agent: Agent<()> = Agent::new(model.clone()).with_tools(tools(&log)).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::warn())
+            .unwrap(),
+    );
     let sink = Arc::new(CollectingSink::new());
     let run = agent
         .run(
@@ -138,9 +140,11 @@ async fn deny_runs_only_the_first_write_per_file_and_answers_every_call() {
         ]),
         ScriptedTurn::text("done"),
     ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuardMiddleware::deny()).unwrap());
+    let agent: Agent<()> = Agent::new(model).with_tools(tools(&log)).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::deny())
+            .unwrap(),
+    );
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await
@@ -169,9 +173,11 @@ async fn reads_and_undeclared_calls_do_not_count() {
         ]),
         ScriptedTurn::text("done"),
     ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuardMiddleware::deny()).unwrap());
+    let agent: Agent<()> = Agent::new(model).with_tools(tools(&log)).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::deny())
+            .unwrap(),
+    );
     let sink = Arc::new(CollectingSink::new());
     let run = agent
         .run(
@@ -199,7 +205,11 @@ async fn in_a_concurrent_batch_writes_to_one_file_keep_the_models_order() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuardMiddleware::warn()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(ParallelEditGuardMiddleware::warn())
+                .unwrap(),
+        )
         .with_concurrent_tools();
     agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
@@ -271,7 +281,11 @@ async fn a_call_id_the_model_repeats_does_not_wait_on_itself() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuardMiddleware::warn()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(ParallelEditGuardMiddleware::warn())
+                .unwrap(),
+        )
         .with_concurrent_tools();
     let run = tokio::time::timeout(
         Duration::from_secs(3600),
@@ -328,7 +342,11 @@ async fn in_deny_mode_a_refused_call_claims_none_of_its_files() {
                 .with(MultiEdit(ToolSchema::new("multi", "Edits many.")))
                 .unwrap(),
         )
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuardMiddleware::deny()).unwrap());
+        .with_stack(
+            MiddlewareStack::new()
+                .with(ParallelEditGuardMiddleware::deny())
+                .unwrap(),
+        );
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await

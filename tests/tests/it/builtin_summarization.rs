@@ -110,7 +110,10 @@ async fn a_message_trigger_summarises_the_older_part_and_keeps_the_window() {
 
 #[tokio::test]
 async fn below_every_trigger_nothing_changes() {
-    let (sent, run, events) = run_once(SummarizationMiddleware::new(SummaryTrigger::messages(8).or_tokens(10_000))).await;
+    let (sent, run, events) = run_once(SummarizationMiddleware::new(
+        SummaryTrigger::messages(8).or_tokens(10_000),
+    ))
+    .await;
     assert_eq!(ids(&sent.messages), ids(&history()));
     assert!(run.compressions.is_empty());
     assert!(!events.iter().any(|e| e.kind() == EventKind::Compressed));
@@ -121,7 +124,8 @@ async fn below_every_trigger_nothing_changes() {
 #[tokio::test]
 async fn the_kept_window_never_separates_a_tool_call_from_its_results() {
     for keep in 1..=7 {
-        let (sent, _, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::messages(1)).keep_messages(keep)).await;
+        let (sent, _, _) =
+            run_once(SummarizationMiddleware::new(SummaryTrigger::messages(1)).keep_messages(keep)).await;
         let m = &sent.messages;
         for (i, t) in m.iter().enumerate().filter(|(_, t)| t.role == Role::Tool) {
             let call = t.tool_call_id.as_deref().unwrap();
@@ -140,7 +144,8 @@ async fn the_kept_window_never_separates_a_tool_call_from_its_results() {
 #[tokio::test]
 async fn provenance_fields_are_filled_and_consistent() {
     let counter = ApproxTokenCounter::default();
-    let (sent, run, events) = run_once(SummarizationMiddleware::new(SummaryTrigger::messages(5)).keep_messages(1)).await;
+    let (sent, run, events) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::messages(5)).keep_messages(1)).await;
     assert_eq!(ids(&sent.messages)[2..], ["u3"]);
     let summary = &sent.messages[1];
 
@@ -181,13 +186,16 @@ async fn a_token_or_fraction_trigger_fires_on_the_estimate() {
         let (sent, _, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(1_000_000))).await;
         ApproxTokenCounter::default().count_request(&sent)
     };
-    let (sent, _, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(request_tokens - 1)).keep_messages(1)).await;
+    let (sent, _, _) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(request_tokens - 1)).keep_messages(1)).await;
     assert_eq!(ids(&sent.messages)[2..], ["u3"]);
-    let (sent, _, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(request_tokens)).keep_messages(1)).await;
+    let (sent, _, _) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(request_tokens)).keep_messages(1)).await;
     assert_eq!(sent.messages.len(), 8, "at the threshold nothing fires");
     // 0.5 of a window of twice the request (minus one) is just below it
     let window = request_tokens * 2 - 2;
-    let (sent, _, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::fraction(0.5, window)).keep_messages(1)).await;
+    let (sent, _, _) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::fraction(0.5, window)).keep_messages(1)).await;
     assert_eq!(ids(&sent.messages)[2..], ["u3"]);
 }
 

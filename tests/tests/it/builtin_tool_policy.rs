@@ -20,9 +20,9 @@ async fn the_seed_example_runs_as_written() -> Result<()> {
     use tinyagents::harness::context::{RunConfig, RunContext};
     use tinyagents::harness::middleware::MiddlewareStack;
     // The seed writes `harness::middleware::ToolPolicyMiddleware`; built-ins have one path, `tinyagents::middleware`.
-    use tinyagents::middleware::ToolPolicyMiddleware;
     use tinyagents::harness::tool::{SandboxMode, ToolPolicy, ToolRuntime};
     use tinyagents::harness::workspace::WorkspaceDescriptor;
+    use tinyagents::middleware::ToolPolicyMiddleware;
 
     let mut policies = std::collections::HashMap::new();
     policies.insert(

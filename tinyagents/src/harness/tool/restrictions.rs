@@ -19,8 +19,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{SandboxMode, SideEffects, ToolCall, ToolPolicy};
-use crate::middleware::ToolLists;
 use crate::harness::workspace::WorkspaceDescriptor;
+use crate::middleware::ToolLists;
 
 /// The side-effect names a policy may deny, and their flags.
 pub(crate) const SIDE_EFFECT_NAMES: &[(&str, SideEffects)] = &[

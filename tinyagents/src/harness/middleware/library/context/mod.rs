@@ -15,16 +15,16 @@ pub(super) mod trimming;
 mod window;
 
 pub use artifacts::{ArtifactStore, ReadArtifactTool};
-pub use clipping::{ContextClippingMiddleware, ContextClippingConfig};
-pub use delta_compression::{DeltaCompressionMiddleware, DeltaCompressionConfig};
-pub use editing::{ContextEditingMiddleware, ContextEditingConfig};
+pub use clipping::{ContextClippingConfig, ContextClippingMiddleware};
+pub use delta_compression::{DeltaCompressionConfig, DeltaCompressionMiddleware};
+pub use editing::{ContextEditingConfig, ContextEditingMiddleware};
 pub use monitor::{ContextConfig, ContextMiddleware};
-pub use output_compression::{OutputCompressionMiddleware, OutputCompressionConfig};
-pub use retrieval::{RetrievalCompressionMiddleware, RetrievalCompressionConfig};
-pub use summarization::{SummarizationMiddleware, SummarizationConfig, SummaryTrigger};
+pub use output_compression::{OutputCompressionConfig, OutputCompressionMiddleware};
+pub use retrieval::{RetrievalCompressionConfig, RetrievalCompressionMiddleware};
+pub use summarization::{SummarizationConfig, SummarizationMiddleware, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
-pub use transcript::{TranscriptCompressionMiddleware, TranscriptCompressionConfig};
-pub use trimming::{MessageTrimMiddleware, MessageTrimConfig, TrimStrategy};
+pub use transcript::{TranscriptCompressionConfig, TranscriptCompressionMiddleware};
+pub use trimming::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrategy};
 
 /// Seed 004's name for [`SummarizationMiddleware`], the same middleware: it
 /// consults a [`SummarizationPolicy`] in `before_model` and does nothing below

@@ -29,6 +29,17 @@ pub enum TrimStrategy {
     LastTokens(u64),
 }
 
+crate::config_enum! {
+    /// Which budget [`MessageTrimConfig`] trims to (`strategy = "…"`); the
+    /// budget itself is `max_messages` or `max_tokens`.
+    pub enum TrimKind {
+        /// Keep `max_messages` ([`TrimStrategy::LastMessages`]).
+        LastMessages = "last_messages",
+        /// Keep `max_tokens` ([`TrimStrategy::LastTokens`]).
+        LastTokens = "last_tokens",
+    }
+}
+
 /// Options of [`MessageTrimMiddleware`] (`type = "message_trimming"`).
 ///
 /// ```
@@ -44,8 +55,8 @@ pub enum TrimStrategy {
 #[config(type = "message_trimming", builds = MessageTrimMiddleware)]
 pub struct MessageTrimConfig {
     /// `last_messages` (keep `max_messages`) or `last_tokens` (keep `max_tokens`).
-    #[config(default = "last_messages", one_of = ["last_messages", "last_tokens"])]
-    pub strategy: String,
+    #[config(default = "last_messages")]
+    pub strategy: TrimKind,
     /// Non-system messages kept by `last_messages`.
     #[config(default = 40, range = 1..)]
     pub max_messages: u32,
@@ -175,9 +186,9 @@ pub fn trim_messages(messages: &[Message], strategy: TrimStrategy, counter: &dyn
 
 impl From<MessageTrimConfig> for MessageTrimMiddleware {
     fn from(c: MessageTrimConfig) -> Self {
-        Self::new(match c.strategy.as_str() {
-            "last_tokens" => TrimStrategy::LastTokens(c.max_tokens),
-            _ => TrimStrategy::LastMessages(c.max_messages as usize),
+        Self::new(match c.strategy {
+            TrimKind::LastTokens => TrimStrategy::LastTokens(c.max_tokens),
+            TrimKind::LastMessages => TrimStrategy::LastMessages(c.max_messages as usize),
         })
     }
 }

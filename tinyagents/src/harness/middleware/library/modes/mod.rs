@@ -8,7 +8,7 @@ pub use agent_mode::{
     AgentMode, AgentModeConfig, AgentModeMiddleware, MODE_KEY, MODE_TAG, PLAN_REMINDER, REVIEW_REMINDER,
 };
 pub use dedup_check::{DedupCheckConfig, DedupCheckMiddleware, SimilarPlace};
-pub use parallel_edit_guard::{ParallelEditGuardMiddleware, ParallelEditGuardConfig};
+pub use parallel_edit_guard::{EditGuardMode, ParallelEditGuardConfig, ParallelEditGuardMiddleware};
 
 use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;

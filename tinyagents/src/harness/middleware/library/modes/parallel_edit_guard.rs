@@ -16,21 +16,31 @@ use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::FileAccessMode;
 
+crate::config_enum! {
+    /// What [`ParallelEditGuardMiddleware`] does with several writes to one file in one response (`mode = "…"`).
+    pub enum EditGuardMode {
+        /// Every call runs; the model is told once to use one multi-edit call per file.
+        Warn = "warn",
+        /// Only the first writing call per file runs; later ones get an error result naming the file.
+        Deny = "deny",
+    }
+}
+
 /// Options of [`ParallelEditGuardMiddleware`] (`type = "parallel_edit_guard"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::ParallelEditGuardConfig;
+/// use tinyagents::middleware::{EditGuardMode, ParallelEditGuardConfig};
 ///
 /// let c: ParallelEditGuardConfig = from_toml_str("mode = \"deny\"").unwrap();
-/// assert_eq!(c.mode, "deny");
+/// assert_eq!(c.mode, EditGuardMode::Deny);
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
 #[config(type = "parallel_edit_guard", builds = ParallelEditGuardMiddleware)]
 pub struct ParallelEditGuardConfig {
     /// `warn`: every call runs and the model is told once; `deny`: only the first write per file runs.
-    #[config(default = "warn", one_of = ["warn", "deny"])]
-    pub mode: String,
+    #[config(default = "warn")]
+    pub mode: EditGuardMode,
     /// The tool the guidance recommends for several edits to one file.
     #[config(default = "multiedit".to_owned())]
     pub multiedit_tool: String,
@@ -39,7 +49,7 @@ pub struct ParallelEditGuardConfig {
 impl From<ParallelEditGuardConfig> for ParallelEditGuardMiddleware {
     fn from(c: ParallelEditGuardConfig) -> Self {
         Self {
-            deny: c.mode == "deny",
+            deny: c.mode == EditGuardMode::Deny,
             multiedit: c.multiedit_tool,
         }
     }

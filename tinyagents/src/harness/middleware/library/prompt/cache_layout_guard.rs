@@ -13,14 +13,24 @@ use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::ModelRequest;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
+crate::config_enum! {
+    /// What [`PromptCacheGuardMiddleware`] does when the stable prefix changes (`on_change = "…"`).
+    pub enum OnPrefixChange {
+        /// Emit `CacheLayoutChanged` and go on.
+        Record = "record",
+        /// Also fail the call with a `Validation` error naming who changed the prefix.
+        Error = "error",
+    }
+}
+
 /// Options of [`PromptCacheGuardMiddleware`] (`type = "prompt_cache_layout_guard"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::PromptCacheGuardConfig;
+/// use tinyagents::middleware::{OnPrefixChange, PromptCacheGuardConfig};
 ///
 /// let c: PromptCacheGuardConfig = from_toml_str("on_change = \"error\"").unwrap();
-/// assert_eq!(c.on_change, "error");
+/// assert_eq!(c.on_change, OnPrefixChange::Error);
 /// assert!(from_toml_str::<PromptCacheGuardConfig>("on_change = \"ignore\"").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
@@ -28,14 +38,14 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 pub struct PromptCacheGuardConfig {
     /// `record` (emit the event and go on) or `error` (also fail the call with a
     /// `Validation` error naming who changed the prefix).
-    #[config(default = "record", one_of = ["record", "error"])]
-    pub on_change: String,
+    #[config(default = "record")]
+    pub on_change: OnPrefixChange,
 }
 
 impl From<PromptCacheGuardConfig> for PromptCacheGuardMiddleware {
     fn from(c: PromptCacheGuardConfig) -> Self {
         Self {
-            fail_on_change: c.on_change == "error",
+            fail_on_change: c.on_change == OnPrefixChange::Error,
         }
     }
 }

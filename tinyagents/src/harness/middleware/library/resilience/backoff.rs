@@ -49,7 +49,7 @@ pub(super) fn retry_parts(
     max_delay_ms: u64,
     jitter: f64,
     retry_on: &[String],
-    on_failure: &str,
+    on_failure: OnFailure,
 ) -> (Backoff, ErrorClassifier, OnFailure) {
     let backoff = Backoff {
         initial: Duration::from_millis(initial_delay_ms),
@@ -62,22 +62,18 @@ pub(super) fn retry_parts(
     } else {
         kinds_classifier(parse_kinds(retry_on))
     };
-    let on_failure = if on_failure == "continue" {
-        OnFailure::Continue
-    } else {
-        OnFailure::Error
-    };
     (backoff, classifier, on_failure)
 }
 
-/// What a retry middleware does when the last attempt failed with an error it retries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnFailure {
-    /// Return the last error (the run decides what it means).
-    Error,
-    /// Carry on with a message naming the failure: the model call resolves to
-    /// an assistant message, the tool call to an error result the model sees.
-    Continue,
+crate::config_enum! {
+    /// What a retry middleware does when the last attempt failed with an error it retries.
+    pub enum OnFailure {
+        /// Return the last error (the run decides what it means).
+        Error = "error",
+        /// Carry on with a message naming the failure: the model call resolves to
+        /// an assistant message, the tool call to an error result the model sees.
+        Continue = "continue",
+    }
 }
 
 /// Exponential backoff with jitter and a cap.

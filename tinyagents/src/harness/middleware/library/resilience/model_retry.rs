@@ -44,8 +44,8 @@ pub struct ModelRetryConfig {
     #[config(default = Vec::new())]
     pub retry_on: Vec<String>,
     /// After the last failed attempt: `error` returns the error, `continue` answers with an assistant message naming it.
-    #[config(default = "error", one_of = ["error", "continue"])]
-    pub on_failure: String,
+    #[config(default = "error")]
+    pub on_failure: OnFailure,
 }
 
 fn check_model_retry(c: &ModelRetryConfig) -> std::result::Result<(), ConfigViolation> {
@@ -60,7 +60,7 @@ impl From<ModelRetryConfig> for ModelRetryMiddleware {
             c.max_delay_ms,
             c.jitter,
             &c.retry_on,
-            &c.on_failure,
+            c.on_failure,
         );
         Self {
             max_attempts: c.max_attempts,

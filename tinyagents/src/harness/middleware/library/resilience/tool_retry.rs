@@ -44,8 +44,8 @@ pub struct ToolRetryConfig {
     #[config(default = Vec::new())]
     pub retry_on: Vec<String>,
     /// After the last failed attempt: `continue` gives the call an error result naming the failure (the model sees it), `error` returns the error.
-    #[config(default = "continue", one_of = ["error", "continue"])]
-    pub on_failure: String,
+    #[config(default = "continue")]
+    pub on_failure: OnFailure,
     /// The tools to retry; empty: every tool.
     #[config(default = Vec::new())]
     pub tools: Vec<String>,
@@ -63,7 +63,7 @@ impl From<ToolRetryConfig> for ToolRetryMiddleware {
             c.max_delay_ms,
             c.jitter,
             &c.retry_on,
-            &c.on_failure,
+            c.on_failure,
         );
         Self {
             max_attempts: c.max_attempts,
