@@ -96,12 +96,19 @@ pub struct DeltaCompressionMiddleware {
 }
 
 impl DeltaCompressionMiddleware {
-    /// Coalescing to `min_chars` characters, with no time limit.
+    /// Coalescing to `min_chars` characters, forwarding at least every 100 ms
+    /// (the config's `max_interval_ms` default; see [`without_max_interval`](Self::without_max_interval)).
     pub fn new(min_chars: usize) -> Self {
         Self {
             min_chars: min_chars.max(1),
-            max_interval: None,
+            max_interval: Some(Duration::from_millis(100)),
         }
+    }
+
+    /// The same, with no time limit: text is forwarded only at `min_chars` and at the end.
+    pub fn without_max_interval(mut self) -> Self {
+        self.max_interval = None;
+        self
     }
 
     /// The same, forwarding at least every `interval`.

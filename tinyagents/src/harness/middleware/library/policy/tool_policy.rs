@@ -160,7 +160,7 @@ impl ToolPolicyMiddleware {
                 policies: policies.into_iter().collect(),
                 ..PolicyRules::default()
             }),
-            enforce_result_bytes: false,
+            enforce_result_bytes: true,
         }
     }
 
@@ -219,6 +219,7 @@ impl ToolPolicyMiddleware {
 
     /// In `after_tool`, truncate a result larger than the tool's
     /// `max_result_bytes` and flag it (its `error` names `max_result_bytes`).
+    /// On by default (as in the config); `false` lets oversized results through whole.
     pub fn enforce_result_bytes(mut self, on: bool) -> Self {
         self.enforce_result_bytes = on;
         self
