@@ -97,23 +97,6 @@ pub fn render_markdown(docs: &[&MiddlewareDoc]) -> String {
             hooks(d)
         );
     }
-    let _ = writeln!(
-        out,
-        "\nEvery built-in type is named `…Middleware` and built from `…Config`; its config `type`, its \
-         catalog name and its name in a stack are one name (below). Renamed config types are still read, \
-         with a deprecation notice: {}.",
-        crate::config::DEPRECATED_TYPES
-            .iter()
-            .map(|(old, new, _)| format!("`{old}` → `{new}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let _ = writeln!(out, "\n### Names in the seed documents\n");
-    let _ = writeln!(out, "| Seed name | Here | How |");
-    let _ = writeln!(out, "| --- | --- | --- |");
-    for (seed, here, how) in SEED_NAMES {
-        let _ = writeln!(out, "| `{seed}` | {here} | {} |", cell(how));
-    }
     for d in docs {
         let _ = writeln!(out, "\n## `{}`\n", d.name);
         let _ = writeln!(out, "{}\n", d.summary.trim());
@@ -153,6 +136,42 @@ pub fn render_markdown(docs: &[&MiddlewareDoc]) -> String {
 
 fn hooks(d: &MiddlewareDoc) -> String {
     d.hooks.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// The text of [`MIDDLEWARE_MD`]: [`render_markdown`] of every built-in
+/// ([`catalog()`](crate::middleware::catalog)), with the naming rule, the
+/// renamed config types and the [seed names](SEED_NAMES) after the table.
+///
+/// ```
+/// let text = tinyagents::docs::render_builtin_docs();
+/// assert!(text.contains("### Names in the seed documents"));
+/// assert!(text.contains("| `ContextCompressionMiddleware` |"));
+/// ```
+pub fn render_builtin_docs() -> String {
+    let table = render_markdown(&crate::middleware::catalog());
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nEvery built-in type is named `…Middleware` and built from `…Config`; its config `type`, its \
+         catalog name and its name in a stack are one name (below). Renamed config types are still read, \
+         with a deprecation notice: {}.",
+        crate::config::DEPRECATED_TYPES
+            .iter()
+            .map(|(old, new, _)| format!("`{old}` → `{new}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(out, "\n### Names in the seed documents\n");
+    let _ = writeln!(out, "| Seed name | Here | How |");
+    let _ = writeln!(out, "| --- | --- | --- |");
+    for (seed, here, how) in SEED_NAMES {
+        let _ = writeln!(out, "| `{seed}` | {here} | {} |", cell(how));
+    }
+    // after the summary table, before the first section
+    match table.find("\n## ") {
+        Some(i) => format!("{}{out}{}", &table[..i], &table[i..]),
+        None => format!("{table}{out}"),
+    }
 }
 
 /// A field's rules cell: the names a [`ConfigEnum`](crate::config::ConfigEnum) field takes, then its rules.

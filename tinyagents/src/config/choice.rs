@@ -14,7 +14,7 @@ use super::suggest::did_you_mean;
 /// [`config_enum!`](crate::config_enum).
 ///
 /// ```
-/// use tinyagents::config::{from_toml_str, ConfigEnum};
+/// use tinyagents::config::{from_toml_str, ConfigEnum, MiddlewareConfig};
 /// use tinyagents::{config_enum, MiddlewareConfig};
 ///
 /// config_enum! {

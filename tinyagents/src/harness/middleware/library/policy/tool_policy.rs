@@ -115,7 +115,8 @@ impl From<ToolPolicyConfig> for ToolPolicyMiddleware {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use tinyagents::harness::middleware::{MiddlewareStack, ToolPolicyMiddleware};
+/// use tinyagents::harness::middleware::MiddlewareStack;
+/// use tinyagents::middleware::ToolPolicyMiddleware;
 /// use tinyagents::harness::tool::{SandboxMode, ToolPolicy, ToolRuntime};
 /// use tinyagents::harness::context::{RunConfig, RunContext};
 /// use tinyagents::harness::workspace::WorkspaceDescriptor;

@@ -105,6 +105,38 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// The same backoff within the bounds the retry configs enforce: `factor`
+    /// in 1.0..=100.0 (NaN: 1.0), `jitter` in 0.0..=1.0 (NaN: 0.0), and `max`
+    /// at least `initial`. The retry built-ins' builders apply it, so a value
+    /// given in code cannot do what the config refuses.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::Backoff;
+    ///
+    /// let b = Backoff { initial: Duration::from_secs(2), factor: f64::NAN, max: Duration::from_secs(1), jitter: 7.0 };
+    /// let b = b.bounded();
+    /// assert_eq!((b.factor, b.jitter, b.max), (1.0, 1.0, Duration::from_secs(2)));
+    /// ```
+    pub fn bounded(self) -> Self {
+        let factor = if self.factor.is_nan() {
+            1.0
+        } else {
+            self.factor.clamp(1.0, 100.0)
+        };
+        let jitter = if self.jitter.is_nan() {
+            0.0
+        } else {
+            self.jitter.clamp(0.0, 1.0)
+        };
+        Self {
+            initial: self.initial,
+            factor,
+            max: self.max.max(self.initial),
+            jitter,
+        }
+    }
+
     /// The delay before the attempt after failed attempt `attempt`.
     pub fn delay(&self, attempt: u32, hint: Option<Duration>) -> Duration {
         let exp = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);

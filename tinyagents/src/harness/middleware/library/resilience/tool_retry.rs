@@ -138,6 +138,50 @@ impl ToolRetryMiddleware {
         self
     }
 
+    /// The same middleware making at most `attempts` attempts (clamped to
+    /// 1..=100, the config's `max_attempts` range).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.clamp(1, 100);
+        self
+    }
+
+    /// The same middleware waiting by `backoff` between attempts (kept within
+    /// the config's bounds by [`Backoff::bounded`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::{Backoff, ToolRetryMiddleware};
+    ///
+    /// let backoff = Backoff { initial: Duration::from_millis(50), factor: 3.0, max: Duration::from_secs(2), jitter: 0.0 };
+    /// let retry = ToolRetryMiddleware::new().with_max_attempts(5).with_backoff(backoff);
+    /// assert_eq!((retry.max_attempts(), retry.backoff()), (5, backoff));
+    /// ```
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff.bounded();
+        self
+    }
+
+    /// The same middleware waiting `initial` after the first failed attempt,
+    /// growing by the backoff factor up to `max` (raised to `initial` when below it).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::ToolRetryMiddleware;
+    ///
+    /// let retry = ToolRetryMiddleware::new().with_delays(Duration::from_millis(10), Duration::from_millis(80));
+    /// assert_eq!(retry.backoff().initial, Duration::from_millis(10));
+    /// assert_eq!(retry.backoff().max, Duration::from_millis(80));
+    /// ```
+    pub fn with_delays(mut self, initial: std::time::Duration, max: std::time::Duration) -> Self {
+        self.backoff = Backoff {
+            initial,
+            max,
+            ..self.backoff
+        }
+        .bounded();
+        self
+    }
+
     /// The same middleware with another failure behaviour.
     pub fn on_failure(mut self, on_failure: OnFailure) -> Self {
         self.on_failure = on_failure;
