@@ -180,7 +180,8 @@ pub fn trim_messages(messages: &[Message], strategy: TrimStrategy, counter: &dyn
     messages
         .iter()
         .zip(keep)
-        .filter_map(|(m, k)| k.then(|| m.clone()))
+        .filter(|(_, k)| *k)
+        .map(|(m, _)| m.clone())
         .collect()
 }
 
