@@ -241,8 +241,8 @@ async fn look_alike_names_are_unknown_tools_and_strict_refuses_them() {
 
 #[tokio::test]
 async fn an_oversized_result_is_truncated_on_a_char_boundary_and_flagged() {
-    let mut h: MiddlewareHarness =
-        MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()).enforce_result_bytes(true));
+    // on by default (the config's default too)
+    let mut h: MiddlewareHarness = MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()));
     let call = ToolCall::new("c", "big", json!({}));
     let r = h.after_tool(ToolResult::ok(&call, "abcdé-and-more")).await.unwrap();
     assert_eq!(r.content, "abcd"); // 'é' straddles byte 5: cut before it
@@ -251,8 +251,9 @@ async fn an_oversized_result_is_truncated_on_a_char_boundary_and_flagged() {
     // within the limit: untouched
     let r = h.after_tool(ToolResult::ok(&call, "tiny")).await.unwrap();
     assert_eq!((r.content.as_str(), r.error), ("tiny", None));
-    // off: untouched
-    let mut off: MiddlewareHarness = MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()));
+    // turned off explicitly: untouched
+    let mut off: MiddlewareHarness =
+        MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()).enforce_result_bytes(false));
     let r = off.after_tool(ToolResult::ok(&call, "abcdefgh")).await.unwrap();
     assert_eq!(r.content, "abcdefgh");
 }

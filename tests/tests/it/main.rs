@@ -31,6 +31,7 @@ mod builtin_message_trimming;
 mod builtin_model_call_limit;
 mod builtin_model_fallback;
 mod builtin_model_retry;
+mod builtin_names_defaults;
 mod builtin_output_compression;
 mod builtin_output_limit_recovery;
 mod builtin_parallel_edit_guard;
