@@ -210,7 +210,11 @@ pub(crate) fn field(field: &Field, errors: &mut Errors) -> Option<FieldSpec> {
                         && !spec.class.string
                         && spec.class.num.is_none()
                         && !spec.class.boolean
-                        && spec.class.option.is_none();
+                        && spec.class.option.is_none()
+                        && !matches!(
+                            last_ident(&spec.ty).as_deref(),
+                            Some("Vec" | "HashMap" | "BTreeMap" | "HashSet" | "BTreeSet" | "Duration" | "PathBuf")
+                        );
                     check_default(e, &spec.class, &key, &ty_text, errors);
                     spec.default = Some(e.clone());
                 }
