@@ -87,6 +87,7 @@ mod provider_client;
 mod provider_fakellm;
 mod provider_openai;
 mod provider_stack;
+mod retry_builders;
 mod sandbox_commands;
 mod sandbox_escapes;
 mod spend_tree;
