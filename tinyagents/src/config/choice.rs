@@ -38,7 +38,7 @@ use super::suggest::did_you_mean;
 /// assert_eq!(from_toml_str::<SpeakerConfig>("").unwrap().volume, Volume::Low);
 /// assert_eq!(from_toml_str::<SpeakerConfig>("volume = \"high\"").unwrap().volume, Volume::High);
 /// let err = from_toml_str::<SpeakerConfig>("volume = \"hihg\"").unwrap_err();
-/// assert_eq!(err.to_string(), "`volume` = \"hihg\": must be one of \"low\", \"high\"; did you mean `high`?");
+/// assert_eq!(err.to_string(), "invalid configuration: `volume` = \"hihg\": must be one of \"low\", \"high\"; did you mean `high`?");
 /// assert_eq!(SpeakerConfig::FIELDS[0].choices, ["low", "high"]);
 /// assert_eq!(Volume::High.name(), "high");
 /// ```
