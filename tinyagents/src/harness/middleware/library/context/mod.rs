@@ -1,4 +1,4 @@
-//! Context built-ins (trimming, editing, summarisation, compression, the
+//! Context built-ins (trimming, editing, summarisation, clipping, the
 //! context monitor): see the table in [the library docs](super).
 
 mod artifacts;
