@@ -20,7 +20,7 @@
 //!
 //! Write middleware with the DSL (`#[before_model]`, `#[wrap_tool]`,
 //! `#[middleware]`, …, re-exported from the crate root); the built-ins are in
-//! [`crate::middleware`].
+//! [`crate::middleware`](mod@crate::middleware).
 
 mod batch;
 mod handler;
