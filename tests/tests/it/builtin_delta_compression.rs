@@ -81,7 +81,9 @@ fn forwarded(events: &[AgentEvent]) -> (String, String, usize) {
 #[tokio::test]
 async fn the_final_text_is_byte_identical_with_fewer_deltas() {
     let (plain, plain_events) = run(MiddlewareStack::empty(), vec![ScriptedTurn::Deltas(deltas())]).await;
-    let stack = MiddlewareStack::empty().with(DeltaCompressionMiddleware::new(16)).unwrap();
+    let stack = MiddlewareStack::empty()
+        .with(DeltaCompressionMiddleware::new(16))
+        .unwrap();
     let (coalesced, events) = run(stack, vec![ScriptedTurn::Deltas(deltas())]).await;
     // the run stops at the step limit after the tool call; the reply is what matters
     let (plain, coalesced) = (plain.unwrap_err(), coalesced.unwrap_err());

@@ -33,7 +33,7 @@ async fn model_retry_waits_the_delays_set_in_code() -> Result<()> {
         .with_max_attempts(4)
         .with_backoff(steady(10, 3.0, 1_000))
         .with_delays(Duration::from_millis(20), Duration::from_millis(50));
-    let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::new().with(retry)?);
+    let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::empty().with(retry)?);
     let start = Instant::now();
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "hi")
@@ -50,7 +50,7 @@ async fn model_retry_gives_up_after_the_attempts_set_in_code() {
     let retry = ModelRetryMiddleware::new()
         .with_max_attempts(2)
         .with_backoff(steady(5, 1.0, 5));
-    let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::new().with(retry).unwrap());
+    let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::empty().with(retry).unwrap());
     let start = Instant::now();
     let err = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "hi")
@@ -82,7 +82,7 @@ async fn tool_retry_waits_the_delays_set_in_code() -> Result<()> {
         ScriptedTurn::text("done"),
     ]))
     .with_tools(ToolRegistry::new().with(tool)?)
-    .with_stack(MiddlewareStack::new().with(retry)?);
+    .with_stack(MiddlewareStack::empty().with(retry)?);
     let start = Instant::now();
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")

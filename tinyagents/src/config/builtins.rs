@@ -141,13 +141,13 @@ where
     /// false`); [`empty`](Self::empty) starts with none.
     ///
     /// ```
-    /// use tinyagents::middleware::ParallelEditGuard;
+    /// use tinyagents::middleware::ParallelEditGuardMiddleware;
     /// use tinyagents::prelude::*;
     ///
     /// let stack: MiddlewareStack<()> = MiddlewareStack::new();
     /// assert_eq!(stack.names(), ["parallel_edit_guard", "output_limit_recovery"]);
     /// // your own instance of a default replaces it, at your registration's place
-    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(ParallelEditGuard::deny())?;
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(ParallelEditGuardMiddleware::deny())?;
     /// assert_eq!(stack.names(), ["output_limit_recovery", "parallel_edit_guard"]);
     /// # Ok::<(), TinyAgentsError>(())
     /// ```

@@ -41,7 +41,7 @@ pub use trimming::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrat
 /// use tinyagents::prelude::*;
 ///
 /// let compress = ContextCompressionMiddleware::new(SummarizationPolicy::tokens(6_000));
-/// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(compress).unwrap();
+/// let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(compress).unwrap();
 /// assert_eq!(stack.names(), ["summarization"]);
 /// ```
 pub type ContextCompressionMiddleware = SummarizationMiddleware;
