@@ -44,6 +44,9 @@ pub(crate) struct FieldType {
     pub(crate) string: bool,
     /// Whether the (inner) type is `bool`.
     pub(crate) boolean: bool,
+    /// Whether the field is a `ConfigEnum` (a string default on a type that
+    /// is not a string, a number or a bool; set by `field`).
+    pub(crate) choice: bool,
 }
 
 impl FieldType {
@@ -61,6 +64,7 @@ impl FieldType {
             num,
             string: name.as_deref() == Some("String"),
             boolean: name.as_deref() == Some("bool"),
+            choice: false,
         }
     }
 
@@ -200,6 +204,17 @@ pub(crate) fn field(field: &Field, errors: &mut Errors) -> Option<FieldSpec> {
         match arg.name().as_str() {
             kw::DEFAULT => {
                 if let Some(e) = arg.expr("default = …", errors) {
+                    // A string default on a type that is not a string, a number or a bool
+                    // names a variant of a `ConfigEnum` (checked at compile time by the expansion).
+                    spec.class.choice = matches!(literal(e), Some((Lit::Str(_), false)))
+                        && !spec.class.string
+                        && spec.class.num.is_none()
+                        && !spec.class.boolean
+                        && spec.class.option.is_none()
+                        && !matches!(
+                            last_ident(&spec.ty).as_deref(),
+                            Some("Vec" | "HashMap" | "BTreeMap" | "HashSet" | "BTreeSet" | "Duration" | "PathBuf")
+                        );
                     check_default(e, &spec.class, &key, &ty_text, errors);
                     spec.default = Some(e.clone());
                 }
@@ -283,7 +298,7 @@ fn literal(e: &Expr) -> Option<(&Lit, bool)> {
 fn check_default(e: &Expr, class: &FieldType, key: &str, ty: &str, errors: &mut Errors) {
     let Some((lit, negative)) = literal(e) else { return };
     let what = match lit {
-        Lit::Str(_) if !class.string => Some("a string"),
+        Lit::Str(_) if !class.string && !class.choice => Some("a string"),
         Lit::Int(_) | Lit::Float(_) if class.num.is_none() && (class.string || class.boolean) => Some("a number"),
         Lit::Float(_) if matches!(class.num, Some(Num::Signed | Num::Unsigned)) => Some("a float"),
         Lit::Int(_) if class.num == Some(Num::Float) => {

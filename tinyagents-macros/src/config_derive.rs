@@ -83,7 +83,13 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
         };
         let rules = s.rules_text.join(", ");
         let doc = &s.doc;
-        quote!(#p::ConfigFieldDoc { name: #name, ty: #ty, default: #default, rules: #rules, doc: #doc })
+        let field_ty = &s.ty;
+        let choices = if s.class.choice {
+            quote!(<#field_ty as #p::ConfigEnum>::NAMES)
+        } else {
+            quote!(&[])
+        };
+        quote!(#p::ConfigFieldDoc { name: #name, ty: #ty, default: #default, rules: #rules, choices: #choices, doc: #doc })
     });
 
     let reads = specs.iter().map(|s| {
@@ -91,6 +97,18 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
         let ty_text = tokens_to_string(ty.to_token_stream());
         let span = ty.span();
         let read = match default_tokens(s) {
+            Some(_) if s.class.choice => {
+                let d = s.default.as_ref().expect("a choice field has a default");
+                let dspan = d.span();
+                quote_spanned! {dspan=>
+                    let #ident = {
+                        // The default is one of the enum's names, checked when this compiles.
+                        const __DEFAULT: #ty = <#ty as #p::ConfigEnum>::ALL
+                            [#p::choice_index(<#ty as #p::ConfigEnum>::NAMES, #d)];
+                        __reader.choice::<#ty>(#key, __DEFAULT)
+                    };
+                }
+            }
             Some(d) => {
                 let dspan = s.default.as_ref().map_or(span, |e| e.span());
                 let d = quote_spanned!(dspan=> { let __default: #ty = #d; __default });

@@ -150,7 +150,11 @@ pub fn middleware(args: TokenStream, item: TokenStream) -> TokenStream {
 /// On the struct: `#[config(type = "…", builds = Middleware, validate = path)]`.
 /// On a field: `#[config(default = expr, range = a..=b, finite,
 /// non_negative, one_of = [..])]`; `Option<T>` fields default to `None`;
-/// doc comments become the field docs.
+/// doc comments become the field docs. A field whose type is a
+/// `tinyagents::config::ConfigEnum` (declared with `tinyagents::config_enum!`)
+/// takes a string default naming a variant (`#[config(default = "end")]`,
+/// checked at compile time) and reads only the enum's names: any other value
+/// is an error listing them, with a did-you-mean.
 #[proc_macro_derive(MiddlewareConfig, attributes(config))]
 pub fn derive_middleware_config(item: TokenStream) -> TokenStream {
     config_derive::expand(item.into()).into()

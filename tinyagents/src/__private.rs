@@ -26,6 +26,9 @@ pub use ::core::option::Option;
 pub use ::serde_json::Value as JsonValue;
 pub use ::std::string::String;
 
+pub use ::serde;
+
+pub use crate::config::choice::choice_index;
 pub use crate::config::reader::{ConfigChecker, ConfigNumber, ConfigReader};
-pub use crate::config::{BuildMiddleware, ConfigErrors, MiddlewareConfig};
+pub use crate::config::{BuildMiddleware, ConfigEnum, ConfigErrors, MiddlewareConfig};
 pub use crate::docs::{info_of, MiddlewareMetadata};

@@ -125,7 +125,7 @@ pub fn render_markdown(docs: &[&MiddlewareDoc]) -> String {
                     f.name,
                     f.ty,
                     code_or_dash(f.default),
-                    code_or_dash(f.rules),
+                    rules(f),
                     cell(f.doc)
                 );
             }
@@ -137,6 +137,106 @@ pub fn render_markdown(docs: &[&MiddlewareDoc]) -> String {
 fn hooks(d: &MiddlewareDoc) -> String {
     d.hooks.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
 }
+
+/// The text of [`MIDDLEWARE_MD`]: [`render_markdown`] of every built-in
+/// ([`catalog()`](crate::middleware::catalog)), with the naming rule, the
+/// renamed config types and the [seed names](SEED_NAMES) after the table.
+///
+/// ```
+/// let text = tinyagents::docs::render_builtin_docs();
+/// assert!(text.contains("### Names in the seed documents"));
+/// assert!(text.contains("| `ContextCompressionMiddleware` |"));
+/// ```
+pub fn render_builtin_docs() -> String {
+    let table = render_markdown(&crate::middleware::catalog());
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nEvery built-in type is named `…Middleware` and built from `…Config`; its config `type`, its \
+         catalog name and its name in a stack are one name (below). Renamed config types are still read, \
+         with a deprecation notice: {}.",
+        crate::config::DEPRECATED_TYPES
+            .iter()
+            .map(|(old, new, _)| format!("`{old}` → `{new}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(out, "\n### Names in the seed documents\n");
+    let _ = writeln!(out, "| Seed name | Here | How |");
+    let _ = writeln!(out, "| --- | --- | --- |");
+    for (seed, here, how) in SEED_NAMES {
+        let _ = writeln!(out, "| `{seed}` | {here} | {} |", cell(how));
+    }
+    // after the summary table, before the first section
+    match table.find("\n## ") {
+        Some(i) => format!("{}{out}{}", &table[..i], &table[i..]),
+        None => format!("{table}{out}"),
+    }
+}
+
+/// A field's rules cell: the names a [`ConfigEnum`](crate::config::ConfigEnum) field takes, then its rules.
+fn rules(f: &crate::harness::middleware::ConfigFieldDoc) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if !f.choices.is_empty() {
+        let names = f.choices.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>();
+        parts.push(format!("one of {}", names.join(", ")));
+    }
+    if !f.rules.is_empty() {
+        parts.push(code_or_dash(f.rules));
+    }
+    if parts.is_empty() {
+        "—".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// The public names the seed documents use for items this crate names
+/// otherwise: `(seed name, what it is here, how)`. Every seed name is usable
+/// as written (a type alias or a re-export at the path shown), so code
+/// written from the seeds compiles.
+pub const SEED_NAMES: &[(&str, &str, &str)] = &[
+    (
+        "MessageTrimMiddleware",
+        "`tinyagents::middleware::MessageTrimMiddleware` (`message_trimming`)",
+        "the type",
+    ),
+    (
+        "ContextCompressionMiddleware",
+        "`tinyagents::middleware::SummarizationMiddleware` (`summarization`)",
+        "type alias: the same summarising compression (a policy, a `Summarizer`, a summary message, provenance, `Compressed`)",
+    ),
+    (
+        "PromptCacheGuardMiddleware",
+        "`tinyagents::middleware::PromptCacheGuardMiddleware` (`prompt_cache_layout_guard`)",
+        "the type",
+    ),
+    (
+        "SummarizationPolicy",
+        "`tinyagents::middleware::SummaryTrigger`",
+        "type alias: when the summarising compression runs",
+    ),
+    (
+        "SummaryRecord",
+        "`tinyagents::harness::provenance::CompressionProvenance`",
+        "type alias: the record of one compression (`AgentEvent::Compressed`, `AgentRun::compressions`)",
+    ),
+    (
+        "summarization::trim_messages",
+        "`tinyagents::middleware::summarization::trim_messages`",
+        "the function `MessageTrimMiddleware` applies",
+    ),
+    (
+        "ParallelEditGuard",
+        "`tinyagents::middleware::ParallelEditGuardMiddleware` (`parallel_edit_guard`)",
+        "renamed (seed 002's name): every built-in type ends in `Middleware`",
+    ),
+    (
+        "ContextCompression",
+        "`tinyagents::middleware::ContextClippingMiddleware` (`context_clipping`)",
+        "renamed (this crate's clipping compressor, not seed 004's): it clips older long messages to head/tail excerpts; config `type = \"context_compression\"` is a deprecated alias",
+    ),
+];
 
 fn anchor(name: &str) -> String {
     name.chars()

@@ -46,7 +46,12 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
-/// The built-in middleware and the documentation catalog.
+/// The built-in middleware and the documentation catalog: the one path to
+/// every built-in. Each is a `…Middleware` type built from its `…Config`,
+/// whose `type` is the built-in's catalog and stack name; the names the seed
+/// documents use are here too (`ContextCompressionMiddleware`,
+/// `SummarizationPolicy`, `SummaryRecord`, `summarization::trim_messages`),
+/// mapped in `docs/middleware.md`.
 pub mod middleware {
     pub use crate::harness::middleware::library::*;
 }

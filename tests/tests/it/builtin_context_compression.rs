@@ -1,4 +1,4 @@
-//! `context_compression`: past a trigger, older long messages are clipped to a
+//! `context_clipping` (config `type = "context_compression"` is its deprecated alias): past a trigger, older long messages are clipped to a
 //! head/tail excerpt one by one; the newest window, system messages, ids and
 //! tool-call pairing are kept; provenance per message; bad config rejected.
 
@@ -36,7 +36,7 @@ fn history() -> Vec<Message> {
 
 async fn run(toml: &str) -> (ModelRequest, AgentRun) {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
-    let mw = from_toml_str::<ContextCompressionConfig>(toml).unwrap().build();
+    let mw = from_toml_str::<ContextClippingConfig>(toml).unwrap().build();
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(MiddlewareStack::new().with(mw).unwrap());
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), history())
@@ -88,10 +88,10 @@ async fn below_the_trigger_nothing_changes() {
 
 #[test]
 fn bad_configuration_is_rejected() {
-    let err = from_toml_str::<ContextCompressionConfig>("keep_messages = 3").unwrap_err();
+    let err = from_toml_str::<ContextClippingConfig>("keep_messages = 3").unwrap_err();
     assert!(err.to_string().contains("at least one trigger"), "{err}");
-    let err = from_toml_str::<ContextCompressionConfig>("trigger_fraction = 0.5").unwrap_err();
+    let err = from_toml_str::<ContextClippingConfig>("trigger_fraction = 0.5").unwrap_err();
     assert!(err.to_string().contains("context_window"), "{err}");
-    let err = from_toml_str::<ContextCompressionConfig>("trigger_tokens = 10\nmax_message_tokens = 8").unwrap_err();
+    let err = from_toml_str::<ContextClippingConfig>("trigger_tokens = 10\nmax_message_tokens = 8").unwrap_err();
     assert!(err.to_string().contains("`max_message_tokens` = 8"), "{err}");
 }

@@ -44,11 +44,11 @@ fn history() -> Vec<Message> {
     ]
 }
 
-fn editing(toml: &str) -> ContextEditing {
+fn editing(toml: &str) -> ContextEditingMiddleware {
     from_toml_str::<ContextEditingConfig>(toml).unwrap().build()
 }
 
-async fn run(mw: ContextEditing, turns: Vec<ScriptedTurn>) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
+async fn run(mw: ContextEditingMiddleware, turns: Vec<ScriptedTurn>) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
     let model = Arc::new(ScriptedModel::new(turns));
     let agent: Agent<()> = Agent::new(model.clone())
         .with_tools(

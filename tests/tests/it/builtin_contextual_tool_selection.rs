@@ -33,7 +33,8 @@ async fn run_before_model(
 /// Seed 000, "Tool exposure", as written.
 #[tokio::test]
 async fn the_seed_example_holds_as_written() {
-    use tinyagents::harness::middleware::ContextualToolSelectionMiddleware;
+    // The seed writes `harness::middleware::…`; built-ins have one path, `tinyagents::middleware`.
+    use tinyagents::middleware::ContextualToolSelectionMiddleware;
 
     // Parent allows {a,b,c} and denies {c}; child tries to allow {b,c,d}.
     // Effective allow = {a,b,c} ∩ {b,c,d} = {b,c}; deny adds parent's c -> {c}.
@@ -189,11 +190,11 @@ async fn in_a_run_the_model_never_sees_a_hidden_tool() {
 
 #[test]
 fn config_builds_lists_and_rejects_bad_values() {
-    let c: ToolSelectionConfig = from_toml_str("allow = [\"a\"]\ndeny = [\"b\"]").unwrap();
+    let c: ContextualToolSelectionConfig = from_toml_str("allow = [\"a\"]\ndeny = [\"b\"]").unwrap();
     let mw = c.build();
     let lists = mw.lists().unwrap();
     assert!(lists.permits("a") && !lists.permits("b") && !lists.permits("c"));
-    let err = from_toml_str::<ToolSelectionConfig>("allow = \"a\"").unwrap_err();
+    let err = from_toml_str::<ContextualToolSelectionConfig>("allow = \"a\"").unwrap_err();
     assert_eq!(err.errors()[0].path, "allow");
     assert_eq!(err.errors()[0].value, Some(json!("a")));
     assert!(err.errors()[0].rule.contains("must be"), "{}", err.errors()[0].rule);

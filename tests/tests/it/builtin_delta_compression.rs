@@ -81,7 +81,9 @@ fn forwarded(events: &[AgentEvent]) -> (String, String, usize) {
 #[tokio::test]
 async fn the_final_text_is_byte_identical_with_fewer_deltas() {
     let (plain, plain_events) = run(MiddlewareStack::empty(), vec![ScriptedTurn::Deltas(deltas())]).await;
-    let stack = MiddlewareStack::empty().with(DeltaCompression::new(16)).unwrap();
+    let stack = MiddlewareStack::empty()
+        .with(DeltaCompressionMiddleware::new(16))
+        .unwrap();
     let (coalesced, events) = run(stack, vec![ScriptedTurn::Deltas(deltas())]).await;
     // the run stops at the step limit after the tool call; the reply is what matters
     let (plain, coalesced) = (plain.unwrap_err(), coalesced.unwrap_err());
@@ -132,7 +134,7 @@ async fn the_accumulated_reply_is_byte_identical() {
             MiddlewareStack::empty()
                 .with(Recorder(seen.clone()))
                 .unwrap()
-                .with(DeltaCompression::new(10))
+                .with(DeltaCompressionMiddleware::new(10))
                 .unwrap(),
         );
     // both stop at the step limit after the tool call; the reply is recorded in after_model
@@ -192,7 +194,7 @@ impl ChatModel for Slow {
 
 #[tokio::test(start_paused = true)]
 async fn the_time_limit_forwards_held_text_on_the_paused_clock() {
-    let mw: DeltaCompression = tinyagents::config::BuildMiddleware::build(
+    let mw: DeltaCompressionMiddleware = tinyagents::config::BuildMiddleware::build(
         from_toml_str::<DeltaCompressionConfig>("min_chars = 1000\nmax_interval_ms = 100").unwrap(),
     );
     let agent: Agent<()> = Agent::new(Slow).with_stack(MiddlewareStack::empty().with(mw).unwrap());
@@ -230,7 +232,7 @@ async fn retry_once(
 async fn a_failed_attempts_held_text_never_leaks_into_the_retry() {
     // registered first, but delta_compression declares `after_if_present = ["model_retry", ...]`: it ends up inside
     let stack = MiddlewareStack::empty()
-        .with(DeltaCompression::new(100))
+        .with(DeltaCompressionMiddleware::new(100))
         .unwrap()
         .with(RetryOnce)
         .unwrap();

@@ -20,7 +20,7 @@ fn set_mode(ctx: &mut RunContext) -> Result<()> {
     Ok(())
 }
 
-async fn run(prompt: DynamicPrompt) -> Vec<ModelRequest> {
+async fn run(prompt: DynamicPromptMiddleware) -> Vec<ModelRequest> {
     let model = Arc::new(ScriptedModel::new([
         ScriptedTurn::tool_call("ping", json!({})),
         ScriptedTurn::text("done"),
@@ -39,7 +39,7 @@ async fn run(prompt: DynamicPrompt) -> Vec<ModelRequest> {
 
 #[tokio::test]
 async fn renders_context_and_state_into_the_volatile_tail_each_call() {
-    let prompt = DynamicPrompt::new(
+    let prompt = DynamicPromptMiddleware::new(
         "Run {run_id} ({tags}) on {model}, step {step}, mode {state.mode}, budget {state.budget}{state.unset}.",
     )
     .unwrap();
@@ -90,7 +90,7 @@ fn bad_templates_are_rejected_naming_field_value_and_rule() {
     let err = from_toml_str::<DynamicPromptConfig>("").unwrap_err();
     assert!(err.to_string().contains("template"), "{err}");
 
-    let err = DynamicPrompt::new("{nope}").unwrap_err();
+    let err = DynamicPromptMiddleware::new("{nope}").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
     assert!(err.to_string().contains("unknown placeholder `{nope}`"), "{err}");
 }

@@ -330,15 +330,15 @@ async fn a_condition_gates_only_matching_calls() {
 
 #[test]
 fn config_builds_and_bad_values_are_rejected_naming_field_value_and_rule() {
-    let c: HitlConfig = from_toml_str("interrupt_on = { delete = [\"approve\", \"edit\"] }").unwrap();
+    let c: HumanInTheLoopConfig = from_toml_str("interrupt_on = { delete = [\"approve\", \"edit\"] }").unwrap();
     let _: HumanInTheLoopMiddleware = c.into();
-    let err = from_toml_str::<HitlConfig>("interrupt_on = { delete = [\"approve\", \"yolo\"] }").unwrap_err();
+    let err = from_toml_str::<HumanInTheLoopConfig>("interrupt_on = { delete = [\"approve\", \"yolo\"] }").unwrap_err();
     assert_eq!(err.errors()[0].path, "interrupt_on.delete");
     assert_eq!(err.errors()[0].value, Some(json!("yolo")));
     assert!(err.errors()[0].rule.contains("one of approve, edit, reject, respond"));
-    let err = from_toml_str::<HitlConfig>("interrupt_on = { delete = [] }").unwrap_err();
+    let err = from_toml_str::<HumanInTheLoopConfig>("interrupt_on = { delete = [] }").unwrap_err();
     assert_eq!(err.errors()[0].rule, "must allow at least one decision");
-    let err = from_toml_str::<HitlConfig>("").unwrap_err();
+    let err = from_toml_str::<HumanInTheLoopConfig>("").unwrap_err();
     assert_eq!(err.errors()[0].path, "interrupt_on");
 }
 

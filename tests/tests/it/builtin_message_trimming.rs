@@ -63,7 +63,7 @@ fn assert_paired(messages: &[Message]) {
     }
 }
 
-async fn run_with(trim: MessageTrimming) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
+async fn run_with(trim: MessageTrimMiddleware) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(MiddlewareStack::new().with(trim).unwrap());
     let sink = Arc::new(CollectingSink::new());
@@ -74,7 +74,7 @@ async fn run_with(trim: MessageTrimming) -> (Vec<ModelRequest>, AgentRun, Vec<Ag
 
 #[tokio::test]
 async fn last_messages_keeps_the_newest_and_every_system_message() {
-    let (requests, run, _) = run_with(MessageTrimming::new(TrimStrategy::LastMessages(1))).await;
+    let (requests, run, _) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(1))).await;
     assert_eq!(ids(&requests[0].messages), ["sys", "u3"]);
     // the stored history is untouched
     assert_eq!(run.messages.len(), history().len() + 1);
@@ -83,15 +83,15 @@ async fn last_messages_keeps_the_newest_and_every_system_message() {
 #[tokio::test]
 async fn a_tool_call_is_never_separated_from_its_results() {
     // 2 messages from the end would cut between a2 and its results: the unit is kept whole.
-    let (requests, _, _) = run_with(MessageTrimming::new(TrimStrategy::LastMessages(3))).await;
+    let (requests, _, _) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(3))).await;
     let sent = &requests[0].messages;
     assert_eq!(ids(sent), ["sys", "a2", "t1", "t2", "u3"]);
     assert_paired(sent);
     // every budget keeps pairs intact
     for n in 1..=8 {
-        let (requests, _, _) = run_with(MessageTrimming::new(TrimStrategy::LastMessages(n))).await;
+        let (requests, _, _) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(n))).await;
         assert_paired(&requests[0].messages);
-        let (requests, _, _) = run_with(MessageTrimming::new(TrimStrategy::LastTokens(n as u64 * 6))).await;
+        let (requests, _, _) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastTokens(n as u64 * 6))).await;
         assert_paired(&requests[0].messages);
     }
 }
@@ -99,13 +99,13 @@ async fn a_tool_call_is_never_separated_from_its_results() {
 #[tokio::test]
 async fn last_tokens_keeps_what_fits_and_always_the_newest_unit() {
     // "and now?" is 2 tokens + 4 overhead = 6; the tool unit costs far more.
-    let (requests, _, _) = run_with(MessageTrimming::new(TrimStrategy::LastTokens(10))).await;
+    let (requests, _, _) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastTokens(10))).await;
     assert_eq!(ids(&requests[0].messages), ["sys", "u3"]);
     // a budget smaller than the newest unit still keeps it
-    let (requests, _, _) = run_with(MessageTrimming::new(TrimStrategy::LastTokens(1))).await;
+    let (requests, _, _) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastTokens(1))).await;
     assert_eq!(ids(&requests[0].messages), ["sys", "u3"]);
     // a large budget keeps everything and records nothing
-    let (requests, run, events) = run_with(MessageTrimming::new(TrimStrategy::LastTokens(10_000))).await;
+    let (requests, run, events) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastTokens(10_000))).await;
     assert_eq!(requests[0].messages.len(), history().len());
     assert!(run.compressions.is_empty());
     assert!(!events.iter().any(|e| e.kind() == EventKind::Compressed));
@@ -113,7 +113,7 @@ async fn last_tokens_keeps_what_fits_and_always_the_newest_unit() {
 
 #[tokio::test]
 async fn each_trim_records_provenance_on_the_event_and_the_run() {
-    let (_, run, events) = run_with(MessageTrimming::new(TrimStrategy::LastMessages(1))).await;
+    let (_, run, events) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(1))).await;
     let from_events: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
@@ -125,7 +125,7 @@ async fn each_trim_records_provenance_on_the_event_and_the_run() {
     assert_eq!(run.compressions, from_events);
     let p = &run.compressions[0];
     assert_eq!(p.middleware, "message_trimming");
-    assert_eq!(p.policy_version, MessageTrimming::POLICY);
+    assert_eq!(p.policy_version, MessageTrimMiddleware::POLICY);
     let dropped: Vec<&str> = p.source_message_ids.iter().map(|i| i.as_str()).collect();
     assert_eq!(dropped, ["u1", "a1", "u2", "a2", "t1", "t2"]);
     assert_eq!(p.source_artifact_ids, ["c1", "c2"]);
@@ -138,12 +138,12 @@ async fn each_trim_records_provenance_on_the_event_and_the_run() {
 
 #[test]
 fn config_builds_the_strategy_and_rejects_bad_values() {
-    let c: MessageTrimmingConfig = from_toml_str("strategy = \"last_tokens\"\nmax_tokens = 500").unwrap();
+    let c: MessageTrimConfig = from_toml_str("strategy = \"last_tokens\"\nmax_tokens = 500").unwrap();
     assert_eq!(c.build().strategy(), TrimStrategy::LastTokens(500));
-    let c: MessageTrimmingConfig = from_toml_str("max_messages = 7").unwrap();
+    let c: MessageTrimConfig = from_toml_str("max_messages = 7").unwrap();
     assert_eq!(c.build().strategy(), TrimStrategy::LastMessages(7));
 
-    let err = from_toml_str::<MessageTrimmingConfig>("strategy = \"first_messages\"\nmax_messages = 0").unwrap_err();
+    let err = from_toml_str::<MessageTrimConfig>("strategy = \"first_messages\"\nmax_messages = 0").unwrap_err();
     let text = err.to_string();
     assert!(text.contains("`strategy` = \"first_messages\""), "{text}");
     assert!(text.contains("last_messages"), "{text}");
@@ -155,7 +155,7 @@ fn config_builds_the_strategy_and_rejects_bad_values() {
 async fn provenance_is_recorded_when_the_cut_moves_not_on_every_call() {
     use tinyagents::harness::provenance::CompressionLog;
     let stack: MiddlewareStack<()> = MiddlewareStack::new()
-        .with(MessageTrimming::new(TrimStrategy::LastMessages(1)))
+        .with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(1)))
         .unwrap();
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let request = ModelRequest::new(history());

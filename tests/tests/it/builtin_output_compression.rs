@@ -15,7 +15,7 @@ fn big() -> String {
     (0..2000).map(|i| format!("line {i:04}\n")).collect()
 }
 
-fn compression(toml: &str, store: &Arc<ArtifactStore>) -> OutputCompression {
+fn compression(toml: &str, store: &Arc<ArtifactStore>) -> OutputCompressionMiddleware {
     from_toml_str::<OutputCompressionConfig>(toml)
         .unwrap()
         .build()

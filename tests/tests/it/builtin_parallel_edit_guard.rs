@@ -1,4 +1,4 @@
-//! `ParallelEditGuard`: warn (all run, guidance once), deny (first write per
+//! `ParallelEditGuardMiddleware`: warn (all run, guidance once), deny (first write per
 //! file runs, later ones get an error result naming the file), only declared
 //! writes count, same-file writes keep the model's order in a concurrent
 //! batch, a failing hook does not leave writes waiting, and configuration.
@@ -88,9 +88,11 @@ async fn warn_runs_every_call_and_guides_the_model_once() {
         ScriptedTurn::tool_call("read_file", json!({ "path": "src/b.rs", "n": 5 })),
         ScriptedTurn::text("done"),
     ]));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::warn()).unwrap());
+    let agent: Agent<()> = Agent::new(model.clone()).with_tools(tools(&log)).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::warn())
+            .unwrap(),
+    );
     let sink = Arc::new(CollectingSink::new());
     let run = agent
         .run(
@@ -138,9 +140,11 @@ async fn deny_runs_only_the_first_write_per_file_and_answers_every_call() {
         ]),
         ScriptedTurn::text("done"),
     ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::deny()).unwrap());
+    let agent: Agent<()> = Agent::new(model).with_tools(tools(&log)).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::deny())
+            .unwrap(),
+    );
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await
@@ -169,9 +173,11 @@ async fn reads_and_undeclared_calls_do_not_count() {
         ]),
         ScriptedTurn::text("done"),
     ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::deny()).unwrap());
+    let agent: Agent<()> = Agent::new(model).with_tools(tools(&log)).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::deny())
+            .unwrap(),
+    );
     let sink = Arc::new(CollectingSink::new());
     let run = agent
         .run(
@@ -199,7 +205,11 @@ async fn in_a_concurrent_batch_writes_to_one_file_keep_the_models_order() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::warn()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(ParallelEditGuardMiddleware::warn())
+                .unwrap(),
+        )
         .with_concurrent_tools();
     agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
@@ -231,7 +241,7 @@ async fn a_failing_hook_does_not_leave_later_writes_waiting() {
         .with_tools(tools(&log))
         .with_stack(
             MiddlewareStack::new()
-                .with(ParallelEditGuard::warn())
+                .with(ParallelEditGuardMiddleware::warn())
                 .unwrap()
                 .with(Breaker)
                 .unwrap(),
@@ -249,7 +259,7 @@ async fn a_failing_hook_does_not_leave_later_writes_waiting() {
 #[test]
 fn config_builds_and_bad_values_are_rejected_naming_field_value_and_rule() {
     let c: ParallelEditGuardConfig = from_toml_str("mode = \"deny\"\nmultiedit_tool = \"apply_edits\"").unwrap();
-    let _: ParallelEditGuard = c.into();
+    let _: ParallelEditGuardMiddleware = c.into();
     let err = from_toml_str::<ParallelEditGuardConfig>("mode = \"block\"").unwrap_err();
     assert_eq!(err.errors()[0].path, "mode");
     assert_eq!(err.errors()[0].value, Some(json!("block")));
@@ -271,7 +281,11 @@ async fn a_call_id_the_model_repeats_does_not_wait_on_itself() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(tools(&log))
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::warn()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(ParallelEditGuardMiddleware::warn())
+                .unwrap(),
+        )
         .with_concurrent_tools();
     let run = tokio::time::timeout(
         Duration::from_secs(3600),
@@ -328,7 +342,11 @@ async fn in_deny_mode_a_refused_call_claims_none_of_its_files() {
                 .with(MultiEdit(ToolSchema::new("multi", "Edits many.")))
                 .unwrap(),
         )
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::deny()).unwrap());
+        .with_stack(
+            MiddlewareStack::new()
+                .with(ParallelEditGuardMiddleware::deny())
+                .unwrap(),
+        );
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await

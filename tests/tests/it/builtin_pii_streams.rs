@@ -55,7 +55,7 @@ async fn structured_output_inside_pii_sees_the_whole_reply_and_accepts_it_at_onc
         MiddlewareStack::new()
             .with(PiiMiddleware::new(PiiStrategy::Redact))
             .unwrap()
-            .with(StructuredOutput::new(schema).unwrap())
+            .with(StructuredOutputMiddleware::new(schema).unwrap())
             .unwrap(),
     );
     let sink = Arc::new(CollectingSink::new());

@@ -80,7 +80,7 @@ async fn a_volatile_only_middleware_keeps_the_fingerprint() {
         .unwrap()
         .with(Persona)
         .unwrap()
-        .with(PromptCacheLayoutGuard::new())
+        .with(PromptCacheGuardMiddleware::new())
         .unwrap();
     let (run, layout, _) = run(stack, 3).await;
     run.unwrap();
@@ -96,7 +96,7 @@ async fn a_prefix_editing_middleware_changes_it_and_is_named() {
         .unwrap()
         .with(Persona)
         .unwrap()
-        .with(PromptCacheLayoutGuard::new())
+        .with(PromptCacheGuardMiddleware::new())
         .unwrap();
     let (run, layout, events) = run(stack, 3).await;
     run.unwrap();
@@ -124,7 +124,7 @@ async fn a_tool_list_change_names_the_middleware_and_the_tool() {
     let stack = MiddlewareStack::new()
         .with(NarrowTools)
         .unwrap()
-        .with(PromptCacheLayoutGuard::new())
+        .with(PromptCacheGuardMiddleware::new())
         .unwrap();
     let (run, layout, _) = run(stack, 3).await;
     run.unwrap();
@@ -135,7 +135,7 @@ async fn a_tool_list_change_names_the_middleware_and_the_tool() {
 
 #[tokio::test]
 async fn on_change_error_fails_the_call_naming_who_changed_it() {
-    let guard = from_toml_str::<PromptCacheLayoutConfig>("on_change = \"error\"")
+    let guard = from_toml_str::<PromptCacheGuardConfig>("on_change = \"error\"")
         .unwrap()
         .build();
     let stack = MiddlewareStack::new().with(Stamper).unwrap().with(guard).unwrap();
@@ -149,7 +149,7 @@ async fn on_change_error_fails_the_call_naming_who_changed_it() {
 
 #[test]
 fn bad_configuration_is_rejected() {
-    let err = from_toml_str::<PromptCacheLayoutConfig>("on_change = \"warn\"").unwrap_err();
+    let err = from_toml_str::<PromptCacheGuardConfig>("on_change = \"warn\"").unwrap_err();
     let text = err.to_string();
     assert!(text.contains("`on_change` = \"warn\""), "{text}");
     assert!(text.contains("record"), "{text}");
@@ -160,13 +160,13 @@ async fn the_compression_built_ins_keep_the_prefix_and_a_stable_dynamic_prompt_i
     // summarisation, trimming and a volatile dynamic prompt change the request every call,
     // but never its stable prefix
     let stack = MiddlewareStack::new()
-        .with(Summarization::new(SummaryTrigger::messages(2)).keep_messages(1))
+        .with(SummarizationMiddleware::new(SummaryTrigger::messages(2)).keep_messages(1))
         .unwrap()
-        .with(MessageTrimming::new(TrimStrategy::LastMessages(4)))
+        .with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(4)))
         .unwrap()
-        .with(DynamicPrompt::new("step {step}").unwrap())
+        .with(DynamicPromptMiddleware::new("step {step}").unwrap())
         .unwrap()
-        .with(PromptCacheLayoutGuard::new())
+        .with(PromptCacheGuardMiddleware::new())
         .unwrap();
     let (result, layout, events) = run(stack, 4).await;
     let done = result.unwrap();
@@ -177,9 +177,9 @@ async fn the_compression_built_ins_keep_the_prefix_and_a_stable_dynamic_prompt_i
 
     // the same prompt written into the stable prefix is a cache miss each call, and named
     let stack = MiddlewareStack::new()
-        .with(DynamicPrompt::new("step {step}").unwrap().stable(true))
+        .with(DynamicPromptMiddleware::new("step {step}").unwrap().stable(true))
         .unwrap()
-        .with(PromptCacheLayoutGuard::new())
+        .with(PromptCacheGuardMiddleware::new())
         .unwrap();
     let (result, layout, _) = run(stack, 3).await;
     result.unwrap();

@@ -31,7 +31,7 @@ struct Outcome {
     ctx: RunContext,
 }
 
-async fn run(mw: StructuredOutput, turns: Vec<ScriptedTurn>) -> Outcome {
+async fn run(mw: StructuredOutputMiddleware, turns: Vec<ScriptedTurn>) -> Outcome {
     let model = Arc::new(ScriptedModel::new(turns));
     let agent: Agent<()> = Agent::new(model.clone())
         .with_system_prompt("You know geography.")
@@ -55,7 +55,7 @@ async fn run(mw: StructuredOutput, turns: Vec<ScriptedTurn>) -> Outcome {
 #[tokio::test]
 async fn a_valid_reply_becomes_the_structured_output() {
     let o = run(
-        StructuredOutput::new(schema()).unwrap(),
+        StructuredOutputMiddleware::new(schema()).unwrap(),
         vec![ScriptedTurn::text(r#"{"city": "Lyon", "population": 522250}"#)],
     )
     .await;
@@ -78,7 +78,7 @@ async fn a_valid_reply_becomes_the_structured_output() {
 #[tokio::test]
 async fn an_invalid_reply_is_asked_again_with_the_errors() {
     let o = run(
-        StructuredOutput::new(schema()).unwrap(),
+        StructuredOutputMiddleware::new(schema()).unwrap(),
         vec![
             ScriptedTurn::text(r#"{"city": "Lyon", "population": -3, "mayor": "x"}"#),
             ScriptedTurn::text("```json\n{\"city\": \"Lyon\", \"population\": 522250}\n```"),
@@ -112,7 +112,7 @@ async fn an_invalid_reply_is_asked_again_with_the_errors() {
 #[tokio::test]
 async fn after_max_retries_the_run_fails_with_the_last_errors() {
     let o = run(
-        StructuredOutput::new(schema()).unwrap().max_retries(1),
+        StructuredOutputMiddleware::new(schema()).unwrap().max_retries(1),
         vec![
             ScriptedTurn::text("Lyon is a city in France."),
             ScriptedTurn::text(r#"{"city": "Lyon"}"#),
@@ -142,7 +142,7 @@ async fn after_max_retries_the_run_fails_with_the_last_errors() {
 #[tokio::test]
 async fn replies_with_tool_calls_pass_unvalidated() {
     let o = run(
-        StructuredOutput::new(schema()).unwrap().instruct(false),
+        StructuredOutputMiddleware::new(schema()).unwrap().instruct(false),
         vec![
             ScriptedTurn::tool_call("lookup", json!({"q": "Lyon"})),
             ScriptedTurn::text(r#"{"city": "Lyon", "population": 522250}"#),
@@ -170,7 +170,7 @@ fn bad_schemas_and_options_are_rejected() {
         .unwrap_err();
     assert!(err.to_string().contains("not allowed"), "{err}");
 
-    let err = StructuredOutput::new(json!({"minimum": "zero"})).unwrap_err();
+    let err = StructuredOutputMiddleware::new(json!({"minimum": "zero"})).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
 
     let ok: StructuredOutputConfig = from_toml_str("schema = '{\"type\": \"array\"}'").unwrap();
@@ -188,7 +188,7 @@ async fn it_validates_the_merged_reply_of_a_recovered_turn_whatever_the_registra
     let stack = MiddlewareStack::new()
         .with(recovery)
         .unwrap()
-        .with(StructuredOutput::new(schema()).unwrap())
+        .with(StructuredOutputMiddleware::new(schema()).unwrap())
         .unwrap();
     assert_eq!(
         stack.implementors(HookKind::WrapModel),

@@ -82,7 +82,7 @@ impl Summarizer for Failing {
     }
 }
 
-async fn run_once(s: Summarization) -> (ModelRequest, AgentRun, Vec<AgentEvent>) {
+async fn run_once(s: SummarizationMiddleware) -> (ModelRequest, AgentRun, Vec<AgentEvent>) {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
     let agent: Agent<()> = Agent::new(model.clone())
         .with_system_prompt("You are helpful.")
@@ -95,7 +95,7 @@ async fn run_once(s: Summarization) -> (ModelRequest, AgentRun, Vec<AgentEvent>)
 
 #[tokio::test]
 async fn a_message_trigger_summarises_the_older_part_and_keeps_the_window() {
-    let (sent, run, _) = run_once(Summarization::new(SummaryTrigger::messages(5)).keep_messages(4)).await;
+    let (sent, run, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::messages(5)).keep_messages(4)).await;
     // the 4 newest are a2, t1, t2, u3; the system message stays first
     assert_eq!(ids(&sent.messages)[0], "sys");
     assert_eq!(ids(&sent.messages)[2..], ["a2", "t1", "t2", "u3"]);
@@ -110,7 +110,10 @@ async fn a_message_trigger_summarises_the_older_part_and_keeps_the_window() {
 
 #[tokio::test]
 async fn below_every_trigger_nothing_changes() {
-    let (sent, run, events) = run_once(Summarization::new(SummaryTrigger::messages(8).or_tokens(10_000))).await;
+    let (sent, run, events) = run_once(SummarizationMiddleware::new(
+        SummaryTrigger::messages(8).or_tokens(10_000),
+    ))
+    .await;
     assert_eq!(ids(&sent.messages), ids(&history()));
     assert!(run.compressions.is_empty());
     assert!(!events.iter().any(|e| e.kind() == EventKind::Compressed));
@@ -121,7 +124,8 @@ async fn below_every_trigger_nothing_changes() {
 #[tokio::test]
 async fn the_kept_window_never_separates_a_tool_call_from_its_results() {
     for keep in 1..=7 {
-        let (sent, _, _) = run_once(Summarization::new(SummaryTrigger::messages(1)).keep_messages(keep)).await;
+        let (sent, _, _) =
+            run_once(SummarizationMiddleware::new(SummaryTrigger::messages(1)).keep_messages(keep)).await;
         let m = &sent.messages;
         for (i, t) in m.iter().enumerate().filter(|(_, t)| t.role == Role::Tool) {
             let call = t.tool_call_id.as_deref().unwrap();
@@ -133,14 +137,15 @@ async fn the_kept_window_never_separates_a_tool_call_from_its_results() {
         }
     }
     // keep = 2 would naively keep [t2, u3]: the whole tool unit is kept instead
-    let (sent, _, _) = run_once(Summarization::new(SummaryTrigger::messages(1)).keep_messages(2)).await;
+    let (sent, _, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::messages(1)).keep_messages(2)).await;
     assert_eq!(ids(&sent.messages)[2..], ["a2", "t1", "t2", "u3"]);
 }
 
 #[tokio::test]
 async fn provenance_fields_are_filled_and_consistent() {
     let counter = ApproxTokenCounter::default();
-    let (sent, run, events) = run_once(Summarization::new(SummaryTrigger::messages(5)).keep_messages(1)).await;
+    let (sent, run, events) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::messages(5)).keep_messages(1)).await;
     assert_eq!(ids(&sent.messages)[2..], ["u3"]);
     let summary = &sent.messages[1];
 
@@ -178,16 +183,19 @@ async fn provenance_fields_are_filled_and_consistent() {
 #[tokio::test]
 async fn a_token_or_fraction_trigger_fires_on_the_estimate() {
     let request_tokens = {
-        let (sent, _, _) = run_once(Summarization::new(SummaryTrigger::tokens(1_000_000))).await;
+        let (sent, _, _) = run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(1_000_000))).await;
         ApproxTokenCounter::default().count_request(&sent)
     };
-    let (sent, _, _) = run_once(Summarization::new(SummaryTrigger::tokens(request_tokens - 1)).keep_messages(1)).await;
+    let (sent, _, _) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(request_tokens - 1)).keep_messages(1)).await;
     assert_eq!(ids(&sent.messages)[2..], ["u3"]);
-    let (sent, _, _) = run_once(Summarization::new(SummaryTrigger::tokens(request_tokens)).keep_messages(1)).await;
+    let (sent, _, _) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::tokens(request_tokens)).keep_messages(1)).await;
     assert_eq!(sent.messages.len(), 8, "at the threshold nothing fires");
     // 0.5 of a window of twice the request (minus one) is just below it
     let window = request_tokens * 2 - 2;
-    let (sent, _, _) = run_once(Summarization::new(SummaryTrigger::fraction(0.5, window)).keep_messages(1)).await;
+    let (sent, _, _) =
+        run_once(SummarizationMiddleware::new(SummaryTrigger::fraction(0.5, window)).keep_messages(1)).await;
     assert_eq!(ids(&sent.messages)[2..], ["u3"]);
 }
 
@@ -198,7 +206,7 @@ async fn a_summary_is_reused_then_extended_across_steps_not_redone() {
         ScriptedTurn::tool_call("lookup", json!({"q": "z"})),
         ScriptedTurn::text("done"),
     ]));
-    let s = Summarization::new(SummaryTrigger::messages(3))
+    let s = SummarizationMiddleware::new(SummaryTrigger::messages(3))
         .keep_messages(1)
         .with_summarizer(recorder.clone());
     let agent: Agent<()> = Agent::new(model.clone())
@@ -233,7 +241,7 @@ async fn a_model_backed_summariser_asks_the_model_and_counts_its_usage() {
     let summarizer_model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
         ModelResponse::text("They looked up x and y.").with_usage(Usage::new(40, 7)),
     )]));
-    let s = Summarization::new(SummaryTrigger::messages(5))
+    let s = SummarizationMiddleware::new(SummaryTrigger::messages(5))
         .keep_messages(1)
         .with_summarizer(Arc::new(ModelSummarizer::new(summarizer_model.clone())));
     let (sent, run, _) = run_once(s).await;
@@ -255,7 +263,7 @@ async fn a_model_backed_summariser_asks_the_model_and_counts_its_usage() {
 
 #[tokio::test]
 async fn a_failing_summariser_fails_the_run_clearly() {
-    let s = Summarization::new(SummaryTrigger::messages(2))
+    let s = SummarizationMiddleware::new(SummaryTrigger::messages(2))
         .keep_messages(1)
         .with_summarizer(Arc::new(Failing));
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
@@ -296,7 +304,7 @@ async fn one_stack_serves_concurrent_runs_with_separate_summaries() {
     let stack = Arc::new(
         MiddlewareStack::new()
             .with(
-                Summarization::new(SummaryTrigger::messages(2))
+                SummarizationMiddleware::new(SummaryTrigger::messages(2))
                     .keep_messages(1)
                     .with_summarizer(recorder.clone()),
             )

@@ -18,9 +18,11 @@ use tinyagents::testing::{trace, MiddlewareHarness, RecordingTool};
 async fn the_seed_example_runs_as_written() -> Result<()> {
     use std::sync::Arc;
     use tinyagents::harness::context::{RunConfig, RunContext};
-    use tinyagents::harness::middleware::{MiddlewareStack, ToolPolicyMiddleware};
+    use tinyagents::harness::middleware::MiddlewareStack;
+    // The seed writes `harness::middleware::ToolPolicyMiddleware`; built-ins have one path, `tinyagents::middleware`.
     use tinyagents::harness::tool::{SandboxMode, ToolPolicy, ToolRuntime};
     use tinyagents::harness::workspace::WorkspaceDescriptor;
+    use tinyagents::middleware::ToolPolicyMiddleware;
 
     let mut policies = std::collections::HashMap::new();
     policies.insert(
@@ -239,8 +241,8 @@ async fn look_alike_names_are_unknown_tools_and_strict_refuses_them() {
 
 #[tokio::test]
 async fn an_oversized_result_is_truncated_on_a_char_boundary_and_flagged() {
-    let mut h: MiddlewareHarness =
-        MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()).enforce_result_bytes(true));
+    // on by default (the config's default too)
+    let mut h: MiddlewareHarness = MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()));
     let call = ToolCall::new("c", "big", json!({}));
     let r = h.after_tool(ToolResult::ok(&call, "abcdé-and-more")).await.unwrap();
     assert_eq!(r.content, "abcd"); // 'é' straddles byte 5: cut before it
@@ -249,8 +251,9 @@ async fn an_oversized_result_is_truncated_on_a_char_boundary_and_flagged() {
     // within the limit: untouched
     let r = h.after_tool(ToolResult::ok(&call, "tiny")).await.unwrap();
     assert_eq!((r.content.as_str(), r.error), ("tiny", None));
-    // off: untouched
-    let mut off: MiddlewareHarness = MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()));
+    // turned off explicitly: untouched
+    let mut off: MiddlewareHarness =
+        MiddlewareHarness::new(ToolPolicyMiddleware::new(policies()).enforce_result_bytes(false));
     let r = off.after_tool(ToolResult::ok(&call, "abcdefgh")).await.unwrap();
     assert_eq!(r.content, "abcdefgh");
 }

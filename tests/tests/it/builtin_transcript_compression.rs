@@ -33,7 +33,7 @@ fn history() -> Vec<Message> {
     ]
 }
 
-fn transcript(toml: &str) -> TranscriptCompression {
+fn transcript(toml: &str) -> TranscriptCompressionMiddleware {
     from_toml_str::<TranscriptCompressionConfig>(toml).unwrap().build()
 }
 

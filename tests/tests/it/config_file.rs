@@ -149,7 +149,7 @@ fn the_same_stack_in_code_and_from_the_file_resolves_to_the_same_order() {
     let in_code: MiddlewareStack<()> = MiddlewareStack::new()
         .with(tinyagents::middleware::LoggingMiddleware::new())
         .unwrap()
-        .with(tinyagents::middleware::ParallelEditGuard::deny())
+        .with(tinyagents::middleware::ParallelEditGuardMiddleware::deny())
         .unwrap();
     assert_eq!(
         from_file.names(),

@@ -158,7 +158,9 @@ async fn empty_and_without_are_the_explicit_opt_outs() {
 async fn your_own_instance_replaces_a_default_at_your_place_and_a_second_is_still_a_duplicate() {
     let log = Arc::default();
     let model = Arc::new(ScriptedModel::new(two_edits_of_one_file()));
-    let stack: MiddlewareStack<()> = MiddlewareStack::new().with(ParallelEditGuard::deny()).unwrap();
+    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(ParallelEditGuardMiddleware::deny())
+        .unwrap();
     assert_eq!(stack.names(), ["output_limit_recovery", "parallel_edit_guard"]);
     let agent: Agent<()> = Agent::new(model.clone()).with_tools(edit_tools(&log)).with_stack(stack);
     run(&agent).await;
@@ -169,9 +171,9 @@ async fn your_own_instance_replaces_a_default_at_your_place_and_a_second_is_stil
     );
     // only a default gives way: your own registration is not replaced silently
     let err = MiddlewareStack::<()>::new()
-        .with(ParallelEditGuard::deny())
+        .with(ParallelEditGuardMiddleware::deny())
         .unwrap()
-        .with(ParallelEditGuard::warn())
+        .with(ParallelEditGuardMiddleware::warn())
         .unwrap_err()
         .to_string();
     assert!(err.contains("already registered"), "{err}");

@@ -13,7 +13,7 @@ fn committed_path() -> PathBuf {
 
 #[test]
 fn committed_middleware_md_is_up_to_date() {
-    let generated = render_markdown(&tinyagents::middleware::catalog());
+    let generated = tinyagents::docs::render_builtin_docs();
     let path = committed_path();
     if std::env::var_os("TINYAGENTS_BLESS").is_some() {
         std::fs::write(&path, &generated).expect("write docs/middleware.md");

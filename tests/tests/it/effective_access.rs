@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 use tinyagents::harness::tool::{FileAccess, FileAccessMode};
-use tinyagents::middleware::ParallelEditGuard;
+use tinyagents::middleware::ParallelEditGuardMiddleware;
 use tinyagents::prelude::*;
 use tinyagents::testing::{assert_valid_transcript, RecordingTool};
 
@@ -73,7 +73,7 @@ async fn a_review_rewrite_is_seen_by_parallel_edit_guard_registered_before_it() 
     let log = Log::default();
     // the guard is registered first, but orders itself after `external_hooks`
     let stack = MiddlewareStack::empty()
-        .with(ParallelEditGuard::deny())
+        .with(ParallelEditGuardMiddleware::deny())
         .unwrap()
         .with(RedirectInReview)
         .unwrap();

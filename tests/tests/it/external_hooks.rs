@@ -426,14 +426,14 @@ async fn compaction_code_asks_the_pre_compact_hooks() {
 
 #[tokio::test]
 async fn a_pre_compact_hook_can_keep_the_summarization_built_in_from_compacting() {
-    use tinyagents::middleware::{Summarization, SummaryTrigger};
+    use tinyagents::middleware::{SummarizationMiddleware, SummaryTrigger};
     let dir = temp_dir("pre-compact-summary");
     let cmd = script(&dir, "keep.sh", "cat > compact.json\necho 'not now' >&2\nexit 2");
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
     let stack = MiddlewareStack::new()
         .with(ExternalHooksMiddleware::new([hook(HookEvent::PreCompact, cmd)]).in_dir(&dir))
         .unwrap()
-        .with(Summarization::new(SummaryTrigger::messages(2)).keep_messages(1))
+        .with(SummarizationMiddleware::new(SummaryTrigger::messages(2)).keep_messages(1))
         .unwrap();
     let agent: Agent<()> = Agent::from_shared(model.clone()).with_stack(stack);
     let sink = Arc::new(CollectingSink::new());

@@ -604,7 +604,7 @@ async fn post_compact_still_fires_now_that_the_hooks_run_first() {
     // registered after the compactor, yet ordered before it: the compaction of
     // this model call is seen in `after_model`
     let stack = MiddlewareStack::empty()
-        .with(Summarization::new(SummaryTrigger::messages(2)).keep_messages(1))
+        .with(SummarizationMiddleware::new(SummaryTrigger::messages(2)).keep_messages(1))
         .unwrap()
         .with(ExternalHooksMiddleware::new([hook(HookEvent::PostCompact, cmd)]).in_dir(&dir))
         .unwrap();

@@ -54,7 +54,7 @@ fn ping() -> ToolRegistry {
 async fn a_model_summarisers_calls_are_charged_to_the_cycle() {
     // Each main turn costs $0.10; each summary $0.30.
     let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
-    let summarization = Summarization::new(SummaryTrigger::messages(3))
+    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(3))
         .keep_messages(1)
         .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
     let (model, _) = counted("main", |n, _| {
@@ -96,7 +96,7 @@ async fn a_model_summarisers_calls_are_charged_to_the_cycle() {
 #[tokio::test]
 async fn a_summary_is_not_asked_for_once_the_cap_is_reached() {
     let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
-    let summarization = Summarization::new(SummaryTrigger::messages(2))
+    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(2))
         .keep_messages(1)
         .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
     // The first turn alone spends the whole $0.50 cap.

@@ -27,7 +27,8 @@ fn counts_follow_the_encoding() {
 #[tokio::test]
 async fn trimming_measures_with_the_exact_counter() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
-    let trim = MessageTrimming::new(TrimStrategy::LastTokens(10)).with_counter(Arc::new(TiktokenCounter::o200k()));
+    let trim =
+        MessageTrimMiddleware::new(TrimStrategy::LastTokens(10)).with_counter(Arc::new(TiktokenCounter::o200k()));
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(MiddlewareStack::new().with(trim).unwrap());
     let input = vec![
         Message::user("An older question that no longer fits."),

@@ -45,9 +45,9 @@ builtins![
     LimitsConfig,
     // policy
     ToolPolicyConfig,
-    ToolSelectionConfig,
+    ContextualToolSelectionConfig,
     ToolAllowlistConfig,
-    HitlConfig,
+    HumanInTheLoopConfig,
     // guard
     ShellFsGuardConfig,
     PiiConfig,
@@ -57,15 +57,15 @@ builtins![
     DedupCheckConfig,
     // prompt
     DynamicPromptConfig,
-    PromptCacheLayoutConfig,
+    PromptCacheGuardConfig,
     // context
-    MessageTrimmingConfig,
+    MessageTrimConfig,
     SummarizationConfig,
     ContextEditingConfig,
     TranscriptCompressionConfig,
     DeltaCompressionConfig,
     OutputCompressionConfig,
-    ContextCompressionConfig,
+    ContextClippingConfig,
     RetrievalCompressionConfig,
     ContextConfig,
     // output
@@ -73,6 +73,34 @@ builtins![
     StructuredOutputConfig,
     // hooks
     crate::hooks::ExternalHooksConfig,
+];
+
+/// Config `type` keys that were renamed, still accepted by a registry's
+/// [`build_into`](super::MiddlewareRegistry::build_into) (and so by every
+/// stack built from a file): each is read as its new key, with a deprecation
+/// notice (a `tracing` warning, target `tinyagents::config`) naming the entry,
+/// the new key and the fix. Entries are `(old, new, note)`.
+///
+/// A built-in's config `type`, its catalog name and its stack name are one
+/// name; these old keys differed from it.
+///
+/// ```
+/// use tinyagents::config::{MiddlewareRegistry, DEPRECATED_TYPES};
+///
+/// let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+/// for (old, new, _) in DEPRECATED_TYPES {
+///     assert_eq!(registry.canonical_type(old), Some(*new));
+/// }
+/// ```
+pub const DEPRECATED_TYPES: &[(&str, &str, &str)] = &[
+    ("tool_selection", "contextual_tool_selection", ""),
+    ("prompt_cache_layout", "prompt_cache_layout_guard", ""),
+    (
+        "context_compression",
+        "context_clipping",
+        " (it clips older long messages to head/tail excerpts; the summarising compression of \
+         seed 004, `ContextCompressionMiddleware`, is `type = \"summarization\"`)",
+    ),
 ];
 
 /// Built-ins with a config type that a file cannot build, because they need
@@ -113,13 +141,13 @@ where
     /// false`); [`empty`](Self::empty) starts with none.
     ///
     /// ```
-    /// use tinyagents::middleware::ParallelEditGuard;
+    /// use tinyagents::middleware::ParallelEditGuardMiddleware;
     /// use tinyagents::prelude::*;
     ///
     /// let stack: MiddlewareStack<()> = MiddlewareStack::new();
     /// assert_eq!(stack.names(), ["parallel_edit_guard", "output_limit_recovery"]);
     /// // your own instance of a default replaces it, at your registration's place
-    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(ParallelEditGuard::deny())?;
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(ParallelEditGuardMiddleware::deny())?;
     /// assert_eq!(stack.names(), ["output_limit_recovery", "parallel_edit_guard"]);
     /// # Ok::<(), TinyAgentsError>(())
     /// ```

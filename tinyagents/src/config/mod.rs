@@ -4,7 +4,7 @@
 //! A config struct derives [`MiddlewareConfig`]: it parses from a JSON value
 //! or a TOML table with unknown keys rejected, validates every field
 //! (`range`, `finite`, `non_negative`, `one_of`, a cross-field `validate`
-//! fn), and reports *every* problem at once as [`ConfigErrors`], each naming
+//! fn; a [`ConfigEnum`] field takes only its enum's names), and reports *every* problem at once as [`ConfigErrors`], each naming
 //! the path (`middleware[2].max_steps`), the value given and the rule broken.
 //! With `builds = T` it is also a [`BuildMiddleware`] factory (`T: From<Config>`),
 //! which a [`MiddlewareRegistry`] maps from its `type = "…"` key.
@@ -35,6 +35,7 @@
 //! ```
 
 mod builtins;
+pub(crate) mod choice;
 mod error;
 mod file;
 pub(crate) mod reader;
@@ -42,7 +43,8 @@ mod registry;
 pub(crate) mod suggest;
 mod traits;
 
-pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON};
+pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON, DEPRECATED_TYPES};
+pub use choice::ConfigEnum;
 pub use error::{ConfigError, ConfigErrors, ConfigViolation, ECHO_PATH, ECHO_VALUE};
 pub use file::{ConfigFile, FileErrors, LocatedError, Location, FILE_SECTIONS};
 pub use registry::MiddlewareRegistry;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::{Map, Value};
 
+use super::choice::ConfigEnum;
 use super::error::{ConfigError, ConfigErrors, ConfigViolation};
 use super::suggest::{did_you_mean, list};
 use super::{join, RESERVED_KEYS};
@@ -116,6 +117,26 @@ impl<'a> ConfigReader<'a> {
             Some(v) => self.parse(key, ty, v),
             None => Some(default()),
         }
+    }
+
+    /// A [`ConfigEnum`] key with a default: a name that is not a variant is
+    /// an error listing the names (with a did-you-mean).
+    pub fn choice<T: ConfigEnum>(&mut self, key: &str, default: T) -> Option<T> {
+        let v = match self.map.get(key) {
+            None => return Some(default),
+            Some(v) => v,
+        };
+        let found = v.as_str().and_then(T::from_name);
+        if found.is_none() {
+            let rule = match v.as_str() {
+                Some(s) => T::rule(&crate::harness::shorten::shorten(s, 200)),
+                None => T::rule(""),
+            };
+            self.checker
+                .errors
+                .push(ConfigError::new(join(self.path, key), Some(v.clone()), rule));
+        }
+        found
     }
 
     /// The checker for the rules of the fields read so far.

@@ -165,6 +165,27 @@ where
         self.factories.keys().copied()
     }
 
+    /// The registered `type` key a table's `type` names: itself when
+    /// registered, the new key when it is a renamed built-in's old key (see
+    /// [`DEPRECATED_TYPES`](super::DEPRECATED_TYPES)), else `None`.
+    pub fn canonical_type(&self, type_key: &str) -> Option<&'static str> {
+        match self.factories.get_key_value(type_key) {
+            Some((&key, _)) => Some(key),
+            None => self.renamed(type_key).map(|(new, _)| new),
+        }
+    }
+
+    /// The new key and note of an old, renamed key whose new key is registered.
+    fn renamed(&self, type_key: &str) -> Option<(&'static str, &'static str)> {
+        if self.factories.contains_key(type_key) {
+            return None;
+        }
+        super::builtins::DEPRECATED_TYPES
+            .iter()
+            .find(|(old, new, _)| *old == type_key && self.factories.contains_key(new))
+            .map(|(_, new, note)| (*new, *note))
+    }
+
     /// The config fields of a registered type.
     pub fn fields(&self, type_key: &str) -> Option<&'static [ConfigFieldDoc]> {
         self.factories.get(type_key).map(|e| e.fields)
@@ -200,6 +221,22 @@ where
                 )
                 .into())
             }
+        };
+        // A renamed built-in's old key: read as the new one, with a notice.
+        let renamed;
+        let (type_key, table) = match self.renamed(type_key) {
+            Some((new, note)) => {
+                tracing::warn!(
+                    target: "tinyagents::config",
+                    "`{type_path}` = \"{type_key}\" is deprecated: this middleware's type is now `{new}`{note}; \
+                     write `type = \"{new}\"` (the old key is read as the new one for now)"
+                );
+                let mut map = map.clone();
+                map.insert("type".to_owned(), Value::String(new.to_owned()));
+                renamed = Value::Object(map);
+                (new, &renamed)
+            }
+            None => (type_key, table),
         };
         let Some(entry) = self.factories.get(type_key) else {
             if super::builtins::CODE_ONLY.contains(&type_key) {
@@ -318,6 +355,7 @@ where
         let named: Vec<&str> = entries
             .iter()
             .filter_map(|e| e.get("type").and_then(Value::as_str))
+            .map(|t| self.canonical_type(t).unwrap_or(t))
             .collect();
         for (type_key, table) in self.defaults.iter().filter(|(t, _)| !named.contains(t)) {
             if let Err(e) = self.build_into(table, &format!("defaults.{type_key}"), &mut stack) {

@@ -16,9 +16,9 @@ use crate::harness::agent::{Agent, AgentInput, AgentRun, StepOutcome, StopReason
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::Message;
-use crate::harness::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
 use crate::harness::model::Usage;
 use crate::harness::tool::ToolCall;
+use crate::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
 
 const MESSAGES: &str = "messages";
 const PENDING: &str = "pending_calls";

@@ -553,6 +553,7 @@ impl MiddlewareConfig for ExternalHooksConfig {
             name: "hooks",
             ty: "Vec<HookCommand>",
             default: "[]",
+            choices: &[],
             rules: "each: event, command, matcher (regex), timeout_ms in 1..=3600000, env, pass_env, fail_closed (default: true for pre_tool_use/permission_request), max_stdout_bytes in 1..=16777216 (1048576), max_stderr_bytes in 1..=1048576 (65536)",
             doc:
                 "The hook commands, in the order their answers are combined (in a file: top-level `[[hooks]]` entries).",
@@ -562,6 +563,7 @@ impl MiddlewareConfig for ExternalHooksConfig {
             ty: "Option<String>",
             default: "",
             rules: "",
+            choices: &[],
             doc: "The directory commands run in (default: the run's workspace root, else the current directory).",
         },
     ];

@@ -8,9 +8,9 @@ use serde_json::Value;
 use super::{Agent, AgentInput};
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::middleware::{ChildApproval, HumanInTheLoopMiddleware, PriceBudget, RoutedApprovals};
 use crate::harness::model::Usage;
 use crate::harness::tool::{call_digest, ParentRun, Tool, ToolContext, ToolOutput, ToolSchema};
+use crate::middleware::{ChildApproval, HumanInTheLoopMiddleware, PriceBudget, RoutedApprovals};
 
 type MakeRun<S, C> = dyn Fn() -> (S, C) + Send + Sync;
 

@@ -99,6 +99,8 @@ pub struct ConfigFieldDoc {
     pub default: &'static str,
     /// Its validation rules, as written (`range = 0..=100`).
     pub rules: &'static str,
+    /// The names it takes, for a [`ConfigEnum`](crate::config::ConfigEnum) field (else empty).
+    pub choices: &'static [&'static str],
     /// Its doc comment.
     pub doc: &'static str,
 }

@@ -19,15 +19,15 @@
 //! `on_error` sees it, and the original error is returned.
 //!
 //! Write middleware with the DSL (`#[before_model]`, `#[wrap_tool]`,
-//! `#[middleware]`, …, re-exported from the crate root); the built-ins live in
-//! [`library`].
+//! `#[middleware]`, …, re-exported from the crate root); the built-ins are in
+//! [`crate::middleware`](mod@crate::middleware).
 
 mod batch;
 mod handler;
 mod hooks;
 mod info;
 mod invoke;
-pub mod library;
+pub(crate) mod library;
 mod order;
 mod outcome;
 mod stack;
@@ -37,7 +37,6 @@ pub use batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 pub use handler::{ModelHandler, ToolHandler};
 pub use hooks::{HookKind, HookSet};
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
-pub use library::*;
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
 pub use stack::{DeltaDispatch, MiddlewareStack};
 pub use traits::{HookValue, Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};

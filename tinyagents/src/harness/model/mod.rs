@@ -10,9 +10,6 @@ mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub mod providers;
 
-use async_trait::async_trait;
-use futures::stream::BoxStream;
-
 pub use accumulate::ResponseAccumulator;
 pub use delta::{DeltaContent, ModelDelta};
 pub use request::{ModelParams, ModelRequest, ModelRoute, PromptSegment, ReasoningEffort, SegmentStability};
@@ -20,6 +17,37 @@ pub use response::{FinishReason, ModelResponse, Usage};
 pub use scripted::{ScriptedModel, ScriptedTurn};
 
 use crate::harness::error::Result;
+
+/// What a custom [`ChatModel`] needs, so it depends on `tinyagents` alone:
+/// the attribute the trait is implemented with and the `futures` stream
+/// types its [`ModelStream`] is built from.
+///
+/// ```
+/// use tinyagents::harness::model::{async_trait, stream, ChatModel, ModelDelta, ModelRequest, ModelStream, StreamExt};
+/// use tinyagents::prelude::*;
+///
+/// /// Answers every request with "pong".
+/// struct Pong;
+///
+/// #[async_trait]
+/// impl ChatModel for Pong {
+///     fn id(&self) -> &str {
+///         "pong"
+///     }
+///
+///     async fn stream(&self, _request: &ModelRequest) -> Result<ModelStream> {
+///         Ok(stream::iter([Ok(ModelDelta::text("pong"))]).boxed())
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let agent: Agent<()> = Agent::new(Pong);
+/// let run = agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "ping").await?;
+/// assert_eq!(run.final_text(), "pong");
+/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+/// ```
+pub use async_trait::async_trait;
+pub use futures::stream::{self, BoxStream, Stream, StreamExt};
 
 /// A stream of deltas from one model call.
 pub type ModelStream = BoxStream<'static, Result<ModelDelta>>;

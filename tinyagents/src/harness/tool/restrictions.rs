@@ -19,8 +19,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{SandboxMode, SideEffects, ToolCall, ToolPolicy};
-use crate::harness::middleware::ToolLists;
 use crate::harness::workspace::WorkspaceDescriptor;
+use crate::middleware::ToolLists;
 
 /// The side-effect names a policy may deny, and their flags.
 pub(crate) const SIDE_EFFECT_NAMES: &[(&str, SideEffects)] = &[
@@ -205,9 +205,9 @@ pub trait CallGuard: Send + Sync + std::fmt::Debug {
     fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> Result<(), String>;
 }
 
-impl CallGuard for crate::harness::middleware::ShellFsGuardMiddleware {
+impl CallGuard for crate::middleware::ShellFsGuardMiddleware {
     fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> Result<(), String> {
-        crate::harness::middleware::ShellFsGuardMiddleware::check_call(self, call, workspace)
+        crate::middleware::ShellFsGuardMiddleware::check_call(self, call, workspace)
     }
 }
 

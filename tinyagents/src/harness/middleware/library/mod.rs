@@ -14,7 +14,7 @@
 //! | `guard` | shell/filesystem guard, PII redaction |
 //! | `modes` | agent modes, parallel edit guard, dedup check |
 //! | `prompt` | dynamic prompt, prompt-cache layout guard |
-//! | `context` | trimming, context editing, compression, summarisation, transcript, retrieval, delta and output compression, context |
+//! | `context` | trimming, context editing, clipping, summarisation, transcript, retrieval, delta and output compression, context |
 //! | `output` | output-limit recovery, structured output validation |
 
 mod context;
@@ -46,6 +46,11 @@ pub use policy::*;
 pub use prompt::*;
 #[allow(unused_imports)]
 pub use resilience::*;
+
+/// The message helpers seed 004 names under `summarization::`.
+pub mod summarization {
+    pub use super::context::trimming::trim_messages;
+}
 
 use super::MiddlewareDoc;
 

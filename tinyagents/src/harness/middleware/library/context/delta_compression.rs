@@ -1,4 +1,4 @@
-//! [`DeltaCompression`]: coalesces streamed text deltas into fewer, larger
+//! [`DeltaCompressionMiddleware`]: coalesces streamed text deltas into fewer, larger
 //! ones before they are forwarded to the sink, leaving the final accumulated
 //! text byte-identical.
 
@@ -14,7 +14,7 @@ use crate::harness::middleware::ModelHandler;
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`DeltaCompression`] (`type = "delta_compression"`).
+/// Options of [`DeltaCompressionMiddleware`] (`type = "delta_compression"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
@@ -25,7 +25,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 /// assert!(from_toml_str::<DeltaCompressionConfig>("min_chars = 0").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "delta_compression", builds = DeltaCompression)]
+#[config(type = "delta_compression", builds = DeltaCompressionMiddleware)]
 pub struct DeltaCompressionConfig {
     /// Forward buffered text once it holds at least this many characters.
     #[config(default = 64, range = 1..)]
@@ -36,7 +36,7 @@ pub struct DeltaCompressionConfig {
     pub max_interval_ms: u64,
 }
 
-impl From<DeltaCompressionConfig> for DeltaCompression {
+impl From<DeltaCompressionConfig> for DeltaCompressionMiddleware {
     fn from(c: DeltaCompressionConfig) -> Self {
         Self {
             min_chars: c.min_chars as usize,
@@ -83,25 +83,32 @@ impl BufferState {
 ///
 /// ```
 /// use tinyagents::config::{BuildMiddleware, MiddlewareConfig};
-/// use tinyagents::middleware::{DeltaCompression, DeltaCompressionConfig};
+/// use tinyagents::middleware::{DeltaCompressionMiddleware, DeltaCompressionConfig};
 /// use tinyagents::prelude::*;
 ///
-/// let coalesce: DeltaCompression = DeltaCompressionConfig::defaults().unwrap().build();
+/// let coalesce: DeltaCompressionMiddleware = DeltaCompressionConfig::defaults().unwrap().build();
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(coalesce).unwrap();
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeltaCompression {
+pub struct DeltaCompressionMiddleware {
     min_chars: usize,
     max_interval: Option<Duration>,
 }
 
-impl DeltaCompression {
-    /// Coalescing to `min_chars` characters, with no time limit.
+impl DeltaCompressionMiddleware {
+    /// Coalescing to `min_chars` characters, forwarding at least every 100 ms
+    /// (the config's `max_interval_ms` default; see [`without_max_interval`](Self::without_max_interval)).
     pub fn new(min_chars: usize) -> Self {
         Self {
             min_chars: min_chars.max(1),
-            max_interval: None,
+            max_interval: Some(Duration::from_millis(100)),
         }
+    }
+
+    /// The same, with no time limit: text is forwarded only at `min_chars` and at the end.
+    pub fn without_max_interval(mut self) -> Self {
+        self.max_interval = None;
+        self
     }
 
     /// The same, forwarding at least every `interval`.
@@ -126,7 +133,7 @@ impl DeltaCompression {
         retries = "Buffers are per attempt (keyed by the model-call counter) and its wrap flushes per attempt, so it must sit inside retry, fallback and recovery wraps; it declares `after` them."
     )
 )]
-impl DeltaCompression {
+impl DeltaCompressionMiddleware {
     #[on_model_delta]
     fn coalesce<C>(&self, ctx: &mut RunContext<C>, delta: &mut ModelDelta) -> Result<()> {
         let is_text = matches!(delta.content, DeltaContent::Text { .. });

@@ -1,4 +1,4 @@
-//! [`ContextEditing`]: clears old tool results from the model-visible
+//! [`ContextEditingMiddleware`]: clears old tool results from the model-visible
 //! context once the request grows past a trigger.
 
 use std::collections::{HashMap, HashSet};
@@ -15,7 +15,7 @@ use crate::harness::provenance::{self, CompressionProvenance};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`ContextEditing`] (`type = "context_editing"`).
+/// Options of [`ContextEditingMiddleware`] (`type = "context_editing"`).
 ///
 /// ```
 /// use tinyagents::config::{from_toml_str, BuildMiddleware};
@@ -28,7 +28,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 /// assert!(err.to_string().contains("placeholder"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "context_editing", builds = ContextEditing, validate = check_editing)]
+#[config(type = "context_editing", builds = ContextEditingMiddleware, validate = check_editing)]
 pub struct ContextEditingConfig {
     /// Edit when the request's estimated tokens exceed this.
     #[config(default = 100000, range = 1..)]
@@ -61,7 +61,7 @@ fn check_editing(c: &ContextEditingConfig) -> std::result::Result<(), crate::con
     Ok(())
 }
 
-impl From<ContextEditingConfig> for ContextEditing {
+impl From<ContextEditingConfig> for ContextEditingMiddleware {
     fn from(c: ContextEditingConfig) -> Self {
         Self {
             config: c,
@@ -85,27 +85,27 @@ struct Cleared(Mutex<HashMap<u64, HashSet<MessageId>>>);
 ///
 /// ```
 /// use tinyagents::config::{BuildMiddleware, MiddlewareConfig};
-/// use tinyagents::middleware::{ContextEditing, ContextEditingConfig};
+/// use tinyagents::middleware::{ContextEditingMiddleware, ContextEditingConfig};
 /// use tinyagents::prelude::*;
 ///
-/// let editing: ContextEditing = ContextEditingConfig::defaults().unwrap().build();
+/// let editing: ContextEditingMiddleware = ContextEditingConfig::defaults().unwrap().build();
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(editing).unwrap();
 /// ```
-pub struct ContextEditing {
+pub struct ContextEditingMiddleware {
     config: ContextEditingConfig,
     counter: Arc<dyn TokenCounter>,
     key: u64,
 }
 
-impl std::fmt::Debug for ContextEditing {
+impl std::fmt::Debug for ContextEditingMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextEditing")
+        f.debug_struct("ContextEditingMiddleware")
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
 
-impl ContextEditing {
+impl ContextEditingMiddleware {
     /// The provenance policy version.
     pub const POLICY: &'static str = "context_editing/clear_tool_uses/1";
 
@@ -130,7 +130,7 @@ impl ContextEditing {
         retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the edited request."
     )
 )]
-impl ContextEditing {
+impl ContextEditingMiddleware {
     #[before_model]
     fn edit<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let c = &self.config;

@@ -1,8 +1,8 @@
-//! Context built-ins (trimming, editing, summarisation, compression, the
+//! Context built-ins (trimming, editing, summarisation, clipping, the
 //! context monitor): see the table in [the library docs](super).
 
 mod artifacts;
-mod compression;
+mod clipping;
 mod delta_compression;
 mod editing;
 mod monitor;
@@ -11,20 +11,48 @@ mod retrieval;
 mod summarization;
 mod summarizer;
 mod transcript;
-mod trimming;
+pub(super) mod trimming;
 mod window;
 
 pub use artifacts::{ArtifactStore, ReadArtifactTool};
-pub use compression::{ContextCompression, ContextCompressionConfig};
-pub use delta_compression::{DeltaCompression, DeltaCompressionConfig};
-pub use editing::{ContextEditing, ContextEditingConfig};
+pub use clipping::{ContextClippingConfig, ContextClippingMiddleware};
+pub use delta_compression::{DeltaCompressionConfig, DeltaCompressionMiddleware};
+pub use editing::{ContextEditingConfig, ContextEditingMiddleware};
 pub use monitor::{ContextConfig, ContextMiddleware};
-pub use output_compression::{OutputCompression, OutputCompressionConfig};
-pub use retrieval::{RetrievalCompression, RetrievalCompressionConfig};
-pub use summarization::{Summarization, SummarizationConfig, SummaryTrigger};
+pub use output_compression::{OutputCompressionConfig, OutputCompressionMiddleware};
+pub use retrieval::{RetrievalCompressionConfig, RetrievalCompressionMiddleware};
+pub use summarization::{SummarizationConfig, SummarizationMiddleware, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
-pub use transcript::{TranscriptCompression, TranscriptCompressionConfig};
-pub use trimming::{MessageTrimming, MessageTrimmingConfig, TrimStrategy};
+pub use transcript::{TranscriptCompressionConfig, TranscriptCompressionMiddleware};
+pub use trimming::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrategy};
+
+/// Seed 004's name for [`SummarizationMiddleware`], the same middleware: it
+/// consults a [`SummarizationPolicy`] in `before_model` and does nothing below
+/// it; above it, it condenses the older messages through a [`Summarizer`]
+/// (default [`ConcatSummarizer`]) into one summary message, keeps the recent
+/// window and the system messages verbatim, records a [`SummaryRecord`] and
+/// emits `AgentEvent::Compressed`. Its config `type` is `summarization`.
+///
+/// (The project's other context compressor, which clips older long messages
+/// to head/tail excerpts instead of summarising, is [`ContextClippingMiddleware`].)
+///
+/// ```
+/// use tinyagents::middleware::{ContextCompressionMiddleware, SummarizationPolicy};
+/// use tinyagents::prelude::*;
+///
+/// let compress = ContextCompressionMiddleware::new(SummarizationPolicy::tokens(6_000));
+/// let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(compress).unwrap();
+/// assert_eq!(stack.names(), ["summarization"]);
+/// ```
+pub type ContextCompressionMiddleware = SummarizationMiddleware;
+
+/// Seed 004's name for [`SummaryTrigger`]: when the summarising compression runs.
+pub type SummarizationPolicy = SummaryTrigger;
+
+/// Seed 004's name for the record a compression leaves: the
+/// [`CompressionProvenance`](crate::harness::provenance::CompressionProvenance)
+/// carried by `AgentEvent::Compressed` and collected in `AgentRun::compressions`.
+pub type SummaryRecord = crate::harness::provenance::CompressionProvenance;
 
 use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
@@ -39,13 +67,13 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[
-    doc_of::<MessageTrimming>(),
-    doc_of::<Summarization>(),
-    doc_of::<ContextEditing>(),
-    doc_of::<ContextCompression>(),
+    doc_of::<MessageTrimMiddleware>(),
+    doc_of::<SummarizationMiddleware>(),
+    doc_of::<ContextEditingMiddleware>(),
+    doc_of::<ContextClippingMiddleware>(),
     doc_of::<ContextMiddleware>(),
-    doc_of::<DeltaCompression>(),
-    doc_of::<OutputCompression>(),
-    doc_of::<TranscriptCompression>(),
-    doc_of::<RetrievalCompression>(),
+    doc_of::<DeltaCompressionMiddleware>(),
+    doc_of::<OutputCompressionMiddleware>(),
+    doc_of::<TranscriptCompressionMiddleware>(),
+    doc_of::<RetrievalCompressionMiddleware>(),
 ];

@@ -1,4 +1,4 @@
-//! [`OutputCompression`]: large tool results are replaced, in the
+//! [`OutputCompressionMiddleware`]: large tool results are replaced, in the
 //! model-visible context, by an excerpt plus an artifact reference; the
 //! original stays in the run's history and in an [`ArtifactStore`].
 
@@ -18,7 +18,7 @@ use crate::harness::provenance::{self, CompressionProvenance};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`OutputCompression`] (`type = "output_compression"`).
+/// Options of [`OutputCompressionMiddleware`] (`type = "output_compression"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
@@ -30,7 +30,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 /// assert!(err.to_string().contains("head_chars"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "output_compression", builds = OutputCompression, validate = check_output_compression)]
+#[config(type = "output_compression", builds = OutputCompressionMiddleware, validate = check_output_compression)]
 pub struct OutputCompressionConfig {
     /// Tool results above this many estimated tokens are compressed.
     #[config(default = 2000, range = 1..)]
@@ -57,7 +57,7 @@ fn check_output_compression(c: &OutputCompressionConfig) -> std::result::Result<
     Ok(())
 }
 
-impl From<OutputCompressionConfig> for OutputCompression {
+impl From<OutputCompressionConfig> for OutputCompressionMiddleware {
     fn from(c: OutputCompressionConfig) -> Self {
         Self {
             config: c,
@@ -86,7 +86,7 @@ struct Summaries(Mutex<HashMap<MessageId, String>>);
 ///
 /// ```
 /// use tinyagents::config::{BuildMiddleware, MiddlewareConfig};
-/// use tinyagents::middleware::{ArtifactStore, OutputCompression, OutputCompressionConfig, ReadArtifactTool};
+/// use tinyagents::middleware::{ArtifactStore, OutputCompressionMiddleware, OutputCompressionConfig, ReadArtifactTool};
 /// use tinyagents::prelude::*;
 ///
 /// let store = ArtifactStore::new();
@@ -96,22 +96,22 @@ struct Summaries(Mutex<HashMap<MessageId, String>>);
 ///     .with_tools(tools)
 ///     .with_stack(MiddlewareStack::new().with(compress).unwrap());
 /// ```
-pub struct OutputCompression {
+pub struct OutputCompressionMiddleware {
     config: OutputCompressionConfig,
     store: Arc<ArtifactStore>,
     counter: Arc<dyn TokenCounter>,
     summarizer: Option<Arc<dyn Summarizer>>,
 }
 
-impl std::fmt::Debug for OutputCompression {
+impl std::fmt::Debug for OutputCompressionMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutputCompression")
+        f.debug_struct("OutputCompressionMiddleware")
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
 
-impl OutputCompression {
+impl OutputCompressionMiddleware {
     /// The provenance policy version of the head/tail excerpt (with a
     /// summariser: `output_compression/summary/1+<summariser id>`).
     pub const POLICY: &'static str = "output_compression/head_tail/1";
@@ -171,7 +171,7 @@ impl OutputCompression {
         retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the compressed request."
     )
 )]
-impl OutputCompression {
+impl OutputCompressionMiddleware {
     #[before_model]
     async fn compress<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let tool_positions: Vec<usize> = request

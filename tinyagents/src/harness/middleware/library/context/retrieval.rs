@@ -1,4 +1,4 @@
-//! [`RetrievalCompression`]: retrieved documents in the model-visible context
+//! [`RetrievalCompressionMiddleware`]: retrieved documents in the model-visible context
 //! squeezed to a token budget, with provenance per document.
 
 use std::collections::HashSet;
@@ -17,7 +17,7 @@ use crate::harness::provenance::{self, CompressionProvenance};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`RetrievalCompression`] (`type = "retrieval_compression"`).
+/// Options of [`RetrievalCompressionMiddleware`] (`type = "retrieval_compression"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
@@ -28,7 +28,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 /// assert!(from_toml_str::<RetrievalCompressionConfig>("tools = []").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "retrieval_compression", builds = RetrievalCompression, validate = check_retrieval)]
+#[config(type = "retrieval_compression", builds = RetrievalCompressionMiddleware, validate = check_retrieval)]
 pub struct RetrievalCompressionConfig {
     /// The tools whose results are retrieved documents.
     pub tools: Vec<String>,
@@ -54,7 +54,7 @@ fn check_retrieval(c: &RetrievalCompressionConfig) -> std::result::Result<(), Co
     Ok(())
 }
 
-impl From<RetrievalCompressionConfig> for RetrievalCompression {
+impl From<RetrievalCompressionConfig> for RetrievalCompressionMiddleware {
     fn from(c: RetrievalCompressionConfig) -> Self {
         Self {
             config: c,
@@ -110,27 +110,27 @@ struct Recorded(Mutex<HashSet<(MessageId, String)>>);
 ///
 /// ```
 /// use tinyagents::config::{from_toml_str, BuildMiddleware};
-/// use tinyagents::middleware::{RetrievalCompression, RetrievalCompressionConfig};
+/// use tinyagents::middleware::{RetrievalCompressionMiddleware, RetrievalCompressionConfig};
 /// use tinyagents::prelude::*;
 ///
-/// let squeeze: RetrievalCompression =
+/// let squeeze: RetrievalCompressionMiddleware =
 ///     from_toml_str::<RetrievalCompressionConfig>("tools = [\"search\"]").unwrap().build();
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(squeeze).unwrap();
 /// ```
-pub struct RetrievalCompression {
+pub struct RetrievalCompressionMiddleware {
     config: RetrievalCompressionConfig,
     counter: Arc<dyn TokenCounter>,
 }
 
-impl std::fmt::Debug for RetrievalCompression {
+impl std::fmt::Debug for RetrievalCompressionMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RetrievalCompression")
+        f.debug_struct("RetrievalCompressionMiddleware")
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
 
-impl RetrievalCompression {
+impl RetrievalCompressionMiddleware {
     /// The provenance policy version.
     pub const POLICY: &'static str = "retrieval_compression/fair_share/1";
 
@@ -169,7 +169,7 @@ impl RetrievalCompression {
         retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the squeezed request."
     )
 )]
-impl RetrievalCompression {
+impl RetrievalCompressionMiddleware {
     #[before_model]
     fn squeeze<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let mut parsed: Vec<(usize, Parsed)> = Vec::new();

@@ -1,4 +1,4 @@
-//! [`Summarization`]: when a trigger fires, the older part of the
+//! [`SummarizationMiddleware`]: when a trigger fires, the older part of the
 //! model-visible conversation is replaced by one summary message.
 
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use crate::harness::provenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// When [`Summarization`] summarises: any trigger that is set and fires (they combine with "or").
+/// When [`SummarizationMiddleware`] summarises: any trigger that is set and fires (they combine with "or").
 ///
 /// ```
 /// use tinyagents::middleware::SummaryTrigger;
@@ -83,7 +83,7 @@ impl SummaryTrigger {
     }
 }
 
-/// Options of [`Summarization`] (`type = "summarization"`). At least one
+/// Options of [`SummarizationMiddleware`] (`type = "summarization"`). At least one
 /// trigger is required; `trigger_fraction` needs `context_window`.
 ///
 /// ```
@@ -96,7 +96,7 @@ impl SummaryTrigger {
 /// assert!(err.to_string().contains("context_window"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "summarization", builds = Summarization, validate = check_summarization)]
+#[config(type = "summarization", builds = SummarizationMiddleware, validate = check_summarization)]
 pub struct SummarizationConfig {
     /// Summarise when the conversation has more messages than this.
     #[config(range = 1..)]
@@ -143,7 +143,7 @@ fn check_summarization(c: &SummarizationConfig) -> std::result::Result<(), Confi
     Ok(())
 }
 
-impl From<SummarizationConfig> for Summarization {
+impl From<SummarizationConfig> for SummarizationMiddleware {
     fn from(c: SummarizationConfig) -> Self {
         let trigger = SummaryTrigger {
             messages: c.trigger_messages.map(|n| n as usize),
@@ -169,16 +169,16 @@ impl From<SummarizationConfig> for Summarization {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tinyagents::middleware::{ConcatSummarizer, Summarization, SummaryTrigger};
+/// use tinyagents::middleware::{ConcatSummarizer, SummarizationMiddleware, SummaryTrigger};
 /// use tinyagents::prelude::*;
 ///
-/// let summarize = Summarization::new(SummaryTrigger::messages(30))
+/// let summarize = SummarizationMiddleware::new(SummaryTrigger::messages(30))
 ///     .keep_messages(8)
 ///     .with_summarizer(Arc::new(ConcatSummarizer::default()));
 /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(summarize).unwrap();
 /// assert!(stack.names().contains(&"summarization"));
 /// ```
-pub struct Summarization {
+pub struct SummarizationMiddleware {
     trigger: SummaryTrigger,
     keep_messages: usize,
     summarizer: Arc<dyn Summarizer>,
@@ -186,9 +186,9 @@ pub struct Summarization {
     key: u64,
 }
 
-impl std::fmt::Debug for Summarization {
+impl std::fmt::Debug for SummarizationMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Summarization")
+        f.debug_struct("SummarizationMiddleware")
             .field("trigger", &self.trigger)
             .field("keep_messages", &self.keep_messages)
             .field("summarizer", &self.summarizer.id())
@@ -196,7 +196,7 @@ impl std::fmt::Debug for Summarization {
     }
 }
 
-impl Summarization {
+impl SummarizationMiddleware {
     /// The provenance policy version (the summariser's id is appended).
     pub const POLICY: &'static str = "summarization/1";
 
@@ -244,7 +244,7 @@ impl Summarization {
         retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the summarised request; the summariser is not retried by model retry middleware."
     )
 )]
-impl Summarization {
+impl SummarizationMiddleware {
     #[before_model]
     async fn summarize<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         if !self.trigger.fires(request, &*self.counter) {

@@ -1,4 +1,4 @@
-//! [`TranscriptCompression`]: at the end of a run, the older part of the
+//! [`TranscriptCompressionMiddleware`]: at the end of a run, the older part of the
 //! run's transcript is replaced by a durable summary message.
 
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use crate::harness::provenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`TranscriptCompression`] (`type = "transcript_compression"`).
+/// Options of [`TranscriptCompressionMiddleware`] (`type = "transcript_compression"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
@@ -25,7 +25,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 /// assert!(from_toml_str::<TranscriptCompressionConfig>("trigger_messages = 10\nkeep_messages = 10").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "transcript_compression", builds = TranscriptCompression, validate = check_transcript)]
+#[config(type = "transcript_compression", builds = TranscriptCompressionMiddleware, validate = check_transcript)]
 pub struct TranscriptCompressionConfig {
     /// Compress a finished run's transcript when it has more messages than this.
     #[config(default = 80, range = 2..)]
@@ -52,7 +52,7 @@ fn check_transcript(c: &TranscriptCompressionConfig) -> std::result::Result<(), 
     Ok(())
 }
 
-impl From<TranscriptCompressionConfig> for TranscriptCompression {
+impl From<TranscriptCompressionConfig> for TranscriptCompressionMiddleware {
     fn from(c: TranscriptCompressionConfig) -> Self {
         Self {
             trigger_messages: c.trigger_messages as usize,
@@ -75,14 +75,14 @@ impl From<TranscriptCompressionConfig> for TranscriptCompression {
 ///
 /// ```
 /// use tinyagents::config::{from_toml_str, BuildMiddleware};
-/// use tinyagents::middleware::{TranscriptCompression, TranscriptCompressionConfig};
+/// use tinyagents::middleware::{TranscriptCompressionMiddleware, TranscriptCompressionConfig};
 /// use tinyagents::prelude::*;
 ///
-/// let t: TranscriptCompression =
+/// let t: TranscriptCompressionMiddleware =
 ///     from_toml_str::<TranscriptCompressionConfig>("trigger_messages = 40\nkeep_messages = 10").unwrap().build();
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(t).unwrap();
 /// ```
-pub struct TranscriptCompression {
+pub struct TranscriptCompressionMiddleware {
     trigger_messages: usize,
     keep_messages: usize,
     summarizer: Arc<dyn Summarizer>,
@@ -90,9 +90,9 @@ pub struct TranscriptCompression {
     key: u64,
 }
 
-impl std::fmt::Debug for TranscriptCompression {
+impl std::fmt::Debug for TranscriptCompressionMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TranscriptCompression")
+        f.debug_struct("TranscriptCompressionMiddleware")
             .field("trigger_messages", &self.trigger_messages)
             .field("keep_messages", &self.keep_messages)
             .field("summarizer", &self.summarizer.id())
@@ -100,7 +100,7 @@ impl std::fmt::Debug for TranscriptCompression {
     }
 }
 
-impl TranscriptCompression {
+impl TranscriptCompressionMiddleware {
     /// The provenance policy version (the summariser's id is appended).
     pub const POLICY: &'static str = "transcript_compression/1";
 
@@ -131,7 +131,7 @@ impl TranscriptCompression {
         retries = "Runs once per run in `after_agent`, outside every retry and fallback."
     )
 )]
-impl TranscriptCompression {
+impl TranscriptCompressionMiddleware {
     #[after_agent]
     async fn commit<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
         if !matches!(run.stop, StopReason::Failed(_)) && run.messages.len() > self.trigger_messages {

@@ -1,4 +1,4 @@
-//! [`MessageTrimming`]: keeps the newest messages of the model-visible
+//! [`MessageTrimMiddleware`]: keeps the newest messages of the model-visible
 //! conversation within a budget ([`TrimStrategy`]), always keeping system
 //! messages and never separating a tool call from its results.
 
@@ -19,7 +19,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 #[derive(Debug, Default)]
 struct Dropped(Mutex<HashSet<MessageId>>);
 
-/// What [`MessageTrimming`] keeps.
+/// What [`MessageTrimMiddleware`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrimStrategy {
     /// The last N non-system messages (rounded up to keep a tool call with its results).
@@ -29,23 +29,34 @@ pub enum TrimStrategy {
     LastTokens(u64),
 }
 
-/// Options of [`MessageTrimming`] (`type = "message_trimming"`).
+crate::config_enum! {
+    /// Which budget [`MessageTrimConfig`] trims to (`strategy = "…"`); the
+    /// budget itself is `max_messages` or `max_tokens`.
+    pub enum TrimKind {
+        /// Keep `max_messages` ([`TrimStrategy::LastMessages`]).
+        LastMessages = "last_messages",
+        /// Keep `max_tokens` ([`TrimStrategy::LastTokens`]).
+        LastTokens = "last_tokens",
+    }
+}
+
+/// Options of [`MessageTrimMiddleware`] (`type = "message_trimming"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::MessageTrimmingConfig;
+/// use tinyagents::middleware::MessageTrimConfig;
 ///
-/// let c: MessageTrimmingConfig = from_toml_str("strategy = \"last_tokens\"\nmax_tokens = 2000").unwrap();
+/// let c: MessageTrimConfig = from_toml_str("strategy = \"last_tokens\"\nmax_tokens = 2000").unwrap();
 /// assert_eq!(c.max_tokens, 2000);
-/// let err = from_toml_str::<MessageTrimmingConfig>("strategy = \"first\"").unwrap_err();
+/// let err = from_toml_str::<MessageTrimConfig>("strategy = \"first\"").unwrap_err();
 /// assert!(err.to_string().contains("strategy"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "message_trimming", builds = MessageTrimming)]
-pub struct MessageTrimmingConfig {
+#[config(type = "message_trimming", builds = MessageTrimMiddleware)]
+pub struct MessageTrimConfig {
     /// `last_messages` (keep `max_messages`) or `last_tokens` (keep `max_tokens`).
-    #[config(default = "last_messages", one_of = ["last_messages", "last_tokens"])]
-    pub strategy: String,
+    #[config(default = "last_messages")]
+    pub strategy: TrimKind,
     /// Non-system messages kept by `last_messages`.
     #[config(default = 40, range = 1..)]
     pub max_messages: u32,
@@ -63,27 +74,27 @@ pub struct MessageTrimmingConfig {
 /// dropped for the first time in the run) it is recorded as compression provenance.
 ///
 /// ```
-/// use tinyagents::middleware::{MessageTrimming, TrimStrategy};
+/// use tinyagents::middleware::{MessageTrimMiddleware, TrimStrategy};
 /// use tinyagents::prelude::*;
 ///
 /// let stack: MiddlewareStack<()> =
-///     MiddlewareStack::new().with(MessageTrimming::new(TrimStrategy::LastMessages(10))).unwrap();
+///     MiddlewareStack::new().with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(10))).unwrap();
 /// assert!(stack.names().contains(&"message_trimming"));
 /// ```
-pub struct MessageTrimming {
+pub struct MessageTrimMiddleware {
     strategy: TrimStrategy,
     counter: Arc<dyn TokenCounter>,
 }
 
-impl std::fmt::Debug for MessageTrimming {
+impl std::fmt::Debug for MessageTrimMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MessageTrimming")
+        f.debug_struct("MessageTrimMiddleware")
             .field("strategy", &self.strategy)
             .finish_non_exhaustive()
     }
 }
 
-impl MessageTrimming {
+impl MessageTrimMiddleware {
     /// The provenance policy version.
     pub const POLICY: &'static str = "message_trimming/1";
 
@@ -105,54 +116,80 @@ impl MessageTrimming {
     pub fn strategy(&self) -> TrimStrategy {
         self.strategy
     }
-
-    /// The messages `trim` would keep, as a mask over `messages`.
-    fn keep_mask(&self, messages: &[Message]) -> Vec<bool> {
-        let mut keep = vec![false; messages.len()];
-        let mut spent: u64 = 0;
-        let mut full = false;
-        let mut first = true;
-        for (start, end) in units(messages, 0).into_iter().rev() {
-            let unit = &messages[start..end];
-            if unit.iter().all(|m| m.role == Role::System) {
-                keep[start..end].iter_mut().for_each(|k| *k = true);
-                continue;
-            }
-            if full {
-                continue;
-            }
-            let cost = match self.strategy {
-                TrimStrategy::LastMessages(_) => unit.len() as u64,
-                TrimStrategy::LastTokens(_) => unit.iter().map(|m| self.counter.count_message(m)).sum(),
-            };
-            let budget = match self.strategy {
-                TrimStrategy::LastMessages(n) => n as u64,
-                TrimStrategy::LastTokens(n) => n,
-            };
-            // `last_messages` rounds up (a unit that crosses the budget is kept
-            // whole); `last_tokens` keeps only what fits.
-            let fits = match self.strategy {
-                TrimStrategy::LastMessages(_) => spent < budget,
-                TrimStrategy::LastTokens(_) => spent + cost <= budget,
-            };
-            if first || fits {
-                spent += cost;
-                keep[start..end].iter_mut().for_each(|k| *k = true);
-                full = spent >= budget;
-            } else {
-                full = true;
-            }
-            first = false;
-        }
-        keep
-    }
 }
 
-impl From<MessageTrimmingConfig> for MessageTrimming {
-    fn from(c: MessageTrimmingConfig) -> Self {
-        Self::new(match c.strategy.as_str() {
-            "last_tokens" => TrimStrategy::LastTokens(c.max_tokens),
-            _ => TrimStrategy::LastMessages(c.max_messages as usize),
+/// The messages `strategy` keeps, as a mask over `messages`.
+fn keep_mask(messages: &[Message], strategy: TrimStrategy, counter: &dyn TokenCounter) -> Vec<bool> {
+    let mut keep = vec![false; messages.len()];
+    let mut spent: u64 = 0;
+    let mut full = false;
+    let mut first = true;
+    for (start, end) in units(messages, 0).into_iter().rev() {
+        let unit = &messages[start..end];
+        if unit.iter().all(|m| m.role == Role::System) {
+            keep[start..end].iter_mut().for_each(|k| *k = true);
+            continue;
+        }
+        if full {
+            continue;
+        }
+        let cost = match strategy {
+            TrimStrategy::LastMessages(_) => unit.len() as u64,
+            TrimStrategy::LastTokens(_) => unit.iter().map(|m| counter.count_message(m)).sum(),
+        };
+        let budget = match strategy {
+            TrimStrategy::LastMessages(n) => n as u64,
+            TrimStrategy::LastTokens(n) => n,
+        };
+        // `last_messages` rounds up (a unit that crosses the budget is kept
+        // whole); `last_tokens` keeps only what fits.
+        let fits = match strategy {
+            TrimStrategy::LastMessages(_) => spent < budget,
+            TrimStrategy::LastTokens(_) => spent + cost <= budget,
+        };
+        if first || fits {
+            spent += cost;
+            keep[start..end].iter_mut().for_each(|k| *k = true);
+            full = spent >= budget;
+        } else {
+            full = true;
+        }
+        first = false;
+    }
+    keep
+}
+
+/// The messages [`MessageTrimMiddleware`] keeps of `messages` under
+/// `strategy`, in order: every system message, and the newest non-system
+/// messages within the budget (an assistant message with tool calls and the
+/// tool results answering them are kept or dropped together; the newest
+/// unit is always kept). Seed 004's `summarization::trim_messages`.
+///
+/// ```
+/// use tinyagents::harness::tokens::default_counter;
+/// use tinyagents::middleware::summarization::trim_messages;
+/// use tinyagents::middleware::TrimStrategy;
+/// use tinyagents::prelude::*;
+///
+/// let messages = [Message::system("Be brief."), Message::user("a"), Message::assistant("b"), Message::user("c")];
+/// let kept = trim_messages(&messages, TrimStrategy::LastMessages(1), &*default_counter());
+/// assert_eq!(kept, [messages[0].clone(), messages[3].clone()]);
+/// ```
+pub fn trim_messages(messages: &[Message], strategy: TrimStrategy, counter: &dyn TokenCounter) -> Vec<Message> {
+    let keep = keep_mask(messages, strategy, counter);
+    messages
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(m, _)| m.clone())
+        .collect()
+}
+
+impl From<MessageTrimConfig> for MessageTrimMiddleware {
+    fn from(c: MessageTrimConfig) -> Self {
+        Self::new(match c.strategy {
+            TrimKind::LastTokens => TrimStrategy::LastTokens(c.max_tokens),
+            TrimKind::LastMessages => TrimStrategy::LastMessages(c.max_messages as usize),
         })
     }
 }
@@ -161,7 +198,7 @@ impl From<MessageTrimmingConfig> for MessageTrimming {
 #[middleware(
     builtin,
     name = "message_trimming",
-    config = MessageTrimmingConfig,
+    config = MessageTrimConfig,
     doc(
         mutation = "Drops the oldest non-system messages from `request.messages` (a copy: the run's history is untouched); an assistant tool-call message and its tool results go together.",
         events = "`Compressed` with provenance (dropped message ids, their tool call ids, their token estimate, 0 compressed tokens) on each call where the cut moves (a message is dropped for the first time in the run).",
@@ -171,10 +208,10 @@ impl From<MessageTrimmingConfig> for MessageTrimming {
         retries = "Runs once per turn in `before_model`, outside the model onion: retries and fallbacks reuse the trimmed request."
     )
 )]
-impl MessageTrimming {
+impl MessageTrimMiddleware {
     #[before_model]
     fn trim<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
-        let keep = self.keep_mask(&request.messages);
+        let keep = keep_mask(&request.messages, self.strategy, &*self.counter);
         if keep.iter().all(|k| *k) {
             return Ok(());
         }

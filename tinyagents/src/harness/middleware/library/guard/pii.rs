@@ -27,10 +27,10 @@ use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::PiiConfig;
+/// use tinyagents::middleware::{PiiConfig, PiiStrategy};
 ///
 /// let c: PiiConfig = from_toml_str("strategy = \"mask\"\ntypes = [\"email\", \"credit_card\"]").unwrap();
-/// assert_eq!(c.strategy, "mask");
+/// assert_eq!(c.strategy, PiiStrategy::Mask);
 /// let err = from_toml_str::<PiiConfig>("custom = { employee_id = \"EMP-(\" }").unwrap_err();
 /// assert!(err.to_string().contains("custom.employee_id"));
 /// ```
@@ -38,8 +38,8 @@ use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 #[config(type = "pii", builds = PiiMiddleware, validate = check_pii_config)]
 pub struct PiiConfig {
     /// What to do with a detected value.
-    #[config(default = "redact", one_of = ["block", "redact", "mask", "hash"])]
-    pub strategy: String,
+    #[config(default = "redact")]
+    pub strategy: PiiStrategy,
     /// The built-in types to detect: `secret`, `email`, `url`, `credit_card`, `iban`, `ipv6`, `mac_address`, `ipv4`, `ssn`, `phone`.
     #[config(default = PII_TYPES.iter().map(|s| (*s).to_owned()).collect())]
     pub types: Vec<String>,
@@ -93,7 +93,7 @@ fn check_pii_config(c: &PiiConfig) -> std::result::Result<(), ConfigViolation> {
 
 impl From<PiiConfig> for PiiMiddleware {
     fn from(c: PiiConfig) -> Self {
-        let strategy = PiiStrategy::parse(&c.strategy).unwrap_or(PiiStrategy::Block);
+        let strategy = c.strategy;
         let mut detectors: Vec<_> = c.types.iter().filter_map(|t| builtin(t)).flatten().collect();
         for (name, pattern) in &c.custom {
             // `validate` compiled it already; a pattern that does not compile detects nothing
@@ -196,13 +196,7 @@ impl PiiMiddleware {
     /// Every built-in type, applied everywhere, with `strategy`.
     pub fn new(strategy: PiiStrategy) -> Self {
         let mut c = <PiiConfig as crate::config::MiddlewareConfig>::defaults().expect("every PII option has a default");
-        c.strategy = match strategy {
-            PiiStrategy::Block => "block",
-            PiiStrategy::Redact => "redact",
-            PiiStrategy::Mask => "mask",
-            PiiStrategy::Hash => "hash",
-        }
-        .to_owned();
+        c.strategy = strategy;
         c.into()
     }
 

@@ -34,30 +34,18 @@ pub const PII_TYPES: &[&str] = &[
 /// back in a stream for as long as they reach its end.)
 pub(super) const BUILTIN_MAX_CHARS: usize = 250;
 
-/// What to do with a detected value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PiiStrategy {
-    /// Refuse the text: the hook fails with a `Validation` error (counts only).
-    Block,
-    /// Replace the value with `[REDACTED_TYPE]`.
-    Redact,
-    /// Keep the last four letters or digits, never more than a third of them (an
-    /// email keeps its first letter and domain), star the rest.
-    Mask,
-    /// Replace the value with `<type_hash:…>`, a stable 64-bit FNV-1a pseudonym (not a cryptographic hash).
-    Hash,
-}
-
-impl PiiStrategy {
-    /// The strategy named `name` (`block`, `redact`, `mask`, `hash`).
-    pub fn parse(name: &str) -> Option<Self> {
-        Some(match name {
-            "block" => Self::Block,
-            "redact" => Self::Redact,
-            "mask" => Self::Mask,
-            "hash" => Self::Hash,
-            _ => return None,
-        })
+crate::config_enum! {
+    /// What to do with a detected value.
+    pub enum PiiStrategy {
+        /// Refuse the text: the hook fails with a `Validation` error (counts only).
+        Block = "block",
+        /// Replace the value with `[REDACTED_TYPE]`.
+        Redact = "redact",
+        /// Keep the last four letters or digits, never more than a third of them (an
+        /// email keeps its first letter and domain), star the rest.
+        Mask = "mask",
+        /// Replace the value with `<type_hash:…>`, a stable 64-bit FNV-1a pseudonym (not a cryptographic hash).
+        Hash = "hash",
     }
 }
 

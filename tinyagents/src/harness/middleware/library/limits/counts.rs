@@ -85,24 +85,26 @@ impl ThreadCounts {
     }
 }
 
-/// What a call-limit middleware does when a limit is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitBehavior {
-    /// Stop the run with a final assistant message naming the limit.
-    End,
-    /// Fail the run with [`TinyAgentsError::LimitExceeded`](crate::harness::error::TinyAgentsError::LimitExceeded).
-    Error,
-    /// Tool calls only: the blocked calls get an error result and the run goes on.
-    Continue,
+crate::config_enum! {
+    /// What [`ToolCallLimitMiddleware`](super::ToolCallLimitMiddleware) does when a limit is reached.
+    pub enum ExitBehavior {
+        /// The blocked calls get an error result and the run goes on.
+        Continue = "continue",
+        /// Stop the run with a final assistant message naming the limit.
+        End = "end",
+        /// Fail the run with [`TinyAgentsError::LimitExceeded`](crate::harness::error::TinyAgentsError::LimitExceeded).
+        Error = "error",
+    }
 }
 
-impl ExitBehavior {
-    pub(super) fn parse(text: &str) -> Self {
-        match text {
-            "error" => Self::Error,
-            "continue" => Self::Continue,
-            _ => Self::End,
-        }
+crate::config_enum! {
+    /// What [`ModelCallLimitMiddleware`](super::ModelCallLimitMiddleware) does when a limit is reached
+    /// (a model call cannot be answered for the model, so there is no `continue`).
+    pub enum ModelExitBehavior {
+        /// Stop the run with a final assistant message naming the limit.
+        End = "end",
+        /// Fail the run with [`TinyAgentsError::LimitExceeded`](crate::harness::error::TinyAgentsError::LimitExceeded).
+        Error = "error",
     }
 }
 

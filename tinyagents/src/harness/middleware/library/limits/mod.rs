@@ -15,7 +15,7 @@ mod pricing;
 mod tool_call_limit;
 
 pub use budget::{AccountingJournal, AttemptTicket, BillingClass, BudgetSnapshot, Charge, PriceBudget};
-pub use counts::ExitBehavior;
+pub use counts::{ExitBehavior, ModelExitBehavior};
 pub use limits::{LimitsConfig, LimitsMiddleware};
 pub use model_call_limit::{ModelCallLimitConfig, ModelCallLimitMiddleware};
 pub use pricing::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};

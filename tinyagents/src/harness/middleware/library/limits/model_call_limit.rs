@@ -1,6 +1,6 @@
 //! [`ModelCallLimitMiddleware`]: caps model calls per run and per thread.
 
-use super::counts::{describe, instance_key, ExitBehavior, RunCounts, ThreadCounts};
+use super::counts::{describe, instance_key, ModelExitBehavior, RunCounts, ThreadCounts};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
@@ -27,8 +27,8 @@ pub struct ModelCallLimitConfig {
     #[config(range = 1..)]
     pub thread_limit: Option<u32>,
     /// At the limit: `end` stops the run with a final message naming it, `error` fails the run with `LimitExceeded`.
-    #[config(default = "end", one_of = ["end", "error"])]
-    pub exit_behavior: String,
+    #[config(default = "end")]
+    pub exit_behavior: ModelExitBehavior,
 }
 
 fn check_model_call_limit(c: &ModelCallLimitConfig) -> std::result::Result<(), ConfigViolation> {
@@ -46,7 +46,7 @@ impl From<ModelCallLimitConfig> for ModelCallLimitMiddleware {
         Self {
             run_limit: c.run_limit,
             thread_limit: c.thread_limit,
-            exit: ExitBehavior::parse(&c.exit_behavior),
+            exit: c.exit_behavior,
             key: instance_key(),
             threads: ThreadCounts::default(),
         }
@@ -81,7 +81,7 @@ impl From<ModelCallLimitConfig> for ModelCallLimitMiddleware {
 pub struct ModelCallLimitMiddleware {
     run_limit: Option<u32>,
     thread_limit: Option<u32>,
-    exit: ExitBehavior,
+    exit: ModelExitBehavior,
     key: u64,
     threads: ThreadCounts,
 }
@@ -92,7 +92,7 @@ impl ModelCallLimitMiddleware {
         Self::from(ModelCallLimitConfig {
             run_limit: Some(limit.max(1)),
             thread_limit: None,
-            exit_behavior: "end".into(),
+            exit_behavior: ModelExitBehavior::End,
         })
     }
 
@@ -110,7 +110,7 @@ impl ModelCallLimitMiddleware {
 
     /// The same middleware failing the run at the limit instead of ending it.
     pub fn error_at_limit(mut self) -> Self {
-        self.exit = ExitBehavior::Error;
+        self.exit = ModelExitBehavior::Error;
         self
     }
 
@@ -158,8 +158,8 @@ impl ModelCallLimitMiddleware {
                 describe(self.run_limit, self.thread_limit)
             );
             return match self.exit {
-                ExitBehavior::Error => Err(TinyAgentsError::limit("model_call_limit", message)),
-                _ => {
+                ModelExitBehavior::Error => Err(TinyAgentsError::limit("model_call_limit", message)),
+                ModelExitBehavior::End => {
                     ctx.request_control(MiddlewareControl::StopWithFinal(message));
                     Ok(())
                 }

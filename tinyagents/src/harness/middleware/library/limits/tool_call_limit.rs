@@ -28,8 +28,8 @@ pub struct ToolCallLimitConfig {
     #[config(range = 1..)]
     pub thread_limit: Option<u32>,
     /// At the limit: `continue` gives each blocked call an error result, `end` stops the run with a final message, `error` fails it.
-    #[config(default = "continue", one_of = ["continue", "end", "error"])]
-    pub exit_behavior: String,
+    #[config(default = "continue")]
+    pub exit_behavior: ExitBehavior,
 }
 
 fn check_tool_call_limit(c: &ToolCallLimitConfig) -> std::result::Result<(), ConfigViolation> {
@@ -53,7 +53,7 @@ impl From<ToolCallLimitConfig> for ToolCallLimitMiddleware {
             tool: c.tool_name,
             run_limit: c.run_limit,
             thread_limit: c.thread_limit,
-            exit: ExitBehavior::parse(&c.exit_behavior),
+            exit: c.exit_behavior,
             key: instance_key(),
             threads: ThreadCounts::default(),
         }
@@ -96,7 +96,7 @@ impl ToolCallLimitMiddleware {
             tool_name: tool.map(str::to_owned),
             run_limit: Some(limit.max(1)),
             thread_limit: None,
-            exit_behavior: "continue".into(),
+            exit_behavior: ExitBehavior::Continue,
         })
     }
 

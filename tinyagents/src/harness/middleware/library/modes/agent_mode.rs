@@ -25,35 +25,27 @@ pub const PLAN_REMINDER: &str =
 pub const REVIEW_REMINDER: &str =
     "<system-reminder>\nYou are in review mode. Provide feedback only; do not change anything.\n</system-reminder>";
 
-/// An agent mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AgentMode {
-    /// Every tool; no reminder.
-    Build,
-    /// Read-only tools; the plan reminder.
-    Plan,
-    /// Read-only tools; the review reminder.
-    Review,
+crate::config_enum! {
+    /// An agent mode (its name in a config file, a run tag or the steering value).
+    pub enum AgentMode {
+        /// Every tool; no reminder.
+        Build = "build",
+        /// Read-only tools; the plan reminder.
+        Plan = "plan",
+        /// Read-only tools; the review reminder.
+        Review = "review",
+    }
 }
 
 impl AgentMode {
-    /// The mode called `name` (`build`, `plan`, `review`).
+    /// The mode called `name` (`build`, `plan`, `review`), from a run tag or a steering value.
     pub fn parse(name: &str) -> Option<Self> {
-        Some(match name {
-            "build" => Self::Build,
-            "plan" => Self::Plan,
-            "review" => Self::Review,
-            _ => return None,
-        })
+        <Self as crate::config::ConfigEnum>::from_name(name)
     }
 
     /// The mode's name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Build => "build",
-            Self::Plan => "plan",
-            Self::Review => "review",
-        }
+    pub fn as_str(self) -> &'static str {
+        crate::config::ConfigEnum::name(self)
     }
 
     /// Whether the mode restricts the run to read-only tools.
@@ -69,14 +61,14 @@ impl AgentMode {
 /// use tinyagents::middleware::AgentModeConfig;
 ///
 /// let c: AgentModeConfig = from_toml_str("default = \"plan\"\nread_only_tools = [\"read_file\"]").unwrap();
-/// assert_eq!(c.default, "plan");
+/// assert_eq!(c.default, tinyagents::middleware::AgentMode::Plan);
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
 #[config(type = "agent_mode", builds = AgentModeMiddleware)]
 pub struct AgentModeConfig {
     /// The mode a run starts in (unless a `mode:…` run tag says otherwise).
-    #[config(default = "build", one_of = ["build", "plan", "review"])]
-    pub default: String,
+    #[config(default = "build")]
+    pub default: AgentMode,
     /// The system reminder in plan mode.
     #[config(default = PLAN_REMINDER.to_owned())]
     pub reminder: String,
@@ -91,7 +83,7 @@ pub struct AgentModeConfig {
 impl From<AgentModeConfig> for AgentModeMiddleware {
     fn from(c: AgentModeConfig) -> Self {
         Self {
-            default: AgentMode::parse(&c.default).unwrap_or(AgentMode::Review),
+            default: c.default,
             reminder: c.reminder,
             review_reminder: c.review_reminder,
             read_only: c.read_only_tools.into_iter().collect(),

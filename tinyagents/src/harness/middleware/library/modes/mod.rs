@@ -8,7 +8,7 @@ pub use agent_mode::{
     AgentMode, AgentModeConfig, AgentModeMiddleware, MODE_KEY, MODE_TAG, PLAN_REMINDER, REVIEW_REMINDER,
 };
 pub use dedup_check::{DedupCheckConfig, DedupCheckMiddleware, SimilarPlace};
-pub use parallel_edit_guard::{ParallelEditGuard, ParallelEditGuardConfig};
+pub use parallel_edit_guard::{EditGuardMode, ParallelEditGuardConfig, ParallelEditGuardMiddleware};
 
 use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
@@ -24,6 +24,6 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<AgentModeMiddleware>(),
-    doc_of::<ParallelEditGuard>(),
+    doc_of::<ParallelEditGuardMiddleware>(),
     doc_of::<DedupCheckMiddleware>(),
 ];

@@ -1,4 +1,4 @@
-//! [`ParallelEditGuard`]: reviews each prepared batch for several writes to
+//! [`ParallelEditGuardMiddleware`]: reviews each prepared batch for several writes to
 //! one file, steers the model toward one multi-edit call per file (warn) or
 //! refuses the later writes (deny).
 
@@ -16,30 +16,40 @@ use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::FileAccessMode;
 
-/// Options of [`ParallelEditGuard`] (`type = "parallel_edit_guard"`).
+crate::config_enum! {
+    /// What [`ParallelEditGuardMiddleware`] does with several writes to one file in one response (`mode = "…"`).
+    pub enum EditGuardMode {
+        /// Every call runs; the model is told once to use one multi-edit call per file.
+        Warn = "warn",
+        /// Only the first writing call per file runs; later ones get an error result naming the file.
+        Deny = "deny",
+    }
+}
+
+/// Options of [`ParallelEditGuardMiddleware`] (`type = "parallel_edit_guard"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::ParallelEditGuardConfig;
+/// use tinyagents::middleware::{EditGuardMode, ParallelEditGuardConfig};
 ///
 /// let c: ParallelEditGuardConfig = from_toml_str("mode = \"deny\"").unwrap();
-/// assert_eq!(c.mode, "deny");
+/// assert_eq!(c.mode, EditGuardMode::Deny);
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "parallel_edit_guard", builds = ParallelEditGuard)]
+#[config(type = "parallel_edit_guard", builds = ParallelEditGuardMiddleware)]
 pub struct ParallelEditGuardConfig {
     /// `warn`: every call runs and the model is told once; `deny`: only the first write per file runs.
-    #[config(default = "warn", one_of = ["warn", "deny"])]
-    pub mode: String,
+    #[config(default = "warn")]
+    pub mode: EditGuardMode,
     /// The tool the guidance recommends for several edits to one file.
     #[config(default = "multiedit".to_owned())]
     pub multiedit_tool: String,
 }
 
-impl From<ParallelEditGuardConfig> for ParallelEditGuard {
+impl From<ParallelEditGuardConfig> for ParallelEditGuardMiddleware {
     fn from(c: ParallelEditGuardConfig) -> Self {
         Self {
-            deny: c.mode == "deny",
+            deny: c.mode == EditGuardMode::Deny,
             multiedit: c.multiedit_tool,
         }
     }
@@ -74,7 +84,7 @@ fn file_key(path: &str) -> String {
     }
 }
 
-/// Several writes to one file in one model reply (seed 002 `ParallelEditGuard`).
+/// Several writes to one file in one model reply (seed 002 `ParallelEditGuardMiddleware`).
 ///
 /// Reviews each prepared batch through the declared file access of each
 /// call's effective arguments ([`Tool::file_access`](crate::harness::tool::Tool::file_access)),
@@ -89,24 +99,24 @@ fn file_key(path: &str) -> String {
 /// only changes what the model is told).
 ///
 /// ```
-/// use tinyagents::middleware::ParallelEditGuard;
+/// use tinyagents::middleware::ParallelEditGuardMiddleware;
 ///
-/// let guard = ParallelEditGuard::deny();
+/// let guard = ParallelEditGuardMiddleware::deny();
 /// # let _ = guard;
 /// ```
 #[derive(Debug, Clone)]
-pub struct ParallelEditGuard {
+pub struct ParallelEditGuardMiddleware {
     deny: bool,
     multiedit: String,
 }
 
-impl Default for ParallelEditGuard {
+impl Default for ParallelEditGuardMiddleware {
     fn default() -> Self {
         Self::warn()
     }
 }
 
-impl ParallelEditGuard {
+impl ParallelEditGuardMiddleware {
     /// Warn mode (the default): every call runs; the model is told once.
     pub fn warn() -> Self {
         Self {
@@ -145,7 +155,7 @@ impl ParallelEditGuard {
         retries = "The batch is reviewed once per reply, before any call runs; tool retries happen per call afterwards and are not counted again. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it counts the effective arguments their reviews set (a permission hook's updated input, a person's edit); a rewrite made later in `before_tool` is not seen by it, but the scheduler orders writes to one file by the arguments after `before_tool`."
     )
 )]
-impl ParallelEditGuard {
+impl ParallelEditGuardMiddleware {
     #[on_tool_batch]
     fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
         // the files each proceeding call writes, and file → the calls writing it, in model order

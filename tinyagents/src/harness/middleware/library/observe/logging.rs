@@ -53,6 +53,22 @@ impl HookCounts {
     }
 }
 
+crate::config_enum! {
+    /// The `tracing` level of [`LoggingMiddleware`]'s events (`level = "…"`).
+    pub enum LogLevel {
+        /// `TRACE`.
+        Trace = "trace",
+        /// `DEBUG`.
+        Debug = "debug",
+        /// `INFO`.
+        Info = "info",
+        /// `WARN`.
+        Warn = "warn",
+        /// `ERROR`.
+        Error = "error",
+    }
+}
+
 /// Options of [`LoggingMiddleware`] (`type = "logging"`).
 ///
 /// ```
@@ -68,8 +84,8 @@ impl HookCounts {
 #[config(type = "logging", builds = LoggingMiddleware)]
 pub struct LoggingConfig {
     /// The `tracing` level of the log events.
-    #[config(default = "info", one_of = ["trace", "debug", "info", "warn", "error"])]
-    pub level: String,
+    #[config(default = "info")]
+    pub level: LogLevel,
     /// Also log message text, tool arguments and tool results (off: only sizes and names).
     #[config(default = false)]
     pub include_content: bool,
@@ -77,12 +93,12 @@ pub struct LoggingConfig {
 
 impl From<LoggingConfig> for LoggingMiddleware {
     fn from(c: LoggingConfig) -> Self {
-        let level = match c.level.as_str() {
-            "trace" => tracing::Level::TRACE,
-            "debug" => tracing::Level::DEBUG,
-            "warn" => tracing::Level::WARN,
-            "error" => tracing::Level::ERROR,
-            _ => tracing::Level::INFO,
+        let level = match c.level {
+            LogLevel::Trace => tracing::Level::TRACE,
+            LogLevel::Debug => tracing::Level::DEBUG,
+            LogLevel::Info => tracing::Level::INFO,
+            LogLevel::Warn => tracing::Level::WARN,
+            LogLevel::Error => tracing::Level::ERROR,
         };
         Self::new().with_level(level).with_content(c.include_content)
     }

@@ -8,7 +8,7 @@ mod logging;
 mod tracing_spans;
 mod usage;
 
-pub use logging::{HookCounts, LoggingConfig, LoggingMiddleware};
+pub use logging::{HookCounts, LogLevel, LoggingConfig, LoggingMiddleware};
 pub use tracing_spans::{TracingConfig, TracingMiddleware};
 pub use usage::{RunUsage, UsageAccountingMiddleware, UsageTotals};
 

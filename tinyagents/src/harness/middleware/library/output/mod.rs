@@ -7,7 +7,7 @@ mod structured_output;
 pub use output_limit_recovery::{
     OutputLimitRecoveryConfig, OutputLimitRecoveryMiddleware, DEFAULT_CONTINUATION_INSTRUCTION,
 };
-pub use structured_output::{StructuredOutput, StructuredOutputConfig, STRUCTURED_OUTPUT_SEGMENT};
+pub use structured_output::{StructuredOutputConfig, StructuredOutputMiddleware, STRUCTURED_OUTPUT_SEGMENT};
 
 use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
@@ -21,5 +21,7 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 }
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] =
-    &[doc_of::<OutputLimitRecoveryMiddleware>(), doc_of::<StructuredOutput>()];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[
+    doc_of::<OutputLimitRecoveryMiddleware>(),
+    doc_of::<StructuredOutputMiddleware>(),
+];

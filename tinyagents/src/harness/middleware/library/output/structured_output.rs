@@ -1,4 +1,4 @@
-//! [`StructuredOutput`]: validates the final reply against a JSON Schema,
+//! [`StructuredOutputMiddleware`]: validates the final reply against a JSON Schema,
 //! asks again with the errors up to a bound, and puts the value in
 //! [`AgentRun::structured_output`].
 
@@ -19,7 +19,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 /// The id of the system prompt segment holding the schema.
 pub const STRUCTURED_OUTPUT_SEGMENT: &str = "structured_output";
 
-/// Options of [`StructuredOutput`] (`type = "structured_output"`).
+/// Options of [`StructuredOutputMiddleware`] (`type = "structured_output"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
@@ -31,7 +31,7 @@ pub const STRUCTURED_OUTPUT_SEGMENT: &str = "structured_output";
 /// assert!(err.to_string().contains("schema"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "structured_output", builds = StructuredOutput, validate = check_structured)]
+#[config(type = "structured_output", builds = StructuredOutputMiddleware, validate = check_structured)]
 pub struct StructuredOutputConfig {
     /// The JSON Schema the final reply must match, as JSON text (drafts 4 to 2020-12; remote `$ref`s are refused).
     pub schema: String,
@@ -173,27 +173,27 @@ struct Outcome {
 ///
 /// ```
 /// use serde_json::json;
-/// use tinyagents::middleware::StructuredOutput;
+/// use tinyagents::middleware::StructuredOutputMiddleware;
 /// use tinyagents::prelude::*;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
 /// let model = ScriptedModel::new([ScriptedTurn::text(r#"{"city": "Lyon"}"#)]);
-/// let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::new().with(StructuredOutput::new(schema)?)?);
+/// let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::new().with(StructuredOutputMiddleware::new(schema)?)?);
 /// let run = agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "Where?").await?;
 /// assert_eq!(run.structured_output, Some(json!({"city": "Lyon"})));
 /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
 /// ```
-pub struct StructuredOutput {
+pub struct StructuredOutputMiddleware {
     schema: Value,
     compiled: std::result::Result<Compiled, String>,
     max_retries: u32,
     instruct: bool,
 }
 
-impl std::fmt::Debug for StructuredOutput {
+impl std::fmt::Debug for StructuredOutputMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StructuredOutput")
+        f.debug_struct("StructuredOutputMiddleware")
             .field("schema", &self.schema)
             .field("max_retries", &self.max_retries)
             .field("instruct", &self.instruct)
@@ -201,7 +201,7 @@ impl std::fmt::Debug for StructuredOutput {
     }
 }
 
-impl StructuredOutput {
+impl StructuredOutputMiddleware {
     /// Validation against `schema`, 2 retries, the schema in the system
     /// prompt. An invalid schema is a `Config` error.
     pub fn new(schema: Value) -> Result<Self> {
@@ -242,7 +242,7 @@ impl StructuredOutput {
     }
 }
 
-impl From<StructuredOutputConfig> for StructuredOutput {
+impl From<StructuredOutputConfig> for StructuredOutputMiddleware {
     fn from(c: StructuredOutputConfig) -> Self {
         // `validate` checked the schema; a config built in code unchecked
         // fails every final reply clearly instead.
@@ -272,7 +272,7 @@ impl From<StructuredOutputConfig> for StructuredOutput {
         retries = "A wrap ordered outside output-limit recovery, retry, fallback and timeout (it declares `before` them): it validates the merged reply of a recovered turn, and each re-ask is retried or falls back on errors; a schema failure is not a model error, so retry middleware never sees it."
     )
 )]
-impl StructuredOutput {
+impl StructuredOutputMiddleware {
     #[before_model]
     fn instruct_model(&self, request: &mut ModelRequest) -> Result<()> {
         if !self.instruct || request.segment(STRUCTURED_OUTPUT_SEGMENT).is_some() {

@@ -27,18 +27,18 @@ pub struct ToolSelectionContext<'a> {
 
 type Predicate = dyn Fn(&ToolSchema, &ToolSelectionContext<'_>) -> bool + Send + Sync;
 
-/// Options of [`ContextualToolSelectionMiddleware`] built from lists (`type = "tool_selection"`).
+/// Options of [`ContextualToolSelectionMiddleware`] built from lists (`type = "contextual_tool_selection"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::ToolSelectionConfig;
+/// use tinyagents::middleware::ContextualToolSelectionConfig;
 ///
-/// let c: ToolSelectionConfig = from_toml_str("allow = [\"search\"]\ndeny = [\"shell\"]").unwrap();
+/// let c: ContextualToolSelectionConfig = from_toml_str("allow = [\"search\"]\ndeny = [\"shell\"]").unwrap();
 /// assert_eq!(c.allow.as_deref(), Some(&["search".to_owned()][..]));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "tool_selection", builds = ContextualToolSelectionMiddleware)]
-pub struct ToolSelectionConfig {
+#[config(type = "contextual_tool_selection", builds = ContextualToolSelectionMiddleware)]
+pub struct ContextualToolSelectionConfig {
     /// When set, only these tools are shown (an unknown tool is hidden).
     pub allow: Option<Vec<String>>,
     /// These tools are always hidden.
@@ -46,8 +46,8 @@ pub struct ToolSelectionConfig {
     pub deny: Vec<String>,
 }
 
-impl From<ToolSelectionConfig> for ContextualToolSelectionMiddleware {
-    fn from(c: ToolSelectionConfig) -> Self {
+impl From<ContextualToolSelectionConfig> for ContextualToolSelectionMiddleware {
+    fn from(c: ContextualToolSelectionConfig) -> Self {
         Self::from_lists(c.allow, c.deny)
     }
 }
@@ -63,7 +63,7 @@ impl From<ToolSelectionConfig> for ContextualToolSelectionMiddleware {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use tinyagents::harness::middleware::ContextualToolSelectionMiddleware;
+/// use tinyagents::middleware::ContextualToolSelectionMiddleware;
 /// use tinyagents::prelude::*;
 ///
 /// // Parent allows {a,b,c} and denies {c}; child tries to allow {b,c,d}.
@@ -157,7 +157,7 @@ impl ContextualToolSelectionMiddleware {
 #[middleware(
     builtin,
     name = "contextual_tool_selection",
-    config = ToolSelectionConfig,
+    config = ContextualToolSelectionConfig,
     doc(
         mutation = "Removes tools from `request.tools`; nothing else.",
         events = "`ToolsFiltered { by: \"contextual_tool_selection\", excluded, remaining }` whenever it hides at least one tool.",

@@ -550,14 +550,14 @@ struct HitlInner {
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::HitlConfig;
+/// use tinyagents::middleware::HumanInTheLoopConfig;
 ///
-/// let c: HitlConfig = from_toml_str("interrupt_on = { send_email = [\"approve\", \"reject\"] }").unwrap();
+/// let c: HumanInTheLoopConfig = from_toml_str("interrupt_on = { send_email = [\"approve\", \"reject\"] }").unwrap();
 /// assert_eq!(c.interrupt_on["send_email"].len(), 2);
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
 #[config(type = "human_in_the_loop", builds = HumanInTheLoopMiddleware, validate = check_hitl_config)]
-pub struct HitlConfig {
+pub struct HumanInTheLoopConfig {
     /// Gated tools and the decisions allowed for each (`approve`, `edit`, `reject`, `respond`).
     pub interrupt_on: BTreeMap<String, Vec<String>>,
     /// The text shown with each request (the tool name is appended).
@@ -565,7 +565,7 @@ pub struct HitlConfig {
     pub description: String,
 }
 
-fn check_hitl_config(c: &HitlConfig) -> std::result::Result<(), ConfigViolation> {
+fn check_hitl_config(c: &HumanInTheLoopConfig) -> std::result::Result<(), ConfigViolation> {
     for (tool, kinds) in &c.interrupt_on {
         if kinds.is_empty() {
             return Err(ConfigViolation::new(
@@ -586,8 +586,8 @@ fn check_hitl_config(c: &HitlConfig) -> std::result::Result<(), ConfigViolation>
     Ok(())
 }
 
-impl From<HitlConfig> for HumanInTheLoopMiddleware {
-    fn from(c: HitlConfig) -> Self {
+impl From<HumanInTheLoopConfig> for HumanInTheLoopMiddleware {
+    fn from(c: HumanInTheLoopConfig) -> Self {
         let mut m = Self::new().with_description(c.description);
         for (tool, kinds) in c.interrupt_on {
             let kinds: Vec<DecisionKind> = kinds.iter().filter_map(|k| DecisionKind::parse(k)).collect();
@@ -738,7 +738,7 @@ impl HumanInTheLoopMiddleware {
 #[middleware(
     builtin,
     name = "human_in_the_loop",
-    config = HitlConfig,
+    config = HumanInTheLoopConfig,
     doc(
         mutation = "Records its gated tools as a run restriction (every call to them in a sub-agent run needs a person's approval of that call). On resume: replaces the first model call with the paused reply, rewrites an edited call's arguments, gives rejected and answered calls their one result, and records each approved call (its digest) so `tool_policy`'s `approval_required` accepts it. Records `hitl_pending` and `hitl_interrupt` (the whole interrupt) when it pauses and `hitl_consumed` (used decision ids) when it applies decisions, with `update_state`; a durable graph run keeps them in its checkpoint.",
         events = "`StateUpdated { key: \"hitl_pending\" }`, `StateUpdated { key: \"hitl_interrupt\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses; `StateUpdated { key: \"hitl_consumed\" }` when it applies decisions.",

@@ -7,11 +7,13 @@ mod tool_allowlist;
 mod tool_lists;
 mod tool_policy;
 
-pub use contextual_tool_selection::{ContextualToolSelectionMiddleware, ToolSelectionConfig, ToolSelectionContext};
+pub use contextual_tool_selection::{
+    ContextualToolSelectionConfig, ContextualToolSelectionMiddleware, ToolSelectionContext,
+};
 pub use dynamic_tool_selection::{DynamicToolSelectionConfig, DynamicToolSelectionMiddleware, SELECTOR_PROMPT};
 pub use human_in_the_loop::{
-    ApprovalRequest, BoundDecision, ChildApproval, CompletedCall, Decision, DecisionKind, HitlConfig, HitlInterrupt,
-    HitlResume, HumanInTheLoopMiddleware, InterruptOn,
+    ApprovalRequest, BoundDecision, ChildApproval, CompletedCall, Decision, DecisionKind, HitlInterrupt, HitlResume,
+    HumanInTheLoopConfig, HumanInTheLoopMiddleware, InterruptOn,
 };
 pub(crate) use human_in_the_loop::{ConsumedDecisions, RoutedApprovals, CONSUMED_KEY, INTERRUPT_KEY};
 pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG, DENY_TAG};

@@ -115,7 +115,8 @@ impl From<ToolPolicyConfig> for ToolPolicyMiddleware {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use tinyagents::harness::middleware::{MiddlewareStack, ToolPolicyMiddleware};
+/// use tinyagents::harness::middleware::MiddlewareStack;
+/// use tinyagents::middleware::ToolPolicyMiddleware;
 /// use tinyagents::harness::tool::{SandboxMode, ToolPolicy, ToolRuntime};
 /// use tinyagents::harness::context::{RunConfig, RunContext};
 /// use tinyagents::harness::workspace::WorkspaceDescriptor;
@@ -160,7 +161,7 @@ impl ToolPolicyMiddleware {
                 policies: policies.into_iter().collect(),
                 ..PolicyRules::default()
             }),
-            enforce_result_bytes: false,
+            enforce_result_bytes: true,
         }
     }
 
@@ -219,6 +220,7 @@ impl ToolPolicyMiddleware {
 
     /// In `after_tool`, truncate a result larger than the tool's
     /// `max_result_bytes` and flag it (its `error` names `max_result_bytes`).
+    /// On by default (as in the config); `false` lets oversized results through whole.
     pub fn enforce_result_bytes(mut self, on: bool) -> Self {
         self.enforce_result_bytes = on;
         self

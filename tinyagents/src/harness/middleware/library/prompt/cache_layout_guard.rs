@@ -1,4 +1,4 @@
-//! [`PromptCacheLayoutGuard`]: records a [`CacheLayoutEvent`] whenever the
+//! [`PromptCacheGuardMiddleware`]: records a [`CacheLayoutEvent`] whenever the
 //! cacheable prompt prefix changes between the model calls of a run, naming
 //! the middleware that changed it.
 
@@ -13,29 +13,39 @@ use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::ModelRequest;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`PromptCacheLayoutGuard`] (`type = "prompt_cache_layout"`).
+crate::config_enum! {
+    /// What [`PromptCacheGuardMiddleware`] does when the stable prefix changes (`on_change = "…"`).
+    pub enum OnPrefixChange {
+        /// Emit `CacheLayoutChanged` and go on.
+        Record = "record",
+        /// Also fail the call with a `Validation` error naming who changed the prefix.
+        Error = "error",
+    }
+}
+
+/// Options of [`PromptCacheGuardMiddleware`] (`type = "prompt_cache_layout_guard"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::PromptCacheLayoutConfig;
+/// use tinyagents::middleware::{OnPrefixChange, PromptCacheGuardConfig};
 ///
-/// let c: PromptCacheLayoutConfig = from_toml_str("on_change = \"error\"").unwrap();
-/// assert_eq!(c.on_change, "error");
-/// assert!(from_toml_str::<PromptCacheLayoutConfig>("on_change = \"ignore\"").is_err());
+/// let c: PromptCacheGuardConfig = from_toml_str("on_change = \"error\"").unwrap();
+/// assert_eq!(c.on_change, OnPrefixChange::Error);
+/// assert!(from_toml_str::<PromptCacheGuardConfig>("on_change = \"ignore\"").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "prompt_cache_layout", builds = PromptCacheLayoutGuard)]
-pub struct PromptCacheLayoutConfig {
+#[config(type = "prompt_cache_layout_guard", builds = PromptCacheGuardMiddleware)]
+pub struct PromptCacheGuardConfig {
     /// `record` (emit the event and go on) or `error` (also fail the call with a
     /// `Validation` error naming who changed the prefix).
-    #[config(default = "record", one_of = ["record", "error"])]
-    pub on_change: String,
+    #[config(default = "record")]
+    pub on_change: OnPrefixChange,
 }
 
-impl From<PromptCacheLayoutConfig> for PromptCacheLayoutGuard {
-    fn from(c: PromptCacheLayoutConfig) -> Self {
+impl From<PromptCacheGuardConfig> for PromptCacheGuardMiddleware {
+    fn from(c: PromptCacheGuardConfig) -> Self {
         Self {
-            fail_on_change: c.on_change == "error",
+            fail_on_change: c.on_change == OnPrefixChange::Error,
         }
     }
 }
@@ -77,18 +87,18 @@ impl CacheLayoutLog {
 /// Middleware that edits only the volatile tail never appears.
 ///
 /// ```
-/// use tinyagents::middleware::PromptCacheLayoutGuard;
+/// use tinyagents::middleware::PromptCacheGuardMiddleware;
 /// use tinyagents::prelude::*;
 ///
-/// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(PromptCacheLayoutGuard::new()).unwrap();
+/// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(PromptCacheGuardMiddleware::new()).unwrap();
 /// assert!(stack.names().contains(&"prompt_cache_layout_guard"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PromptCacheLayoutGuard {
+pub struct PromptCacheGuardMiddleware {
     fail_on_change: bool,
 }
 
-impl PromptCacheLayoutGuard {
+impl PromptCacheGuardMiddleware {
     /// A guard that records changes.
     pub fn new() -> Self {
         Self::default()
@@ -149,7 +159,7 @@ fn blame(
 #[middleware(
     builtin,
     name = "prompt_cache_layout_guard",
-    config = PromptCacheLayoutConfig,
+    config = PromptCacheGuardConfig,
     doc(
         mutation = "None: it only reads the request. It turns on per-run layout tracking (a run local), which makes the stack fingerprint the stable prefix around each `before_model` hook of that run.",
         events = "`CacheLayoutChanged { event: CacheLayoutEvent { step, before, after, changed_by, changed_parts } }` on each call whose stable-prefix fingerprint differs from the previous call's; events are also kept in the run's `CacheLayoutLog`.",
@@ -159,7 +169,7 @@ fn blame(
         retries = "Checks once per turn, outside the model onion: retries and fallbacks of one turn send the same prefix and are not compared with each other."
     )
 )]
-impl PromptCacheLayoutGuard {
+impl PromptCacheGuardMiddleware {
     #[before_agent]
     fn track<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         ctx.local::<CacheLayoutTracking>();

@@ -1,4 +1,4 @@
-//! [`DynamicPrompt`]: renders a template from the run context and the run's
+//! [`DynamicPromptMiddleware`]: renders a template from the run context and the run's
 //! explicit state into a system prompt segment before each model call.
 
 use serde_json::Value;
@@ -9,7 +9,7 @@ use crate::harness::error::Result;
 use crate::harness::model::{ModelRequest, PromptSegment, SegmentStability};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`DynamicPrompt`] (`type = "dynamic_prompt"`).
+/// Options of [`DynamicPromptMiddleware`] (`type = "dynamic_prompt"`).
 ///
 /// The template's placeholders: `{run_id}`, `{parent_run_id}`, `{depth}`,
 /// `{tags}` (comma-separated), `{model}` (the requested model), `{step}`,
@@ -27,7 +27,7 @@ use tinyagents_macros::{middleware, MiddlewareConfig};
 /// assert!(err.to_string().contains("unknown placeholder `{name}`"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "dynamic_prompt", builds = DynamicPrompt, validate = check_template)]
+#[config(type = "dynamic_prompt", builds = DynamicPromptMiddleware, validate = check_template)]
 pub struct DynamicPromptConfig {
     /// The template rendered before each model call.
     pub template: String,
@@ -137,11 +137,11 @@ fn parse(template: &str) -> std::result::Result<Vec<Piece>, String> {
 /// fn instead (the DSL's sugar for the same thing).
 ///
 /// ```
-/// use tinyagents::middleware::DynamicPrompt;
+/// use tinyagents::middleware::DynamicPromptMiddleware;
 /// use tinyagents::prelude::*;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let prompt = DynamicPrompt::new("Run {run_id}, step {step}.")?;
+/// let prompt = DynamicPromptMiddleware::new("Run {run_id}, step {step}.")?;
 /// let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
 /// stack.add(prompt)?;
 /// let mut ctx: RunContext = RunContext::new(RunConfig::new("r-7"), ());
@@ -151,13 +151,13 @@ fn parse(template: &str) -> std::result::Result<Vec<Piece>, String> {
 /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DynamicPrompt {
+pub struct DynamicPromptMiddleware {
     pieces: Vec<Piece>,
     segment: String,
     stable: bool,
 }
 
-impl DynamicPrompt {
+impl DynamicPromptMiddleware {
     /// A dynamic prompt writing the volatile segment `dynamic_prompt`; an
     /// invalid template is a `Config` error naming the rule.
     pub fn new(template: &str) -> Result<Self> {
@@ -213,7 +213,7 @@ impl DynamicPrompt {
     }
 }
 
-impl From<DynamicPromptConfig> for DynamicPrompt {
+impl From<DynamicPromptConfig> for DynamicPromptMiddleware {
     fn from(c: DynamicPromptConfig) -> Self {
         Self {
             // `validate` already parsed it.
@@ -238,7 +238,7 @@ impl From<DynamicPromptConfig> for DynamicPrompt {
         retries = "Runs once per turn in `before_model`, outside the model onion: retries and fallbacks send the same rendered text."
     )
 )]
-impl DynamicPrompt {
+impl DynamicPromptMiddleware {
     #[before_model]
     fn apply<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let text = self.render(ctx);

@@ -4,8 +4,8 @@
 mod cache_layout_guard;
 mod dynamic_prompt;
 
-pub use cache_layout_guard::{CacheLayoutLog, PromptCacheLayoutConfig, PromptCacheLayoutGuard};
-pub use dynamic_prompt::{DynamicPrompt, DynamicPromptConfig};
+pub use cache_layout_guard::{CacheLayoutLog, OnPrefixChange, PromptCacheGuardConfig, PromptCacheGuardMiddleware};
+pub use dynamic_prompt::{DynamicPromptConfig, DynamicPromptMiddleware};
 
 use crate::docs::MiddlewareMetadata;
 use crate::harness::middleware::MiddlewareDoc;
@@ -19,4 +19,7 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
 }
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<DynamicPrompt>(), doc_of::<PromptCacheLayoutGuard>()];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[
+    doc_of::<DynamicPromptMiddleware>(),
+    doc_of::<PromptCacheGuardMiddleware>(),
+];

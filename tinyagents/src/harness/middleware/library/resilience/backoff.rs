@@ -49,7 +49,7 @@ pub(super) fn retry_parts(
     max_delay_ms: u64,
     jitter: f64,
     retry_on: &[String],
-    on_failure: &str,
+    on_failure: OnFailure,
 ) -> (Backoff, ErrorClassifier, OnFailure) {
     let backoff = Backoff {
         initial: Duration::from_millis(initial_delay_ms),
@@ -62,22 +62,18 @@ pub(super) fn retry_parts(
     } else {
         kinds_classifier(parse_kinds(retry_on))
     };
-    let on_failure = if on_failure == "continue" {
-        OnFailure::Continue
-    } else {
-        OnFailure::Error
-    };
     (backoff, classifier, on_failure)
 }
 
-/// What a retry middleware does when the last attempt failed with an error it retries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnFailure {
-    /// Return the last error (the run decides what it means).
-    Error,
-    /// Carry on with a message naming the failure: the model call resolves to
-    /// an assistant message, the tool call to an error result the model sees.
-    Continue,
+crate::config_enum! {
+    /// What a retry middleware does when the last attempt failed with an error it retries.
+    pub enum OnFailure {
+        /// Return the last error (the run decides what it means).
+        Error = "error",
+        /// Carry on with a message naming the failure: the model call resolves to
+        /// an assistant message, the tool call to an error result the model sees.
+        Continue = "continue",
+    }
 }
 
 /// Exponential backoff with jitter and a cap.
@@ -109,6 +105,38 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// The same backoff within the bounds the retry configs enforce: `factor`
+    /// in 1.0..=100.0 (NaN: 1.0), `jitter` in 0.0..=1.0 (NaN: 0.0), and `max`
+    /// at least `initial`. The retry built-ins' builders apply it, so a value
+    /// given in code cannot do what the config refuses.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::Backoff;
+    ///
+    /// let b = Backoff { initial: Duration::from_secs(2), factor: f64::NAN, max: Duration::from_secs(1), jitter: 7.0 };
+    /// let b = b.bounded();
+    /// assert_eq!((b.factor, b.jitter, b.max), (1.0, 1.0, Duration::from_secs(2)));
+    /// ```
+    pub fn bounded(self) -> Self {
+        let factor = if self.factor.is_nan() {
+            1.0
+        } else {
+            self.factor.clamp(1.0, 100.0)
+        };
+        let jitter = if self.jitter.is_nan() {
+            0.0
+        } else {
+            self.jitter.clamp(0.0, 1.0)
+        };
+        Self {
+            initial: self.initial,
+            factor,
+            max: self.max.max(self.initial),
+            jitter,
+        }
+    }
+
     /// The delay before the attempt after failed attempt `attempt`.
     pub fn delay(&self, attempt: u32, hint: Option<Duration>) -> Duration {
         let exp = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);

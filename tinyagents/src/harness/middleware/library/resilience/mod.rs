@@ -20,7 +20,8 @@ pub use backoff::{Backoff, ErrorClassifier, OnFailure};
 pub use model_fallback::ModelFallbackMiddleware;
 pub use model_retry::{ModelRetryConfig, ModelRetryMiddleware};
 pub use rate_limiter::{
-    BucketSpec, InMemoryRateLimitStore, RateKey, RateLimitStore, RateLimiterConfig, RateLimiterMiddleware,
+    BucketSpec, InMemoryRateLimitStore, RateKey, RateLimitMode, RateLimitStore, RateLimiterConfig,
+    RateLimiterMiddleware,
 };
 pub use timeout::{TimeoutConfig, TimeoutMiddleware};
 pub use tool_retry::{ToolRetryConfig, ToolRetryMiddleware};

@@ -44,8 +44,8 @@ pub struct ModelRetryConfig {
     #[config(default = Vec::new())]
     pub retry_on: Vec<String>,
     /// After the last failed attempt: `error` returns the error, `continue` answers with an assistant message naming it.
-    #[config(default = "error", one_of = ["error", "continue"])]
-    pub on_failure: String,
+    #[config(default = "error")]
+    pub on_failure: OnFailure,
 }
 
 fn check_model_retry(c: &ModelRetryConfig) -> std::result::Result<(), ConfigViolation> {
@@ -60,7 +60,7 @@ impl From<ModelRetryConfig> for ModelRetryMiddleware {
             c.max_delay_ms,
             c.jitter,
             &c.retry_on,
-            &c.on_failure,
+            c.on_failure,
         );
         Self {
             max_attempts: c.max_attempts,
@@ -134,6 +134,50 @@ impl ModelRetryMiddleware {
     /// and cancellations are still never retried).
     pub fn retry_on(mut self, classify: impl Fn(&TinyAgentsError) -> bool + Send + Sync + 'static) -> Self {
         self.retry_on = std::sync::Arc::new(classify);
+        self
+    }
+
+    /// The same middleware making at most `attempts` attempts (clamped to
+    /// 1..=100, the config's `max_attempts` range).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.clamp(1, 100);
+        self
+    }
+
+    /// The same middleware waiting by `backoff` between attempts (kept within
+    /// the config's bounds by [`Backoff::bounded`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::{Backoff, ModelRetryMiddleware};
+    ///
+    /// let backoff = Backoff { initial: Duration::from_millis(50), factor: 3.0, max: Duration::from_secs(2), jitter: 0.0 };
+    /// let retry = ModelRetryMiddleware::new().with_max_attempts(5).with_backoff(backoff);
+    /// assert_eq!((retry.max_attempts(), retry.backoff()), (5, backoff));
+    /// ```
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff.bounded();
+        self
+    }
+
+    /// The same middleware waiting `initial` after the first failed attempt,
+    /// growing by the backoff factor up to `max` (raised to `initial` when below it).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::ModelRetryMiddleware;
+    ///
+    /// let retry = ModelRetryMiddleware::new().with_delays(Duration::from_millis(10), Duration::from_millis(80));
+    /// assert_eq!(retry.backoff().initial, Duration::from_millis(10));
+    /// assert_eq!(retry.backoff().max, Duration::from_millis(80));
+    /// ```
+    pub fn with_delays(mut self, initial: std::time::Duration, max: std::time::Duration) -> Self {
+        self.backoff = Backoff {
+            initial,
+            max,
+            ..self.backoff
+        }
+        .bounded();
         self
     }
 

@@ -139,23 +139,19 @@ pub struct RateLimiterConfig {
     #[config(default = 1, range = 1..=1000000)]
     pub burst: u32,
     /// What shares a bucket: `global` (every model and tool call), `model` (model calls, one bucket per model), `tool` (tool calls, one bucket per tool).
-    #[config(default = "global", one_of = ["global", "model", "tool"])]
-    pub key: String,
+    #[config(default = "global")]
+    pub key: RateKey,
     /// `wait` for a token, or `reject` the call with a `RateLimited` error when none is free.
-    #[config(default = "wait", one_of = ["wait", "reject"])]
-    pub mode: String,
+    #[config(default = "wait")]
+    pub mode: RateLimitMode,
     /// In `wait` mode, the longest wait before the call is refused instead, in milliseconds (unset: no limit).
     pub max_wait_ms: Option<u64>,
 }
 
 impl From<RateLimiterConfig> for RateLimiterMiddleware {
     fn from(c: RateLimiterConfig) -> Self {
-        let key = match c.key.as_str() {
-            "model" => RateKey::PerModel,
-            "tool" => RateKey::PerTool,
-            _ => RateKey::Global,
-        };
-        let max_wait = if c.mode == "reject" {
+        let key = c.key;
+        let max_wait = if c.mode == RateLimitMode::Reject {
             Some(Duration::ZERO)
         } else {
             c.max_wait_ms.map(Duration::from_millis)
@@ -172,15 +168,26 @@ impl From<RateLimiterConfig> for RateLimiterMiddleware {
     }
 }
 
-/// What shares a bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RateKey {
-    /// One bucket for every model and tool call.
-    Global,
-    /// Model calls only, one bucket per model (`model:NAME`).
-    PerModel,
-    /// Tool calls only, one bucket per tool (`tool:NAME`).
-    PerTool,
+crate::config_enum! {
+    /// What shares a bucket (`key = "…"`).
+    pub enum RateKey {
+        /// One bucket for every model and tool call.
+        Global = "global",
+        /// Model calls only, one bucket per model (`model:NAME`).
+        PerModel = "model",
+        /// Tool calls only, one bucket per tool (`tool:NAME`).
+        PerTool = "tool",
+    }
+}
+
+crate::config_enum! {
+    /// What [`RateLimiterMiddleware`] does when no token is free (`mode = "…"`).
+    pub enum RateLimitMode {
+        /// Wait for the reserved slot (up to `max_wait_ms`, when set).
+        Wait = "wait",
+        /// Refuse the call with a `RateLimited` error.
+        Reject = "reject",
+    }
 }
 
 /// Admits model and/or tool calls through a token bucket shared by every run

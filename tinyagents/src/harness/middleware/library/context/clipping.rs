@@ -1,4 +1,4 @@
-//! [`ContextCompression`]: when a trigger fires, older long messages in the
+//! [`ContextClippingMiddleware`]: when a trigger fires, older long messages in the
 //! model-visible context are clipped to a head/tail excerpt, message by
 //! message, keeping the conversation's structure.
 
@@ -18,20 +18,20 @@ use crate::harness::provenance::{self, CompressionProvenance};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`ContextCompression`] (`type = "context_compression"`). At
+/// Options of [`ContextClippingMiddleware`] (`type = "context_clipping"`). At
 /// least one trigger is required; `trigger_fraction` needs `context_window`.
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::ContextCompressionConfig;
+/// use tinyagents::middleware::ContextClippingConfig;
 ///
-/// let c: ContextCompressionConfig = from_toml_str("trigger_tokens = 50000\nmax_message_tokens = 200").unwrap();
+/// let c: ContextClippingConfig = from_toml_str("trigger_tokens = 50000\nmax_message_tokens = 200").unwrap();
 /// assert_eq!(c.keep_messages, 10);
-/// assert!(from_toml_str::<ContextCompressionConfig>("keep_messages = 3").is_err());
+/// assert!(from_toml_str::<ContextClippingConfig>("keep_messages = 3").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "context_compression", builds = ContextCompression, validate = check_compression)]
-pub struct ContextCompressionConfig {
+#[config(type = "context_clipping", builds = ContextClippingMiddleware, validate = check_compression)]
+pub struct ContextClippingConfig {
     /// Compress when the conversation has more messages than this.
     #[config(range = 1..)]
     pub trigger_messages: Option<u32>,
@@ -52,7 +52,7 @@ pub struct ContextCompressionConfig {
     pub max_message_tokens: u64,
 }
 
-fn check_compression(c: &ContextCompressionConfig) -> std::result::Result<(), ConfigViolation> {
+fn check_compression(c: &ContextClippingConfig) -> std::result::Result<(), ConfigViolation> {
     if c.trigger_messages.is_none() && c.trigger_tokens.is_none() && c.trigger_fraction.is_none() {
         return Err(ConfigViolation::new(
             "trigger_messages",
@@ -68,8 +68,8 @@ fn check_compression(c: &ContextCompressionConfig) -> std::result::Result<(), Co
     Ok(())
 }
 
-impl From<ContextCompressionConfig> for ContextCompression {
-    fn from(c: ContextCompressionConfig) -> Self {
+impl From<ContextClippingConfig> for ContextClippingMiddleware {
+    fn from(c: ContextClippingConfig) -> Self {
         let trigger = SummaryTrigger {
             messages: c.trigger_messages.map(|n| n as usize),
             tokens: c.trigger_tokens,
@@ -93,26 +93,26 @@ struct Recorded(Mutex<HashSet<MessageId>>);
 /// the model still sees the whole shape of the conversation; the request is a
 /// copy, the stored history keeps every original. Provenance per message.
 ///
-/// Where [`Summarization`](super::Summarization) replaces the older
+/// Where [`SummarizationMiddleware`](super::SummarizationMiddleware) replaces the older
 /// conversation with one summary, this keeps every turn and shortens the long ones.
 ///
 /// ```
-/// use tinyagents::middleware::{ContextCompression, SummaryTrigger};
+/// use tinyagents::middleware::{ContextClippingMiddleware, SummaryTrigger};
 /// use tinyagents::prelude::*;
 ///
-/// let compress = ContextCompression::new(SummaryTrigger::tokens(60_000)).max_message_tokens(200);
+/// let compress = ContextClippingMiddleware::new(SummaryTrigger::tokens(60_000)).max_message_tokens(200);
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(compress).unwrap();
 /// ```
-pub struct ContextCompression {
+pub struct ContextClippingMiddleware {
     trigger: SummaryTrigger,
     keep_messages: usize,
     max_message_tokens: u64,
     counter: Arc<dyn TokenCounter>,
 }
 
-impl std::fmt::Debug for ContextCompression {
+impl std::fmt::Debug for ContextClippingMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextCompression")
+        f.debug_struct("ContextClippingMiddleware")
             .field("trigger", &self.trigger)
             .field("keep_messages", &self.keep_messages)
             .field("max_message_tokens", &self.max_message_tokens)
@@ -120,9 +120,9 @@ impl std::fmt::Debug for ContextCompression {
     }
 }
 
-impl ContextCompression {
+impl ContextClippingMiddleware {
     /// The provenance policy version.
-    pub const POLICY: &'static str = "context_compression/head_tail/1";
+    pub const POLICY: &'static str = "context_clipping/head_tail/1";
 
     /// Compression on `trigger`, keeping 10 messages, clipping to 300 tokens.
     pub fn new(trigger: SummaryTrigger) -> Self {
@@ -171,8 +171,8 @@ impl ContextCompression {
 /// Clips older long messages to a head/tail excerpt when a message, token or fraction trigger fires.
 #[middleware(
     builtin,
-    name = "context_compression",
-    config = ContextCompressionConfig,
+    name = "context_clipping",
+    config = ContextClippingConfig,
     doc(
         mutation = "Replaces the text of older non-system messages above `max_message_tokens` in `request.messages` (a copy; stored history keeps them) with a head/tail excerpt and a marker; ids, roles, tool calls and tool-call/result pairs are kept. `after_agent` attaches provenance to `AgentRun::compressions`.",
         events = "`Compressed` with provenance (message id, its tool call ids, tokens before and after, prefix fingerprints) the first time each message is compressed in a run.",
@@ -182,7 +182,7 @@ impl ContextCompression {
         retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the compressed request."
     )
 )]
-impl ContextCompression {
+impl ContextClippingMiddleware {
     #[before_model]
     fn compress<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         if !self.trigger.fires(request, &*self.counter) {
@@ -231,7 +231,7 @@ impl ContextCompression {
             if !recorded.0.lock().expect("recorded lock").insert(id.clone()) {
                 continue;
             }
-            let mut p = CompressionProvenance::new("context_compression", Self::POLICY).with_prefix(before, after);
+            let mut p = CompressionProvenance::new("context_clipping", Self::POLICY).with_prefix(before, after);
             p.source_message_ids.push(id);
             p.source_artifact_ids = artifacts;
             p.original_tokens = original;
