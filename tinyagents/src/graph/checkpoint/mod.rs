@@ -18,6 +18,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use file::{FileCheckpointer, CHECKPOINT_FORMAT_VERSION};
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) use file::{decode_json, hex};
 pub use memory::MemoryCheckpointer;
 
 use super::state::{GraphState, Update};

@@ -14,6 +14,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::ToolCall;
+use crate::store::SharedBudget;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 /// Options of [`LimitsMiddleware`] (`type = "limits"`), as in seed 002.
@@ -82,6 +83,7 @@ impl From<LimitsConfig> for LimitsMiddleware {
             journal: None,
             lifetime: Arc::default(),
             thread_steps: ThreadCounts::default(),
+            shared: None,
         }
     }
 }
@@ -168,6 +170,8 @@ pub struct LimitsMiddleware {
     lifetime: Arc<Mutex<f64>>,
     /// Tool calls per conversation thread, across its runs (`max_steps` is per session).
     thread_steps: ThreadCounts,
+    /// A budget shared with other processes, checked on top of `cap`.
+    shared: Option<SharedBudget>,
 }
 
 impl std::fmt::Debug for LimitsMiddleware {
@@ -223,6 +227,18 @@ impl LimitsMiddleware {
     /// The same middleware with a model-turn cap per cycle.
     pub fn max_turns(mut self, turns: u32) -> Self {
         self.max_turns = Some(turns.max(1));
+        self
+    }
+
+    /// The same middleware also spending against `budget`, a cap shared by
+    /// every process using the same ledger and key (Redis, PostgreSQL,
+    /// SQLite: see [`SharedBudget`] for the overshoot bound). Each paid
+    /// attempt reserves on it before it is sent and settles its real cost
+    /// after; at the shared cap the attempt is not sent and the run fails
+    /// with `LimitExceeded { limit: "max_price_usd" }`; a store that cannot
+    /// answer fails the attempt (nothing is sent unchecked).
+    pub fn shared_budget(mut self, budget: SharedBudget) -> Self {
+        self.shared = Some(budget);
         self
     }
 
@@ -349,7 +365,21 @@ impl LimitsMiddleware {
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
         let budget = PriceBudget::of(ctx);
-        let ticket = budget.dispatch(ctx, one_hour_writes(&request))?;
+        // The shared budget first (it holds a reservation), then this cycle's;
+        // a local refusal releases the shared hold.
+        let hold = match &self.shared {
+            Some(shared) => Some(shared.reserve(ctx).await?),
+            None => None,
+        };
+        let ticket = match budget.dispatch(ctx, one_hour_writes(&request)) {
+            Ok(ticket) => ticket,
+            Err(e) => {
+                if let (Some(shared), Some(hold)) = (&self.shared, hold) {
+                    shared.settle(hold, Some(0.0)).await?;
+                }
+                return Err(e);
+            }
+        };
         if let Some(fee) = unvalued_fee(&request) {
             budget.mark_incomplete(
                 ctx,
@@ -377,16 +407,27 @@ impl LimitsMiddleware {
                     );
                 }
                 let failed = FailedAttemptUsage::take(ctx);
-                ticket.settle(ctx, &model, response.usage + failed)?;
+                let usd = ticket.settle_usd(ctx, &model, response.usage + failed);
+                if let (Some(shared), Some(hold)) = (&self.shared, hold) {
+                    // A charge the local journal could not record is charged its reservation.
+                    shared.settle(hold, usd.as_ref().ok().copied()).await?;
+                }
+                usd?;
                 Ok(outcome)
             }
             Err(e) => {
                 let failed = FailedAttemptUsage::take(ctx);
-                if failed.is_zero() {
+                let usd = if failed.is_zero() {
                     ticket.settle_unknown(ctx, &e);
+                    Ok(None)
                 } else {
-                    ticket.settle_failed(ctx, &target, failed, &e)?;
+                    ticket.settle_failed_usd(ctx, &target, failed, &e).map(Some)
+                };
+                if let (Some(shared), Some(hold)) = (&self.shared, hold) {
+                    // An unknown cost is charged its reservation.
+                    shared.settle(hold, usd.as_ref().ok().copied().flatten()).await?;
                 }
+                usd?;
                 Err(e)
             }
         }
