@@ -38,10 +38,10 @@ pub mod graph;
 pub mod harness;
 pub mod hooks;
 pub mod prelude;
-pub mod store;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub mod sandbox;
+pub mod store;
 pub mod testing;
 
 #[doc(hidden)]

@@ -125,7 +125,9 @@ pub struct PostgresStore {
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresStore").field("url", &self.url).finish_non_exhaustive()
+        f.debug_struct("PostgresStore")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -160,9 +162,7 @@ impl PostgresStore {
         let failed = |what: &str, e: tokio_postgres::Error| {
             TinyAgentsError::config(format!("store `{shown}` (PostgreSQL): {what} failed: {e}"))
         };
-        let setup = format!(
-            "BEGIN; SELECT pg_advisory_xact_lock(7305402871183511600); {SCHEMA} {FUNCTIONS} COMMIT;"
-        );
+        let setup = format!("BEGIN; SELECT pg_advisory_xact_lock(7305402871183511600); {SCHEMA} {FUNCTIONS} COMMIT;");
         bounded(&shown, client.batch_execute(&setup))
             .await?
             .map_err(|e| failed("creating the tables", e))?;
@@ -170,9 +170,9 @@ impl PostgresStore {
             let client = &client;
             let shown = &shown;
             async move {
-                bounded(shown, client.prepare(q))
-                    .await?
-                    .map_err(|e| TinyAgentsError::config(format!("store `{shown}` (PostgreSQL): preparing failed: {e}")))
+                bounded(shown, client.prepare(q)).await?.map_err(|e| {
+                    TinyAgentsError::config(format!("store `{shown}` (PostgreSQL): preparing failed: {e}"))
+                })
             }
         };
         Ok(Self {
@@ -180,7 +180,8 @@ impl PostgresStore {
             latest: prepare(LATEST).await?,
             history: prepare(HISTORY).await?,
             prune: prepare(PRUNE).await?,
-            reserve: prepare("SELECT o_admitted, o_spent, o_held FROM tinyagents_ledger_reserve($1, $2, $3, $4)").await?,
+            reserve: prepare("SELECT o_admitted, o_spent, o_held FROM tinyagents_ledger_reserve($1, $2, $3, $4)")
+                .await?,
             settle: prepare("SELECT o_spent, o_held FROM tinyagents_ledger_settle($1, $2, $3, $4)").await?,
             totals: prepare(TOTALS).await?,
             client,
@@ -222,9 +223,9 @@ impl PostgresStore {
 
 /// `fut`, failing after [`TIMEOUT`].
 async fn bounded<T>(url: &str, fut: impl Future<Output = T>) -> Result<T> {
-    tokio::time::timeout(TIMEOUT, fut).await.map_err(|_| {
-        TinyAgentsError::timeout(format!("a request to the PostgreSQL store `{url}`"), TIMEOUT)
-    })
+    tokio::time::timeout(TIMEOUT, fut)
+        .await
+        .map_err(|_| TinyAgentsError::timeout(format!("a request to the PostgreSQL store `{url}`"), TIMEOUT))
 }
 
 fn count(url: &str, key: &str, name: &str, n: i64) -> Result<u64> {
@@ -259,9 +260,11 @@ impl Checkpointer for PostgresStore {
             .map_err(|e| self.failed("reading a checkpoint", e))?;
         let Some(row) = row else { return Ok(None) };
         let seq: i64 = row.get(0);
-        let (Some(version), Some(body), Some(digest)) =
-            (row.get::<_, Option<i64>>(1), row.get::<_, Option<String>>(2), row.get::<_, Option<String>>(3))
-        else {
+        let (Some(version), Some(body), Some(digest)) = (
+            row.get::<_, Option<i64>>(1),
+            row.get::<_, Option<String>>(2),
+            row.get::<_, Option<String>>(3),
+        ) else {
             return Err(TinyAgentsError::config(format!(
                 "checkpoint store `{}`: thread {:?} was last written at checkpoint {seq}, and that row is missing; \
                  no older checkpoint is used in its place (a resume from an older one would run finished steps \
@@ -279,9 +282,12 @@ impl LedgerStore for PostgresStore {
     async fn reserve(&self, key: &str, cap: u64, amount: u64, ttl: Duration) -> Result<Reservation> {
         check_units(key, &[("cap", cap), ("amount", amount)])?;
         let (cap, amount, ttl) = (cap as i64, amount as i64, sql::ttl_ms(ttl));
-        let row = bounded(&self.url, self.client.query_one(&self.reserve, &[&key, &cap, &amount, &ttl]))
-            .await?
-            .map_err(|e| self.failed("a ledger reservation", e))?;
+        let row = bounded(
+            &self.url,
+            self.client.query_one(&self.reserve, &[&key, &cap, &amount, &ttl]),
+        )
+        .await?
+        .map_err(|e| self.failed("a ledger reservation", e))?;
         let totals = LedgerTotals {
             spent: count(&self.url, key, "spent", row.get(1))?,
             held: count(&self.url, key, "held", row.get(2))?,

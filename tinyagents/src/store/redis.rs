@@ -51,7 +51,7 @@ return {1, spent, held}
 /// A ledger settlement. KEYS[1] the ledger; ARGV reserved, actual, ttl_ms.
 /// Returns {spent, held}.
 const SETTLE: &str = r"
-local held = redis.call('HINCRBY', KEYS[1], 'held', -tonumber(ARGV[1]))
+local held = redis.call('HINCRBY', KEYS[1], 'held', 0 - tonumber(ARGV[1]))
 if held < 0 then
   redis.call('HSET', KEYS[1], 'held', 0)
   held = 0
@@ -96,7 +96,9 @@ pub struct RedisStore {
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore").field("url", &self.url).finish_non_exhaustive()
+        f.debug_struct("RedisStore")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -158,11 +160,15 @@ impl RedisStore {
 }
 
 fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).min(super::MAX_LEDGER_UNITS)
+    u64::try_from(d.as_micros())
+        .unwrap_or(u64::MAX)
+        .min(super::MAX_LEDGER_UNITS)
 }
 
 fn ttl_ms(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).clamp(1, super::MAX_LEDGER_UNITS)
+    u64::try_from(ttl.as_millis())
+        .unwrap_or(u64::MAX)
+        .clamp(1, super::MAX_LEDGER_UNITS)
 }
 
 #[async_trait]

@@ -101,7 +101,9 @@ pub(super) fn decode(
         )));
     }
     if version < 2 {
-        return Err(damaged(format!("format version {version} is not one a SQL store writes")));
+        return Err(damaged(format!(
+            "format version {version} is not one a SQL store writes"
+        )));
     }
     if hex(&Sha256::digest(body.as_bytes())) != digest {
         return Err(damaged("the body does not match its SHA-256".to_owned()));

@@ -55,7 +55,9 @@ pub struct SqliteStore {
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -87,7 +89,8 @@ impl SqliteStore {
                 )));
             }
             conn.execute_batch("PRAGMA synchronous = FULL;").map_err(failed)?;
-            conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} COMMIT;")).map_err(failed)?;
+            conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} COMMIT;"))
+                .map_err(failed)?;
             Ok(conn)
         })
         .await
@@ -254,7 +257,9 @@ impl Checkpointer for SqliteStore {
                 )
                 .optional()
                 .map_err(|e| failed(shown, "reading a checkpoint", e))?;
-            let Some((seq, version, body, digest)) = row else { return Ok(None) };
+            let Some((seq, version, body, digest)) = row else {
+                return Ok(None);
+            };
             let (Some(version), Some(body), Some(digest)) = (version, body, digest) else {
                 return Err(TinyAgentsError::config(format!(
                     "checkpoint store `{shown}`: thread {:?} was last written at checkpoint {seq}, and that row is \

@@ -217,8 +217,7 @@ fn decode(path: &Path, bytes: &[u8], thread_id: &str, seq: u64) -> Result<Checkp
 /// names the place it read).
 pub(crate) fn decode_json(json: &[u8], thread_id: &str, seq: u64) -> std::result::Result<Checkpoint, String> {
     let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| format!("invalid JSON: {e}"))?;
-    let checkpoint: Checkpoint =
-        serde_json::from_value(value.clone()).map_err(|e| format!("not a checkpoint: {e}"))?;
+    let checkpoint: Checkpoint = serde_json::from_value(value.clone()).map_err(|e| format!("not a checkpoint: {e}"))?;
     // Nothing may be dropped: a field this version does not know is refused.
     if let (serde_json::Value::Object(read), Ok(serde_json::Value::Object(known))) =
         (&value, serde_json::to_value(&checkpoint))

@@ -17,9 +17,9 @@ mod memory;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use file::{FileCheckpointer, CHECKPOINT_FORMAT_VERSION};
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub(crate) use file::{decode_json, hex};
+pub use file::{FileCheckpointer, CHECKPOINT_FORMAT_VERSION};
 pub use memory::MemoryCheckpointer;
 
 use super::state::{GraphState, Update};
