@@ -113,6 +113,7 @@ pub(super) fn decode(
 }
 
 /// Milliseconds since the Unix epoch, now.
+#[cfg(feature = "sqlite")]
 pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -5,7 +5,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::LedgerStore;
+use crate::config::{ConfigError, ConfigErrors};
 use crate::graph::Checkpointer;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::middleware::RateLimitStore;
@@ -102,6 +105,63 @@ impl StoreUrl {
             ));
         }
         Ok(parsed)
+    }
+
+    /// The `[store]` section of an agent file (`None` when absent): a table
+    /// with one key, `url`, a string [`parse`](Self::parse) accepts. Each
+    /// problem is a [`ConfigError`] at `store` or `store.url`.
+    ///
+    /// ```
+    /// use tinyagents::store::StoreUrl;
+    ///
+    /// assert!(StoreUrl::of_section(None).unwrap().is_none());
+    /// let err = StoreUrl::of_section(Some(&serde_json::json!({"url": "ftp://x", "pool": 3}))).unwrap_err();
+    /// assert_eq!(err.len(), 2);
+    /// ```
+    ///
+    /// # Errors
+    /// Every problem of the section.
+    pub fn of_section(section: Option<&Value>) -> std::result::Result<Option<Self>, ConfigErrors> {
+        let Some(section) = section else { return Ok(None) };
+        let mut errors = ConfigErrors::new();
+        let Some(table) = section.as_object() else {
+            errors.push(ConfigError::new(
+                "store",
+                Some(section.clone()),
+                "must be a table: `[store]` with `url = \"redis://…\" | \"postgres://…\" | \"sqlite:PATH\"`",
+            ));
+            return Err(errors);
+        };
+        for key in table.keys().filter(|k| *k != "url") {
+            errors.push(ConfigError::new(
+                format!("store.{key}"),
+                None,
+                "unknown key: `[store]` takes only `url`",
+            ));
+        }
+        let url = match table.get("url") {
+            None => {
+                errors.push(ConfigError::new(
+                    "store.url",
+                    None,
+                    "is required: `url = \"redis://…\" | \"postgres://…\" | \"sqlite:PATH\"`",
+                ));
+                None
+            }
+            Some(Value::String(url)) => match Self::parse(url) {
+                Ok(url) => Some(url),
+                Err(why) => {
+                    errors.push(ConfigError::new("store.url", Some(Value::String(redact(url))), why));
+                    None
+                }
+            },
+            Some(other) => {
+                errors.push(ConfigError::new("store.url", Some(other.clone()), "must be a string"));
+                None
+            }
+        };
+        errors.into_result()?;
+        Ok(url)
     }
 
     /// The cargo feature this store needs.
