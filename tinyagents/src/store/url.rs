@@ -66,12 +66,13 @@ pub(crate) fn redact(url: &str) -> String {
 }
 
 fn compiled(feature: &str) -> bool {
-    match feature {
-        "redis" => cfg!(feature = "redis"),
-        "postgres" => cfg!(feature = "postgres"),
-        "sqlite" => cfg!(feature = "sqlite"),
-        _ => false,
-    }
+    [
+        ("redis", cfg!(feature = "redis")),
+        ("postgres", cfg!(feature = "postgres")),
+        ("sqlite", cfg!(feature = "sqlite")),
+    ]
+    .iter()
+    .any(|&(name, on)| on && name == feature)
 }
 
 impl StoreUrl {
