@@ -148,3 +148,46 @@ async fn a_ledger_key_expires_after_its_ttl() {
         Reservation::Admitted(_)
     ));
 }
+
+/// Two stacks ("workers") sharing one ledger: a thread's `max_steps` is one count.
+#[tokio::test]
+async fn a_threads_steps_are_counted_across_stacks_sharing_a_ledger() {
+    let ledger: Arc<dyn LedgerStore> = Arc::new(MemoryLedger::default());
+    let worker = || {
+        let noop = tinyagents::harness::tool::tool_fn("noop", "Does nothing.", |_cx, _args| async { Ok("ok".into()) });
+        let model = ScriptedModel::from_fn(|request| {
+            if request
+                .messages
+                .last()
+                .is_some_and(|m| m.role == tinyagents::harness::message::Role::Tool)
+            {
+                ScriptedTurn::text("done")
+            } else {
+                ScriptedTurn::tool_call("noop", serde_json::json!({}))
+            }
+        });
+        let limits = LimitsMiddleware::new()
+            .max_steps(3)
+            .shared_steps(ledger.clone(), Duration::from_secs(3600));
+        Agent::<()>::new(model)
+            .with_tools(ToolRegistry::new().with(noop).unwrap())
+            .with_stack(MiddlewareStack::new().with(limits).unwrap())
+    };
+    let (a, b) = (worker(), worker());
+    let mut outcomes = Vec::new();
+    for i in 0..4 {
+        let agent = if i % 2 == 0 { &a } else { &b };
+        let mut ctx = RunContext::new(RunConfig::new(format!("r{i}")).with_thread("t"), ());
+        outcomes.push(agent.run(&mut ctx, &(), "go").await.map(drop));
+    }
+    assert!(outcomes[..3].iter().all(Result::is_ok), "{outcomes:?}");
+    let err = outcomes[3].as_ref().unwrap_err();
+    assert!(
+        matches!(err, TinyAgentsError::LimitExceeded { limit, .. } if limit == "max_steps"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("across every process"), "{err}");
+    // Another thread has its own count.
+    let mut ctx = RunContext::new(RunConfig::new("other").with_thread("u"), ());
+    assert!(a.run(&mut ctx, &(), "go").await.is_ok());
+}

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use super::budget::{AccountingJournal, Basis, BudgetSnapshot, PriceBudget};
 use super::counts::ThreadCounts;
@@ -14,7 +15,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::ToolCall;
-use crate::store::SharedBudget;
+use crate::store::{LedgerStore, Reservation, SharedBudget};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 /// Options of [`LimitsMiddleware`] (`type = "limits"`), as in seed 002.
@@ -84,6 +85,7 @@ impl From<LimitsConfig> for LimitsMiddleware {
             lifetime: Arc::default(),
             thread_steps: ThreadCounts::default(),
             shared: None,
+            shared_steps: None,
         }
     }
 }
@@ -172,6 +174,8 @@ pub struct LimitsMiddleware {
     thread_steps: ThreadCounts,
     /// A budget shared with other processes, checked on top of `cap`.
     shared: Option<SharedBudget>,
+    /// Where a thread's `max_steps` count lives when processes share it, and its lifetime.
+    shared_steps: Option<(Arc<dyn LedgerStore>, Duration)>,
 }
 
 impl std::fmt::Debug for LimitsMiddleware {
@@ -242,6 +246,31 @@ impl LimitsMiddleware {
         self
     }
 
+    /// The same middleware counting each thread's tool calls (`max_steps`
+    /// per session) in `ledger` under `steps:THREAD`, shared by every
+    /// process using it, so a session resumed in another worker keeps its
+    /// count; the count expires `ttl` after the thread's last call. Each
+    /// tool call is one atomic reservation: across all processes at most
+    /// `max_steps` calls of a thread are ever admitted. A run without a
+    /// thread is counted per run, as without a ledger. A ledger that cannot
+    /// answer refuses the call (`Middleware` error).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::LimitsMiddleware;
+    /// use tinyagents::store::MemoryLedger;
+    ///
+    /// let limits = LimitsMiddleware::new()
+    ///     .max_steps(20)
+    ///     .shared_steps(Arc::new(MemoryLedger::default()), Duration::from_secs(86_400));
+    /// # let _ = limits;
+    /// ```
+    pub fn shared_steps(mut self, ledger: Arc<dyn LedgerStore>, ttl: Duration) -> Self {
+        self.shared_steps = Some((ledger, ttl));
+        self
+    }
+
     /// The same middleware recording every charge in `journal`.
     pub fn with_journal(mut self, journal: Arc<dyn AccountingJournal>) -> Self {
         self.journal = Some(journal);
@@ -300,7 +329,7 @@ impl LimitsMiddleware {
     doc(
         mutation = "None: it only admits or refuses calls and records the cycle's spend in the run context (`PriceBudget`).",
         events = "`Notice { source: \"price_limit\", is_error: false }` once per cycle per reason when usage cannot be fully priced (a token class with no rate, an unknown model, an attempt that ended without final usage or failed after reporting part of it, a server-tool fee); none when the sink does not want notices (the reasons stay in `LimitsMiddleware::budget`).",
-        failure = "Fails closed: at a limit the call is not made and the run fails with `LimitExceeded` (`max_steps`, `max_turns`, `max_price_usd`). Incomplete pricing warns and continues against the known subtotal. A failure of the accounting journal fails the attempt with a `Middleware` error, and no further paid request of the cycle is sent.",
+        failure = "Fails closed: at a limit the call is not made and the run fails with `LimitExceeded` (`max_steps`, `max_turns`, `max_price_usd`). Incomplete pricing warns and continues against the known subtotal. A failure of the accounting journal fails the attempt with a `Middleware` error, and no further paid request of the cycle is sent. A shared budget or step counter (`shared_budget`, `shared_steps`: Redis, PostgreSQL, SQLite) that cannot answer refuses the call with a `Middleware` error; at the shared cap the call fails with `LimitExceeded`.",
         streaming = "Checks before the stream starts and values the accumulated usage when it settles; a request in flight is not an uncertainty.",
         cache = "Values cache reads, cache writes and one-hour cache writes (requests with `params.extra.cache_ttl = \"1h\"`) at their own rates, never derived from the input or base write rate.",
         retries = "Ordered inside `model_fallback`, `model_retry` and `output_limit_recovery`, so every paid attempt (retries, fallbacks, escalations) is checked and counted, with the usage a failed attempt streamed before failing; the built-in summarisers' calls and sub-agents' spend count in the same budget; paid calls made by other middleware count when they go through `PriceBudget::dispatch`."
@@ -335,11 +364,28 @@ impl LimitsMiddleware {
     }
 
     #[before_tool]
-    fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
+    async fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
         let Some(max) = self.max_steps else { return Ok(()) };
-        let (admitted, scope) = match &ctx.config().thread_id {
-            Some(thread) => (self.thread_steps.admit(thread, max), "this session (thread)"),
-            None => (
+        let (admitted, scope) = match (&ctx.config().thread_id, &self.shared_steps) {
+            (Some(thread), Some((ledger, ttl))) => {
+                let key = format!("steps:{thread}");
+                let answer = ledger.reserve(&key, u64::from(max), 1, *ttl).await.map_err(|e| {
+                    TinyAgentsError::middleware(
+                        "limits",
+                        format!(
+                            "the shared step counter `{key}` could not answer ({e}); `{}` was not run: bring the \
+                             store back, or remove `shared_steps`",
+                            call.name
+                        ),
+                    )
+                })?;
+                (
+                    matches!(answer, Reservation::Admitted(_)),
+                    "this session (thread, counted across every process on the shared store)",
+                )
+            }
+            (Some(thread), None) => (self.thread_steps.admit(thread, max), "this session (thread)"),
+            (None, _) => (
                 ctx.local::<Counts>().steps.fetch_add(1, Ordering::Relaxed) < max,
                 "this run",
             ),
