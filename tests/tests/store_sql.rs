@@ -340,6 +340,36 @@ mod postgres {
     }
 
     #[tokio::test]
+    async fn postgres_connects_again_after_the_server_closed_the_connection() {
+        let app = unique("reconnect").replace('-', "_");
+        let sep = if url().contains('?') { '&' } else { '?' };
+        let store = PostgresStore::connect(&format!("{}{sep}application_name={app}", url()))
+            .await
+            .unwrap();
+        let t = unique("reconnect");
+        store.put(&cp(&t, 1)).await.unwrap();
+        let (admin, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        let killed = admin
+            .query_one(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) k",
+                &[&app],
+            )
+            .await
+            .unwrap();
+        assert_eq!(killed.get::<_, i64>(0), 1, "the store's one connection");
+        // The operation that meets the closed connection may fail (it is not retried: it may have
+        // been applied); the next one connects again.
+        let first = store.latest(&t).await;
+        let latest = match first {
+            Ok(found) => found,
+            Err(_) => store.latest(&t).await.unwrap(),
+        };
+        assert_eq!(latest, Some(cp(&t, 1)));
+        store.put(&cp(&t, 2)).await.unwrap();
+    }
+
+    #[tokio::test]
     async fn postgres_unreachable_names_the_url_and_feature_and_hides_the_password() {
         // Port 1 on loopback: nothing listens there.
         let err = PostgresStore::connect("postgres://agent:s3cret@127.0.0.1:1/agents")

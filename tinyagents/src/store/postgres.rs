@@ -2,6 +2,7 @@
 //! a PostgreSQL server.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -112,8 +113,19 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// # let _ = latest; Ok(()) }
 /// ```
 pub struct PostgresStore {
-    client: Client,
+    /// The URL as given (with its password: never displayed).
+    config: tokio_postgres::Config,
+    /// The URL with its password hidden.
     url: String,
+    /// The connection and its statements; replaced when the server closed it.
+    conn: std::sync::Mutex<Arc<Conn>>,
+    /// Held while reconnecting, so one task reconnects.
+    reconnecting: tokio::sync::Mutex<()>,
+}
+
+/// One connection and the statements prepared on it.
+struct Conn {
+    client: Client,
     put: Statement,
     latest: Statement,
     history: Statement,
@@ -131,44 +143,26 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-impl PostgresStore {
-    /// Connects to the server at `url` (a libpq URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`),
-    /// creates the tables and functions when missing and prepares every statement.
-    ///
-    /// # Errors
-    /// A `Config` error naming the URL (password hidden) and the feature when
-    /// the URL is malformed or the server cannot be reached.
-    pub async fn connect(url: &str) -> Result<Self> {
-        let shown = redact(url);
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
-            TinyAgentsError::config(format!(
-                "store url `{shown}` (feature `postgres`) is not a PostgreSQL url: {e}"
-            ))
-        })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(5));
-        }
+impl Conn {
+    /// Connects, creates the tables and functions when missing, prepares every statement.
+    async fn open(config: &tokio_postgres::Config, shown: &str) -> Result<Self> {
         let unreachable = |e: tokio_postgres::Error| {
             TinyAgentsError::config(format!(
                 "store url `{shown}` (feature `postgres`): cannot reach the PostgreSQL server: {e}; start it, or fix the url"
             ))
         };
-        let (client, connection) = config.connect(NoTls).await.map_err(unreachable)?;
+        let (client, connection) = bounded(shown, config.connect(NoTls)).await?.map_err(unreachable)?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!(error = %e, "the PostgreSQL store's connection ended");
             }
         });
-        let failed = |what: &str, e: tokio_postgres::Error| {
-            TinyAgentsError::config(format!("store `{shown}` (PostgreSQL): {what} failed: {e}"))
-        };
         let setup = format!("BEGIN; SELECT pg_advisory_xact_lock(7305402871183511600); {SCHEMA} {FUNCTIONS} COMMIT;");
-        bounded(&shown, client.batch_execute(&setup))
-            .await?
-            .map_err(|e| failed("creating the tables", e))?;
+        bounded(shown, client.batch_execute(&setup)).await?.map_err(|e| {
+            TinyAgentsError::config(format!("store `{shown}` (PostgreSQL): creating the tables failed: {e}"))
+        })?;
         let prepare = |q: &'static str| {
             let client = &client;
-            let shown = &shown;
             async move {
                 bounded(shown, client.prepare(q)).await?.map_err(|e| {
                     TinyAgentsError::config(format!("store `{shown}` (PostgreSQL): preparing failed: {e}"))
@@ -185,8 +179,61 @@ impl PostgresStore {
             settle: prepare("SELECT o_spent, o_held FROM tinyagents_ledger_settle($1, $2, $3, $4)").await?,
             totals: prepare(TOTALS).await?,
             client,
-            url: shown,
         })
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the server at `url` (a libpq URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`),
+    /// creates the tables and functions when missing and prepares every statement.
+    /// When the server closes the connection (a restart), the next operation
+    /// connects again; an operation in flight then fails, and is not retried
+    /// (it may have been applied).
+    ///
+    /// # Errors
+    /// A `Config` error naming the URL (password hidden) and the feature when
+    /// the URL is malformed or the server cannot be reached.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let shown = redact(url);
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            TinyAgentsError::config(format!(
+                "store url `{shown}` (feature `postgres`) is not a PostgreSQL url: {e}"
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(5));
+        }
+        let conn = Conn::open(&config, &shown).await?;
+        Ok(Self {
+            config,
+            url: shown,
+            conn: std::sync::Mutex::new(Arc::new(conn)),
+            reconnecting: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The live connection, connecting again when the server closed it.
+    async fn conn(&self) -> Result<Arc<Conn>> {
+        let current = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if !current.client.is_closed() {
+            return Ok(current);
+        }
+        let _one = self.reconnecting.lock().await;
+        let current = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if !current.client.is_closed() {
+            return Ok(current);
+        }
+        let fresh = Arc::new(Conn::open(&self.config, &self.url).await?);
+        *self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
+        Ok(fresh)
     }
 
     fn failed(&self, what: &str, e: tokio_postgres::Error) -> TinyAgentsError {
@@ -199,7 +246,8 @@ impl PostgresStore {
     /// # Errors
     /// When the server cannot answer, or naming the first damaged checkpoint.
     pub async fn history(&self, thread_id: &str) -> Result<Vec<Checkpoint>> {
-        let rows = bounded(&self.url, self.client.query(&self.history, &[&thread_id]))
+        let c = self.conn().await?;
+        let rows = bounded(&self.url, c.client.query(&c.history, &[&thread_id]))
             .await?
             .map_err(|e| self.failed("reading a thread's history", e))?;
         rows.iter()
@@ -215,7 +263,8 @@ impl PostgresStore {
     /// When the server cannot answer.
     pub async fn prune(&self, thread_id: &str, keep: usize) -> Result<u64> {
         let offset = i64::try_from(keep.max(1) - 1).unwrap_or(i64::MAX);
-        bounded(&self.url, self.client.execute(&self.prune, &[&thread_id, &offset]))
+        let c = self.conn().await?;
+        bounded(&self.url, c.client.execute(&c.prune, &[&thread_id, &offset]))
             .await?
             .map_err(|e| self.failed("pruning a thread", e))
     }
@@ -240,10 +289,11 @@ fn count(url: &str, key: &str, name: &str, n: i64) -> Result<u64> {
 impl Checkpointer for PostgresStore {
     async fn put(&self, checkpoint: &Checkpoint) -> Result<()> {
         let (seq, version, body, digest) = sql::encode(checkpoint)?;
+        let c = self.conn().await?;
         let stored = bounded(
             &self.url,
-            self.client
-                .execute(&self.put, &[&checkpoint.thread_id, &seq, &version, &body, &digest]),
+            c.client
+                .execute(&c.put, &[&checkpoint.thread_id, &seq, &version, &body, &digest]),
         )
         .await?
         .map_err(|e| self.failed("storing a checkpoint", e))?;
@@ -255,7 +305,8 @@ impl Checkpointer for PostgresStore {
     }
 
     async fn latest(&self, thread_id: &str) -> Result<Option<Checkpoint>> {
-        let row = bounded(&self.url, self.client.query_opt(&self.latest, &[&thread_id]))
+        let c = self.conn().await?;
+        let row = bounded(&self.url, c.client.query_opt(&c.latest, &[&thread_id]))
             .await?
             .map_err(|e| self.failed("reading a checkpoint", e))?;
         let Some(row) = row else { return Ok(None) };
@@ -282,12 +333,10 @@ impl LedgerStore for PostgresStore {
     async fn reserve(&self, key: &str, cap: u64, amount: u64, ttl: Duration) -> Result<Reservation> {
         check_units(key, &[("cap", cap), ("amount", amount)])?;
         let (cap, amount, ttl) = (cap as i64, amount as i64, sql::ttl_ms(ttl));
-        let row = bounded(
-            &self.url,
-            self.client.query_one(&self.reserve, &[&key, &cap, &amount, &ttl]),
-        )
-        .await?
-        .map_err(|e| self.failed("a ledger reservation", e))?;
+        let c = self.conn().await?;
+        let row = bounded(&self.url, c.client.query_one(&c.reserve, &[&key, &cap, &amount, &ttl]))
+            .await?
+            .map_err(|e| self.failed("a ledger reservation", e))?;
         let totals = LedgerTotals {
             spent: count(&self.url, key, "spent", row.get(1))?,
             held: count(&self.url, key, "held", row.get(2))?,
@@ -302,9 +351,10 @@ impl LedgerStore for PostgresStore {
     async fn settle(&self, key: &str, reserved: u64, actual: u64, ttl: Duration) -> Result<LedgerTotals> {
         check_units(key, &[("reserved", reserved), ("actual", actual)])?;
         let (reserved, actual, ttl) = (reserved as i64, actual as i64, sql::ttl_ms(ttl));
+        let c = self.conn().await?;
         let row = bounded(
             &self.url,
-            self.client.query_one(&self.settle, &[&key, &reserved, &actual, &ttl]),
+            c.client.query_one(&c.settle, &[&key, &reserved, &actual, &ttl]),
         )
         .await?
         .map_err(|e| self.failed("a ledger settlement", e))?;
@@ -315,7 +365,8 @@ impl LedgerStore for PostgresStore {
     }
 
     async fn totals(&self, key: &str) -> Result<LedgerTotals> {
-        let row = bounded(&self.url, self.client.query_opt(&self.totals, &[&key]))
+        let c = self.conn().await?;
+        let row = bounded(&self.url, c.client.query_opt(&c.totals, &[&key]))
             .await?
             .map_err(|e| self.failed("a ledger read", e))?;
         match row {
