@@ -1,13 +1,15 @@
 //! [`FileCheckpointer`]: one file per checkpoint, written atomically, never
 //! replaced, checked on every read.
 //!
-//! Why files and not SQLite: a checkpoint store needs exactly one atomic
-//! operation — "this checkpoint now exists, whole" — and linking a fully
-//! written, synced temporary file to its final name gives it with no server,
-//! no C library to build and no schema. `link(2)` (unlike `rename(2)`) fails
-//! when the name exists, so a second write of a sequence number is refused
-//! rather than replacing the first. A writer killed mid-write leaves only a
-//! temporary file, which readers ignore.
+//! Why files, next to [`SqliteStore`](crate::store) (feature `sqlite`, the
+//! embedded durable default, which also keeps ledgers): a checkpoint store
+//! needs exactly one atomic operation — "this checkpoint now exists, whole" —
+//! and linking a fully written, synced temporary file to its final name gives
+//! it with no server, no C library to build (the `sqlite` feature compiles
+//! SQLite) and no schema, in files a person can read, copy and back up one by
+//! one. `link(2)` (unlike `rename(2)`) fails when the name exists, so a second
+//! write of a sequence number is refused rather than replacing the first. A
+//! writer killed mid-write leaves only a temporary file, which readers ignore.
 //!
 //! # File format (version 2)
 //!
