@@ -1,9 +1,9 @@
-# Redis and PostgreSQL on loopback for the shared-store tests (tests/store_*.rs),
+# Redis and PostgreSQL on loopback for the shared-store tests (tests/tests/it/store_*.rs, tests/tests/store_processes.rs),
 # each in a private temporary directory, on non-default ports, stopped by the
 # caller's cleanup. Sourced by .ci/run; to run the store tests by hand:
 #
 #   bash -c 'source .ci/services.sh; trap stop_stores EXIT; start_redis; start_postgres;
-#            cargo test -p tinyagents-tests --features stores --test store_redis --test store_sql --test store_processes'
+#            cargo test -p tinyagents-tests --features stores --test it store_ --test store_processes'
 #
 # Sets TINYAGENTS_REDIS_URL and TINYAGENTS_POSTGRES_URL. Works as root (the
 # PostgreSQL server refuses root: its cluster is owned by the `postgres` user,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_postgres::error::Severity;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::sql::{self, SCHEMA};
@@ -126,6 +127,8 @@ pub struct PostgresStore {
 /// One connection and the statements prepared on it.
 struct Conn {
     client: Client,
+    /// Set when an operation found the connection closed.
+    broken: std::sync::atomic::AtomicBool,
     put: Statement,
     latest: Statement,
     history: Statement,
@@ -144,6 +147,11 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 impl Conn {
+    /// Whether the connection is usable: open, and no operation found it broken.
+    fn live(&self) -> bool {
+        !self.client.is_closed() && !self.broken.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Connects, creates the tables and functions when missing, prepares every statement.
     async fn open(config: &tokio_postgres::Config, shown: &str) -> Result<Self> {
         let unreachable = |e: tokio_postgres::Error| {
@@ -179,6 +187,7 @@ impl Conn {
             settle: prepare("SELECT o_spent, o_held FROM tinyagents_ledger_settle($1, $2, $3, $4)").await?,
             totals: prepare(TOTALS).await?,
             client,
+            broken: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -212,23 +221,22 @@ impl PostgresStore {
         })
     }
 
-    /// The live connection, connecting again when the server closed it.
-    async fn conn(&self) -> Result<Arc<Conn>> {
-        let current = self
-            .conn
+    fn current(&self) -> Arc<Conn> {
+        self.conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if !current.client.is_closed() {
+            .clone()
+    }
+
+    /// The live connection, connecting again when the server closed it.
+    async fn conn(&self) -> Result<Arc<Conn>> {
+        let current = self.current();
+        if current.live() {
             return Ok(current);
         }
         let _one = self.reconnecting.lock().await;
-        let current = self
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if !current.client.is_closed() {
+        let current = self.current();
+        if current.live() {
             return Ok(current);
         }
         let fresh = Arc::new(Conn::open(&self.config, &self.url).await?);
@@ -236,8 +244,25 @@ impl PostgresStore {
         Ok(fresh)
     }
 
-    fn failed(&self, what: &str, e: tokio_postgres::Error) -> TinyAgentsError {
-        TinyAgentsError::config(format!("store `{}` (PostgreSQL): {what} failed: {e}", self.url))
+    /// The error of an operation on `c`. Anything but an error the server
+    /// reported for the statement alone (a closed connection, an I/O or
+    /// protocol error, a FATAL or connection-class error from the server)
+    /// marks the connection, so the next operation connects again.
+    fn failed(&self, c: &Conn, what: &str, e: tokio_postgres::Error) -> TinyAgentsError {
+        let statement_only = e.as_db_error().is_some_and(|d| {
+            let code = d.code().code();
+            !matches!(d.parsed_severity(), Some(Severity::Fatal | Severity::Panic))
+                && !code.starts_with("08")
+                && !code.starts_with("57P")
+        });
+        if e.is_closed() || !statement_only {
+            c.broken.store(true, std::sync::atomic::Ordering::Release);
+        }
+        let why = match e.as_db_error() {
+            Some(db) => db.to_string(),
+            None => e.to_string(),
+        };
+        TinyAgentsError::config(format!("store `{}` (PostgreSQL): {what} failed: {why}", self.url))
     }
 
     /// Every checkpoint of a thread, oldest first, each checked as
@@ -249,7 +274,7 @@ impl PostgresStore {
         let c = self.conn().await?;
         let rows = bounded(&self.url, c.client.query(&c.history, &[&thread_id]))
             .await?
-            .map_err(|e| self.failed("reading a thread's history", e))?;
+            .map_err(|e| self.failed(&c, "reading a thread's history", e))?;
         rows.iter()
             .map(|r| sql::decode(&self.url, thread_id, r.get(0), r.get(1), r.get(2), r.get(3)))
             .collect()
@@ -266,7 +291,7 @@ impl PostgresStore {
         let c = self.conn().await?;
         bounded(&self.url, c.client.execute(&c.prune, &[&thread_id, &offset]))
             .await?
-            .map_err(|e| self.failed("pruning a thread", e))
+            .map_err(|e| self.failed(&c, "pruning a thread", e))
     }
 }
 
@@ -296,7 +321,7 @@ impl Checkpointer for PostgresStore {
                 .execute(&c.put, &[&checkpoint.thread_id, &seq, &version, &body, &digest]),
         )
         .await?
-        .map_err(|e| self.failed("storing a checkpoint", e))?;
+        .map_err(|e| self.failed(&c, "storing a checkpoint", e))?;
         if stored == 1 {
             Ok(())
         } else {
@@ -308,7 +333,7 @@ impl Checkpointer for PostgresStore {
         let c = self.conn().await?;
         let row = bounded(&self.url, c.client.query_opt(&c.latest, &[&thread_id]))
             .await?
-            .map_err(|e| self.failed("reading a checkpoint", e))?;
+            .map_err(|e| self.failed(&c, "reading a checkpoint", e))?;
         let Some(row) = row else { return Ok(None) };
         let seq: i64 = row.get(0);
         let (Some(version), Some(body), Some(digest)) = (
@@ -336,7 +361,7 @@ impl LedgerStore for PostgresStore {
         let c = self.conn().await?;
         let row = bounded(&self.url, c.client.query_one(&c.reserve, &[&key, &cap, &amount, &ttl]))
             .await?
-            .map_err(|e| self.failed("a ledger reservation", e))?;
+            .map_err(|e| self.failed(&c, "a ledger reservation", e))?;
         let totals = LedgerTotals {
             spent: count(&self.url, key, "spent", row.get(1))?,
             held: count(&self.url, key, "held", row.get(2))?,
@@ -357,7 +382,7 @@ impl LedgerStore for PostgresStore {
             c.client.query_one(&c.settle, &[&key, &reserved, &actual, &ttl]),
         )
         .await?
-        .map_err(|e| self.failed("a ledger settlement", e))?;
+        .map_err(|e| self.failed(&c, "a ledger settlement", e))?;
         Ok(LedgerTotals {
             spent: count(&self.url, key, "spent", row.get(0))?,
             held: count(&self.url, key, "held", row.get(1))?,
@@ -368,7 +393,7 @@ impl LedgerStore for PostgresStore {
         let c = self.conn().await?;
         let row = bounded(&self.url, c.client.query_opt(&c.totals, &[&key]))
             .await?
-            .map_err(|e| self.failed("a ledger read", e))?;
+            .map_err(|e| self.failed(&c, "a ledger read", e))?;
         match row {
             None => Ok(LedgerTotals::default()),
             Some(row) => Ok(LedgerTotals {

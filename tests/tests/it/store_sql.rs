@@ -363,7 +363,10 @@ mod postgres {
         let first = store.latest(&t).await;
         let latest = match first {
             Ok(found) => found,
-            Err(_) => store.latest(&t).await.unwrap(),
+            Err(first) => store
+                .latest(&t)
+                .await
+                .unwrap_or_else(|e| panic!("after `{first}`, the next operation failed too: {e}")),
         };
         assert_eq!(latest, Some(cp(&t, 1)));
         store.put(&cp(&t, 2)).await.unwrap();
