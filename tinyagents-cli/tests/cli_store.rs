@@ -3,7 +3,7 @@
 //! scheme's feature) is an error naming the URL, password hidden, and the
 //! feature.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
@@ -14,7 +14,7 @@ fn temp_file(name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn check(path: &PathBuf) -> (bool, String, String) {
+fn check(path: &Path) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tinyagents"))
         .args(["check", path.to_str().unwrap()])
         .output()
