@@ -181,6 +181,14 @@ mod sqlite {
 
     struct Db(SqliteStore, std::path::PathBuf);
 
+    impl Drop for Db {
+        fn drop(&mut self) {
+            for ext in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{ext}", self.1.display()));
+            }
+        }
+    }
+
     #[async_trait::async_trait]
     impl Checkpointer for Db {
         async fn put(&self, c: &Checkpoint) -> tinyagents::Result<()> {
