@@ -87,6 +87,8 @@ pub struct Loaded {
     pub defaults: Vec<&'static str>,
     /// Its `[model]` section (empty when absent).
     pub model: ModelSection,
+    /// Its `[store] url`, checked (scheme, feature compiled in).
+    pub store: Option<tinyagents::store::StoreUrl>,
 }
 
 const AGENT_KEYS: [&str; 6] = [
@@ -459,7 +461,10 @@ pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<F
     }
     let stack = stack.take().expect("no errors");
     let hooks = hooks_of(&file);
+    // Checked by `build_file` above: an error there stopped the load.
+    let store = tinyagents::store::StoreUrl::of_section(file.section("store")).unwrap_or_default();
     Ok(Loaded {
+        store,
         stack,
         agent,
         script,

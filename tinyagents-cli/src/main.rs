@@ -213,6 +213,22 @@ fn check(source: &Source) -> ExitCode {
         Ok(l) => l,
         Err(errors) => return report(&errors),
     };
+    if let Some(url) = &loaded.store {
+        // A store is checked by opening it: a server that does not answer is an error naming it.
+        let opened = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| rt.block_on(url.open()).map_err(|e| e.to_string()));
+        match opened {
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("{}: {e}", source.display());
+                eprintln!("error: 1 problem found");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     outln!(
         "{}: ok — {} middleware, in resolved order:",
         source.display(),
@@ -231,6 +247,9 @@ fn check(source: &Source) -> ExitCode {
             info.name,
             hook_names(info.hooks)
         );
+    }
+    if let Some(url) = &loaded.store {
+        outln!("store: {url} (feature `{}`): reachable", url.feature());
     }
     if !loaded.hooks.is_empty() {
         outln!("external hooks:");

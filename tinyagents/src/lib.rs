@@ -41,6 +41,7 @@ pub mod prelude;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub mod sandbox;
+pub mod store;
 pub mod testing;
 
 #[doc(hidden)]

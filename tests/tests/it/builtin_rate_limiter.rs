@@ -213,16 +213,17 @@ struct CountingStore {
     calls: AtomicU32,
 }
 
+#[async_trait::async_trait]
 impl RateLimitStore for CountingStore {
-    fn reserve(
+    async fn reserve(
         &self,
         key: &str,
         spec: BucketSpec,
         now: Instant,
         max_wait: Option<Duration>,
-    ) -> std::result::Result<Duration, Duration> {
+    ) -> tinyagents::Result<std::result::Result<Duration, Duration>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        self.inner.reserve(key, spec, now, max_wait)
+        Ok(self.inner.reserve_now(key, spec, now, max_wait))
     }
 }
 

@@ -3,10 +3,11 @@
 //! fraction of the time on two cores). Each module is one concern; the
 //! support modules are shared.
 //!
-//! Four suites stay their own binaries because they need the whole process:
+//! Five suites stay their own binaries because they need the whole process:
 //! `alloc_idle_hooks` and `hooks_isolation` install a counting global
-//! allocator (and the latter plants environment variables), `approval_restart`
-//! and `checkpoint_crash` re-execute themselves as child processes.
+//! allocator (and the latter plants environment variables), `approval_restart`,
+//! `checkpoint_crash` and `store_processes` re-execute themselves as child
+//! processes.
 
 mod capture;
 #[cfg(feature = "providers")]
@@ -92,6 +93,13 @@ mod sandbox_commands;
 mod sandbox_escapes;
 mod spend_tree;
 mod steering;
+// The shared stores: `store_sql` and `store_redis` are compiled with the
+// `sqlite`/`postgres` and `redis` features (their servers named by
+// TINYAGENTS_POSTGRES_URL and TINYAGENTS_REDIS_URL); `store_processes` is a
+// binary of its own (it re-executes itself as worker processes).
+mod store_config;
+mod store_redis;
+mod store_sql;
 mod tokens_exact;
 mod tracing_capture;
 mod wraps;

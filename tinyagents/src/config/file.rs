@@ -23,10 +23,12 @@ use crate::harness::error::TinyAgentsError;
 use crate::harness::middleware::MiddlewareStack;
 
 /// The top-level sections of an agent file: `middleware` and `hooks` build
-/// the stack; `agent`, `model` and `script` are read by the `tinyagents` command
-/// (the prompt, the system prompt, the step limit, the real model to call and
-/// the scripted model's replies).
-pub const FILE_SECTIONS: [&str; 5] = ["middleware", "hooks", "agent", "model", "script"];
+/// the stack; `store` names where shared state lives (`[store] url`, checked
+/// by [`StoreUrl::of_section`](crate::store::StoreUrl::of_section)); `agent`,
+/// `model` and `script` are read by the `tinyagents` command (the prompt, the
+/// system prompt, the step limit, the real model to call and the scripted
+/// model's replies).
+pub const FILE_SECTIONS: [&str; 6] = ["middleware", "hooks", "store", "agent", "model", "script"];
 
 /// A place in a file: 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,6 +301,9 @@ where
     /// ```
     pub fn build_file(&self, file: &ConfigFile) -> Result<MiddlewareStack<S, C>, FileErrors> {
         let mut errors = file.unknown_sections(&FILE_SECTIONS);
+        if let Err(e) = crate::store::StoreUrl::of_section(file.section("store")) {
+            errors.extend(e);
+        }
         match self.build_stack(file.value()) {
             Ok(stack) if errors.is_empty() => return Ok(stack),
             Ok(_) => {}

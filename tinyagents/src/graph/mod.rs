@@ -14,7 +14,7 @@
 
 mod agent;
 mod builder;
-mod checkpoint;
+pub(crate) mod checkpoint;
 mod command;
 mod node;
 mod run;

@@ -1,13 +1,15 @@
 //! [`FileCheckpointer`]: one file per checkpoint, written atomically, never
 //! replaced, checked on every read.
 //!
-//! Why files and not SQLite: a checkpoint store needs exactly one atomic
-//! operation — "this checkpoint now exists, whole" — and linking a fully
-//! written, synced temporary file to its final name gives it with no server,
-//! no C library to build and no schema. `link(2)` (unlike `rename(2)`) fails
-//! when the name exists, so a second write of a sequence number is refused
-//! rather than replacing the first. A writer killed mid-write leaves only a
-//! temporary file, which readers ignore.
+//! Why files, next to [`SqliteStore`](crate::store) (feature `sqlite`, the
+//! embedded durable default, which also keeps ledgers): a checkpoint store
+//! needs exactly one atomic operation — "this checkpoint now exists, whole" —
+//! and linking a fully written, synced temporary file to its final name gives
+//! it with no server, no C library to build (the `sqlite` feature compiles
+//! SQLite) and no schema, in files a person can read, copy and back up one by
+//! one. `link(2)` (unlike `rename(2)`) fails when the name exists, so a second
+//! write of a sequence number is refused rather than replacing the first. A
+//! writer killed mid-write leaves only a temporary file, which readers ignore.
 //!
 //! # File format (version 2)
 //!
@@ -122,7 +124,7 @@ fn legacy_dir_name(thread_id: &str) -> String {
     out
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -208,10 +210,16 @@ fn decode(path: &Path, bytes: &[u8], thread_id: &str, seq: u64) -> Result<Checkp
         }
         body
     };
-    let value: serde_json::Value =
-        serde_json::from_slice(json).map_err(|e| damaged(path, format_args!("invalid JSON: {e}")))?;
-    let checkpoint: Checkpoint =
-        serde_json::from_value(value.clone()).map_err(|e| damaged(path, format_args!("not a checkpoint: {e}")))?;
+    decode_json(json, thread_id, seq).map_err(|why| damaged(path, why))
+}
+
+/// A checkpoint from its JSON body, checking everything it says about
+/// itself: whole JSON, a checkpoint, no field this version does not know,
+/// the expected thread and sequence number. `Err` says why not (the caller
+/// names the place it read).
+pub(crate) fn decode_json(json: &[u8], thread_id: &str, seq: u64) -> std::result::Result<Checkpoint, String> {
+    let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| format!("invalid JSON: {e}"))?;
+    let checkpoint: Checkpoint = serde_json::from_value(value.clone()).map_err(|e| format!("not a checkpoint: {e}"))?;
     // Nothing may be dropped: a field this version does not know is refused.
     if let (serde_json::Value::Object(read), Ok(serde_json::Value::Object(known))) =
         (&value, serde_json::to_value(&checkpoint))
@@ -222,30 +230,21 @@ fn decode(path: &Path, bytes: &[u8], thread_id: &str, seq: u64) -> Result<Checkp
             .map(String::as_str)
             .collect();
         if !unknown.is_empty() {
-            return Err(damaged(
-                path,
-                format_args!(
-                    "fields this version does not know: {}; a newer release may have written them",
-                    unknown.join(", ")
-                ),
+            return Err(format!(
+                "fields this version does not know: {}; a newer release may have written them",
+                unknown.join(", ")
             ));
         }
     }
     if checkpoint.thread_id != thread_id {
-        return Err(damaged(
-            path,
-            format_args!(
-                "it belongs to thread {:?}, not {:?}",
-                crate::harness::shorten::shorten(&checkpoint.thread_id, 80),
-                crate::harness::shorten::shorten(thread_id, 80)
-            ),
+        return Err(format!(
+            "it belongs to thread {:?}, not {:?}",
+            crate::harness::shorten::shorten(&checkpoint.thread_id, 80),
+            crate::harness::shorten::shorten(thread_id, 80)
         ));
     }
     if checkpoint.seq != seq {
-        return Err(damaged(
-            path,
-            format_args!("it holds checkpoint {}, its name says {seq}", checkpoint.seq),
-        ));
+        return Err(format!("it holds checkpoint {}, its name says {seq}", checkpoint.seq));
     }
     Ok(checkpoint)
 }

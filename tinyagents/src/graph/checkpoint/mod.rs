@@ -17,6 +17,8 @@ mod memory;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) use file::{decode_json, hex};
 pub use file::{FileCheckpointer, CHECKPOINT_FORMAT_VERSION};
 pub use memory::MemoryCheckpointer;
 

@@ -290,7 +290,7 @@ impl PriceBudget {
             sink,
             wants_notices: sink.interest().contains(EventKind::Notice),
         };
-        self.settle_charge(&reporter, rates, false, model, usage)
+        self.settle_charge(&reporter, rates, false, model, usage).map(drop)
     }
 
     /// The usage of every charge counted here (this cycle's and its sub-agents').
@@ -310,9 +310,9 @@ impl PriceBudget {
         one_hour_writes: bool,
         model: &str,
         usage: Usage,
-    ) -> Result<()> {
+    ) -> Result<f64> {
         let Some(basis) = self.basis() else {
-            return Ok(());
+            return Ok(0.0);
         };
         let excluded = basis.excluded.iter().any(|e| e == model || e == provider_of(model));
         let charge = if excluded {
@@ -384,7 +384,7 @@ impl PriceBudget {
             state.spent += usd;
             state.charges.push(charge.clone());
         }
-        Ok(())
+        Ok(usd)
     }
 
     /// What the budget looks like now.
@@ -403,9 +403,14 @@ impl PriceBudget {
 
 impl AttemptTicket {
     /// Settles the attempt with the usage it reported from `model`.
-    pub fn settle<C>(mut self, ctx: &RunContext<C>, model: &str, usage: Usage) -> Result<()> {
+    pub fn settle<C>(self, ctx: &RunContext<C>, model: &str, usage: Usage) -> Result<()> {
+        self.settle_usd(ctx, model, usage).map(drop)
+    }
+
+    /// [`settle`](Self::settle), returning the budget valuation charged in USD.
+    pub(crate) fn settle_usd<C>(mut self, ctx: &RunContext<C>, model: &str, usage: Usage) -> Result<f64> {
         let Some(budget) = self.budget.take() else {
-            return Ok(());
+            return Ok(0.0);
         };
         budget.settle_charge(&Reporter::of(ctx), self.rates, self.one_hour_writes, model, usage)
     }
@@ -440,10 +445,21 @@ impl AttemptTicket {
         usage: Usage,
         error: &TinyAgentsError,
     ) -> Result<()> {
+        self.settle_failed_usd(ctx, model, usage, error).map(drop)
+    }
+
+    /// [`settle_failed`](Self::settle_failed), returning the USD charged.
+    pub(crate) fn settle_failed_usd<C>(
+        self,
+        ctx: &RunContext<C>,
+        model: &str,
+        usage: Usage,
+        error: &TinyAgentsError,
+    ) -> Result<f64> {
         let Some(budget) = self.budget.clone() else {
-            return Ok(());
+            return Ok(0.0);
         };
-        self.settle(ctx, model, usage)?;
+        let usd = self.settle_usd(ctx, model, usage)?;
         if budget.basis().is_some() {
             budget.note(
                 &Reporter::of(ctx),
@@ -454,7 +470,7 @@ impl AttemptTicket {
                 ),
             );
         }
-        Ok(())
+        Ok(usd)
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use super::budget::{AccountingJournal, Basis, BudgetSnapshot, PriceBudget};
 use super::counts::ThreadCounts;
@@ -14,6 +15,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::ToolCall;
+use crate::store::{LedgerStore, Reservation, SharedBudget};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 /// Options of [`LimitsMiddleware`] (`type = "limits"`), as in seed 002.
@@ -82,6 +84,8 @@ impl From<LimitsConfig> for LimitsMiddleware {
             journal: None,
             lifetime: Arc::default(),
             thread_steps: ThreadCounts::default(),
+            shared: None,
+            shared_steps: None,
         }
     }
 }
@@ -168,6 +172,10 @@ pub struct LimitsMiddleware {
     lifetime: Arc<Mutex<f64>>,
     /// Tool calls per conversation thread, across its runs (`max_steps` is per session).
     thread_steps: ThreadCounts,
+    /// A budget shared with other processes, checked on top of `cap`.
+    shared: Option<SharedBudget>,
+    /// Where a thread's `max_steps` count lives when processes share it, and its lifetime.
+    shared_steps: Option<(Arc<dyn LedgerStore>, Duration)>,
 }
 
 impl std::fmt::Debug for LimitsMiddleware {
@@ -223,6 +231,43 @@ impl LimitsMiddleware {
     /// The same middleware with a model-turn cap per cycle.
     pub fn max_turns(mut self, turns: u32) -> Self {
         self.max_turns = Some(turns.max(1));
+        self
+    }
+
+    /// The same middleware also spending against `budget`, a cap shared by
+    /// every process using the same ledger and key (Redis, PostgreSQL,
+    /// SQLite: see [`SharedBudget`] for the overshoot bound). Each paid
+    /// attempt reserves on it before it is sent and settles its real cost
+    /// after; at the shared cap the attempt is not sent and the run fails
+    /// with `LimitExceeded { limit: "max_price_usd" }`; a store that cannot
+    /// answer fails the attempt (nothing is sent unchecked).
+    pub fn shared_budget(mut self, budget: SharedBudget) -> Self {
+        self.shared = Some(budget);
+        self
+    }
+
+    /// The same middleware counting each thread's tool calls (`max_steps`
+    /// per session) in `ledger` under `steps:THREAD`, shared by every
+    /// process using it, so a session resumed in another worker keeps its
+    /// count; the count expires `ttl` after the thread's last call. Each
+    /// tool call is one atomic reservation: across all processes at most
+    /// `max_steps` calls of a thread are ever admitted. A run without a
+    /// thread is counted per run, as without a ledger. A ledger that cannot
+    /// answer refuses the call (`Middleware` error).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::LimitsMiddleware;
+    /// use tinyagents::store::MemoryLedger;
+    ///
+    /// let limits = LimitsMiddleware::new()
+    ///     .max_steps(20)
+    ///     .shared_steps(Arc::new(MemoryLedger::default()), Duration::from_secs(86_400));
+    /// # let _ = limits;
+    /// ```
+    pub fn shared_steps(mut self, ledger: Arc<dyn LedgerStore>, ttl: Duration) -> Self {
+        self.shared_steps = Some((ledger, ttl));
         self
     }
 
@@ -284,7 +329,7 @@ impl LimitsMiddleware {
     doc(
         mutation = "None: it only admits or refuses calls and records the cycle's spend in the run context (`PriceBudget`).",
         events = "`Notice { source: \"price_limit\", is_error: false }` once per cycle per reason when usage cannot be fully priced (a token class with no rate, an unknown model, an attempt that ended without final usage or failed after reporting part of it, a server-tool fee); none when the sink does not want notices (the reasons stay in `LimitsMiddleware::budget`).",
-        failure = "Fails closed: at a limit the call is not made and the run fails with `LimitExceeded` (`max_steps`, `max_turns`, `max_price_usd`). Incomplete pricing warns and continues against the known subtotal. A failure of the accounting journal fails the attempt with a `Middleware` error, and no further paid request of the cycle is sent.",
+        failure = "Fails closed: at a limit the call is not made and the run fails with `LimitExceeded` (`max_steps`, `max_turns`, `max_price_usd`). Incomplete pricing warns and continues against the known subtotal. A failure of the accounting journal fails the attempt with a `Middleware` error, and no further paid request of the cycle is sent. A shared budget or step counter (`shared_budget`, `shared_steps`: Redis, PostgreSQL, SQLite) that cannot answer refuses the call with a `Middleware` error; at the shared cap the call fails with `LimitExceeded`.",
         streaming = "Checks before the stream starts and values the accumulated usage when it settles; a request in flight is not an uncertainty.",
         cache = "Values cache reads, cache writes and one-hour cache writes (requests with `params.extra.cache_ttl = \"1h\"`) at their own rates, never derived from the input or base write rate.",
         retries = "Ordered inside `model_fallback`, `model_retry` and `output_limit_recovery`, so every paid attempt (retries, fallbacks, escalations) is checked and counted, with the usage a failed attempt streamed before failing; the built-in summarisers' calls and sub-agents' spend count in the same budget; paid calls made by other middleware count when they go through `PriceBudget::dispatch`."
@@ -319,11 +364,28 @@ impl LimitsMiddleware {
     }
 
     #[before_tool]
-    fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
+    async fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
         let Some(max) = self.max_steps else { return Ok(()) };
-        let (admitted, scope) = match &ctx.config().thread_id {
-            Some(thread) => (self.thread_steps.admit(thread, max), "this session (thread)"),
-            None => (
+        let (admitted, scope) = match (&ctx.config().thread_id, &self.shared_steps) {
+            (Some(thread), Some((ledger, ttl))) => {
+                let key = format!("steps:{thread}");
+                let answer = ledger.reserve(&key, u64::from(max), 1, *ttl).await.map_err(|e| {
+                    TinyAgentsError::middleware(
+                        "limits",
+                        format!(
+                            "the shared step counter `{key}` could not answer ({e}); `{}` was not run: bring the \
+                             store back, or remove `shared_steps`",
+                            call.name
+                        ),
+                    )
+                })?;
+                (
+                    matches!(answer, Reservation::Admitted(_)),
+                    "this session (thread, counted across every process on the shared store)",
+                )
+            }
+            (Some(thread), None) => (self.thread_steps.admit(thread, max), "this session (thread)"),
+            (None, _) => (
                 ctx.local::<Counts>().steps.fetch_add(1, Ordering::Relaxed) < max,
                 "this run",
             ),
@@ -349,7 +411,21 @@ impl LimitsMiddleware {
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
         let budget = PriceBudget::of(ctx);
-        let ticket = budget.dispatch(ctx, one_hour_writes(&request))?;
+        // The shared budget first (it holds a reservation), then this cycle's;
+        // a local refusal releases the shared hold.
+        let hold = match &self.shared {
+            Some(shared) => Some(shared.reserve(ctx).await?),
+            None => None,
+        };
+        let ticket = match budget.dispatch(ctx, one_hour_writes(&request)) {
+            Ok(ticket) => ticket,
+            Err(e) => {
+                if let (Some(shared), Some(hold)) = (&self.shared, hold) {
+                    shared.settle(hold, Some(0.0)).await?;
+                }
+                return Err(e);
+            }
+        };
         if let Some(fee) = unvalued_fee(&request) {
             budget.mark_incomplete(
                 ctx,
@@ -377,16 +453,27 @@ impl LimitsMiddleware {
                     );
                 }
                 let failed = FailedAttemptUsage::take(ctx);
-                ticket.settle(ctx, &model, response.usage + failed)?;
+                let usd = ticket.settle_usd(ctx, &model, response.usage + failed);
+                if let (Some(shared), Some(hold)) = (&self.shared, hold) {
+                    // A charge the local journal could not record is charged its reservation.
+                    shared.settle(hold, usd.as_ref().ok().copied()).await?;
+                }
+                usd?;
                 Ok(outcome)
             }
             Err(e) => {
                 let failed = FailedAttemptUsage::take(ctx);
-                if failed.is_zero() {
+                let usd = if failed.is_zero() {
                     ticket.settle_unknown(ctx, &e);
+                    Ok(None)
                 } else {
-                    ticket.settle_failed(ctx, &target, failed, &e)?;
+                    ticket.settle_failed_usd(ctx, &target, failed, &e).map(Some)
+                };
+                if let (Some(shared), Some(hold)) = (&self.shared, hold) {
+                    // An unknown cost is charged its reservation.
+                    shared.settle(hold, usd.as_ref().ok().copied().flatten()).await?;
                 }
+                usd?;
                 Err(e)
             }
         }

@@ -34,13 +34,18 @@ impl BucketSpec {
 }
 
 /// Where bucket state lives. The in-memory default serves one process; a
-/// shared store (Redis, a database) can implement the same trait.
+/// shared store ([`RedisStore`](crate::store::RedisStore), feature `redis`)
+/// serves every process that connects to it.
 ///
-/// `reserve` takes one token of bucket `key` at `now` and says how long the
-/// caller must wait before using it (zero: at once). When that wait would be
-/// longer than `max_wait`, it reserves nothing and returns `Err(wait)`.
+/// `reserve` takes one token of bucket `key` and says how long the caller
+/// must wait before using it (zero: at once). When that wait would be
+/// longer than `max_wait`, it reserves nothing and returns `Ok(Err(wait))`.
 /// Reservations are exact under contention: each caller gets its own slot,
 /// so N concurrent callers are admitted exactly as fast as the bucket allows.
+/// `now` is the caller's clock (tokio's, so a paused test clock drives the
+/// in-memory store); a shared store keeps one clock for every process (the
+/// server's) and ignores it. A store that cannot answer (a server down)
+/// returns the outer `Err`, and the call is refused: a limiter fails closed.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -50,30 +55,35 @@ impl BucketSpec {
 /// /// Prefixes every key with a tenant, over the in-memory store.
 /// struct Tenant(&'static str, InMemoryRateLimitStore);
 ///
+/// #[async_trait::async_trait]
 /// impl RateLimitStore for Tenant {
-///     fn reserve(
+///     async fn reserve(
 ///         &self,
 ///         key: &str,
 ///         spec: BucketSpec,
 ///         now: tokio::time::Instant,
 ///         max_wait: Option<Duration>,
-///     ) -> Result<Duration, Duration> {
-///         self.1.reserve(&format!("{}/{key}", self.0), spec, now, max_wait)
+///     ) -> tinyagents::Result<Result<Duration, Duration>> {
+///         Ok(self.1.reserve_now(&format!("{}/{key}", self.0), spec, now, max_wait))
 ///     }
 /// }
 ///
 /// let limiter = RateLimiterMiddleware::new(5.0, 5).with_store(Arc::new(Tenant("acme", Default::default())));
 /// # let _ = limiter;
 /// ```
+#[async_trait::async_trait]
 pub trait RateLimitStore: Send + Sync {
     /// Reserves one token; see the trait docs.
-    fn reserve(
+    ///
+    /// # Errors
+    /// When the store cannot answer; the limiter then refuses the call.
+    async fn reserve(
         &self,
         key: &str,
         spec: BucketSpec,
         now: Instant,
         max_wait: Option<Duration>,
-    ) -> std::result::Result<Duration, Duration>;
+    ) -> Result<std::result::Result<Duration, Duration>>;
 }
 
 /// The in-memory [`RateLimitStore`]: one "theoretical arrival time" per key
@@ -81,23 +91,25 @@ pub trait RateLimitStore: Send + Sync {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tinyagents::middleware::{BucketSpec, InMemoryRateLimitStore, RateLimitStore};
+/// use tinyagents::middleware::{BucketSpec, InMemoryRateLimitStore};
 ///
 /// let store = InMemoryRateLimitStore::default();
 /// let spec = BucketSpec { rate_per_second: 10.0, burst: 2 };
 /// let now = tokio::time::Instant::now();
-/// assert_eq!(store.reserve("k", spec, now, None), Ok(Duration::ZERO));
-/// assert_eq!(store.reserve("k", spec, now, None), Ok(Duration::ZERO));
-/// assert_eq!(store.reserve("k", spec, now, None), Ok(Duration::from_millis(100)));
-/// assert_eq!(store.reserve("k", spec, now, Some(Duration::ZERO)), Err(Duration::from_millis(200)));
+/// assert_eq!(store.reserve_now("k", spec, now, None), Ok(Duration::ZERO));
+/// assert_eq!(store.reserve_now("k", spec, now, None), Ok(Duration::ZERO));
+/// assert_eq!(store.reserve_now("k", spec, now, None), Ok(Duration::from_millis(100)));
+/// assert_eq!(store.reserve_now("k", spec, now, Some(Duration::ZERO)), Err(Duration::from_millis(200)));
 /// ```
 #[derive(Debug, Default)]
 pub struct InMemoryRateLimitStore {
     arrivals: Mutex<HashMap<String, Instant>>,
 }
 
-impl RateLimitStore for InMemoryRateLimitStore {
-    fn reserve(
+impl InMemoryRateLimitStore {
+    /// Reserves one token at once (the in-memory store never waits on I/O);
+    /// the same answer as [`RateLimitStore::reserve`].
+    pub fn reserve_now(
         &self,
         key: &str,
         spec: BucketSpec,
@@ -115,6 +127,19 @@ impl RateLimitStore for InMemoryRateLimitStore {
         }
         arrivals.insert(key.to_owned(), tat + interval);
         Ok(wait)
+    }
+}
+
+#[async_trait::async_trait]
+impl RateLimitStore for InMemoryRateLimitStore {
+    async fn reserve(
+        &self,
+        key: &str,
+        spec: BucketSpec,
+        now: Instant,
+        max_wait: Option<Duration>,
+    ) -> Result<std::result::Result<Duration, Duration>> {
+        Ok(self.reserve_now(key, spec, now, max_wait))
     }
 }
 
@@ -274,7 +299,17 @@ impl RateLimiterMiddleware {
 
     /// Takes a token for `key`: waits for it, or fails with `RateLimited`.
     async fn admit<C>(&self, ctx: &RunContext<C>, key: String) -> Result<()> {
-        match self.store.reserve(&key, self.spec, Instant::now(), self.max_wait) {
+        let reserved = self
+            .store
+            .reserve(&key, self.spec, Instant::now(), self.max_wait)
+            .await
+            .map_err(|e| {
+                TinyAgentsError::middleware(
+                    "rate_limiter",
+                    format!("the rate-limit store could not admit a call on bucket `{key}`, so it was refused: {e}"),
+                )
+            })?;
+        match reserved {
             Ok(wait) if wait.is_zero() => Ok(()),
             Ok(wait) => {
                 let token = ctx.cancellation().clone();

@@ -1,0 +1,153 @@
+//! The Redis store (feature `redis`) against the server
+//! `TINYAGENTS_REDIS_URL` names (the test fails, never skips, when it is
+//! unset): the token bucket admits exactly as the in-process one does and
+//! exactly `burst` under contention; the ledger admits exactly up to its cap
+//! under contention; an unreachable server is an error naming the URL and
+//! the feature, with the password hidden.
+#![cfg(feature = "redis")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tinyagents::middleware::{BucketSpec, RateLimitStore};
+use tinyagents::store::{LedgerStore, RedisStore, Reservation};
+
+fn url() -> String {
+    std::env::var("TINYAGENTS_REDIS_URL").unwrap_or_else(|_| {
+        panic!(
+            "TINYAGENTS_REDIS_URL is not set: the Redis store tests (feature `redis`) need a running server; \
+             `.ci/run` starts one on loopback (see .ci/services.sh to start it by hand)"
+        )
+    })
+}
+
+fn unique(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{what}-{}-{nanos}", std::process::id())
+}
+
+#[tokio::test]
+async fn a_still_bucket_admits_burst_then_says_when() {
+    let store = RedisStore::connect(&url()).await.unwrap();
+    let key = unique("bucket");
+    // 0.01 per second: one token every 100 s, so nothing refills during the test.
+    let spec = BucketSpec {
+        rate_per_second: 0.01,
+        burst: 3,
+    };
+    let now = tokio::time::Instant::now();
+    for _ in 0..3 {
+        assert_eq!(
+            RateLimitStore::reserve(&store, &key, spec, now, Some(Duration::ZERO))
+                .await
+                .unwrap(),
+            Ok(Duration::ZERO)
+        );
+    }
+    let refused = RateLimitStore::reserve(&store, &key, spec, now, Some(Duration::ZERO))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        refused > Duration::from_secs(90) && refused <= Duration::from_secs(100),
+        "{refused:?}"
+    );
+    // In wait mode the caller gets its own later slot: one interval after the last.
+    let wait = RateLimitStore::reserve(&store, &key, spec, now, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        wait > Duration::from_secs(90) && wait <= Duration::from_secs(100),
+        "{wait:?}"
+    );
+    let second = RateLimitStore::reserve(&store, &key, spec, now, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(second > wait + Duration::from_secs(99), "{second:?} after {wait:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contended_admissions_are_exact() {
+    let store = Arc::new(RedisStore::connect(&url()).await.unwrap());
+    let key = unique("contended");
+    let spec = BucketSpec {
+        rate_per_second: 0.001,
+        burst: 7,
+    };
+    let tasks: Vec<_> = (0..64)
+        .map(|_| {
+            let store = store.clone();
+            let key = key.clone();
+            tokio::spawn(async move {
+                RateLimitStore::reserve(&*store, &key, spec, tokio::time::Instant::now(), Some(Duration::ZERO))
+                    .await
+                    .unwrap()
+                    .is_ok()
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(admitted, 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_ledger_admits_up_to_its_cap() {
+    let store = Arc::new(RedisStore::connect(&url()).await.unwrap());
+    let day = Duration::from_secs(86_400);
+    let k = unique("ledger");
+    assert!(
+        matches!(LedgerStore::reserve(&*store, &k, 100, 60, day).await.unwrap(), Reservation::Admitted(t) if t.held == 60)
+    );
+    assert!(
+        matches!(LedgerStore::reserve(&*store, &k, 100, 60, day).await.unwrap(), Reservation::Refused(t) if t.held == 60)
+    );
+    let t = store.settle(&k, 60, 70, day).await.unwrap();
+    assert_eq!((t.spent, t.held), (70, 0));
+    store.settle(&k, 0, 40, day).await.unwrap();
+    assert!(
+        matches!(LedgerStore::reserve(&*store, &k, 100, 0, day).await.unwrap(), Reservation::Refused(t) if t.spent == 110)
+    );
+    assert_eq!(store.totals(&k).await.unwrap().spent, 110);
+    assert!(
+        LedgerStore::reserve(&*store, &k, 1 << 60, 1, day).await.is_err(),
+        "above 2^53 is refused"
+    );
+    let c = unique("counter");
+    let tasks: Vec<_> = (0..40)
+        .map(|_| {
+            let store = store.clone();
+            let c = c.clone();
+            tokio::spawn(async move {
+                matches!(
+                    LedgerStore::reserve(&*store, &c, 25, 1, day).await.unwrap(),
+                    Reservation::Admitted(_)
+                )
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(admitted, 25);
+}
+
+#[tokio::test]
+async fn an_unreachable_server_names_the_url_and_the_feature() {
+    let err = RedisStore::connect("redis://:hunter2@127.0.0.1:1/0")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("redis://:***@127.0.0.1:1/0") && err.contains("`redis`") && !err.contains("hunter2"),
+        "{err}"
+    );
+}

@@ -1,0 +1,483 @@
+//! The shared stores across real OS processes (feature `stores`; needs
+//! `TINYAGENTS_REDIS_URL` and `TINYAGENTS_POSTGRES_URL`, which `.ci/run`
+//! sets after starting both servers on loopback):
+//!
+//! 1. 4 processes × 50 runs against one Redis bucket: admitted calls never
+//!    exceed the bucket (exactly `burst` for a bucket that does not refill
+//!    during the test; at most `burst + elapsed × rate` on the server's clock
+//!    for a 10/s bucket);
+//! 2. 4 processes × 50 runs spending against one $1.00 budget (Redis,
+//!    PostgreSQL, SQLite): spend ≤ cap + 4 × the cost of one call (the bound
+//!    `docs/scale-out.md` states for 4 calls in flight), exactly ≤ cap when
+//!    each call reserves its cost, and every refusal is a `LimitExceeded`;
+//! 3. a run paused for approval in process A (which exits) is decided and
+//!    resumed by process B from PostgreSQL and from SQLite: the approved
+//!    call runs exactly once, and a replay in process C is refused;
+//! 4. a writer SIGKILLed while it puts checkpoints leaves PostgreSQL and
+//!    SQLite at their last complete checkpoint.
+//!
+//! `harness = false`: this binary is both the test and, when
+//! `TINYAGENTS_STORE_WORKER` is set, the worker it starts.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use serde_json::json;
+use tinyagents::graph::{update, AgentGraph, Checkpoint, GraphState};
+use tinyagents::harness::message::Role;
+use tinyagents::harness::model::ModelResponse;
+use tinyagents::harness::tool::tool_fn;
+use tinyagents::middleware::{
+    Decision, HitlInterrupt, HitlResume, HumanInTheLoopMiddleware, InterruptOn, LimitsMiddleware,
+    RateLimiterMiddleware, TokenRates,
+};
+use tinyagents::prelude::*;
+use tinyagents::store::{RedisStore, SharedBudget, StoreUrl, NANOS_PER_USD};
+
+const WORKER_ENV: &str = "TINYAGENTS_STORE_WORKER";
+const PROCESSES: usize = 4;
+const RUNS: usize = 50;
+/// One call: 1000 input tokens at $30 per million.
+const CALL_USD: f64 = 0.03;
+
+fn env_url(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set: the store tests (feature `stores`) need a running server; `.ci/run` starts \
+             Redis and PostgreSQL on loopback and sets it (see .ci/services.sh to start them by hand)"
+        )
+    })
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A unique name for this test run (keys, threads, files).
+fn unique(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{what}-{}-{nanos}", std::process::id())
+}
+
+// ---------------------------------------------------------------- workers
+
+/// `bucket URL KEY RATE BURST`: 50 runs through a rejecting limiter; prints `admitted N refused M`.
+async fn worker_bucket(args: &[String]) {
+    let store = Arc::new(RedisStore::connect(&args[0]).await.unwrap());
+    let key = &args[1];
+    let rate: f64 = args[2].parse().unwrap();
+    let burst: u32 = args[3].parse().unwrap();
+    let limiter = RateLimiterMiddleware::new(rate, burst)
+        .reject()
+        .with_store(Arc::new(Prefixed(key.clone(), store)));
+    let agent: Agent<()> = Agent::new(ScriptedModel::from_fn(|_| ScriptedTurn::text("ok")))
+        .with_stack(MiddlewareStack::new().with(limiter).unwrap());
+    let (mut admitted, mut refused) = (0, 0);
+    for i in 0..RUNS {
+        let mut ctx = RunContext::new(RunConfig::new(format!("r{i}")), ());
+        match agent.run(&mut ctx, &(), "go").await {
+            Ok(_) => admitted += 1,
+            Err(TinyAgentsError::RateLimited { .. }) => refused += 1,
+            Err(e) => panic!("a run failed with something else than RateLimited: {e}"),
+        }
+    }
+    println!("admitted {admitted} refused {refused}");
+}
+
+/// A bucket key of its own per test run.
+struct Prefixed(String, Arc<RedisStore>);
+
+#[async_trait::async_trait]
+impl tinyagents::middleware::RateLimitStore for Prefixed {
+    async fn reserve(
+        &self,
+        key: &str,
+        spec: tinyagents::middleware::BucketSpec,
+        now: tokio::time::Instant,
+        max_wait: Option<std::time::Duration>,
+    ) -> tinyagents::Result<Result<std::time::Duration, std::time::Duration>> {
+        tinyagents::middleware::RateLimitStore::reserve(&*self.1, &format!("{}:{key}", self.0), spec, now, max_wait)
+            .await
+    }
+}
+
+/// `budget URL KEY RESERVE_USD`: 50 runs of one $0.03 call each under a
+/// shared $1.00 budget; prints `ok` or `refused LIMIT` or `error KIND MESSAGE` per run.
+async fn worker_budget(args: &[String]) {
+    let stores = StoreUrl::parse(&args[0]).unwrap().open().await.unwrap();
+    let reserve: f64 = args[2].parse().unwrap();
+    let budget = SharedBudget::new(stores.ledger(), args[1].clone(), 1.0)
+        .unwrap()
+        .reserve_usd(reserve)
+        .unwrap();
+    let limits = LimitsMiddleware::new()
+        .manual_rates(TokenRates {
+            input: Some(30.0),
+            output: Some(0.0),
+            ..TokenRates::default()
+        })
+        .unwrap()
+        .shared_budget(budget);
+    let model = ScriptedModel::from_fn(|_| ModelResponse::text("ok").with_usage(Usage::new(1000, 0)).into());
+    let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::new().with(limits).unwrap());
+    let mut out = std::io::stdout();
+    for i in 0..RUNS {
+        let mut ctx = RunContext::new(RunConfig::new(format!("r{i}")), ());
+        let line = match agent.run(&mut ctx, &(), "go").await {
+            Ok(_) => "ok".to_owned(),
+            Err(TinyAgentsError::LimitExceeded { limit, .. }) => format!("refused {limit}"),
+            Err(e) => format!("error {:?} {e}", e.kind()),
+        };
+        writeln!(out, "{line}").unwrap();
+    }
+}
+
+/// The approval agent: `delete` appends a line to the file `log` when it runs.
+fn approval_agent(log: String) -> Agent<()> {
+    let delete = tool_fn("delete", "Deletes a file.", move |_cx, args| {
+        let log = log.clone();
+        async move {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .unwrap();
+            writeln!(f, "deleted {} by process {}", args["path"], std::process::id()).unwrap();
+            Ok("deleted".into())
+        }
+    });
+    // Asks for the call first, answers "done" once its result is in (in whichever process).
+    Agent::new(ScriptedModel::from_fn(|request| {
+        if request.messages.last().is_some_and(|m| m.role == Role::Tool) {
+            ScriptedTurn::text("done")
+        } else {
+            ScriptedTurn::tool_call("delete", json!({"path": "a.txt"}))
+        }
+    }))
+    .with_tools(ToolRegistry::new().with(delete).unwrap())
+    .with_stack(
+        MiddlewareStack::new()
+            .with(HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new()))
+            .unwrap(),
+    )
+}
+
+/// `pause URL THREAD LOG`: runs until the approval pause; prints the interrupt as JSON.
+async fn worker_pause(args: &[String]) {
+    let stores = StoreUrl::parse(&args[0]).unwrap().open().await.unwrap();
+    let store = stores.checkpointer().unwrap();
+    let agent = approval_agent(args[2].clone());
+    let mut ctx = RunContext::new(RunConfig::new("a"), ());
+    let err = AgentGraph::new(&agent)
+        .run_durable(&mut ctx, &(), "tidy up", &args[1], store.as_ref())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted, "{err}");
+    let interrupt = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    println!("{}", serde_json::to_string(&interrupt).unwrap());
+}
+
+/// `resume URL THREAD LOG RESUME_JSON`: goes on with the decisions; prints `done TEXT` or `error KIND`.
+async fn worker_resume(args: &[String]) {
+    let stores = StoreUrl::parse(&args[0]).unwrap().open().await.unwrap();
+    let store = stores.checkpointer().unwrap();
+    let agent = approval_agent(args[2].clone());
+    let resume: HitlResume = serde_json::from_str(&args[3]).unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("b"), ());
+    match AgentGraph::new(&agent)
+        .resume_with(&mut ctx, &(), &args[1], store.as_ref(), resume)
+        .await
+    {
+        Ok(run) => println!("done {}", run.final_text()),
+        Err(e) => println!("error {:?}", e.kind()),
+    }
+}
+
+fn big_checkpoint(thread: &str, seq: u64) -> Checkpoint {
+    // A large payload, so a kill often lands in the middle of a write.
+    let payload = format!("{seq}:").repeat(50_000);
+    Checkpoint {
+        thread_id: thread.into(),
+        seq,
+        steps: seq as u32,
+        next: Some("work".into()),
+        state: GraphState::from_update(update([("n", json!(seq)), ("payload", json!(payload))])),
+        interrupt: None,
+        updates: Vec::new(),
+    }
+}
+
+fn whole(cp: &Checkpoint) -> Result<(), String> {
+    if *cp == big_checkpoint(&cp.thread_id, cp.seq) {
+        Ok(())
+    } else {
+        Err(format!("checkpoint {} is not the one written", cp.seq))
+    }
+}
+
+/// `writer URL THREAD`: puts checkpoints 1, 2, … forever; prints `wrote N` after each.
+async fn worker_writer(args: &[String]) {
+    let stores = StoreUrl::parse(&args[0]).unwrap().open().await.unwrap();
+    let store = stores.checkpointer().unwrap();
+    let mut out = std::io::stdout();
+    for seq in 1..=1_000_000 {
+        store.put(&big_checkpoint(&args[1], seq)).await.unwrap();
+        writeln!(out, "wrote {seq}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+fn worker(mode: &str) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    rt().block_on(async {
+        match mode {
+            "bucket" => worker_bucket(&args).await,
+            "budget" => worker_budget(&args).await,
+            "pause" => worker_pause(&args).await,
+            "resume" => worker_resume(&args).await,
+            "writer" => worker_writer(&args).await,
+            other => panic!("unknown worker mode {other}"),
+        }
+    });
+}
+
+// ---------------------------------------------------------------- the test
+
+fn spawn(mode: &str, args: &[&str]) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .env(WORKER_ENV, mode)
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn a worker")
+}
+
+/// Starts `n` workers at once and returns each one's stdout, checking each exited 0.
+fn run_all(n: usize, mode: &str, args: &[&str]) -> Vec<String> {
+    let children: Vec<_> = (0..n).map(|_| spawn(mode, args)).collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success(), "a {mode} worker failed: {:?}", out.status);
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .collect()
+}
+
+/// The Redis server's clock, in microseconds.
+fn redis_time(url: &str) -> u64 {
+    rt().block_on(async {
+        let client = redis::Client::open(url).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let (s, us): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+        s * 1_000_000 + us
+    })
+}
+
+fn admitted(outputs: &[String]) -> (usize, usize) {
+    outputs.iter().fold((0, 0), |(a, r), out| {
+        let f: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!((f[0], f[2]), ("admitted", "refused"), "{out}");
+        (a + f[1].parse::<usize>().unwrap(), r + f[3].parse::<usize>().unwrap())
+    })
+}
+
+fn bucket_tests(redis_url: &str) -> Result<(), String> {
+    // A bucket that cannot refill during the test: exactly `burst` admitted.
+    let key = unique("still");
+    let outputs = run_all(PROCESSES, "bucket", &[redis_url, &key, "0.001", "10"]);
+    let (ok, refused) = admitted(&outputs);
+    if (ok, refused) != (10, PROCESSES * RUNS - 10) {
+        return Err(format!(
+            "a bucket of 10 tokens that does not refill admitted {ok} of {} calls across {PROCESSES} processes",
+            PROCESSES * RUNS
+        ));
+    }
+    // 10/s, burst 10, on the server's clock: never more than burst + elapsed × rate.
+    let key = unique("ten");
+    let start = redis_time(redis_url);
+    let outputs = run_all(PROCESSES, "bucket", &[redis_url, &key, "10", "10"]);
+    let elapsed_us = redis_time(redis_url) - start;
+    let (ok, refused) = admitted(&outputs);
+    let bound = 10 + elapsed_us.div_ceil(100_000) as usize;
+    if ok + refused != PROCESSES * RUNS || ok > bound || ok < 10 {
+        return Err(format!(
+            "a 10/s bucket of 10 admitted {ok} calls in {elapsed_us} µs across {PROCESSES} processes (bound {bound}, \
+             at least 10)"
+        ));
+    }
+    println!("bucket: {ok} admitted, bound {bound} ({elapsed_us} µs)");
+    Ok(())
+}
+
+fn budget_test(url: &str, reserve: f64) -> Result<(), String> {
+    let key = unique("budget");
+    let outputs = run_all(PROCESSES, "budget", &[url, &key, &reserve.to_string()]);
+    let lines: Vec<&str> = outputs.iter().flat_map(|o| o.lines()).collect();
+    if lines.len() != PROCESSES * RUNS {
+        return Err(format!(
+            "{url}: {} run lines, expected {}",
+            lines.len(),
+            PROCESSES * RUNS
+        ));
+    }
+    if let Some(bad) = lines.iter().find(|l| **l != "ok" && **l != "refused max_price_usd") {
+        return Err(format!(
+            "{url}: a run ended otherwise than ok or a classified refusal: {bad}"
+        ));
+    }
+    let ok = lines.iter().filter(|l| **l == "ok").count();
+    let spent = rt().block_on(async {
+        let stores = StoreUrl::parse(url).unwrap().open().await.unwrap();
+        stores.ledger().totals(&format!("budget:{key}")).await.unwrap()
+    });
+    let spent_usd = spent.spent as f64 / NANOS_PER_USD;
+    let bound = if reserve >= CALL_USD {
+        1.0
+    } else {
+        1.0 + PROCESSES as f64 * CALL_USD
+    };
+    // Every admitted call settled its cost, nothing is left held.
+    let expected = ok as u64 * (CALL_USD * NANOS_PER_USD).round() as u64;
+    if spent.held != 0 || spent.spent.abs_diff(expected) > ok as u64 {
+        return Err(format!(
+            "{url}: {ok} calls settled {spent:?}, expected {expected} nano-dollars spent"
+        ));
+    }
+    if spent_usd > bound + 1e-9 || spent_usd < 1.0 - CALL_USD - 1e-9 {
+        return Err(format!(
+            "{url} (reserve ${reserve}): {PROCESSES} processes spent ${spent_usd} under a $1.00 budget (bound ${bound})"
+        ));
+    }
+    println!("budget {url} reserve {reserve}: {ok} calls, ${spent_usd:.2} spent (bound ${bound:.2})");
+    Ok(())
+}
+
+fn approval_test(url: &str) -> Result<(), String> {
+    let thread = unique("approval");
+    let log = std::env::temp_dir().join(unique("approval-log"));
+    let log_s = log.display().to_string();
+    let out = run_all(1, "pause", &[url, &thread, &log_s]).remove(0);
+    if log.exists() {
+        return Err(format!("{url}: the call ran before it was approved"));
+    }
+    let interrupt: HitlInterrupt = serde_json::from_str(out.trim()).map_err(|e| format!("{url}: {e}: {out}"))?;
+    let request = interrupt.requests[0].call_id.clone();
+    let resume = interrupt
+        .decide([(request.as_str(), Decision::Approve)])
+        .map_err(|e| e.to_string())?;
+    let resume = serde_json::to_string(&resume).unwrap();
+    let b = run_all(1, "resume", &[url, &thread, &log_s, &resume]).remove(0);
+    if b.trim() != "done done" {
+        return Err(format!("{url}: process B did not finish the approved run: {b}"));
+    }
+    // A replay in a third process is refused, and runs nothing.
+    let c = run_all(1, "resume", &[url, &thread, &log_s, &resume]).remove(0);
+    if c.trim() != "error Validation" {
+        return Err(format!("{url}: a replayed decision was not refused: {c}"));
+    }
+    let ran = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    if ran.lines().count() != 1 {
+        return Err(format!(
+            "{url}: the approved call ran {} times: {ran}",
+            ran.lines().count()
+        ));
+    }
+    Ok(())
+}
+
+fn crash_test(url: &str) -> Result<(), String> {
+    let thread = unique("crash");
+    let mut child = spawn("writer", &[url, &thread]);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut confirmed = 0;
+    for line in lines.by_ref() {
+        confirmed = line.unwrap().trim_start_matches("wrote ").parse::<u64>().unwrap();
+        if confirmed >= 10 {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL the writer");
+    child.wait().unwrap();
+    rt().block_on(async {
+        let stores = StoreUrl::parse(url).unwrap().open().await.unwrap();
+        let store = stores.checkpointer().unwrap();
+        let latest = store.latest(&thread).await.map_err(|e| format!("{url}: {e}"))?;
+        let Some(latest) = latest else {
+            return Err(format!("{url}: no checkpoint after the kill"));
+        };
+        if latest.seq < confirmed {
+            return Err(format!(
+                "{url}: the store went back to {} after confirming {confirmed}",
+                latest.seq
+            ));
+        }
+        whole(&latest)?;
+        // The store goes on from there: the next checkpoint is taken, a replay is not.
+        store
+            .put(&big_checkpoint(&thread, latest.seq + 1))
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        if store.put(&big_checkpoint(&thread, latest.seq + 1)).await.is_ok() {
+            return Err(format!("{url}: a checkpoint was replaced after the crash"));
+        }
+        Ok(())
+    })
+}
+
+fn main() {
+    if let Ok(mode) = std::env::var(WORKER_ENV) {
+        worker(&mode);
+        return;
+    }
+    let redis_url = env_url("TINYAGENTS_REDIS_URL");
+    let postgres_url = env_url("TINYAGENTS_POSTGRES_URL");
+    let sqlite_path = std::env::temp_dir().join(unique("stores")).with_extension("db");
+    let sqlite_url = format!("sqlite:{}", sqlite_path.display());
+
+    let mut results: Vec<(String, Result<(), String>)> = Vec::new();
+    results.push(("rate-limit bucket across processes".into(), bucket_tests(&redis_url)));
+    for url in [&redis_url, &postgres_url, &sqlite_url] {
+        results.push((format!("budget without reservation ({url})"), budget_test(url, 0.0)));
+        results.push((
+            format!("budget reserving each call's cost ({url})"),
+            budget_test(url, CALL_USD),
+        ));
+    }
+    for url in [&postgres_url, &sqlite_url] {
+        results.push((
+            format!("approval paused in A, resumed in B ({url})"),
+            approval_test(url),
+        ));
+        results.push((format!("SIGKILL mid-put ({url})"), crash_test(url)));
+    }
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", sqlite_path.display()));
+    }
+
+    let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
+    for (name, r) in &results {
+        match r {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(e) => eprintln!("test {name} ... FAILED: {e}"),
+        }
+    }
+    println!(
+        "test result: {}. {} passed; {} failed",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        results.len() - failed.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        std::process::exit(1);
+    }
+}
