@@ -159,3 +159,11 @@ pub fn middleware(args: TokenStream, item: TokenStream) -> TokenStream {
 pub fn derive_middleware_config(item: TokenStream) -> TokenStream {
     config_derive::expand(item.into()).into()
 }
+
+/// The macro crate's hook table as data, for the runtime's test that checks
+/// it against the runtime's own table. Not a public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __hook_table(_input: TokenStream) -> TokenStream {
+    hook::facts().into()
+}
