@@ -10,6 +10,7 @@
 mod calls;
 mod run;
 mod run_loop;
+mod schedule;
 mod subagent;
 
 use std::sync::Arc;
