@@ -410,9 +410,12 @@ where
         Ok(result)
     }
 
-    /// Runs `after_agent` on `run` and returns it.
+    /// Runs `after_agent` on `run` and returns it, with the run's
+    /// compressions attached as the agent attaches them.
     pub async fn after_agent(&mut self, mut run: AgentRun) -> Result<AgentRun> {
+        crate::harness::provenance::attach(&self.ctx, &mut run);
         self.stack.run_after_agent(&mut self.ctx, &self.state, &mut run).await?;
+        crate::harness::provenance::attach(&self.ctx, &mut run);
         Ok(run)
     }
 

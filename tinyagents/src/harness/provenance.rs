@@ -119,7 +119,8 @@ pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
 }
 
 /// Copies the compressions not yet attached onto `run.compressions`
-/// (idempotent: several compression middleware may call it in `after_agent`).
+/// (idempotent). The agent calls it when a run ends, before and after the
+/// `after_agent` hooks, so compression middleware need not.
 pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
     let log: Arc<CompressionLog> = ctx.local::<CompressionLog>();
     let entries = log.entries.lock().expect("compression log lock");

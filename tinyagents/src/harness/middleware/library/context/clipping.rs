@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use super::summarization::SummaryTrigger;
 use super::window::is_boundary;
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
@@ -242,9 +241,4 @@ impl ContextClippingMiddleware {
         Ok(())
     }
 
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
-        Ok(())
-    }
 }

@@ -8,12 +8,10 @@ use std::sync::{Arc, Mutex};
 use super::summarizer::{ConcatSummarizer, Summarizer};
 use super::window::{compact, instance_key};
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::{ModelRequest, ModelResponse};
-use crate::harness::provenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -314,9 +312,4 @@ impl ContextMiddleware {
         Ok(())
     }
 
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
-        Ok(())
-    }
 }

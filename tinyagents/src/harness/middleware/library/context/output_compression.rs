@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use super::artifacts::ArtifactStore;
 use super::summarizer::{summarize_charged, Summarizer};
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
@@ -261,9 +260,4 @@ impl OutputCompressionMiddleware {
         Ok(())
     }
 
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
-        Ok(())
-    }
 }

@@ -10,7 +10,6 @@ use crate::harness::agent::{AgentRun, StopReason};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -150,7 +149,6 @@ impl TranscriptCompressionMiddleware {
             run.messages = transcript.messages;
             result?;
         }
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

@@ -244,9 +244,4 @@ impl MessageTrimMiddleware {
         Ok(())
     }
 
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut crate::harness::agent::AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
-        Ok(())
-    }
 }
