@@ -4,7 +4,7 @@ pub use ::async_trait::async_trait;
 pub use ::futures::future::BoxFuture;
 pub use ::std::sync::Arc;
 
-pub use crate::harness::agent::AgentRun;
+pub use crate::harness::run::AgentRun;
 pub use crate::harness::context::{JumpSet, RunContext};
 pub use crate::harness::error::{Result, TinyAgentsError};
 pub use crate::harness::middleware::{

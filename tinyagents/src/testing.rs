@@ -43,7 +43,7 @@ use serde_json::Value;
 pub use crate::harness::event::CollectingSink;
 pub use crate::harness::model::{ScriptedModel, ScriptedTurn};
 
-use crate::harness::agent::AgentRun;
+use crate::harness::run::AgentRun;
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, HookOutcome};
@@ -413,9 +413,9 @@ where
     /// Runs `after_agent` on `run` and returns it, with the run's
     /// compressions attached as the agent attaches them.
     pub async fn after_agent(&mut self, mut run: AgentRun) -> Result<AgentRun> {
-        crate::harness::provenance::attach(&self.ctx, &mut run);
+        crate::harness::compression::attach(&self.ctx, &mut run);
         self.stack.run_after_agent(&mut self.ctx, &self.state, &mut run).await?;
-        crate::harness::provenance::attach(&self.ctx, &mut run);
+        crate::harness::compression::attach(&self.ctx, &mut run);
         Ok(run)
     }
 

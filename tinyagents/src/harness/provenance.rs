@@ -1,20 +1,17 @@
-//! Compression provenance: what a compression replaced, and how.
+//! Compression provenance: what a compression replaced, and how (plain data).
 //!
 //! Every compression built-in records one [`CompressionProvenance`] per
-//! change with [`record`]: it is emitted as
-//! [`AgentEvent::Compressed`],
-//! kept in the run's [`CompressionLog`], and attached to the
-//! [`AgentRun`] in `after_agent`
-//! ([`attach`]) so a replay can explain every change.
-
-use std::sync::{Arc, Mutex};
+//! change with [`compression::record`](crate::harness::compression::record):
+//! it is emitted as
+//! [`AgentEvent::Compressed`](crate::harness::event::AgentEvent::Compressed),
+//! kept in the run's
+//! [`CompressionLog`](crate::harness::compression::CompressionLog), and
+//! attached to the [`AgentRun`](crate::harness::run::AgentRun) when the run
+//! ends, so a replay can explain every change.
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::agent::AgentRun;
 use crate::harness::cache::PrefixFingerprint;
-use crate::harness::context::RunContext;
-use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::MessageId;
 
 /// What one compression replaced, and how.
@@ -87,44 +84,4 @@ impl CompressionProvenance {
     pub fn saved_tokens(&self) -> u64 {
         self.original_tokens.saturating_sub(self.compressed_tokens)
     }
-}
-
-/// The compressions of one run, in order (a run local: `ctx.local::<CompressionLog>()`).
-#[derive(Debug, Default)]
-pub struct CompressionLog {
-    entries: Mutex<Vec<CompressionProvenance>>,
-    attached: Mutex<usize>,
-}
-
-impl CompressionLog {
-    /// Every compression recorded so far in the run.
-    pub fn entries(&self) -> Vec<CompressionProvenance> {
-        self.entries.lock().expect("compression log lock").clone()
-    }
-
-    fn push(&self, p: CompressionProvenance) {
-        self.entries.lock().expect("compression log lock").push(p);
-    }
-}
-
-/// Records a compression: emits [`AgentEvent::Compressed`] and appends it to
-/// the run's [`CompressionLog`]. The step is filled from the run's counters.
-pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
-    provenance.step = ctx.counters().steps;
-    ctx.emit_with(EventKind::Compressed, || AgentEvent::Compressed {
-        run_id: ctx.run_id().clone(),
-        provenance: Box::new(provenance.clone()),
-    });
-    ctx.local::<CompressionLog>().push(provenance);
-}
-
-/// Copies the compressions not yet attached onto `run.compressions`
-/// (idempotent). The agent calls it when a run ends, before and after the
-/// `after_agent` hooks, so compression middleware need not.
-pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
-    let log: Arc<CompressionLog> = ctx.local::<CompressionLog>();
-    let entries = log.entries.lock().expect("compression log lock");
-    let mut attached = log.attached.lock().expect("compression log lock");
-    run.compressions.extend(entries[*attached..].iter().cloned());
-    *attached = entries.len();
 }

@@ -11,7 +11,7 @@ use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
 use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance;
+use crate::harness::compression;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolResult};
 
@@ -163,12 +163,12 @@ where
         run.counters = *ctx.counters();
         // The run's compressions are on the record `after_agent` sees, and
         // those made during `after_agent` are added after it.
-        provenance::attach(ctx, &mut run);
+        compression::attach(ctx, &mut run);
         let result = match result {
             Ok(stop) => {
                 run.stop = stop;
                 let after = self.stack.run_after_agent(ctx, state, &mut run).await;
-                provenance::attach(ctx, &mut run);
+                compression::attach(ctx, &mut run);
                 after.map(|()| run)
             }
             Err(e) => {

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use super::hook::{self, Hook};
 use super::invoke::{catch, catch_sync, panic_error, Slot};
 use super::{HookKind, HookValue, Middleware, MiddlewareStack, PreparedBatch};
-use crate::harness::agent::AgentRun;
+use crate::harness::run::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};

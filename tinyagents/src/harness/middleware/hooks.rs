@@ -25,7 +25,7 @@ macro_rules! hook_table {
                 /// Once, when a run starts.
                 BeforeAgent before_agent run_before_agent BEFORE_AGENT forward ();
                 /// Once, when a run ends (also after a failed run), with its
-                /// [`AgentRun`](crate::harness::agent::AgentRun).
+                /// [`AgentRun`](crate::harness::run::AgentRun).
                 AfterAgent after_agent run_after_agent AFTER_AGENT reverse (run: AgentRun);
                 /// Before a steering command is applied: edit it (transform), or
                 /// [`reject`](crate::harness::steering::SteeringCommand::reject) or
@@ -158,7 +158,7 @@ macro_rules! define_kinds {
         /// ```
         pub mod hook {
             use super::HookKind;
-            use crate::harness::agent::AgentRun;
+            use crate::harness::run::AgentRun;
             use crate::harness::error::TinyAgentsError;
             use crate::harness::middleware::PreparedBatch;
             use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};

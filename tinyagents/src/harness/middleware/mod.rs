@@ -45,4 +45,4 @@ pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
 pub use stack::MiddlewareStack;
 pub use traits::{HookValue, Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
 
-pub use crate::harness::agent::AgentRun;
+pub use crate::harness::run::AgentRun;

@@ -10,7 +10,7 @@ use super::{
     HookKind, HookSet, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, PreparedBatch,
     ToolHandler,
 };
-use crate::harness::agent::AgentRun;
+use crate::harness::run::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};

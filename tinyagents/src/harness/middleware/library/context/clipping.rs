@@ -13,7 +13,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{ContentPart, MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -236,7 +236,7 @@ impl ContextClippingMiddleware {
             p.original_tokens = original;
             p.compressed_tokens = compressed;
             p.prompt_segment_ids = segments.clone();
-            provenance::record(ctx, p);
+            crate::harness::compression::record(ctx, p);
         }
         Ok(())
     }

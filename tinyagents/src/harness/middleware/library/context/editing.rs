@@ -10,7 +10,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -190,7 +190,7 @@ impl ContextEditingMiddleware {
         };
         if newly {
             p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
-            provenance::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+            crate::harness::compression::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::summarizer::{ConcatSummarizer, Summarizer};
 use super::window::{compact, instance_key};
 use crate::config::ConfigViolation;
-use crate::harness::agent::{AgentRun, StopReason};
+use crate::harness::run::{AgentRun, StopReason};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::model::ModelRequest;

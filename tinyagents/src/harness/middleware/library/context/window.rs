@@ -13,7 +13,7 @@ use crate::harness::error::Result;
 use crate::harness::event::AgentEvent;
 use crate::harness::message::{Message, MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::TokenCounter;
 
 /// How many leading system messages `messages` starts with (the part of the
@@ -171,7 +171,7 @@ pub(crate) async fn compact<C>(
         p.original_tokens = original_tokens;
         p.compressed_tokens = compressed_tokens;
         p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
-        provenance::record(ctx, p);
+        crate::harness::compression::record(ctx, p);
         ctx.local::<Summaries>()
             .0
             .lock()

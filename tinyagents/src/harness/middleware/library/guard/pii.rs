@@ -14,7 +14,7 @@ use super::pii_detect::{
     builtin, custom, is_secret_key, Digest, Engine, PiiCounts, PiiStrategy, StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
 };
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
+use crate::harness::run::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};

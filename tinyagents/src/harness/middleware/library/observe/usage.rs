@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::harness::agent::AgentRun;
+use crate::harness::run::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
+use crate::harness::run::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use crate::config::ConfigViolation;
-use crate::harness::agent::{AgentInput, AgentRun};
+use crate::harness::run::{AgentInput, AgentRun};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
