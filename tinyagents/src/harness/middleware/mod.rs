@@ -35,6 +35,9 @@ mod outcome;
 mod stack;
 mod traits;
 
+#[cfg(test)]
+mod tests;
+
 pub use batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 pub use handler::{ModelHandler, ToolHandler};
 pub use dispatch::DeltaDispatch;

@@ -225,11 +225,13 @@ where
         }
         let model = middleware.clone().model_middleware();
         let tool = middleware.clone().tool_middleware();
-        if model.is_some() {
-            info.hooks |= HookSet::WRAP_MODEL;
-        }
-        if tool.is_some() {
-            info.hooks |= HookSet::WRAP_TOOL;
+        let wraps = [(HookKind::WrapModel, model.is_some()), (HookKind::WrapTool, tool.is_some())];
+        for (wrap, present) in wraps {
+            match (present, info.hooks.has(wrap)) {
+                (true, _) => info.hooks |= wrap.as_set(),
+                (false, true) => return Err(MiddlewareInfo::missing_wrap(&info.name, wrap)),
+                (false, false) => {}
+            }
         }
         let lifecycle = info.hooks.intersects(HookSet::LIFECYCLE).then_some(middleware);
         self.insert(Entry {
