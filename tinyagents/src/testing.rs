@@ -43,12 +43,12 @@ use serde_json::Value;
 pub use crate::harness::event::CollectingSink;
 pub use crate::harness::model::{ScriptedModel, ScriptedTurn};
 
-use crate::harness::run::AgentRun;
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, HookOutcome};
 use crate::harness::middleware::{Middleware, MiddlewareStack, ModelBaseCall, PreparedBatch, ToolBaseCall};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::run::AgentRun;
 use crate::harness::tool::{Tool, ToolCall, ToolContext, ToolOutput, ToolPolicy, ToolResult, ToolSchema};
 
 /// One short line per event, for asserting on sequences:

@@ -14,8 +14,8 @@ mod subagent;
 
 use std::sync::Arc;
 
-pub(crate) use calls::FailedAttemptUsage;
 pub use crate::harness::run::{AgentInput, AgentRun, StopReason};
+pub(crate) use calls::FailedAttemptUsage;
 pub(crate) use run_loop::StepOutcome;
 pub use subagent::AgentTool;
 

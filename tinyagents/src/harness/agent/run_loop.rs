@@ -5,13 +5,13 @@ use std::sync::Arc;
 use super::calls::{ModelCall, ToolCallBase, ToolCallEvents};
 use super::schedule::{conflict_groups, declared_access};
 use super::{Agent, AgentInput, AgentRun, StopReason};
+use crate::harness::compression;
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
 use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::model::ModelRequest;
-use crate::harness::compression;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolResult};
 
@@ -211,7 +211,10 @@ where
     ) -> Result<Option<StopReason>> {
         self.stack.run_before_agent(ctx, state).await?;
         Ok(
-            match self.safe_point_or_fail(ctx, state, run, Stage::Start, Pending::NONE).await? {
+            match self
+                .safe_point_or_fail(ctx, state, run, Stage::Start, Pending::NONE)
+                .await?
+            {
                 Next::Stop(stop) => Some(stop),
                 // (a jump to `tools` from here is kept for the first turn's safe point)
                 Next::Continue | Next::Model | Next::Tools(_) => None,
@@ -309,7 +312,10 @@ where
         run.messages
             .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
         Ok(
-            match self.safe_point_or_fail(ctx, state, run, Stage::AfterTools, Pending::NONE).await? {
+            match self
+                .safe_point_or_fail(ctx, state, run, Stage::AfterTools, Pending::NONE)
+                .await?
+            {
                 Next::Stop(stop) => Some(stop),
                 Next::Continue | Next::Model | Next::Tools(_) => None,
             },

@@ -97,7 +97,10 @@ mod tests {
         assert!(same_file("a.rs", "./a.rs"));
         assert!(same_file("src/../a.rs", "a.rs"));
         assert!(same_file("src\\lib.rs", "src/lib.rs"));
-        assert!(!same_file("/a.rs", "a.rs"), "an absolute and a relative path are not compared lexically");
+        assert!(
+            !same_file("/a.rs", "a.rs"),
+            "an absolute and a relative path are not compared lexically"
+        );
         assert!(!same_file("../a.rs", "a.rs"));
     }
 

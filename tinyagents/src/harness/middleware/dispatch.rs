@@ -7,11 +7,11 @@ use futures::future::BoxFuture;
 use super::hook::{self, Hook};
 use super::invoke::{catch, catch_sync, panic_error, Slot};
 use super::{HookKind, HookValue, Middleware, MiddlewareStack, PreparedBatch};
-use crate::harness::run::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::run::AgentRun;
 use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
@@ -30,7 +30,12 @@ pub(crate) trait HookCall: Hook {
         C: Send + Sync + 'static;
 
     /// The synchronous form (`on_sync`, or the typed delta method).
-    fn call_sync<S, C>(m: &dyn Middleware<S, C>, ctx: &mut RunContext<C>, state: &S, value: &mut Self::Value) -> Result<()>
+    fn call_sync<S, C>(
+        m: &dyn Middleware<S, C>,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut Self::Value,
+    ) -> Result<()>
     where
         S: Send + Sync + 'static,
         C: Send + Sync + 'static;
@@ -122,14 +127,9 @@ macro_rules! run_method {
 }
 
 macro_rules! define_dispatch {
-    (
-        lifecycle { $(
-            $(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident
-            ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;
-        )* }
-        error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
-        wraps { $( $(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident; )* }
-    ) => {
+    (lifecycle { $($(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;)* }
+     error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
+     wraps { $($(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident;)* }) => {
         $( impl_call!($kind $method ($($arg : $value)?) $([$sync $sync_flag])?); )*
 
         impl<S, C> MiddlewareStack<S, C>
@@ -209,7 +209,12 @@ where
     C: Send + Sync + 'static,
 {
     #[inline]
-    fn run_delta<'a, H>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, delta: &'a mut H::Value) -> DeltaDispatch<'a>
+    fn run_delta<'a, H>(
+        &'a self,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut H::Value,
+    ) -> DeltaDispatch<'a>
     where
         H: HookCall,
         H::Value: Suppressible,
@@ -239,7 +244,12 @@ where
 
     /// Some delta hook is async: the whole pass runs when the dispatch is awaited.
     #[inline(never)]
-    fn deltas_later<'a, H>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, delta: &'a mut H::Value) -> DeltaDispatch<'a>
+    fn deltas_later<'a, H>(
+        &'a self,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut H::Value,
+    ) -> DeltaDispatch<'a>
     where
         H: HookCall,
         H::Value: Suppressible,
@@ -250,7 +260,9 @@ where
                 let res = if slot.sync {
                     catch_sync(|| H::call_sync(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
                 } else {
-                    catch(H::call(&*slot.mw, ctx, state, delta), &slot.name, H::KIND).await.0
+                    catch(H::call(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
+                        .await
+                        .0
                 };
                 if let Err(e) = ctx.checked_jump(&slot.name, slot.jumps, res) {
                     self.run_on_error(ctx, state, &e).await;

@@ -78,14 +78,9 @@ pub(crate) use hook_table;
 
 /// Derives [`HookKind`], [`HookSet`] and the hook types from the table.
 macro_rules! define_kinds {
-    (
-        lifecycle { $(
-            $(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident
-            ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;
-        )* }
-        error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
-        wraps { $( $(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident; )* }
-    ) => {
+    (lifecycle { $($(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;)* }
+     error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
+     wraps { $($(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident;)* }) => {
         /// One hook point of the middleware lifecycle.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
@@ -115,6 +110,27 @@ macro_rules! define_kinds {
                 }
             }
         }
+
+
+        /// The facts of every hook row, as the macro crate's table states them:
+        /// `(trait method, HookKind variant, HookSet flag, value type, passed
+        /// mutably, typed sync method and its flag)`. Compared with the macro
+        /// crate's table in a test.
+        #[cfg(test)]
+        type Facts = (&'static str, &'static str, &'static str, Option<&'static str>, bool, Option<(&'static str, &'static str)>);
+        #[cfg(test)]
+        const TABLE_FACTS: &[Facts] = &[
+            $((
+                stringify!($method),
+                stringify!($kind),
+                stringify!($flag),
+                <[&str]>::first(&[$(stringify!($value))?]).copied(),
+                !<[&str]>::is_empty(&[$(stringify!($value))?]),
+                <[(&str, &str)]>::first(&[$((stringify!($sync), stringify!($sync_flag)))?]).copied(),
+            ),)*
+            (stringify!($emethod), stringify!($ekind), stringify!($eflag), Some(stringify!($evalue)), false, None),
+            $((stringify!($wmethod), stringify!($wkind), stringify!($wflag), None, false, None),)*
+        ];
 
         bitflags::bitflags! {
             /// The hooks a middleware really implements.
@@ -204,8 +220,12 @@ macro_rules! define_kinds {
 
 /// The value type of a hook row: `()` when it passes none.
 macro_rules! hook_value {
-    () => { () };
-    ($value:ty) => { $value };
+    () => {
+        ()
+    };
+    ($value:ty) => {
+        $value
+    };
 }
 
 hook_table!(define_kinds);
@@ -245,47 +265,9 @@ impl HookSet {
     }
 }
 
-/// The facts of every hook row, as the macro crate's table states them:
-/// `(trait method, HookKind variant, HookSet flag, value type, passed
-/// mutably, typed sync method and its flag)`. Compared with the macro crate's
-/// table in a test.
-#[cfg(test)]
-macro_rules! table_facts {
-    (
-        lifecycle { $(
-            $(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident
-            ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;
-        )* }
-        error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
-        wraps { $( $(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident; )* }
-    ) => {
-        &[
-            $((
-                stringify!($method),
-                stringify!($kind),
-                stringify!($flag),
-                <[&str]>::first(&[$(stringify!($value))?]).copied(),
-                !<[&str]>::is_empty(&[$(stringify!($value))?]),
-                <[(&str, &str)]>::first(&[$((stringify!($sync), stringify!($sync_flag)))?]).copied(),
-            ),)*
-            (stringify!($emethod), stringify!($ekind), stringify!($eflag), Some(stringify!($evalue)), false, None),
-            $((stringify!($wmethod), stringify!($wkind), stringify!($wflag), None, false, None),)*
-        ]
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type Facts = (
-        &'static str,
-        &'static str,
-        &'static str,
-        Option<&'static str>,
-        bool,
-        Option<(&'static str, &'static str)>,
-    );
 
     #[test]
     fn every_kind_is_in_all_once_and_in_lifecycle_order() {
@@ -301,7 +283,7 @@ mod tests {
     /// checked here, row by row, against the runtime's.
     #[test]
     fn the_macro_crate_table_matches_the_runtime_table() {
-        let runtime: &[Facts] = hook_table!(table_facts);
+        let runtime: &[Facts] = TABLE_FACTS;
         let macros: &[Facts] = tinyagents_macros::__hook_table!();
         // `#[dynamic_prompt]` is DSL sugar for `before_model`, not a hook of its own.
         let macros: Vec<Facts> = macros.iter().copied().filter(|f| f.0 != "dynamic_prompt").collect();

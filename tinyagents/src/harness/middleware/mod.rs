@@ -39,11 +39,11 @@ mod traits;
 mod tests;
 
 pub use batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
-pub use handler::{ModelHandler, ToolHandler};
 pub use dispatch::DeltaDispatch;
+pub use handler::{ModelHandler, ToolHandler};
 pub use hooks::{hook, HookKind, HookSet};
-pub use observe::{observe_hook, HookObserver};
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
+pub use observe::{observe_hook, HookObserver};
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
 pub use stack::MiddlewareStack;
 pub use traits::{HookValue, Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};

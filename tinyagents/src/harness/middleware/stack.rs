@@ -225,7 +225,10 @@ where
         }
         let model = middleware.clone().model_middleware();
         let tool = middleware.clone().tool_middleware();
-        let wraps = [(HookKind::WrapModel, model.is_some()), (HookKind::WrapTool, tool.is_some())];
+        let wraps = [
+            (HookKind::WrapModel, model.is_some()),
+            (HookKind::WrapTool, tool.is_some()),
+        ];
         for (wrap, present) in wraps {
             match (present, info.hooks.has(wrap)) {
                 (true, _) => info.hooks |= wrap.as_set(),

@@ -42,16 +42,25 @@ struct Seen(Mutex<Vec<String>>);
 
 impl HookObserver<ModelRequest> for Seen {
     fn begin(&self, request: &ModelRequest) {
-        self.0.lock().unwrap().push(format!("begin:{}", request.system_prompt()));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("begin:{}", request.system_prompt()));
     }
     fn after(&self, middleware: &Arc<str>, request: &ModelRequest) {
-        self.0.lock().unwrap().push(format!("{middleware}:{}", request.system_prompt()));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{middleware}:{}", request.system_prompt()));
     }
 }
 
 impl HookObserver<ModelResponse> for Seen {
     fn after(&self, middleware: &Arc<str>, response: &ModelResponse) {
-        self.0.lock().unwrap().push(format!("{middleware}:{}", response.message.text()));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{middleware}:{}", response.message.text()));
     }
 }
 
@@ -61,7 +70,11 @@ fn ctx() -> RunContext {
 
 #[tokio::test]
 async fn an_observer_sees_the_value_before_the_first_hook_and_after_each_in_dispatch_order() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new().with(Mark("a", false)).unwrap().with(Mark("b", false)).unwrap();
+    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(Mark("a", false))
+        .unwrap()
+        .with(Mark("b", false))
+        .unwrap();
     let mut ctx = ctx();
     let seen = Arc::new(Seen::default());
     observe_hook::<BeforeModel, _>(&ctx, seen.clone());
@@ -69,7 +82,10 @@ async fn an_observer_sees_the_value_before_the_first_hook_and_after_each_in_disp
     observe_hook::<BeforeModel, _>(&ctx, seen.clone());
     observe_hook::<AfterModel, _>(&ctx, seen.clone());
 
-    stack.run_before_model(&mut ctx, &(), &mut ModelRequest::default()).await.unwrap();
+    stack
+        .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
+        .await
+        .unwrap();
     let mut response = ModelResponse::text("");
     stack.run_after_model(&mut ctx, &(), &mut response).await.unwrap();
 
@@ -91,11 +107,18 @@ async fn an_observer_sees_the_value_before_the_first_hook_and_after_each_in_disp
 
 #[tokio::test]
 async fn an_observer_sees_the_hook_that_failed_and_nothing_after_it() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new().with(Mark("a", true)).unwrap().with(Mark("b", false)).unwrap();
+    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+        .with(Mark("a", true))
+        .unwrap()
+        .with(Mark("b", false))
+        .unwrap();
     let mut ctx = ctx();
     let seen = Arc::new(Seen::default());
     observe_hook::<BeforeModel, _>(&ctx, seen.clone());
-    let err = stack.run_before_model(&mut ctx, &(), &mut ModelRequest::default()).await.unwrap_err();
+    let err = stack
+        .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation);
     assert_eq!(*seen.0.lock().unwrap(), ["begin:", "a:a"]);
 }
@@ -106,7 +129,10 @@ async fn a_hook_nobody_implements_is_not_observed() {
     let mut ctx = ctx();
     let seen = Arc::new(Seen::default());
     observe_hook::<BeforeModel, _>(&ctx, seen.clone());
-    stack.run_before_model(&mut ctx, &(), &mut ModelRequest::default()).await.unwrap();
+    stack
+        .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
+        .await
+        .unwrap();
     assert!(seen.0.lock().unwrap().is_empty());
 }
 
@@ -119,7 +145,11 @@ struct Both {
 #[async_trait]
 impl Middleware<()> for Both {
     fn hooks(&self) -> HookSet {
-        let wrap = if self.declare { HookSet::WRAP_MODEL } else { HookSet::empty() };
+        let wrap = if self.declare {
+            HookSet::WRAP_MODEL
+        } else {
+            HookSet::empty()
+        };
         HookSet::BEFORE_MODEL | wrap
     }
     fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
@@ -155,7 +185,10 @@ fn a_declared_wrap_without_its_accessor_is_a_registration_error() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
     let text = err.to_string();
-    assert!(text.contains("`Both`") && text.contains("wrap_model") && text.contains("model_middleware"), "{text}");
+    assert!(
+        text.contains("`Both`") && text.contains("wrap_model") && text.contains("model_middleware"),
+        "{text}"
+    );
     assert!(stack.is_empty(), "a refused registration leaves the stack unchanged");
 
     stack

@@ -10,10 +10,10 @@ use super::{
     HookKind, HookSet, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, PreparedBatch,
     ToolHandler,
 };
-use crate::harness::run::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::run::AgentRun;
 use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
@@ -26,14 +26,9 @@ fn short_type_name<T: ?Sized>() -> &'static str {
 
 /// Derives the [`Middleware`] trait and [`HookValue`] from the hook table.
 macro_rules! define_middleware {
-    (
-        lifecycle { $(
-            $(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident
-            ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;
-        )* }
-        error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
-        wraps { $( $(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident; )* }
-    ) => {
+    (lifecycle { $($(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;)* }
+     error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
+     wraps { $($(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident;)* }) => {
 /// Lifecycle middleware: hooks that observe, and may mutate, the values flowing
 /// past fixed points of a run.
 ///

@@ -240,5 +240,4 @@ impl ContextClippingMiddleware {
         }
         Ok(())
     }
-
 }

@@ -311,5 +311,4 @@ impl RetrievalCompressionMiddleware {
         }
         Ok(())
     }
-
 }

@@ -261,5 +261,4 @@ impl SummarizationMiddleware {
         .await?;
         Ok(())
     }
-
 }

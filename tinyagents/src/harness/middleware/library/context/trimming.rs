@@ -243,5 +243,4 @@ impl MessageTrimMiddleware {
         }
         Ok(())
     }
-
 }

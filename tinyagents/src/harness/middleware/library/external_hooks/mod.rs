@@ -159,14 +159,14 @@ pub use process::{
 };
 
 use crate::docs::MiddlewareMetadata;
-use crate::harness::run::AgentRun;
+use crate::harness::compression::CompressionLog;
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Role;
 use crate::harness::middleware::{MiddlewareDoc, PreparedBatch};
 use crate::harness::model::ModelRequest;
-use crate::harness::compression::CompressionLog;
+use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolResult};
 
 /// The docs of the hooks built-in, for a catalog.
