@@ -64,20 +64,21 @@ impl HookObserver<ModelResponse> for Seen {
     }
 }
 
-fn ctx() -> RunContext {
-    RunContext::new(RunConfig::new("run-1"), ())
+/// A stack of `Mark`s (name, fails), a fresh context, and a `Seen` observing `before_model`.
+fn observed(marks: &[(&'static str, bool)]) -> (MiddlewareStack<()>, RunContext, Arc<Seen>) {
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    for &(name, fails) in marks {
+        stack.add(Mark(name, fails)).unwrap();
+    }
+    let ctx = RunContext::new(RunConfig::new("run-1"), ());
+    let seen = Arc::new(Seen::default());
+    observe_hook::<BeforeModel, _>(&ctx, seen.clone());
+    (stack, ctx, seen)
 }
 
 #[tokio::test]
 async fn an_observer_sees_the_value_before_the_first_hook_and_after_each_in_dispatch_order() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new()
-        .with(Mark("a", false))
-        .unwrap()
-        .with(Mark("b", false))
-        .unwrap();
-    let mut ctx = ctx();
-    let seen = Arc::new(Seen::default());
-    observe_hook::<BeforeModel, _>(&ctx, seen.clone());
+    let (stack, mut ctx, seen) = observed(&[("a", false), ("b", false)]);
     // Installing the same observer again installs it once.
     observe_hook::<BeforeModel, _>(&ctx, seen.clone());
     observe_hook::<AfterModel, _>(&ctx, seen.clone());
@@ -107,14 +108,7 @@ async fn an_observer_sees_the_value_before_the_first_hook_and_after_each_in_disp
 
 #[tokio::test]
 async fn an_observer_sees_the_hook_that_failed_and_nothing_after_it() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new()
-        .with(Mark("a", true))
-        .unwrap()
-        .with(Mark("b", false))
-        .unwrap();
-    let mut ctx = ctx();
-    let seen = Arc::new(Seen::default());
-    observe_hook::<BeforeModel, _>(&ctx, seen.clone());
+    let (stack, mut ctx, seen) = observed(&[("a", true), ("b", false)]);
     let err = stack
         .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
         .await
@@ -125,10 +119,7 @@ async fn an_observer_sees_the_hook_that_failed_and_nothing_after_it() {
 
 #[tokio::test]
 async fn a_hook_nobody_implements_is_not_observed() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new();
-    let mut ctx = ctx();
-    let seen = Arc::new(Seen::default());
-    observe_hook::<BeforeModel, _>(&ctx, seen.clone());
+    let (stack, mut ctx, seen) = observed(&[]);
     stack
         .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
         .await
@@ -161,16 +152,27 @@ impl Middleware<()> for Both {
     }
 }
 
+/// Answers every model call itself (the wrap short-circuits the onion).
 #[async_trait]
 impl ModelMiddleware<()> for Both {
     async fn wrap_model(
         &self,
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
+        _: &mut RunContext,
+        _: &(),
+        _: ModelRequest,
+        _: ModelHandler<'_, ()>,
     ) -> Result<MiddlewareModelOutcome> {
-        next.run(ctx, state, request).await
+        Ok(MiddlewareModelOutcome::from(ModelResponse::text("from the wrap")))
+    }
+}
+
+/// The model the wraps surround: it must not be reached.
+struct Unreachable;
+
+#[async_trait]
+impl ModelBaseCall<()> for Unreachable {
+    async fn call(&self, _: &mut RunContext, _: &(), _: ModelRequest) -> Result<ModelResponse> {
+        Err(TinyAgentsError::validation("the wrap did not run"))
     }
 }
 
@@ -211,4 +213,9 @@ fn an_accessor_registers_the_wrap_even_when_hooks_do_not_declare_it() {
         .unwrap();
     assert_eq!(stack.implementors(HookKind::WrapModel), ["Both"]);
     assert!(stack.infos().next().unwrap().hooks.has(HookKind::WrapModel));
+    let mut ctx = RunContext::new(RunConfig::new("run-1"), ());
+    let response =
+        futures::executor::block_on(stack.run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &Unreachable))
+            .unwrap();
+    assert_eq!(response.message.text(), "from the wrap");
 }
