@@ -264,17 +264,35 @@ where
                         .await
                         .0
                 };
-                if let Err(e) = ctx.checked_jump(&slot.name, slot.jumps, res) {
-                    self.run_on_error(ctx, state, &e).await;
-                    return Err(e);
-                }
-                if delta.is_suppressed() {
-                    Self::suppressed(ctx, slot, H::KIND);
-                    break;
+                match Self::delta_step(ctx, slot, H::KIND, delta, res) {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.run_on_error(ctx, state, &e).await;
+                        return Err(e);
+                    }
                 }
             }
             Ok(())
         }))
+    }
+
+    /// After one delta hook: its error (or a jump it may not ask for) stops
+    /// the pass as `Err`; a delta it suppressed stops it as `Ok(true)`.
+    #[inline]
+    fn delta_step<D: Suppressible>(
+        ctx: &mut RunContext<C>,
+        slot: &Slot<dyn Middleware<S, C>>,
+        hook: HookKind,
+        delta: &D,
+        res: Result<()>,
+    ) -> Result<bool> {
+        ctx.checked_jump(&slot.name, slot.jumps, res)?;
+        let suppressed = delta.is_suppressed();
+        if suppressed {
+            Self::suppressed(ctx, slot, hook);
+        }
+        Ok(suppressed)
     }
 
     /// Every delta hook is synchronous: one panic guard for the whole pass.
@@ -294,9 +312,7 @@ where
             for (i, slot) in list.iter().enumerate() {
                 at = i;
                 let res = H::call_sync(&*slot.mw, ctx, state, delta);
-                ctx.checked_jump(&slot.name, slot.jumps, res)?;
-                if delta.is_suppressed() {
-                    Self::suppressed(ctx, slot, H::KIND);
+                if Self::delta_step(ctx, slot, H::KIND, delta, res)? {
                     break;
                 }
             }

@@ -195,25 +195,22 @@ macro_rules! define_kinds {
                 type Value: Send + Sync + 'static;
             }
 
-            $(
-                $(#[$doc])*
-                #[derive(Debug, Clone, Copy, Default)]
-                pub struct $kind;
-                impl sealed::Sealed for $kind {}
-                impl Hook for $kind {
-                    const KIND: HookKind = HookKind::$kind;
-                    type Value = hook_value!($($value)?);
-                }
-            )*
+            $( hook_type!($(#[$doc])* $kind = hook_value!($($value)?)); )*
+            hook_type!($(#[$edoc])* $ekind = $evalue);
+        }
+    };
+}
 
-            $(#[$edoc])*
-            #[derive(Debug, Clone, Copy, Default)]
-            pub struct $ekind;
-            impl sealed::Sealed for $ekind {}
-            impl Hook for $ekind {
-                const KIND: HookKind = HookKind::$ekind;
-                type Value = $evalue;
-            }
+/// The zero-sized type of one hook, in module `hook`.
+macro_rules! hook_type {
+    ($(#[$doc:meta])* $kind:ident = $value:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $kind;
+        impl sealed::Sealed for $kind {}
+        impl Hook for $kind {
+            const KIND: HookKind = HookKind::$kind;
+            type Value = $value;
         }
     };
 }
