@@ -11,7 +11,7 @@ use std::sync::Arc;
 pub enum MiddlewareControl {
     /// Stop now, with this text as the final assistant response.
     StopWithFinal(String),
-    /// Pause at the next safe point; the run ends with [`TinyAgentsError::Interrupted`].
+    /// Pause at the next safe point; the run ends with [`TinyAgentsError::Interrupted`](crate::harness::error::TinyAgentsError::Interrupted).
     Interrupt {
         /// Where the run paused.
         node: Option<String>,
@@ -29,7 +29,7 @@ impl MiddlewareControl {
         }
     }
 
-    /// The control's label, as used in [`AgentEvent::ControlApplied`].
+    /// The control's label, as used in [`AgentEvent::ControlApplied`](crate::harness::event::AgentEvent::ControlApplied).
     pub const fn kind(&self) -> &'static str {
         match self {
             Self::StopWithFinal(_) => "stop_with_final",
