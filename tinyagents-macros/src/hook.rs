@@ -144,6 +144,7 @@ pub(crate) const HOOKS: &[Hook] = &[
         },
     },
     lifecycle("after_tool", "AfterTool", "AFTER_TOOL", mutable("ToolResult")),
+    lifecycle("pre_compact", "PreCompact", "PRE_COMPACT", mutable("CompactionPlan")),
     lifecycle(
         "on_error",
         "OnError",
@@ -207,6 +208,7 @@ pub(crate) const RUNTIME_TYPES: &[&str] = &[
     "ToolCall",
     "ToolDelta",
     "ToolResult",
+    "CompactionPlan",
     "TinyAgentsError",
     "ModelHandler",
     "ToolHandler",

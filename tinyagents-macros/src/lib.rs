@@ -98,6 +98,9 @@ hook_attributes! {
     on_tool_delta;
     /// After each tool call, with `&mut ToolResult`.
     after_tool;
+    /// Before a middleware compacts the context, with `&mut CompactionPlan`
+    /// (block it with `plan.block(reason)`).
+    pre_compact;
     /// When a hook, the model or a tool failed, with `&TinyAgentsError`.
     on_error;
     /// Around each model call: an `async fn` taking the `ModelRequest` by

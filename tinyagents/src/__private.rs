@@ -11,6 +11,7 @@ pub use crate::harness::middleware::{
     MiddlewareToolOutcome, ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
 };
 pub use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+pub use crate::harness::provenance::CompactionPlan;
 pub use crate::harness::run::AgentRun;
 pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 pub use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};

@@ -85,3 +85,54 @@ impl CompressionProvenance {
         self.original_tokens.saturating_sub(self.compressed_tokens)
     }
 }
+
+/// A compaction a middleware is about to make (a summary replacing older
+/// messages), shown to every `pre_compact` hook of the run's stack before it
+/// happens. A hook may [`block`](Self::block) it; the compacting middleware
+/// then leaves the context as it is.
+///
+/// ```
+/// use tinyagents::harness::provenance::CompactionPlan;
+///
+/// let mut plan = CompactionPlan::new("summarization", "summarization/1", 12);
+/// assert_eq!(plan.details()["messages"], 12);
+/// plan.block("keep the history");
+/// assert_eq!(plan.blocked(), Some("keep the history"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionPlan {
+    /// The middleware about to compact.
+    pub middleware: String,
+    /// Its policy and version (`summarization/1`).
+    pub policy: String,
+    /// How many messages the compaction would replace.
+    pub messages: usize,
+    blocked: Option<String>,
+}
+
+impl CompactionPlan {
+    /// A compaction of `messages` messages by `middleware` under `policy`.
+    pub fn new(middleware: impl Into<String>, policy: impl Into<String>, messages: usize) -> Self {
+        Self {
+            middleware: middleware.into(),
+            policy: policy.into(),
+            messages,
+            blocked: None,
+        }
+    }
+
+    /// Blocks the compaction, saying why (the first reason given is kept).
+    pub fn block(&mut self, reason: impl Into<String>) {
+        self.blocked.get_or_insert_with(|| reason.into());
+    }
+
+    /// Why the compaction was blocked, when it was.
+    pub fn blocked(&self) -> Option<&str> {
+        self.blocked.as_deref()
+    }
+
+    /// The plan as JSON (`middleware`, `policy`, `messages`), as external hooks receive it.
+    pub fn details(&self) -> serde_json::Value {
+        serde_json::json!({ "middleware": self.middleware, "policy": self.policy, "messages": self.messages })
+    }
+}

@@ -146,6 +146,7 @@ where
             parent_run_id: ctx.config().parent_run_id.clone(),
             depth: ctx.depth(),
         });
+        self.stack.drive(ctx);
         let mut run = AgentRun::new(ctx.run_id().clone());
         run.messages = messages;
         run

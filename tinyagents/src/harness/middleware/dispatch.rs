@@ -11,6 +11,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::provenance::CompactionPlan;
 use crate::harness::run::AgentRun;
 use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
@@ -150,6 +151,31 @@ macro_rules! define_dispatch {
 }
 
 super::hooks::hook_table!(define_dispatch);
+
+/// The stack a run is driven by (a run local the agent installs), for
+/// middleware that dispatch a hook point of their own making (`pre_compact`).
+struct RunStack<S, C>(std::sync::Arc<MiddlewareStack<S, C>>)
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static;
+
+impl<S, C> MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// Makes this stack the one `ctx`'s run is driven by, so that middleware
+    /// can dispatch a hook through it ([`of_run`](Self::of_run)); the agent
+    /// does this when a run begins. The first stack installed stays.
+    pub fn drive(self: &std::sync::Arc<Self>, ctx: &RunContext<C>) {
+        ctx.local_with(|| RunStack(self.clone()));
+    }
+
+    /// The stack `ctx`'s run is driven by, when one was installed with [`drive`](Self::drive).
+    pub fn of_run(ctx: &RunContext<C>) -> Option<std::sync::Arc<Self>> {
+        ctx.try_local::<RunStack<S, C>>().map(|run| run.0.clone())
+    }
+}
 
 /// A delta a hook can suppress.
 pub(crate) trait Suppressible {

@@ -57,6 +57,12 @@ macro_rules! hook_table {
                     [on_tool_delta_sync SYNC_TOOL_DELTA];
                 /// After each tool call, with the mutable result.
                 AfterTool after_tool run_after_tool AFTER_TOOL reverse (result: ToolResult);
+                /// Before a middleware compacts the context (a summary replacing
+                /// older messages): may
+                /// [`block`](crate::harness::provenance::CompactionPlan::block) it.
+                /// Compacting middleware dispatch it through the run's stack with
+                /// [`compression::pre_compact`](crate::harness::compression::pre_compact).
+                PreCompact pre_compact run_pre_compact PRE_COMPACT forward (plan: CompactionPlan);
             }
             error {
                 /// When a hook, the model or a tool failed. Best effort: errors
@@ -178,6 +184,7 @@ macro_rules! define_kinds {
             use crate::harness::error::TinyAgentsError;
             use crate::harness::middleware::PreparedBatch;
             use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+            use crate::harness::provenance::CompactionPlan;
             use crate::harness::steering::{SteeringCommand, SteeringOutcome};
             use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 

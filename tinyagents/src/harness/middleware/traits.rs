@@ -13,6 +13,7 @@ use super::{
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::provenance::CompactionPlan;
 use crate::harness::run::AgentRun;
 use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};

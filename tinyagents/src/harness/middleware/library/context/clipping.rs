@@ -173,7 +173,7 @@ impl ContextClippingMiddleware {
     name = "context_clipping",
     config = ContextClippingConfig,
     doc(
-        mutation = "Replaces the text of older non-system messages above `max_message_tokens` in `request.messages` (a copy; stored history keeps them) with a head/tail excerpt and a marker; ids, roles, tool calls and tool-call/result pairs are kept. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Replaces the text of older non-system messages above `max_message_tokens` in `request.messages` (a copy; stored history keeps them) with a head/tail excerpt and a marker; ids, roles, tool calls and tool-call/result pairs are kept. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (message id, its tool call ids, tokens before and after, prefix fingerprints) the first time each message is compressed in a run.",
         failure = "Cannot fail; below every trigger, or with nothing long enough outside the kept window, the request goes unchanged.",
         streaming = "None: it edits the request before the stream starts.",

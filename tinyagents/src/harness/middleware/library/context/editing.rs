@@ -121,7 +121,7 @@ impl ContextEditingMiddleware {
     name = "context_editing",
     config = ContextEditingConfig,
     doc(
-        mutation = "Replaces the content of old tool-result messages in `request.messages` (a copy; stored history keeps them) with `placeholder`, and with `clear_tool_inputs` the matching tool calls' arguments with `{}`. Messages keep their ids and order, so tool calls stay paired with their results. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Replaces the content of old tool-result messages in `request.messages` (a copy; stored history keeps them) with `placeholder`, and with `clear_tool_inputs` the matching tool calls' arguments with `{}`. Messages keep their ids and order, so tool calls stay paired with their results. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (cleared message ids, their tool call ids, tokens before and after) on each call that clears results not cleared before in the run.",
         failure = "Cannot fail; below the trigger, or with nothing clearable, the request goes unchanged.",
         streaming = "None: it edits the request before the stream starts.",

@@ -160,7 +160,7 @@ impl RetrievalCompressionMiddleware {
     name = "retrieval_compression",
     config = RetrievalCompressionConfig,
     doc(
-        mutation = "Rewrites the results of the configured retrieval tools in `request.messages` (a copy; stored history keeps every document): documents cut to a fair share of `budget_tokens` (marked `truncated`) or omitted (an id stub), same JSON shape. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Rewrites the results of the configured retrieval tools in `request.messages` (a copy; stored history keeps every document): documents cut to a fair share of `budget_tokens` (marked `truncated`) or omitted (an id stub), same JSON shape. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` once per cut or omitted document per run, with the tool message id, the document id and tool call id, and the document's tokens before and after.",
         failure = "Cannot fail; a result it cannot parse as documents counts as one plain-text document. Below the budget nothing changes.",
         streaming = "None: it edits the request before the stream starts.",
