@@ -4,13 +4,11 @@
 
 use std::sync::Arc;
 
-use super::dispatch::HookCall;
-use super::invoke::{catch, catch_sync, outcome_of, Bracket, Slot};
-use super::observe::observers_of;
+use super::invoke::Slot;
 use super::order::{resolve, OrderNode};
 use super::{
-    HookKind, HookSet, HookValue, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware,
-    ToolBaseCall, ToolHandler, ToolMiddleware,
+    HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, ToolBaseCall,
+    ToolHandler, ToolMiddleware,
 };
 use crate::harness::context::{JumpSet, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
@@ -447,82 +445,6 @@ where
     #[inline]
     pub(super) fn all_sync(&self, hook: HookKind) -> bool {
         self.all_sync[hook as usize]
-    }
-
-    #[inline]
-    async fn call_slot<H: HookCall>(
-        slot: &Slot<dyn Middleware<S, C>>,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        value: &mut H::Value,
-    ) -> Result<()> {
-        let bracket = Bracket::open(ctx, &slot.name, H::KIND);
-        let (res, panicked) = if slot.sync {
-            let res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
-            let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
-            (res, panicked)
-        } else {
-            catch(H::call(&*slot.mw, ctx, state, value), &slot.name, H::KIND).await
-        };
-        let res = ctx.checked_jump(&slot.name, slot.jumps, res);
-        bracket.close(outcome_of(&res, panicked));
-        res
-    }
-
-    /// One pass of a lifecycle hook over its implementors (in reverse for
-    /// `after_*`), watched by the observers the run installed on it; the
-    /// first error stops the pass and is shown to every `on_error`.
-    pub(super) async fn dispatch<H: HookCall>(
-        &self,
-        reverse: bool,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        value: &mut H::Value,
-    ) -> Result<()> {
-        let list = self.list(H::KIND);
-        if list.is_empty() {
-            return Ok(());
-        }
-        let observers = observers_of::<H, C>(ctx);
-        for o in observers.iter().flatten() {
-            o.begin(value);
-        }
-        let mut res = Ok(());
-        for i in 0..list.len() {
-            let slot = &list[if reverse { list.len() - 1 - i } else { i }];
-            res = Self::call_slot::<H>(slot, ctx, state, value).await;
-            for o in observers.iter().flatten() {
-                o.after(&slot.name, value);
-            }
-            if res.is_err() {
-                break;
-            }
-        }
-        if let Err(e) = &res {
-            self.run_on_error(ctx, state, e).await;
-        }
-        res
-    }
-
-    /// Every `on_error` hook, in registration order; their own errors and panics are swallowed.
-    pub(super) async fn error_pass(&self, ctx: &mut RunContext<C>, state: &S, error: &TinyAgentsError) {
-        for slot in self.list(HookKind::OnError) {
-            let bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
-            let (res, panicked) = if slot.sync {
-                let res = catch_sync(
-                    || slot.mw.on_sync(ctx, state, HookValue::OnError(error)),
-                    &slot.name,
-                    HookKind::OnError,
-                );
-                let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
-                (res, panicked)
-            } else {
-                catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await
-            };
-            // An undeclared jump is refused here too (its error, like the hook's own, is swallowed).
-            let res = ctx.checked_jump(&slot.name, slot.jumps, res);
-            bracket.close(outcome_of(&res, panicked));
-        }
     }
 
     /// Runs the model onion around `base`: the first-registered wrap is

@@ -66,7 +66,7 @@ impl HookObserver<ModelResponse> for Seen {
 
 /// A stack of `Mark`s (name, fails), a fresh context, and a `Seen` observing `before_model`.
 fn observed(marks: &[(&'static str, bool)]) -> (MiddlewareStack<()>, RunContext, Arc<Seen>) {
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     for &(name, fails) in marks {
         stack.add(Mark(name, fails)).unwrap();
     }
@@ -178,7 +178,7 @@ impl ModelBaseCall<()> for Unreachable {
 
 #[test]
 fn a_declared_wrap_without_its_accessor_is_a_registration_error() {
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     let err = stack
         .add(Both {
             declare: true,
@@ -205,7 +205,7 @@ fn a_declared_wrap_without_its_accessor_is_a_registration_error() {
 
 #[test]
 fn an_accessor_registers_the_wrap_even_when_hooks_do_not_declare_it() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty()
         .with(Both {
             declare: false,
             give: true,
