@@ -126,7 +126,7 @@ async fn dynamic_prompt_fallible(request: &ModelRequest, ctx: &mut RunContext) -
 }
 
 fn main() {
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     stack
         .add(BeforeAgentHook)
         .and_then(|s| s.add(AfterAgentHook))
