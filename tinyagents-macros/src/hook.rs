@@ -144,6 +144,7 @@ pub(crate) const HOOKS: &[Hook] = &[
         },
     },
     lifecycle("after_tool", "AfterTool", "AFTER_TOOL", mutable("ToolResult")),
+    lifecycle("pre_compact", "PreCompact", "PRE_COMPACT", mutable("CompactionPlan")),
     lifecycle(
         "on_error",
         "OnError",
@@ -207,6 +208,7 @@ pub(crate) const RUNTIME_TYPES: &[&str] = &[
     "ToolCall",
     "ToolDelta",
     "ToolResult",
+    "CompactionPlan",
     "TinyAgentsError",
     "ModelHandler",
     "ToolHandler",
@@ -278,4 +280,32 @@ impl Hook {
             Shape::DynamicPrompt => "String` or `Result<String>".to_owned(),
         }
     }
+}
+
+/// The facts of every row, as a Rust expression the runtime's test compares
+/// with its own table: `&[(method, kind, flag, value type, mutable, sync)]`.
+pub(crate) fn facts() -> proc_macro2::TokenStream {
+    let rows = HOOKS.iter().map(|h| {
+        let (method, kind, flag) = (h.method, h.kind, h.flag);
+        let attr_is_method = h.attr == h.method;
+        let value = match h.value().filter(|_| !matches!(h.shape, Shape::DynamicPrompt)) {
+            Some(v) => {
+                let (ty, mutable) = (v.ty, v.mutable);
+                (quote::quote!(::core::option::Option::Some(#ty)), mutable)
+            }
+            None => (quote::quote!(::core::option::Option::None), false),
+        };
+        let (value, mutable) = value;
+        let sync = match h.sync() {
+            Some(s) => {
+                let (m, f) = (s.method, s.flag);
+                quote::quote!(::core::option::Option::Some((#m, #f)))
+            }
+            None => quote::quote!(::core::option::Option::None),
+        };
+        // A row whose attribute is not its method (`dynamic_prompt`) keeps its attribute, so the test can tell it.
+        let name = if attr_is_method { method } else { h.attr };
+        quote::quote!((#name, #kind, #flag, #value, #mutable, #sync))
+    });
+    quote::quote!(&[#(#rows),*])
 }

@@ -98,6 +98,9 @@ hook_attributes! {
     on_tool_delta;
     /// After each tool call, with `&mut ToolResult`.
     after_tool;
+    /// Before a middleware compacts the context, with `&mut CompactionPlan`
+    /// (block it with `plan.block(reason)`).
+    pre_compact;
     /// When a hook, the model or a tool failed, with `&TinyAgentsError`.
     on_error;
     /// Around each model call: an `async fn` taking the `ModelRequest` by
@@ -158,4 +161,12 @@ pub fn middleware(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(MiddlewareConfig, attributes(config))]
 pub fn derive_middleware_config(item: TokenStream) -> TokenStream {
     config_derive::expand(item.into()).into()
+}
+
+/// The macro crate's hook table as data, for the runtime's test that checks
+/// it against the runtime's own table. Not a public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __hook_table(_input: TokenStream) -> TokenStream {
+    hook::facts().into()
 }

@@ -4,7 +4,6 @@ pub use ::async_trait::async_trait;
 pub use ::futures::future::BoxFuture;
 pub use ::std::sync::Arc;
 
-pub use crate::harness::agent::AgentRun;
 pub use crate::harness::context::{JumpSet, RunContext};
 pub use crate::harness::error::{Result, TinyAgentsError};
 pub use crate::harness::middleware::{
@@ -12,6 +11,8 @@ pub use crate::harness::middleware::{
     MiddlewareToolOutcome, ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
 };
 pub use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+pub use crate::harness::provenance::CompactionPlan;
+pub use crate::harness::run::AgentRun;
 pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 pub use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 

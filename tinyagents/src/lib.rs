@@ -36,7 +36,9 @@ pub mod config;
 pub mod docs;
 pub mod graph;
 pub mod harness;
-pub mod hooks;
+/// External command hooks: the `external_hooks` built-in (it lives with the
+/// other built-ins, in `harness::middleware::library::external_hooks`).
+pub use harness::middleware::library::external_hooks as hooks;
 pub mod prelude;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]

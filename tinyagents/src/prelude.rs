@@ -12,6 +12,7 @@ pub use crate::harness::middleware::{
 pub use crate::harness::model::{
     ChatModel, ModelDelta, ModelRequest, ModelResponse, PromptSegment, ScriptedModel, ScriptedTurn, Usage,
 };
+pub use crate::harness::provenance::CompactionPlan;
 pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 pub use crate::harness::tool::{tool_fn, Tool, ToolCall, ToolDelta, ToolRegistry, ToolResult, ToolSchema};
 

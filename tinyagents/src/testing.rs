@@ -43,12 +43,12 @@ use serde_json::Value;
 pub use crate::harness::event::CollectingSink;
 pub use crate::harness::model::{ScriptedModel, ScriptedTurn};
 
-use crate::harness::agent::AgentRun;
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, HookOutcome};
 use crate::harness::middleware::{Middleware, MiddlewareStack, ModelBaseCall, PreparedBatch, ToolBaseCall};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::run::AgentRun;
 use crate::harness::tool::{Tool, ToolCall, ToolContext, ToolOutput, ToolPolicy, ToolResult, ToolSchema};
 
 /// One short line per event, for asserting on sequences:
@@ -410,9 +410,12 @@ where
         Ok(result)
     }
 
-    /// Runs `after_agent` on `run` and returns it.
+    /// Runs `after_agent` on `run` and returns it, with the run's
+    /// compressions attached as the agent attaches them.
     pub async fn after_agent(&mut self, mut run: AgentRun) -> Result<AgentRun> {
+        crate::harness::compression::attach(&self.ctx, &mut run);
         self.stack.run_after_agent(&mut self.ctx, &self.state, &mut run).await?;
+        crate::harness::compression::attach(&self.ctx, &mut run);
         Ok(run)
     }
 

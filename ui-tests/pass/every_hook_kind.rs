@@ -81,6 +81,13 @@ fn after_tool_hook(result: &mut ToolResult) -> Result<()> {
     Ok(())
 }
 
+#[pre_compact]
+fn pre_compact_hook(state: &(), plan: &mut CompactionPlan) -> Result<()> {
+    let _ = state;
+    plan.block("keep the history");
+    Ok(())
+}
+
 #[on_error]
 async fn on_error_hook(error: &TinyAgentsError, state: &()) -> Result<()> {
     let _ = (error, state);
@@ -119,7 +126,7 @@ async fn dynamic_prompt_fallible(request: &ModelRequest, ctx: &mut RunContext) -
 }
 
 fn main() {
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     stack
         .add(BeforeAgentHook)
         .and_then(|s| s.add(AfterAgentHook))
@@ -134,13 +141,14 @@ fn main() {
         .and_then(|s| s.add(BeforeToolHook))
         .and_then(|s| s.add(OnToolDeltaHook))
         .and_then(|s| s.add(AfterToolHook))
+        .and_then(|s| s.add(PreCompactHook))
         .and_then(|s| s.add(OnErrorHook))
         .and_then(|s| s.add(WrapModelHook))
         .and_then(|s| s.add(WrapToolHook))
         .and_then(|s| s.add(DynamicPromptPlain))
         .and_then(|s| s.add(DynamicPromptFallible))
         .unwrap();
-    assert_eq!(stack.len(), 18);
+    assert_eq!(stack.len(), 19);
     for kind in HookKind::ALL {
         assert!(stack.has(kind), "{kind}");
     }

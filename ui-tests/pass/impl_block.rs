@@ -101,7 +101,7 @@ fn main() {
     assert_eq!(<Cache<&str>>::BEFORE_IF_PRESENT, ["logging"]);
     let doc = <Cache<&str>>::DOC.unwrap();
     assert_eq!(doc.config_type, Some("cache"));
-    let stack: MiddlewareStack<()> = MiddlewareStack::new()
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty()
         .with(Audit)
         .and_then(|s| s.with(cache))
         .unwrap();

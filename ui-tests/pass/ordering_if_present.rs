@@ -34,7 +34,7 @@ fn main() {
     assert_eq!(info.after_if_present, ["auth"]);
     assert!(info.before.is_empty() && info.after.is_empty());
 
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::new();
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     stack.add(Log).unwrap();
     stack.add(Span).unwrap();
     stack.add(Audit).unwrap();

@@ -153,7 +153,7 @@ fn config_builds_the_strategy_and_rejects_bad_values() {
 
 #[tokio::test]
 async fn provenance_is_recorded_when_the_cut_moves_not_on_every_call() {
-    use tinyagents::harness::provenance::CompressionLog;
+    use tinyagents::harness::compression::CompressionLog;
     let stack: MiddlewareStack<()> = MiddlewareStack::new()
         .with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(1)))
         .unwrap();

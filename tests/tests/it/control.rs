@@ -31,18 +31,18 @@ fn control_precedence_never_downgrades_and_keeps_the_first_among_equals() {
     ctx.request_control(MiddlewareControl::StopWithFinal("first".into()));
     ctx.request_control(MiddlewareControl::StopWithFinal("second".into()));
     assert_eq!(
-        ctx.take_control(),
-        Some(MiddlewareControl::StopWithFinal("first".into()))
+        ctx.pending_control(),
+        Some(&MiddlewareControl::StopWithFinal("first".into()))
     );
 
+    let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
     ctx.request_control(MiddlewareControl::StopWithFinal("stop".into()));
     ctx.request_control(MiddlewareControl::Interrupt {
         node: None,
         message: "pause".into(),
     });
     ctx.request_control(MiddlewareControl::StopWithFinal("later stop".into()));
-    assert_eq!(ctx.take_control().map(|c| c.kind()), Some("interrupt"));
-    assert_eq!(ctx.take_control(), None, "taking drains the request");
+    assert_eq!(ctx.pending_control().map(|c| c.kind()), Some("interrupt"));
 }
 
 #[tokio::test]

@@ -390,9 +390,10 @@ struct Compactor {
 #[middleware(name = "compactor")]
 impl Compactor {
     #[before_model]
-    async fn compact<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
-        let answer = tinyagents::hooks::pre_compact(ctx, json!({ "middleware": "compactor", "messages": 3 })).await;
-        *self.blocked.lock().unwrap() = answer.blocked;
+    async fn compact<S, C>(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
+        let mut plan = tinyagents::harness::provenance::CompactionPlan::new("compactor", "compactor/1", 3);
+        tinyagents::harness::compression::pre_compact(ctx, state, &mut plan).await?;
+        *self.blocked.lock().unwrap() = plan.blocked().map(str::to_owned);
         Ok(())
     }
 }

@@ -192,8 +192,8 @@ pub struct CacheLayoutEvent {
     pub changed_parts: Vec<String>,
 }
 
-/// One prefix edit made by a `before_model` hook, recorded by the stack while
-/// layout tracking is on.
+/// One prefix edit made by a `before_model` hook, recorded while the
+/// prompt-cache layout guard observes the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrefixEdit {
     /// The middleware that made it.
@@ -204,11 +204,11 @@ pub struct PrefixEdit {
     pub after: PrefixFingerprint,
 }
 
-/// Per-run layout tracking. While a run holds one (installed with
-/// `ctx.local::<CacheLayoutTracking>()`, as the prompt-cache layout guard does
-/// in `before_agent`), the stack fingerprints the request around each
-/// `before_model` hook and records every hook that changed the stable prefix.
-/// Runs without it pay nothing.
+/// Per-run layout tracking (a run local): the prompt-cache layout guard
+/// observes the run's `before_model` hooks (a
+/// [`HookObserver`](crate::harness::middleware::HookObserver)) and records
+/// here every hook that changed the stable prefix. Runs without the guard pay
+/// nothing.
 #[derive(Debug, Default)]
 pub struct CacheLayoutTracking {
     inner: Mutex<TrackingState>,

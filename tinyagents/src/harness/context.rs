@@ -11,6 +11,9 @@ use serde_json::Value;
 /// The cancellation token of a run (re-exported from `tokio-util`).
 pub use tokio_util::sync::CancellationToken;
 
+pub use crate::harness::control::{JumpRequest, JumpSet, JumpTarget, MiddlewareControl};
+pub use crate::harness::run::RunCounters;
+
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};
 use crate::harness::model::Usage;
@@ -88,99 +91,6 @@ impl RunConfig {
     }
 }
 
-/// A control request from middleware to the loop, resolved by precedence.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MiddlewareControl {
-    /// Stop now, with this text as the final assistant response.
-    StopWithFinal(String),
-    /// Pause at the next safe point; the run ends with [`TinyAgentsError::Interrupted`].
-    Interrupt {
-        /// Where the run paused.
-        node: Option<String>,
-        /// Why.
-        message: String,
-    },
-}
-
-impl MiddlewareControl {
-    /// Higher wins: `Interrupt` (2) outranks `StopWithFinal` (1).
-    pub const fn precedence(&self) -> u8 {
-        match self {
-            Self::StopWithFinal(_) => 1,
-            Self::Interrupt { .. } => 2,
-        }
-    }
-
-    /// The control's label, as used in [`AgentEvent::ControlApplied`].
-    pub const fn kind(&self) -> &'static str {
-        match self {
-            Self::StopWithFinal(_) => "stop_with_final",
-            Self::Interrupt { .. } => "interrupt",
-        }
-    }
-}
-
-/// Where a middleware may send the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum JumpTarget {
-    /// Call the model (again). Pending tool calls (those of the reply, or of
-    /// the batch under review) are skipped: each gets a "not run" result right
-    /// after its assistant message and never runs.
-    Model,
-    /// Run the pending tool calls. After a reply or from the batch review:
-    /// run the batch (what the loop does anyway). From `before_agent` or
-    /// before the model call: run the unanswered calls of the last assistant
-    /// message (for a conversation that ends with calls not yet answered)
-    /// instead of calling the model. With no such calls the jump is refused:
-    /// the run fails with a `Validation` error naming the middleware.
-    Tools,
-    /// End the run with the latest response (pending calls get a "not run" result).
-    End,
-}
-
-impl JumpTarget {
-    /// The target's label (`model`, `tools`, `end`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Model => "model",
-            Self::Tools => "tools",
-            Self::End => "end",
-        }
-    }
-
-    /// The one-target [`JumpSet`].
-    pub const fn as_set(self) -> JumpSet {
-        match self {
-            Self::Model => JumpSet::MODEL,
-            Self::Tools => JumpSet::TOOLS,
-            Self::End => JumpSet::END,
-        }
-    }
-}
-
-bitflags::bitflags! {
-    /// The jump targets a middleware declared (`can_jump_to`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub struct JumpSet: u8 {
-        /// May jump to the model.
-        const MODEL = 1;
-        /// May jump to the tools.
-        const TOOLS = 1 << 1;
-        /// May jump to the end.
-        const END = 1 << 2;
-    }
-}
-
-/// A jump requested by a middleware.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JumpRequest {
-    /// Where to.
-    pub target: JumpTarget,
-    /// The middleware that asked (set by the stack when it checks the declaration).
-    pub by: Option<Arc<str>>,
-}
-
 /// One explicit state update made by middleware, kept on the run and emitted as an event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateUpdate {
@@ -188,17 +98,6 @@ pub struct StateUpdate {
     pub key: String,
     /// The new value.
     pub value: Value,
-}
-
-/// Counters of a run, maintained by the agent loop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunCounters {
-    /// Loop steps (model turns) started.
-    pub steps: u32,
-    /// Model calls dispatched (attempts, retries included).
-    pub model_calls: u32,
-    /// Tool calls executed.
-    pub tool_calls: u32,
 }
 
 type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
@@ -265,7 +164,7 @@ struct Locals {
 /// ctx.request_control(MiddlewareControl::Interrupt { node: None, message: "approve?".into() });
 /// ctx.request_control(MiddlewareControl::StopWithFinal("done".into()));
 /// // the weaker later request did not downgrade the interrupt
-/// assert_eq!(ctx.take_control().unwrap().kind(), "interrupt");
+/// assert_eq!(ctx.pending_control().unwrap().kind(), "interrupt");
 /// ```
 pub struct RunContext<Ctx = ()> {
     config: RunConfig,
@@ -351,7 +250,7 @@ impl<Ctx> RunContext<Ctx> {
     }
 
     /// Sets this run's step limit (steering's `AdjustLimits`).
-    pub fn set_max_steps(&mut self, max_steps: Option<u32>) {
+    pub(crate) fn set_max_steps(&mut self, max_steps: Option<u32>) {
         self.max_steps = max_steps;
     }
 
@@ -455,7 +354,7 @@ impl<Ctx> RunContext<Ctx> {
     }
 
     /// The run's counters, mutably (the agent loop maintains them).
-    pub fn counters_mut(&mut self) -> &mut RunCounters {
+    pub(crate) fn counters_mut(&mut self) -> &mut RunCounters {
         &mut self.counters
     }
 
@@ -515,7 +414,7 @@ impl<Ctx> RunContext<Ctx> {
     }
 
     /// Takes the pending control request (the loop does this at its safe points).
-    pub fn take_control(&mut self) -> Option<MiddlewareControl> {
+    pub(crate) fn take_control(&mut self) -> Option<MiddlewareControl> {
         self.control.take()
     }
 
@@ -531,8 +430,8 @@ impl<Ctx> RunContext<Ctx> {
         self.jump.as_ref()
     }
 
-    /// Takes the pending jump.
-    pub fn take_jump(&mut self) -> Option<JumpRequest> {
+    /// Takes the pending jump (the loop does this at its safe points).
+    pub(crate) fn take_jump(&mut self) -> Option<JumpRequest> {
         self.jump.take()
     }
 

@@ -3,13 +3,16 @@
 
 pub mod agent;
 pub mod cache;
+pub mod compression;
 pub mod context;
+pub mod control;
 pub mod error;
 pub mod event;
 pub mod message;
 pub mod middleware;
 pub mod model;
 pub mod provenance;
+pub mod run;
 pub(crate) mod shorten;
 pub mod steering;
 pub mod tokens;

@@ -1,20 +1,17 @@
-//! Compression provenance: what a compression replaced, and how.
+//! Compression provenance: what a compression replaced, and how (plain data).
 //!
 //! Every compression built-in records one [`CompressionProvenance`] per
-//! change with [`record`]: it is emitted as
-//! [`AgentEvent::Compressed`],
-//! kept in the run's [`CompressionLog`], and attached to the
-//! [`AgentRun`] in `after_agent`
-//! ([`attach`]) so a replay can explain every change.
-
-use std::sync::{Arc, Mutex};
+//! change with [`compression::record`](crate::harness::compression::record):
+//! it is emitted as
+//! [`AgentEvent::Compressed`](crate::harness::event::AgentEvent::Compressed),
+//! kept in the run's
+//! [`CompressionLog`](crate::harness::compression::CompressionLog), and
+//! attached to the [`AgentRun`](crate::harness::run::AgentRun) when the run
+//! ends, so a replay can explain every change.
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::agent::AgentRun;
 use crate::harness::cache::PrefixFingerprint;
-use crate::harness::context::RunContext;
-use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::MessageId;
 
 /// What one compression replaced, and how.
@@ -89,41 +86,53 @@ impl CompressionProvenance {
     }
 }
 
-/// The compressions of one run, in order (a run local: `ctx.local::<CompressionLog>()`).
-#[derive(Debug, Default)]
-pub struct CompressionLog {
-    entries: Mutex<Vec<CompressionProvenance>>,
-    attached: Mutex<usize>,
+/// A compaction a middleware is about to make (a summary replacing older
+/// messages), shown to every `pre_compact` hook of the run's stack before it
+/// happens. A hook may [`block`](Self::block) it; the compacting middleware
+/// then leaves the context as it is.
+///
+/// ```
+/// use tinyagents::harness::provenance::CompactionPlan;
+///
+/// let mut plan = CompactionPlan::new("summarization", "summarization/1", 12);
+/// assert_eq!(plan.details()["messages"], 12);
+/// plan.block("keep the history");
+/// assert_eq!(plan.blocked(), Some("keep the history"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionPlan {
+    /// The middleware about to compact.
+    pub middleware: String,
+    /// Its policy and version (`summarization/1`).
+    pub policy: String,
+    /// How many messages the compaction would replace.
+    pub messages: usize,
+    blocked: Option<String>,
 }
 
-impl CompressionLog {
-    /// Every compression recorded so far in the run.
-    pub fn entries(&self) -> Vec<CompressionProvenance> {
-        self.entries.lock().expect("compression log lock").clone()
+impl CompactionPlan {
+    /// A compaction of `messages` messages by `middleware` under `policy`.
+    pub fn new(middleware: impl Into<String>, policy: impl Into<String>, messages: usize) -> Self {
+        Self {
+            middleware: middleware.into(),
+            policy: policy.into(),
+            messages,
+            blocked: None,
+        }
     }
 
-    fn push(&self, p: CompressionProvenance) {
-        self.entries.lock().expect("compression log lock").push(p);
+    /// Blocks the compaction, saying why (the first reason given is kept).
+    pub fn block(&mut self, reason: impl Into<String>) {
+        self.blocked.get_or_insert_with(|| reason.into());
     }
-}
 
-/// Records a compression: emits [`AgentEvent::Compressed`] and appends it to
-/// the run's [`CompressionLog`]. The step is filled from the run's counters.
-pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
-    provenance.step = ctx.counters().steps;
-    ctx.emit_with(EventKind::Compressed, || AgentEvent::Compressed {
-        run_id: ctx.run_id().clone(),
-        provenance: Box::new(provenance.clone()),
-    });
-    ctx.local::<CompressionLog>().push(provenance);
-}
+    /// Why the compaction was blocked, when it was.
+    pub fn blocked(&self) -> Option<&str> {
+        self.blocked.as_deref()
+    }
 
-/// Copies the compressions not yet attached onto `run.compressions`
-/// (idempotent: several compression middleware may call it in `after_agent`).
-pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
-    let log: Arc<CompressionLog> = ctx.local::<CompressionLog>();
-    let entries = log.entries.lock().expect("compression log lock");
-    let mut attached = log.attached.lock().expect("compression log lock");
-    run.compressions.extend(entries[*attached..].iter().cloned());
-    *attached = entries.len();
+    /// The plan as JSON (`middleware`, `policy`, `messages`), as external hooks receive it.
+    pub fn details(&self) -> serde_json::Value {
+        serde_json::json!({ "middleware": self.middleware, "policy": self.policy, "messages": self.messages })
+    }
 }

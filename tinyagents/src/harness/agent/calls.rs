@@ -349,3 +349,52 @@ fn forward_tool_delta<C>(ctx: &RunContext<C>, delta: ToolDelta) {
         });
     }
 }
+
+/// The `ToolCallStarted`/`ToolCallCompleted` pair of one call: started when
+/// opened, completed exactly once — by [`close`](Self::close), or on drop
+/// (an error that ends the run, a dropped future) as an error.
+pub(super) struct ToolCallEvents {
+    pending: Option<(
+        std::sync::Arc<dyn crate::harness::event::EventSink>,
+        std::sync::Arc<str>,
+    )>,
+    call_id: String,
+    tool: String,
+}
+
+impl ToolCallEvents {
+    pub(super) fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str) -> Self {
+        ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
+            run_id: ctx.run_id().clone(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+        });
+        let wants = ctx.wants(EventKind::ToolCallCompleted);
+        Self {
+            pending: wants.then(|| (ctx.sink().clone(), ctx.run_id().clone())),
+            call_id: if wants { call_id.to_owned() } else { String::new() },
+            tool: if wants { tool.to_owned() } else { String::new() },
+        }
+    }
+
+    pub(super) fn close(mut self, is_error: bool) {
+        self.complete(is_error);
+    }
+
+    fn complete(&mut self, is_error: bool) {
+        if let Some((sink, run_id)) = self.pending.take() {
+            sink.emit(AgentEvent::ToolCallCompleted {
+                run_id,
+                call_id: std::mem::take(&mut self.call_id),
+                tool: std::mem::take(&mut self.tool),
+                is_error,
+            });
+        }
+    }
+}
+
+impl Drop for ToolCallEvents {
+    fn drop(&mut self) {
+        self.complete(true);
+    }
+}

@@ -8,50 +8,21 @@
 //! the wrap-tool onion → `after_tool` } → `after_agent`, bounded by a step limit.
 
 mod calls;
-mod run;
 mod run_loop;
+mod schedule;
 mod subagent;
 
 use std::sync::Arc;
 
+pub use crate::harness::run::{AgentInput, AgentRun, StopReason};
 pub(crate) use calls::FailedAttemptUsage;
-pub use run::{AgentRun, StopReason};
 pub(crate) use run_loop::StepOutcome;
 pub use subagent::AgentTool;
 
 use crate::harness::error::{ErrorKind, TinyAgentsError};
-use crate::harness::message::Message;
 use crate::harness::middleware::MiddlewareStack;
 use crate::harness::model::{ChatModel, ModelParams, PromptSegment};
 use crate::harness::tool::ToolRegistry;
-
-/// What a run starts from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentInput(pub Vec<Message>);
-
-impl From<&str> for AgentInput {
-    fn from(text: &str) -> Self {
-        Self(vec![Message::user(text)])
-    }
-}
-
-impl From<String> for AgentInput {
-    fn from(text: String) -> Self {
-        Self(vec![Message::user(text)])
-    }
-}
-
-impl From<Message> for AgentInput {
-    fn from(message: Message) -> Self {
-        Self(vec![message])
-    }
-}
-
-impl From<Vec<Message>> for AgentInput {
-    fn from(messages: Vec<Message>) -> Self {
-        Self(messages)
-    }
-}
 
 /// Which tool-path errors become the call's error result (shown to the
 /// model) instead of ending the run.

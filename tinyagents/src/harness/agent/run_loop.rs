@@ -2,92 +2,64 @@
 
 use std::sync::Arc;
 
-use super::calls::{ModelCall, ToolCallBase};
+use super::calls::{ModelCall, ToolCallBase, ToolCallEvents};
+use super::schedule::{conflict_groups, declared_access};
 use super::{Agent, AgentInput, AgentRun, StopReason};
+use crate::harness::compression;
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
-use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict};
+use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
-use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall, ToolRegistry, ToolResult};
+use crate::harness::tool::{ToolCall, ToolResult};
 
-/// A call after the batch review: its verdict and the file access declared for it.
-struct Reviewed {
-    call: ToolCall,
-    verdict: PreparedCallVerdict,
-    access: Vec<FileAccess>,
-    /// Set once its `before_tool` ran (concurrent batches run it for every
-    /// call first): `Some(None)` to run it, `Some(Some(refusal))` refused.
-    prepared: Option<Option<TinyAgentsError>>,
+/// One call of a batch after its `before_tool`, or after the batch review
+/// rejected it: what is left to answer it.
+enum Prepared {
+    /// Run it (with the arguments the hooks left).
+    Ready(ToolCall),
+    /// A `before_tool` hook refused it, and the tool error policy makes the
+    /// refusal its result.
+    Refused(ToolCall, TinyAgentsError),
+    /// The batch review rejected it with this result.
+    Rejected(ToolResult),
 }
 
-/// The files a call declares it touches, from its effective arguments (none
-/// for an unknown tool). A `file_access` that panics declares nothing here;
-/// the call itself then runs (and fails) like any other.
-fn declared_access(tools: &ToolRegistry, call: &ToolCall) -> Vec<FileAccess> {
-    let Some(tool) = tools.get(&call.name) else {
-        return Vec::new();
-    };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.file_access(&call.arguments))).unwrap_or_default()
+impl Prepared {
+    fn id_and_name(&self) -> (&str, &str) {
+        match self {
+            Self::Ready(call) | Self::Refused(call, _) => (&call.id, &call.name),
+            Self::Rejected(result) => (&result.call_id, &result.name),
+        }
+    }
 }
 
-/// Groups the calls of a batch so that calls touching a common file, one of
-/// them writing it, share a group (in the model's order); groups are independent.
-fn conflict_groups(items: &[Reviewed]) -> Vec<Vec<usize>> {
-    let n = items.len();
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
-    for i in 0..n {
-        for j in (i + 1)..n {
-            let conflict = items[i].access.iter().any(|a| {
-                items[j].access.iter().any(|b| {
-                    (a.mode == FileAccessMode::Write || b.mode == FileAccessMode::Write) && same_file(&a.path, &b.path)
-                })
-            });
-            if conflict {
-                let (ri, rj) = (root(&mut parent, i), root(&mut parent, j));
-                parent[ri.max(rj)] = ri.min(rj);
-            }
-        }
-    }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut index_of_root = vec![usize::MAX; n];
-    for i in 0..n {
-        let r = root(&mut parent, i);
-        if index_of_root[r] == usize::MAX {
-            index_of_root[r] = groups.len();
-            groups.push(Vec::new());
-        }
-        groups[index_of_root[r]].push(i);
-    }
-    groups
+/// The tool calls waiting at a safe point: a reply's calls, or a reviewed batch.
+#[derive(Clone, Copy)]
+enum Pending<'a> {
+    Calls(&'a [ToolCall]),
+    Batch(&'a [PreparedToolCall]),
 }
 
-/// Whether two declared paths name the same file, lexically: `./a.rs`,
-/// `a.rs` and `src/../a.rs` are one file (symlinks are the guard's business).
-fn same_file(a: &str, b: &str) -> bool {
-    fn normal(path: &str) -> Vec<&str> {
-        let mut parts: Vec<&str> = Vec::new();
-        for part in path.split(['/', '\\']) {
-            match part {
-                "" | "." => {}
-                ".." if parts.last().is_some_and(|p| *p != "..") => {
-                    parts.pop();
-                }
-                other => parts.push(other),
-            }
+impl<'a> Pending<'a> {
+    const NONE: Self = Self::Calls(&[]);
+
+    fn is_empty(self) -> bool {
+        match self {
+            Self::Calls(calls) => calls.is_empty(),
+            Self::Batch(batch) => batch.is_empty(),
         }
-        parts
     }
-    a == b || (a.starts_with('/') == b.starts_with('/') && normal(a) == normal(b))
+
+    fn iter(self) -> impl Iterator<Item = &'a ToolCall> {
+        let (calls, batch) = match self {
+            Self::Calls(calls) => (calls, &[][..]),
+            Self::Batch(batch) => (&[][..], batch),
+        };
+        calls.iter().chain(batch.iter().map(|p| &p.call))
+    }
 }
 
 /// Where a model turn leaves the loop.
@@ -174,6 +146,7 @@ where
             parent_run_id: ctx.config().parent_run_id.clone(),
             depth: ctx.depth(),
         });
+        self.stack.drive(ctx);
         let mut run = AgentRun::new(ctx.run_id().clone());
         run.messages = messages;
         run
@@ -189,10 +162,15 @@ where
     ) -> Result<AgentRun> {
         run.usage = *ctx.usage();
         run.counters = *ctx.counters();
+        // The run's compressions are on the record `after_agent` sees, and
+        // those made during `after_agent` are added after it.
+        compression::attach(ctx, &mut run);
         let result = match result {
             Ok(stop) => {
                 run.stop = stop;
-                self.stack.run_after_agent(ctx, state, &mut run).await.map(|()| run)
+                let after = self.stack.run_after_agent(ctx, state, &mut run).await;
+                compression::attach(ctx, &mut run);
+                after.map(|()| run)
             }
             Err(e) => {
                 run.stop = StopReason::Failed(e.kind());
@@ -234,7 +212,10 @@ where
     ) -> Result<Option<StopReason>> {
         self.stack.run_before_agent(ctx, state).await?;
         Ok(
-            match self.safe_point_or_fail(ctx, state, run, Stage::Start, &[]).await? {
+            match self
+                .safe_point_or_fail(ctx, state, run, Stage::Start, Pending::NONE)
+                .await?
+            {
                 Next::Stop(stop) => Some(stop),
                 // (a jump to `tools` from here is kept for the first turn's safe point)
                 Next::Continue | Next::Model | Next::Tools(_) => None,
@@ -279,7 +260,7 @@ where
         self.stack.run_before_model(ctx, state, &mut request).await?;
         self.stack.run_before_model_stream(ctx, state, &mut request).await?;
         match self
-            .safe_point_or_fail(ctx, state, run, Stage::BeforeModel, &[])
+            .safe_point_or_fail(ctx, state, run, Stage::BeforeModel, Pending::NONE)
             .await?
         {
             Next::Stop(stop) => return Ok(StepOutcome::Stop(stop)),
@@ -297,7 +278,7 @@ where
 
         let calls = response.message.tool_calls.clone();
         match self
-            .safe_point_or_fail(ctx, state, run, Stage::AfterModel, &calls)
+            .safe_point_or_fail(ctx, state, run, Stage::AfterModel, Pending::Calls(&calls))
             .await?
         {
             Next::Stop(stop) => Ok(StepOutcome::Stop(stop)),
@@ -316,23 +297,26 @@ where
         run: &mut AgentRun,
         calls: Vec<ToolCall>,
     ) -> Result<Option<StopReason>> {
-        let items = self.review_batch(ctx, state, calls.clone()).await?;
+        let batch = self.review_batch(ctx, state, calls).await?;
         // A safe point between the review and the calls: a review that asks for a
         // person (an interrupt), ends the run or jumps back to the model stops
         // here, before any call runs (each call is answered as not run).
         match self
-            .safe_point_or_fail(ctx, state, run, Stage::AfterReview, &calls)
+            .safe_point_or_fail(ctx, state, run, Stage::AfterReview, Pending::Batch(&batch))
             .await?
         {
             Next::Stop(stop) => return Ok(Some(stop)),
             Next::Model => return Ok(None),
             Next::Continue | Next::Tools(_) => {}
         }
-        let results = self.run_batch(ctx, state, items).await?;
+        let results = self.run_batch(ctx, state, batch).await?;
         run.messages
             .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
         Ok(
-            match self.safe_point_or_fail(ctx, state, run, Stage::AfterTools, &[]).await? {
+            match self
+                .safe_point_or_fail(ctx, state, run, Stage::AfterTools, Pending::NONE)
+                .await?
+            {
                 Next::Stop(stop) => Some(stop),
                 Next::Continue | Next::Model | Next::Tools(_) => None,
             },
@@ -429,8 +413,8 @@ where
     }
 
     /// Every tool call of a reply gets one result, even when it never runs.
-    fn answer_skipped(&self, run: &mut AgentRun, calls: &[ToolCall], why: &str) {
-        for call in calls {
+    fn answer_skipped(&self, run: &mut AgentRun, calls: Pending<'_>, why: &str) {
+        for call in calls.iter() {
             run.messages
                 .push(Message::tool(&call.id, &call.name, format!("not run: {why}")));
         }
@@ -443,7 +427,7 @@ where
         state: &S,
         run: &mut AgentRun,
         stage: Stage,
-        pending: &[ToolCall],
+        pending: Pending<'_>,
     ) -> Result<Next> {
         match self.safe_point(ctx, run, stage, pending) {
             Ok(next) => Ok(next),
@@ -466,7 +450,7 @@ where
         ctx: &mut RunContext<C>,
         run: &mut AgentRun,
         stage: Stage,
-        pending: &[ToolCall],
+        pending: Pending<'_>,
     ) -> Result<Next> {
         let control = ctx.take_control();
         if control.is_none() && ctx.pending_jump().is_none() {
@@ -477,7 +461,7 @@ where
             Stage::AfterModel | Stage::AfterReview => pending,
             Stage::Start | Stage::BeforeModel | Stage::AfterTools => {
                 unanswered = unanswered_calls(&run.messages);
-                &unanswered[..]
+                Pending::Calls(&unanswered)
             }
         };
         if let Some(control) = control {
@@ -528,7 +512,7 @@ where
             }
             JumpTarget::Tools if !pending.is_empty() => match stage {
                 Stage::AfterModel | Stage::AfterReview => ("jump_to_tools", Next::Continue),
-                _ => ("jump_to_tools", Next::Tools(pending.to_vec())),
+                _ => ("jump_to_tools", Next::Tools(pending.iter().cloned().collect())),
             },
             JumpTarget::Tools => {
                 return Err(TinyAgentsError::validation(format!(
@@ -557,39 +541,40 @@ where
     /// A review that rewrites a call's arguments with
     /// [`PreparedBatch::set_arguments`] gets its file access recomputed, so
     /// the reviews after it and the scheduler see the effective arguments.
-    async fn review_batch(&self, ctx: &mut RunContext<C>, state: &S, calls: Vec<ToolCall>) -> Result<Vec<Reviewed>> {
+    async fn review_batch(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        calls: Vec<ToolCall>,
+    ) -> Result<Vec<PreparedToolCall>> {
         let tools = self.tools.clone();
         let access: AccessFn = Arc::new(move |call: &ToolCall| declared_access(&tools, call));
         let mut batch = PreparedBatch::with_access(calls, access);
         self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
-        Ok(batch
-            .into_calls()
-            .into_iter()
-            .map(|p| {
-                let access = p.access.clone();
-                let (call, verdict) = p.into_parts();
-                Reviewed {
-                    call,
-                    verdict,
-                    access,
-                    prepared: None,
-                }
-            })
-            .collect())
+        Ok(batch.into_calls())
     }
 
     /// Runs one reviewed batch; results keep the model's order, one per call.
-    async fn run_batch(&self, ctx: &mut RunContext<C>, state: &S, items: Vec<Reviewed>) -> Result<Vec<ToolResult>> {
-        let proceeding = items
+    async fn run_batch(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        batch: Vec<PreparedToolCall>,
+    ) -> Result<Vec<ToolResult>> {
+        let proceeding = batch
             .iter()
-            .filter(|r| r.verdict == PreparedCallVerdict::Proceed)
+            .filter(|p| *p.verdict() == PreparedCallVerdict::Proceed)
             .count();
         let fork = match self.fork {
             Some(fork) if proceeding > 1 => fork,
             _ => {
-                let mut results = Vec::with_capacity(items.len());
-                for item in items {
-                    results.push(self.run_reviewed(ctx, state, item).await?);
+                let mut results = Vec::with_capacity(batch.len());
+                for p in batch {
+                    let prepared = match p.into_parts() {
+                        (call, PreparedCallVerdict::Proceed) => self.prepare_one(ctx, state, call).await?,
+                        (_, PreparedCallVerdict::Reject(result)) => Prepared::Rejected(result),
+                    };
+                    results.push(self.finish_one(ctx, state, prepared).await?);
                 }
                 return Ok(results);
             }
@@ -600,29 +585,37 @@ where
         // the effective arguments decides the schedule: calls that touch a
         // common file (a write and any other access) run one after another in
         // the model's order; independent groups run concurrently.
-        let mut items = items;
-        for item in &mut items {
-            if item.verdict == PreparedCallVerdict::Proceed {
-                let refused = self.prepare_one(ctx, state, &mut item.call).await?;
-                item.access = match &refused {
-                    None => declared_access(&self.tools, &item.call),
-                    Some(_) => Vec::new(),
-                };
-                item.prepared = Some(refused);
+        let mut prepared = Vec::with_capacity(batch.len());
+        let mut access = Vec::with_capacity(batch.len());
+        for mut p in batch {
+            let reviewed_access = std::mem::take(&mut p.access);
+            match p.into_parts() {
+                (call, PreparedCallVerdict::Proceed) => {
+                    let step = self.prepare_one(ctx, state, call).await?;
+                    access.push(match &step {
+                        Prepared::Ready(call) => declared_access(&self.tools, call),
+                        _ => Vec::new(),
+                    });
+                    prepared.push(step);
+                }
+                (_, PreparedCallVerdict::Reject(result)) => {
+                    access.push(reviewed_access);
+                    prepared.push(Prepared::Rejected(result));
+                }
             }
         }
-        let groups = conflict_groups(&items);
-        let mut slots: Vec<Option<Reviewed>> = items.into_iter().map(Some).collect();
+        let groups = conflict_groups(&access);
+        let mut slots: Vec<Option<Prepared>> = prepared.into_iter().map(Some).collect();
         let futures = groups.into_iter().map(|group| {
             let mut branch = ctx.fork(fork(ctx.context()));
-            let calls: Vec<(usize, Reviewed)> = group
+            let calls: Vec<(usize, Prepared)> = group
                 .into_iter()
                 .map(|i| (i, slots[i].take().expect("each call is in one group")))
                 .collect();
             async move {
                 let mut out = Vec::with_capacity(calls.len());
-                for (i, item) in calls {
-                    let r = self.run_reviewed(&mut branch, state, item).await;
+                for (i, step) in calls {
+                    let r = self.finish_one(&mut branch, state, step).await;
                     let failed = r.is_err();
                     out.push((i, r));
                     if failed {
@@ -654,67 +647,34 @@ where
             .collect())
     }
 
-    /// One reviewed call: run it, or finish its rejection.
-    async fn run_reviewed(&self, ctx: &mut RunContext<C>, state: &S, item: Reviewed) -> Result<ToolResult> {
-        match (item.verdict, item.prepared) {
-            (PreparedCallVerdict::Proceed, None) => self.run_one(ctx, state, item.call).await,
-            (PreparedCallVerdict::Proceed, Some(refused)) => self.finish_one(ctx, state, item.call, refused).await,
-            (PreparedCallVerdict::Reject(result), _) => self.finish_rejected(ctx, state, result).await,
-        }
-    }
-
-    /// A call rejected by the batch review: its result still passes `after_tool`.
-    /// (It is reported as a call that started and completed with an error
-    /// result, like a refusal in `before_tool`.)
-    async fn finish_rejected(&self, ctx: &mut RunContext<C>, state: &S, mut result: ToolResult) -> Result<ToolResult> {
-        let events = ToolCallEvents::open(ctx, &result.call_id, &result.name);
-        self.stack.run_after_tool(ctx, state, &mut result).await?;
-        events.close(true);
-        Ok(result)
-    }
-
-    /// One call: `before_tool` → wrap-tool onion → `after_tool`.
-    async fn run_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<ToolResult> {
-        let refused = self.prepare_one(ctx, state, &mut call).await?;
-        self.finish_one(ctx, state, call, refused).await
-    }
-
-    /// A call's `before_tool`: `Ok(None)` to run it (with the arguments the
-    /// hooks left), `Ok(Some(refusal))` when a hook refused it and the tool
-    /// error policy makes that its result, `Err` when the refusal ends the run.
-    async fn prepare_one(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        call: &mut ToolCall,
-    ) -> Result<Option<TinyAgentsError>> {
-        match self.stack.run_before_tool(ctx, state, call).await {
-            Ok(()) => Ok(None),
-            Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Ok(Some(e)),
+    /// A call's `before_tool`: ready to run (with the arguments the hooks
+    /// left), refused (a hook refused it and the tool error policy makes that
+    /// its result), or `Err` when the refusal ends the run.
+    async fn prepare_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<Prepared> {
+        match self.stack.run_before_tool(ctx, state, &mut call).await {
+            Ok(()) => Ok(Prepared::Ready(call)),
+            Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Ok(Prepared::Refused(call, e)),
             Err(e) => Err(e),
         }
     }
 
-    /// A call after its `before_tool`: the wrap-tool onion (unless refused) → `after_tool`.
+    /// Answers one prepared call: the wrap-tool onion (when ready), then `after_tool`.
     ///
     /// `ToolCallStarted` and `ToolCallCompleted` are paired by one guard for
-    /// every call that gets past `before_tool`, refused or run: the completed
-    /// event is emitted exactly once, also when the run ends on this call's
-    /// error or the call's future is dropped.
-    async fn finish_one(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        call: ToolCall,
-        refused: Option<TinyAgentsError>,
-    ) -> Result<ToolResult> {
-        let events = ToolCallEvents::open(ctx, &call.id, &call.name);
-        let mut result = match refused {
-            Some(e) => ToolResult::error(&call, e.to_string()),
-            None => {
+    /// every call answered here — run, refused by `before_tool` or rejected by
+    /// the batch review: the completed event is emitted exactly once, also when
+    /// the run ends on this call's error or the call's future is dropped. (A
+    /// rejected call is reported as completed with an error.)
+    async fn finish_one(&self, ctx: &mut RunContext<C>, state: &S, prepared: Prepared) -> Result<ToolResult> {
+        let (id, name) = prepared.id_and_name();
+        let events = ToolCallEvents::open(ctx, id, name);
+        let (mut result, rejected) = match prepared {
+            Prepared::Rejected(result) => (result, true),
+            Prepared::Refused(call, e) => (ToolResult::error(&call, e.to_string()), false),
+            Prepared::Ready(call) => {
                 let (id, name) = (call.id.clone(), call.name.clone());
                 ctx.counters_mut().tool_calls += 1;
-                match self
+                let result = match self
                     .stack
                     .run_wrapped_tool(ctx, state, call, &ToolCallBase { agent: self })
                     .await
@@ -729,60 +689,12 @@ where
                     },
                     // The run ends with this error; the guard still ends the call's events.
                     Err(e) => return Err(e),
-                }
+                };
+                (result, false)
             }
         };
         self.stack.run_after_tool(ctx, state, &mut result).await?;
-        events.close(result.is_error());
+        events.close(rejected || result.is_error());
         Ok(result)
-    }
-}
-
-/// The `ToolCallStarted`/`ToolCallCompleted` pair of one call: started when
-/// opened, completed exactly once — by [`close`](Self::close), or on drop
-/// (an error that ends the run, a dropped future) as an error.
-struct ToolCallEvents {
-    pending: Option<(
-        std::sync::Arc<dyn crate::harness::event::EventSink>,
-        std::sync::Arc<str>,
-    )>,
-    call_id: String,
-    tool: String,
-}
-
-impl ToolCallEvents {
-    fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str) -> Self {
-        ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
-            run_id: ctx.run_id().clone(),
-            call_id: call_id.to_owned(),
-            tool: tool.to_owned(),
-        });
-        let wants = ctx.wants(EventKind::ToolCallCompleted);
-        Self {
-            pending: wants.then(|| (ctx.sink().clone(), ctx.run_id().clone())),
-            call_id: if wants { call_id.to_owned() } else { String::new() },
-            tool: if wants { tool.to_owned() } else { String::new() },
-        }
-    }
-
-    fn close(mut self, is_error: bool) {
-        self.complete(is_error);
-    }
-
-    fn complete(&mut self, is_error: bool) {
-        if let Some((sink, run_id)) = self.pending.take() {
-            sink.emit(AgentEvent::ToolCallCompleted {
-                run_id,
-                call_id: std::mem::take(&mut self.call_id),
-                tool: std::mem::take(&mut self.tool),
-                is_error,
-            });
-        }
-    }
-}
-
-impl Drop for ToolCallEvents {
-    fn drop(&mut self) {
-        self.complete(true);
     }
 }

@@ -23,22 +23,29 @@
 //! [`crate::middleware`](mod@crate::middleware).
 
 mod batch;
+mod dispatch;
 mod handler;
 mod hooks;
 mod info;
 mod invoke;
 pub(crate) mod library;
+mod observe;
 mod order;
 mod outcome;
 mod stack;
 mod traits;
 
+#[cfg(test)]
+mod tests;
+
 pub use batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
+pub use dispatch::DeltaDispatch;
 pub use handler::{ModelHandler, ToolHandler};
-pub use hooks::{HookKind, HookSet};
+pub use hooks::{hook, HookKind, HookSet};
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
+pub use observe::{observe_hook, HookObserver};
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
-pub use stack::{DeltaDispatch, MiddlewareStack};
+pub use stack::MiddlewareStack;
 pub use traits::{HookValue, Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
 
-pub use crate::harness::agent::AgentRun;
+pub use crate::harness::run::AgentRun;

@@ -1,22 +1,19 @@
-//! [`MiddlewareStack`]: registration, ordering, and dispatch of every hook.
+//! [`MiddlewareStack`]: registration, ordering, and the one dispatch pass
+//! every lifecycle hook goes through (the `run_*` methods are derived from
+//! the hook table in `dispatch.rs`).
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-
-use super::invoke::{catch, catch_sync, outcome_of, panic_error, Bracket, Slot};
+use super::invoke::Slot;
 use super::order::{resolve, OrderNode};
 use super::{
-    HookKind, HookSet, HookValue, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware,
-    PreparedBatch, ToolBaseCall, ToolHandler, ToolMiddleware,
+    HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, ToolBaseCall,
+    ToolHandler, ToolMiddleware,
 };
-use crate::harness::agent::AgentRun;
 use crate::harness::context::{JumpSet, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
-use crate::harness::steering::{SteeringCommand, SteeringOutcome};
-use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
+use crate::harness::model::{ModelRequest, ModelResponse};
+use crate::harness::tool::{ToolCall, ToolResult};
 
 /// One registration: a value in up to three roles, under one name.
 struct Entry<S, C>
@@ -33,11 +30,6 @@ where
     /// replaces it instead of being a duplicate.
     default: bool,
 }
-
-/// A lifecycle hook, as a plain function over the value it passes (so one
-/// dispatch loop serves every hook).
-type HookFn<S, C, T> =
-    for<'a> fn(&'a dyn Middleware<S, C>, &'a mut RunContext<C>, &'a S, &'a mut T) -> BoxFuture<'a, Result<()>>;
 
 /// The composer of middleware: three ordered lists (lifecycle, model wraps,
 /// tool wraps) and one precomputed dispatch list per hook.
@@ -124,158 +116,6 @@ where
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MiddlewareStack").field("order", &self.names()).finish()
     }
-}
-
-/// A lifecycle hook's synchronous form, as a plain function over the value it passes.
-type SyncHookFn<S, C, T> = fn(&dyn Middleware<S, C>, &mut RunContext<C>, &S, &mut T) -> Result<()>;
-
-macro_rules! sync_fn {
-    ($name:ident, $variant:ident, $ty:ty) => {
-        fn $name<S, C>(m: &dyn Middleware<S, C>, ctx: &mut RunContext<C>, state: &S, value: &mut $ty) -> Result<()>
-        where
-            S: Send + Sync + 'static,
-            C: Send + Sync + 'static,
-        {
-            m.on_sync(ctx, state, HookValue::$variant(value))
-        }
-    };
-}
-
-sync_fn!(after_agent_sync, AfterAgent, AgentRun);
-sync_fn!(before_steering_sync, BeforeSteering, SteeringCommand);
-sync_fn!(after_steering_sync, AfterSteering, SteeringOutcome);
-sync_fn!(before_model_sync, BeforeModel, ModelRequest);
-sync_fn!(before_model_stream_sync, BeforeModelStream, ModelRequest);
-sync_fn!(after_model_sync, AfterModel, ModelResponse);
-sync_fn!(on_tool_batch_sync, OnToolBatch, PreparedBatch);
-sync_fn!(before_tool_sync, BeforeTool, ToolCall);
-sync_fn!(after_tool_sync, AfterTool, ToolResult);
-
-fn before_agent_sync<S, C>(m: &dyn Middleware<S, C>, ctx: &mut RunContext<C>, state: &S, _: &mut ()) -> Result<()>
-where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
-{
-    m.on_sync(ctx, state, HookValue::BeforeAgent)
-}
-
-macro_rules! hook_fn {
-    ($name:ident, $method:ident, $ty:ty) => {
-        fn $name<'a, S, C>(
-            m: &'a dyn Middleware<S, C>,
-            ctx: &'a mut RunContext<C>,
-            state: &'a S,
-            value: &'a mut $ty,
-        ) -> BoxFuture<'a, Result<()>>
-        where
-            S: Send + Sync + 'static,
-            C: Send + Sync + 'static,
-        {
-            m.$method(ctx, state, value)
-        }
-    };
-}
-
-hook_fn!(after_agent_fn, after_agent, AgentRun);
-hook_fn!(before_steering_fn, before_steering, SteeringCommand);
-hook_fn!(after_steering_fn, after_steering, SteeringOutcome);
-hook_fn!(before_model_fn, before_model, ModelRequest);
-hook_fn!(before_model_stream_fn, before_model_stream, ModelRequest);
-hook_fn!(after_model_fn, after_model, ModelResponse);
-hook_fn!(on_tool_batch_fn, on_tool_batch, PreparedBatch);
-hook_fn!(before_tool_fn, before_tool, ToolCall);
-hook_fn!(after_tool_fn, after_tool, ToolResult);
-
-/// A synchronous delta hook, as a plain function.
-type SyncDeltaFn<S, C, D> = fn(&dyn Middleware<S, C>, &mut RunContext<C>, &S, &mut D) -> Result<()>;
-
-fn model_delta_sync<S, C>(
-    m: &dyn Middleware<S, C>,
-    ctx: &mut RunContext<C>,
-    state: &S,
-    d: &mut ModelDelta,
-) -> Result<()>
-where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
-{
-    m.on_model_delta_sync(ctx, state, d)
-}
-
-fn tool_delta_sync<S, C>(m: &dyn Middleware<S, C>, ctx: &mut RunContext<C>, state: &S, d: &mut ToolDelta) -> Result<()>
-where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
-{
-    m.on_tool_delta_sync(ctx, state, d)
-}
-
-hook_fn!(model_delta_async, on_model_delta, ModelDelta);
-hook_fn!(tool_delta_async, on_tool_delta, ToolDelta);
-
-/// A delta a hook can suppress.
-trait Suppressible {
-    fn is_suppressed(&self) -> bool;
-}
-
-impl Suppressible for ModelDelta {
-    fn is_suppressed(&self) -> bool {
-        ModelDelta::is_suppressed(self)
-    }
-}
-
-impl Suppressible for ToolDelta {
-    fn is_suppressed(&self) -> bool {
-        ToolDelta::is_suppressed(self)
-    }
-}
-
-/// The future of a delta dispatch ([`MiddlewareStack::run_on_model_delta`]):
-/// already complete when every delta hook was synchronous.
-#[must_use = "a delta dispatch does nothing more unless awaited (its synchronous hooks already ran)"]
-pub struct DeltaDispatch<'a>(DeltaState<'a>);
-
-enum DeltaState<'a> {
-    Done(Option<Result<()>>),
-    Later(BoxFuture<'a, Result<()>>),
-}
-
-impl<'a> DeltaDispatch<'a> {
-    #[inline]
-    fn done() -> Self {
-        Self(DeltaState::Done(Some(Ok(()))))
-    }
-
-    fn later(fut: BoxFuture<'a, Result<()>>) -> Self {
-        Self(DeltaState::Later(fut))
-    }
-}
-
-impl std::future::Future for DeltaDispatch<'_> {
-    type Output = Result<()>;
-
-    #[inline]
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<()>> {
-        match &mut self.0 {
-            DeltaState::Done(out) => {
-                std::task::Poll::Ready(out.take().expect("a delta dispatch polled after it completed"))
-            }
-            DeltaState::Later(fut) => fut.as_mut().poll(cx),
-        }
-    }
-}
-
-fn before_agent_fn<'a, S, C>(
-    m: &'a dyn Middleware<S, C>,
-    ctx: &'a mut RunContext<C>,
-    state: &'a S,
-    _: &'a mut (),
-) -> BoxFuture<'a, Result<()>>
-where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
-{
-    m.before_agent(ctx, state)
 }
 
 impl<S, C> MiddlewareStack<S, C>
@@ -383,11 +223,16 @@ where
         }
         let model = middleware.clone().model_middleware();
         let tool = middleware.clone().tool_middleware();
-        if model.is_some() {
-            info.hooks |= HookSet::WRAP_MODEL;
-        }
-        if tool.is_some() {
-            info.hooks |= HookSet::WRAP_TOOL;
+        let wraps = [
+            (HookKind::WrapModel, model.is_some()),
+            (HookKind::WrapTool, tool.is_some()),
+        ];
+        for (wrap, present) in wraps {
+            match (present, info.hooks.has(wrap)) {
+                (true, _) => info.hooks |= wrap.as_set(),
+                (false, true) => return Err(MiddlewareInfo::missing_wrap(&info.name, wrap)),
+                (false, false) => {}
+            }
         }
         let lifecycle = info.hooks.intersects(HookSet::LIFECYCLE).then_some(middleware);
         self.insert(Entry {
@@ -590,425 +435,16 @@ where
 
     // ----- dispatch -----------------------------------------------------
 
+    /// The dispatch list of a lifecycle hook.
     #[inline]
-    async fn call_slot<T: Send>(
-        slot: &Slot<dyn Middleware<S, C>>,
-        hook: HookKind,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        value: &mut T,
-        f: HookFn<S, C, T>,
-        g: SyncHookFn<S, C, T>,
-    ) -> Result<()> {
-        let bracket = Bracket::open(ctx, &slot.name, hook);
-        let (res, panicked) = if slot.sync {
-            let res = catch_sync(|| g(&*slot.mw, ctx, state, value), &slot.name, hook);
-            let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
-            (res, panicked)
-        } else {
-            catch(f(&*slot.mw, ctx, state, value), &slot.name, hook).await
-        };
-        let res = ctx.checked_jump(&slot.name, slot.jumps, res);
-        bracket.close(outcome_of(&res, panicked));
-        res
+    pub(super) fn list(&self, hook: HookKind) -> &[Slot<dyn Middleware<S, C>>] {
+        &self.lists[hook as usize]
     }
 
-    async fn dispatch<T: Send>(
-        &self,
-        hook: HookKind,
-        reverse: bool,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        value: &mut T,
-        (f, g): (HookFn<S, C, T>, SyncHookFn<S, C, T>),
-    ) -> Result<()> {
-        let list = &self.lists[hook as usize];
-        if list.is_empty() {
-            return Ok(());
-        }
-        let mut res = Ok(());
-        if reverse {
-            for slot in list.iter().rev() {
-                res = Self::call_slot(slot, hook, ctx, state, value, f, g).await;
-                if res.is_err() {
-                    break;
-                }
-            }
-        } else {
-            for slot in list {
-                res = Self::call_slot(slot, hook, ctx, state, value, f, g).await;
-                if res.is_err() {
-                    break;
-                }
-            }
-        }
-        if let Err(e) = &res {
-            self.run_on_error(ctx, state, e).await;
-        }
-        res
-    }
-
-    /// Runs every `on_error` hook, in registration order, with `error`.
-    /// Their own errors and panics are ignored: they never replace `error`.
-    pub async fn run_on_error(&self, ctx: &mut RunContext<C>, state: &S, error: &TinyAgentsError) {
-        for slot in &self.lists[HookKind::OnError as usize] {
-            let bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
-            let (res, panicked) = if slot.sync {
-                let res = catch_sync(
-                    || slot.mw.on_sync(ctx, state, HookValue::OnError(error)),
-                    &slot.name,
-                    HookKind::OnError,
-                );
-                let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
-                (res, panicked)
-            } else {
-                catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await
-            };
-            // An undeclared jump is refused here too (its error, like the hook's own, is swallowed).
-            let res = ctx.checked_jump(&slot.name, slot.jumps, res);
-            bracket.close(outcome_of(&res, panicked));
-        }
-    }
-
-    /// Runs `before_agent` hooks in registration order.
-    pub async fn run_before_agent(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
-        self.dispatch(
-            HookKind::BeforeAgent,
-            false,
-            ctx,
-            state,
-            &mut (),
-            (before_agent_fn, before_agent_sync),
-        )
-        .await
-    }
-
-    /// Runs `after_agent` hooks in reverse registration order.
-    pub async fn run_after_agent(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<()> {
-        self.dispatch(
-            HookKind::AfterAgent,
-            true,
-            ctx,
-            state,
-            run,
-            (after_agent_fn, after_agent_sync),
-        )
-        .await
-    }
-
-    /// Runs `before_steering` hooks in registration order.
-    pub async fn run_before_steering(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        command: &mut SteeringCommand,
-    ) -> Result<()> {
-        self.dispatch(
-            HookKind::BeforeSteering,
-            false,
-            ctx,
-            state,
-            command,
-            (before_steering_fn, before_steering_sync),
-        )
-        .await
-    }
-
-    /// Runs `after_steering` hooks in reverse registration order.
-    pub async fn run_after_steering(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        outcome: &mut SteeringOutcome,
-    ) -> Result<()> {
-        self.dispatch(
-            HookKind::AfterSteering,
-            true,
-            ctx,
-            state,
-            outcome,
-            (after_steering_fn, after_steering_sync),
-        )
-        .await
-    }
-
-    /// Runs `before_model` hooks in registration order.
-    ///
-    /// When the run tracks its prompt-cache layout (it holds a
-    /// [`CacheLayoutTracking`](crate::harness::cache::CacheLayoutTracking)
-    /// local, installed by the prompt-cache layout guard), the stable prefix is
-    /// fingerprinted around each hook and every hook that changed it is recorded.
-    pub async fn run_before_model(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
-        let list = &self.lists[HookKind::BeforeModel as usize];
-        let tracking = if list.is_empty() {
-            None
-        } else {
-            ctx.try_local::<crate::harness::cache::CacheLayoutTracking>()
-        };
-        let Some(tracking) = tracking else {
-            return self
-                .dispatch(
-                    HookKind::BeforeModel,
-                    false,
-                    ctx,
-                    state,
-                    request,
-                    (before_model_fn, before_model_sync),
-                )
-                .await;
-        };
-        let mut before = crate::harness::cache::fingerprint(request);
-        tracking.begin(before);
-        for slot in list {
-            let res = Self::call_slot(
-                slot,
-                HookKind::BeforeModel,
-                ctx,
-                state,
-                request,
-                before_model_fn,
-                before_model_sync,
-            )
-            .await;
-            let after = crate::harness::cache::fingerprint(request);
-            if after != before {
-                tracking.record(crate::harness::cache::PrefixEdit {
-                    middleware: slot.name.clone(),
-                    before,
-                    after,
-                });
-                before = after;
-            }
-            if let Err(e) = res {
-                self.run_on_error(ctx, state, &e).await;
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `before_model_stream` hooks in registration order.
-    pub async fn run_before_model_stream(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        request: &mut ModelRequest,
-    ) -> Result<()> {
-        self.dispatch(
-            HookKind::BeforeModelStream,
-            false,
-            ctx,
-            state,
-            request,
-            (before_model_stream_fn, before_model_stream_sync),
-        )
-        .await
-    }
-
-    /// Runs `after_model` hooks in reverse registration order.
-    pub async fn run_after_model(
-        &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        response: &mut ModelResponse,
-    ) -> Result<()> {
-        self.dispatch(
-            HookKind::AfterModel,
-            true,
-            ctx,
-            state,
-            response,
-            (after_model_fn, after_model_sync),
-        )
-        .await
-    }
-
-    /// Runs `on_tool_batch` hooks in registration order.
-    pub async fn run_on_tool_batch(&self, ctx: &mut RunContext<C>, state: &S, batch: &mut PreparedBatch) -> Result<()> {
-        self.dispatch(
-            HookKind::OnToolBatch,
-            false,
-            ctx,
-            state,
-            batch,
-            (on_tool_batch_fn, on_tool_batch_sync),
-        )
-        .await
-    }
-
-    /// Runs `before_tool` hooks in registration order.
-    pub async fn run_before_tool(&self, ctx: &mut RunContext<C>, state: &S, call: &mut ToolCall) -> Result<()> {
-        self.dispatch(
-            HookKind::BeforeTool,
-            false,
-            ctx,
-            state,
-            call,
-            (before_tool_fn, before_tool_sync),
-        )
-        .await
-    }
-
-    /// Runs `after_tool` hooks in reverse registration order.
-    pub async fn run_after_tool(&self, ctx: &mut RunContext<C>, state: &S, result: &mut ToolResult) -> Result<()> {
-        self.dispatch(
-            HookKind::AfterTool,
-            true,
-            ctx,
-            state,
-            result,
-            (after_tool_fn, after_tool_sync),
-        )
-        .await
-    }
-
-    /// Runs `on_model_delta` hooks in registration order, stopping at the
-    /// first that suppresses the delta (recorded as
-    /// [`AgentEvent::DeltaSuppressed`]). No bracketing events.
-    ///
-    /// When every delta hook is synchronous ([`HookSet::SYNC_MODEL_DELTA`],
-    /// what the DSL gives a plain fn) they run right here, and the returned
-    /// future is already complete: no boxed future, no allocation per delta.
-    /// Otherwise the returned future runs them when awaited.
+    /// Whether every implementor of a lifecycle hook takes its synchronous form.
     #[inline]
-    pub fn run_on_model_delta<'a>(
-        &'a self,
-        ctx: &'a mut RunContext<C>,
-        state: &'a S,
-        delta: &'a mut ModelDelta,
-    ) -> DeltaDispatch<'a> {
-        self.run_delta(
-            HookKind::OnModelDelta,
-            ctx,
-            state,
-            delta,
-            model_delta_sync,
-            model_delta_async,
-        )
-    }
-
-    /// Runs `on_tool_delta` hooks in registration order; see [`run_on_model_delta`](Self::run_on_model_delta).
-    #[inline]
-    pub fn run_on_tool_delta<'a>(
-        &'a self,
-        ctx: &'a mut RunContext<C>,
-        state: &'a S,
-        delta: &'a mut ToolDelta,
-    ) -> DeltaDispatch<'a> {
-        self.run_delta(
-            HookKind::OnToolDelta,
-            ctx,
-            state,
-            delta,
-            tool_delta_sync,
-            tool_delta_async,
-        )
-    }
-
-    #[inline]
-    fn run_delta<'a, D: Suppressible + Send>(
-        &'a self,
-        hook: HookKind,
-        ctx: &'a mut RunContext<C>,
-        state: &'a S,
-        delta: &'a mut D,
-        now: SyncDeltaFn<S, C, D>,
-        later: HookFn<S, C, D>,
-    ) -> DeltaDispatch<'a> {
-        let list = &self.lists[hook as usize];
-        if list.is_empty() {
-            return DeltaDispatch::done();
-        }
-        if !self.all_sync[hook as usize] {
-            return self.deltas_later(hook, ctx, state, delta, now, later);
-        }
-        match Self::deltas_now(list, hook, ctx, state, delta, now) {
-            Ok(()) => DeltaDispatch::done(),
-            Err(e) => self.delta_failed(ctx, state, e),
-        }
-    }
-
-    /// A delta hook failed: every `on_error` sees it when the dispatch is awaited.
-    #[cold]
-    #[inline(never)]
-    fn delta_failed<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, e: TinyAgentsError) -> DeltaDispatch<'a> {
-        DeltaDispatch::later(Box::pin(async move {
-            self.run_on_error(ctx, state, &e).await;
-            Err(e)
-        }))
-    }
-
-    /// Some delta hook is async: the whole pass runs when the dispatch is awaited.
-    #[inline(never)]
-    fn deltas_later<'a, D: Suppressible + Send>(
-        &'a self,
-        hook: HookKind,
-        ctx: &'a mut RunContext<C>,
-        state: &'a S,
-        delta: &'a mut D,
-        now: SyncDeltaFn<S, C, D>,
-        later: HookFn<S, C, D>,
-    ) -> DeltaDispatch<'a> {
-        let list = &self.lists[hook as usize];
-        DeltaDispatch::later(Box::pin(async move {
-            for slot in list {
-                let res = if slot.sync {
-                    catch_sync(|| now(&*slot.mw, ctx, state, delta), &slot.name, hook)
-                } else {
-                    catch(later(&*slot.mw, ctx, state, delta), &slot.name, hook).await.0
-                };
-                if let Err(e) = ctx.checked_jump(&slot.name, slot.jumps, res) {
-                    self.run_on_error(ctx, state, &e).await;
-                    return Err(e);
-                }
-                if delta.is_suppressed() {
-                    Self::suppressed(ctx, slot, hook);
-                    break;
-                }
-            }
-            Ok(())
-        }))
-    }
-
-    /// Every delta hook is synchronous: one panic guard for the whole pass.
-    #[inline]
-    fn deltas_now<D: Suppressible>(
-        list: &[Slot<dyn Middleware<S, C>>],
-        hook: HookKind,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        delta: &mut D,
-        now: SyncDeltaFn<S, C, D>,
-    ) -> Result<()> {
-        let mut at = 0;
-        let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for (i, slot) in list.iter().enumerate() {
-                at = i;
-                let res = now(&*slot.mw, ctx, state, delta);
-                ctx.checked_jump(&slot.name, slot.jumps, res)?;
-                if delta.is_suppressed() {
-                    Self::suppressed(ctx, slot, hook);
-                    break;
-                }
-            }
-            Ok(())
-        }));
-        match pass {
-            Ok(res) => res,
-            Err(payload) => {
-                // A jump the panicking hook asked for is checked like any other.
-                let e = panic_error(&list[at].name, hook, payload);
-                ctx.checked_jump(&list[at].name, list[at].jumps, Err(e))
-            }
-        }
-    }
-
-    #[cold]
-    fn suppressed(ctx: &RunContext<C>, slot: &Slot<dyn Middleware<S, C>>, hook: HookKind) {
-        ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
-            middleware: slot.name.clone(),
-            hook,
-        });
+    pub(super) fn all_sync(&self, hook: HookKind) -> bool {
+        self.all_sync[hook as usize]
     }
 
     /// Runs the model onion around `base`: the first-registered wrap is

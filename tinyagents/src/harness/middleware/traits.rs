@@ -5,14 +5,16 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::hook::{self, Hook};
 use super::{
     HookKind, HookSet, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, PreparedBatch,
     ToolHandler,
 };
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::provenance::CompactionPlan;
+use crate::harness::run::AgentRun;
 use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
@@ -23,6 +25,11 @@ fn short_type_name<T: ?Sized>() -> &'static str {
     base.rsplit("::").next().unwrap_or(base)
 }
 
+/// Derives the [`Middleware`] trait and [`HookValue`] from the hook table.
+macro_rules! define_middleware {
+    (lifecycle { $($(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;)* }
+     error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
+     wraps { $($(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident;)* }) => {
 /// Lifecycle middleware: hooks that observe, and may mutate, the values flowing
 /// past fixed points of a run.
 ///
@@ -104,98 +111,23 @@ where
         ))
     }
 
-    /// Once, when a run starts.
-    async fn before_agent(&self, ctx: &mut RunContext<Ctx>, state: &State) -> Result<()> {
-        Ok(())
-    }
+    $(
+        $(#[$doc])*
+        async fn $method(&self, ctx: &mut RunContext<Ctx>, state: &State $(, $arg: &mut $value)?) -> Result<()> {
+            Ok(())
+        }
 
-    /// Once, when a run ends (also after a failed run), with its result.
-    async fn after_agent(&self, ctx: &mut RunContext<Ctx>, state: &State, run: &mut AgentRun) -> Result<()> {
-        Ok(())
-    }
+        $(
+            #[doc = concat!("The synchronous form of `", stringify!($method), "`, called instead of it when ",
+                "[`hooks`](Middleware::hooks) contains [`HookSet::", stringify!($sync_flag), "`]: no boxed future per delta.")]
+            fn $sync(&self, ctx: &mut RunContext<Ctx>, state: &State, delta: &mut <hook::$kind as Hook>::Value) -> Result<()> {
+                Ok(())
+            }
+        )?
+    )*
 
-    /// Before a steering command is applied: edit it (transform), or
-    /// [`reject`](SteeringCommand::reject) or [`defer`](SteeringCommand::defer) it.
-    async fn before_steering(
-        &self,
-        ctx: &mut RunContext<Ctx>,
-        state: &State,
-        command: &mut SteeringCommand,
-    ) -> Result<()> {
-        Ok(())
-    }
-
-    /// After a steering command was decided.
-    async fn after_steering(
-        &self,
-        ctx: &mut RunContext<Ctx>,
-        state: &State,
-        outcome: &mut SteeringOutcome,
-    ) -> Result<()> {
-        Ok(())
-    }
-
-    /// Before each model call.
-    async fn before_model(&self, ctx: &mut RunContext<Ctx>, state: &State, request: &mut ModelRequest) -> Result<()> {
-        Ok(())
-    }
-
-    /// Before each streaming model call, after every `before_model`.
-    async fn before_model_stream(
-        &self,
-        ctx: &mut RunContext<Ctx>,
-        state: &State,
-        request: &mut ModelRequest,
-    ) -> Result<()> {
-        Ok(())
-    }
-
-    /// For each streamed delta, before it is forwarded or accumulated. May
-    /// edit it or [`suppress`](ModelDelta::suppress) it. Emits no bracketing events.
-    async fn on_model_delta(&self, ctx: &mut RunContext<Ctx>, state: &State, delta: &mut ModelDelta) -> Result<()> {
-        Ok(())
-    }
-
-    /// The synchronous form of `on_model_delta`, called instead of it when
-    /// [`hooks`](Middleware::hooks) contains [`HookSet::SYNC_MODEL_DELTA`]: no boxed future per delta.
-    fn on_model_delta_sync(&self, ctx: &mut RunContext<Ctx>, state: &State, delta: &mut ModelDelta) -> Result<()> {
-        Ok(())
-    }
-
-    /// After each model call.
-    async fn after_model(&self, ctx: &mut RunContext<Ctx>, state: &State, response: &mut ModelResponse) -> Result<()> {
-        Ok(())
-    }
-
-    /// Once per reply with tool calls: review the prepared batch and reject calls.
-    async fn on_tool_batch(&self, ctx: &mut RunContext<Ctx>, state: &State, batch: &mut PreparedBatch) -> Result<()> {
-        Ok(())
-    }
-
-    /// Before each tool call. A `Validation` error refuses the call: by
-    /// default it becomes the call's error result for the model.
-    async fn before_tool(&self, ctx: &mut RunContext<Ctx>, state: &State, call: &mut ToolCall) -> Result<()> {
-        Ok(())
-    }
-
-    /// For each tool progress delta.
-    async fn on_tool_delta(&self, ctx: &mut RunContext<Ctx>, state: &State, delta: &mut ToolDelta) -> Result<()> {
-        Ok(())
-    }
-
-    /// The synchronous form of `on_tool_delta` (see [`HookSet::SYNC_TOOL_DELTA`]).
-    fn on_tool_delta_sync(&self, ctx: &mut RunContext<Ctx>, state: &State, delta: &mut ToolDelta) -> Result<()> {
-        Ok(())
-    }
-
-    /// After each tool call.
-    async fn after_tool(&self, ctx: &mut RunContext<Ctx>, state: &State, result: &mut ToolResult) -> Result<()> {
-        Ok(())
-    }
-
-    /// When a hook, the model or a tool failed. Best effort: errors returned
-    /// here are ignored and never replace the original error.
-    async fn on_error(&self, ctx: &mut RunContext<Ctx>, state: &State, error: &TinyAgentsError) -> Result<()> {
+    $(#[$edoc])*
+    async fn $emethod(&self, ctx: &mut RunContext<Ctx>, state: &State, $earg: &$evalue) -> Result<()> {
         Ok(())
     }
 }
@@ -204,48 +136,34 @@ where
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum HookValue<'a> {
-    /// `before_agent` (no value).
-    BeforeAgent,
-    /// `after_agent`.
-    AfterAgent(&'a mut AgentRun),
-    /// `before_steering`.
-    BeforeSteering(&'a mut SteeringCommand),
-    /// `after_steering`.
-    AfterSteering(&'a mut SteeringOutcome),
-    /// `before_model`.
-    BeforeModel(&'a mut ModelRequest),
-    /// `before_model_stream`.
-    BeforeModelStream(&'a mut ModelRequest),
-    /// `after_model`.
-    AfterModel(&'a mut ModelResponse),
-    /// `on_tool_batch`.
-    OnToolBatch(&'a mut PreparedBatch),
-    /// `before_tool`.
-    BeforeTool(&'a mut ToolCall),
-    /// `after_tool`.
-    AfterTool(&'a mut ToolResult),
-    /// `on_error`.
-    OnError(&'a TinyAgentsError),
+    $(
+        #[doc = concat!("`", stringify!($method), "`.")]
+        $kind $((&'a mut $value))?,
+    )*
+    #[doc = concat!("`", stringify!($emethod), "`.")]
+    $ekind(&'a $evalue),
 }
 
 impl HookValue<'_> {
     /// The hook this value is passed to.
     pub const fn hook(&self) -> HookKind {
         match self {
-            Self::BeforeAgent => HookKind::BeforeAgent,
-            Self::AfterAgent(_) => HookKind::AfterAgent,
-            Self::BeforeSteering(_) => HookKind::BeforeSteering,
-            Self::AfterSteering(_) => HookKind::AfterSteering,
-            Self::BeforeModel(_) => HookKind::BeforeModel,
-            Self::BeforeModelStream(_) => HookKind::BeforeModelStream,
-            Self::AfterModel(_) => HookKind::AfterModel,
-            Self::OnToolBatch(_) => HookKind::OnToolBatch,
-            Self::BeforeTool(_) => HookKind::BeforeTool,
-            Self::AfterTool(_) => HookKind::AfterTool,
-            Self::OnError(_) => HookKind::OnError,
+            $( Self::$kind $((underscore!($value)))? => HookKind::$kind, )*
+            Self::$ekind(_) => HookKind::$ekind,
         }
     }
 }
+    };
+}
+
+/// The pattern `_`, for one field of a tuple variant.
+macro_rules! underscore {
+    ($value:ty) => {
+        _
+    };
+}
+
+super::hooks::hook_table!(define_middleware);
 
 /// Wrap middleware around each model call.
 ///

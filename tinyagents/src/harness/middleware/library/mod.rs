@@ -16,8 +16,10 @@
 //! | `prompt` | dynamic prompt, prompt-cache layout guard |
 //! | `context` | trimming, context editing, clipping, summarisation, transcript, retrieval, delta and output compression, context |
 //! | `output` | output-limit recovery, structured output validation |
+//! | `external_hooks` | external command hooks (also at `tinyagents::hooks`) |
 
 mod context;
+pub mod external_hooks;
 mod guard;
 mod limits;
 mod modes;
@@ -66,7 +68,7 @@ pub fn catalog() -> Vec<&'static MiddlewareDoc> {
         prompt::CATALOG,
         context::CATALOG,
         output::CATALOG,
-        crate::hooks::CATALOG,
+        external_hooks::CATALOG,
     ]
     .concat()
 }

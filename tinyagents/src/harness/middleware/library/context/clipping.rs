@@ -8,13 +8,12 @@ use std::sync::{Arc, Mutex};
 use super::summarization::SummaryTrigger;
 use super::window::is_boundary;
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{ContentPart, MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -174,7 +173,7 @@ impl ContextClippingMiddleware {
     name = "context_clipping",
     config = ContextClippingConfig,
     doc(
-        mutation = "Replaces the text of older non-system messages above `max_message_tokens` in `request.messages` (a copy; stored history keeps them) with a head/tail excerpt and a marker; ids, roles, tool calls and tool-call/result pairs are kept. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Replaces the text of older non-system messages above `max_message_tokens` in `request.messages` (a copy; stored history keeps them) with a head/tail excerpt and a marker; ids, roles, tool calls and tool-call/result pairs are kept. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (message id, its tool call ids, tokens before and after, prefix fingerprints) the first time each message is compressed in a run.",
         failure = "Cannot fail; below every trigger, or with nothing long enough outside the kept window, the request goes unchanged.",
         streaming = "None: it edits the request before the stream starts.",
@@ -237,14 +236,8 @@ impl ContextClippingMiddleware {
             p.original_tokens = original;
             p.compressed_tokens = compressed;
             p.prompt_segment_ids = segments.clone();
-            provenance::record(ctx, p);
+            crate::harness::compression::record(ctx, p);
         }
-        Ok(())
-    }
-
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

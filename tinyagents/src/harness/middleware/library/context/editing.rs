@@ -5,13 +5,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::window::instance_key;
-use crate::harness::agent::AgentRun;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -122,7 +121,7 @@ impl ContextEditingMiddleware {
     name = "context_editing",
     config = ContextEditingConfig,
     doc(
-        mutation = "Replaces the content of old tool-result messages in `request.messages` (a copy; stored history keeps them) with `placeholder`, and with `clear_tool_inputs` the matching tool calls' arguments with `{}`. Messages keep their ids and order, so tool calls stay paired with their results. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Replaces the content of old tool-result messages in `request.messages` (a copy; stored history keeps them) with `placeholder`, and with `clear_tool_inputs` the matching tool calls' arguments with `{}`. Messages keep their ids and order, so tool calls stay paired with their results. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (cleared message ids, their tool call ids, tokens before and after) on each call that clears results not cleared before in the run.",
         failure = "Cannot fail; below the trigger, or with nothing clearable, the request goes unchanged.",
         streaming = "None: it edits the request before the stream starts.",
@@ -191,14 +190,8 @@ impl ContextEditingMiddleware {
         };
         if newly {
             p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
-            provenance::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+            crate::harness::compression::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
         }
-        Ok(())
-    }
-
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

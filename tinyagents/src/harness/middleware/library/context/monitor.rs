@@ -8,12 +8,10 @@ use std::sync::{Arc, Mutex};
 use super::summarizer::{ConcatSummarizer, Summarizer};
 use super::window::{compact, instance_key};
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::model::{ModelRequest, ModelResponse};
-use crate::harness::provenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -215,7 +213,7 @@ impl ContextMiddleware {
     name = "context",
     config = ContextConfig,
     doc(
-        mutation = "At `compact_at_percent`, replaces the older non-system messages of `request.messages` (a copy; stored history untouched) with one summary user message, keeping the newest `keep_messages` and tool calls with their results. `after_agent` attaches the run's provenance to `AgentRun::compressions`.",
+        mutation = "At `compact_at_percent`, replaces the older non-system messages of `request.messages` (a copy; stored history untouched) with one summary user message, keeping the newest `keep_messages` and tool calls with their results. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Notice { source: \"context\" }` once per run at `warn_at_percent`, on each compaction, and (`is_error: true`) when nothing can be compacted; `Compressed` with provenance for each new or extended summary. Built from the legacy keys `max_tokens` / `compact_on_overflow`, once per run a `Notice` naming each deprecated key and the key to write instead (`fallback_max_tokens`, `compact_at_percent`), plus a `tracing` warning when built.",
         failure = "Fails clearly: a summariser error ends the run with that error. When the window is full but everything is in the kept window, it warns and sends the request unchanged (the provider then decides).",
         streaming = "None on deltas; it acts before the stream starts.",
@@ -225,7 +223,7 @@ impl ContextMiddleware {
 )]
 impl ContextMiddleware {
     #[before_model]
-    async fn watch<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    async fn watch<S, C>(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
         // The estimate of this request, or what the provider reported for the
         // previous call when that is larger (the estimate is approximate).
         if !self.deprecations.is_empty()
@@ -246,6 +244,7 @@ impl ContextMiddleware {
         if self.compact && percent >= f64::from(self.compact_at_percent) {
             let done = compact(
                 ctx,
+                state,
                 request,
                 self.key,
                 self.keep_messages,
@@ -311,12 +310,6 @@ impl ContextMiddleware {
         if used > 0 {
             ctx.local::<Reported>().0.store(used, Ordering::Relaxed);
         }
-        Ok(())
-    }
-
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

@@ -8,13 +8,12 @@ use std::sync::{Arc, Mutex};
 use super::artifacts::ArtifactStore;
 use super::summarizer::{summarize_charged, Summarizer};
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -163,7 +162,7 @@ impl OutputCompressionMiddleware {
     name = "output_compression",
     config = OutputCompressionConfig,
     doc(
-        mutation = "Replaces the text of tool-result messages above `max_tokens` in `request.messages` (a copy; stored history keeps the original) with a head/tail excerpt (or, with a summariser, a summary made once per result and run) and the artifact id; stores the original in its `ArtifactStore`. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Replaces the text of tool-result messages above `max_tokens` in `request.messages` (a copy; stored history keeps the original) with a head/tail excerpt (or, with a summariser, a summary made once per result and run) and the artifact id; stores the original in its `ArtifactStore`. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (the message id, its tool call id and artifact id, tokens before and after) the first time each result is compressed in a run.",
         failure = "The excerpt cannot fail; a summariser's error fails the call with that error. Originals are never lost (history and store). A result that is not larger than its replacement is left alone.",
         streaming = "None: it edits the request before the stream starts.",
@@ -256,14 +255,8 @@ impl OutputCompressionMiddleware {
             p.original_tokens = original;
             p.compressed_tokens = compressed;
             p.prompt_segment_ids = segments.clone();
-            provenance::record(ctx, p);
+            crate::harness::compression::record(ctx, p);
         }
-        Ok(())
-    }
-
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -161,7 +160,7 @@ impl RetrievalCompressionMiddleware {
     name = "retrieval_compression",
     config = RetrievalCompressionConfig,
     doc(
-        mutation = "Rewrites the results of the configured retrieval tools in `request.messages` (a copy; stored history keeps every document): documents cut to a fair share of `budget_tokens` (marked `truncated`) or omitted (an id stub), same JSON shape. `after_agent` attaches provenance to `AgentRun::compressions`.",
+        mutation = "Rewrites the results of the configured retrieval tools in `request.messages` (a copy; stored history keeps every document): documents cut to a fair share of `budget_tokens` (marked `truncated`) or omitted (an id stub), same JSON shape. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` once per cut or omitted document per run, with the tool message id, the document id and tool call id, and the document's tokens before and after.",
         failure = "Cannot fail; a result it cannot parse as documents counts as one plain-text document. Below the budget nothing changes.",
         streaming = "None: it edits the request before the stream starts.",
@@ -308,14 +307,8 @@ impl RetrievalCompressionMiddleware {
             p.original_tokens = original;
             p.compressed_tokens = compressed;
             p.prompt_segment_ids = segments.clone();
-            provenance::record(ctx, p);
+            crate::harness::compression::record(ctx, p);
         }
-        Ok(())
-    }
-
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

@@ -6,11 +6,9 @@ use std::sync::Arc;
 use super::summarizer::{ConcatSummarizer, Summarizer};
 use super::window::{compact, instance_key};
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -236,7 +234,7 @@ impl SummarizationMiddleware {
     name = "summarization",
     config = SummarizationConfig,
     doc(
-        mutation = "Replaces the older non-system messages of `request.messages` (a copy; stored history is untouched) with one user message holding the summary; keeps leading and other system messages and the newest `keep_messages` (rounded up so a tool call keeps its results). `after_agent` attaches the run's provenance to `AgentRun::compressions`.",
+        mutation = "Replaces the older non-system messages of `request.messages` (a copy; stored history is untouched) with one user message holding the summary; keeps leading and other system messages and the newest `keep_messages` (rounded up so a tool call keeps its results). The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (replaced message ids, their tool call ids, the summary message id, token estimates before and after, segment ids, prefix fingerprints, `summarization/1+<summariser>`) each time a summary is made or extended; a reused summary emits nothing.",
         failure = "Fails clearly: a summariser error ends the run with that error (a model-backed summariser's classified model error); nothing is silently dropped.",
         streaming = "None on deltas; a model-backed summariser's own call is not streamed to the run's sink. Its usage is added to the run's usage.",
@@ -246,12 +244,13 @@ impl SummarizationMiddleware {
 )]
 impl SummarizationMiddleware {
     #[before_model]
-    async fn summarize<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    async fn summarize<S, C>(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
         if !self.trigger.fires(request, &*self.counter) {
             return Ok(());
         }
         compact(
             ctx,
+            state,
             request,
             self.key,
             self.keep_messages,
@@ -261,12 +260,6 @@ impl SummarizationMiddleware {
             Self::POLICY,
         )
         .await?;
-        Ok(())
-    }
-
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

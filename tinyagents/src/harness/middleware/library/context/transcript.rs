@@ -6,11 +6,10 @@ use std::sync::Arc;
 use super::summarizer::{ConcatSummarizer, Summarizer};
 use super::window::{compact, instance_key};
 use crate::config::ConfigViolation;
-use crate::harness::agent::{AgentRun, StopReason};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance;
+use crate::harness::run::{AgentRun, StopReason};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -123,7 +122,7 @@ impl TranscriptCompressionMiddleware {
     name = "transcript_compression",
     config = TranscriptCompressionConfig,
     doc(
-        mutation = "In `after_agent`, durably replaces the older non-system messages of `AgentRun::messages` with one summary user message (newest `keep_messages`, system messages and tool-call/result pairs kept); attaches provenance to `AgentRun::compressions`. Requests during the run are not touched.",
+        mutation = "In `after_agent`, durably replaces the older non-system messages of `AgentRun::messages` with one summary user message (newest `keep_messages`, system messages and tool-call/result pairs kept); its provenance is on `AgentRun::compressions` (the agent attaches it after `after_agent`). Requests during the run are not touched.",
         events = "`Compressed` with provenance (replaced message ids and tool call ids, the summary message id, token estimates, prefix fingerprints) when it summarises.",
         failure = "A summariser error fails `after_agent` and so the run (with the summariser's error); the transcript is then left whole. A failed run is not compressed.",
         streaming = "None: it runs after the run.",
@@ -133,11 +132,12 @@ impl TranscriptCompressionMiddleware {
 )]
 impl TranscriptCompressionMiddleware {
     #[after_agent]
-    async fn commit<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+    async fn commit<S, C>(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<()> {
         if !matches!(run.stop, StopReason::Failed(_)) && run.messages.len() > self.trigger_messages {
             let mut transcript = ModelRequest::new(std::mem::take(&mut run.messages));
             let result = compact(
                 ctx,
+                state,
                 &mut transcript,
                 self.key,
                 self.keep_messages,
@@ -150,7 +150,6 @@ impl TranscriptCompressionMiddleware {
             run.messages = transcript.messages;
             result?;
         }
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

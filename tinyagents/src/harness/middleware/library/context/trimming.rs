@@ -11,7 +11,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{Message, MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -239,14 +239,8 @@ impl MessageTrimMiddleware {
         }
         if newly {
             p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
-            provenance::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+            crate::harness::compression::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
         }
-        Ok(())
-    }
-
-    #[after_agent]
-    fn attach<C>(&self, ctx: &mut RunContext<C>, run: &mut crate::harness::agent::AgentRun) -> Result<()> {
-        provenance::attach(ctx, run);
         Ok(())
     }
 }

@@ -13,7 +13,7 @@ use crate::harness::error::Result;
 use crate::harness::event::AgentEvent;
 use crate::harness::message::{Message, MessageId, Role};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::{self, CompressionProvenance};
+use crate::harness::provenance::{CompactionPlan, CompressionProvenance};
 use crate::harness::tokens::TokenCounter;
 
 /// How many leading system messages `messages` starts with (the part of the
@@ -81,8 +81,9 @@ pub(crate) const SUMMARY_HEADER: &str = "[Summary of the earlier conversation]";
 /// reused when it covers the same messages and extended when more messages
 /// age out; every new summary is recorded as provenance.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn compact<C>(
+pub(crate) async fn compact<S, C>(
     ctx: &mut RunContext<C>,
+    state: &S,
     request: &mut ModelRequest,
     key: u64,
     keep_recent: usize,
@@ -90,7 +91,11 @@ pub(crate) async fn compact<C>(
     counter: &dyn TokenCounter,
     middleware: &str,
     policy: &str,
-) -> Result<Option<Compaction>> {
+) -> Result<Option<Compaction>>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
     let messages = &request.messages;
     let head = leading_system(messages);
     let latest = messages.len().saturating_sub(keep_recent);
@@ -112,10 +117,11 @@ pub(crate) async fn compact<C>(
         .expect("summaries lock")
         .get(&key)
         .cloned();
-    // A new or extended summary is a compaction: external `pre_compact` hooks may block it.
+    // A new or extended summary is a compaction: the run's `pre_compact` hooks may block it.
     if previous.as_ref().is_none_or(|p| p.covered != old_ids) {
-        let details = serde_json::json!({ "middleware": middleware, "policy": policy, "messages": old_ids.len() });
-        if let Some(reason) = crate::hooks::pre_compact(ctx, details).await.blocked {
+        let mut plan = CompactionPlan::new(middleware, policy, old_ids.len());
+        crate::harness::compression::pre_compact(ctx, state, &mut plan).await?;
+        if let Some(reason) = plan.blocked() {
             ctx.emit(AgentEvent::Notice {
                 source: "pre_compact".into(),
                 message: format!("`{middleware}` did not compact: a pre_compact hook blocked it: {reason}"),
@@ -171,7 +177,7 @@ pub(crate) async fn compact<C>(
         p.original_tokens = original_tokens;
         p.compressed_tokens = compressed_tokens;
         p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
-        provenance::record(ctx, p);
+        crate::harness::compression::record(ctx, p);
         ctx.local::<Summaries>()
             .0
             .lock()

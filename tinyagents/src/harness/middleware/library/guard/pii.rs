@@ -14,13 +14,13 @@ use super::pii_detect::{
     builtin, custom, is_secret_key, Digest, Engine, PiiCounts, PiiStrategy, StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
 };
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{ContentPart, Message, Role};
 use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
 /// Options of [`PiiMiddleware`] (`type = "pii"`).

@@ -4,11 +4,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::HookKind;
 use crate::harness::model::{ModelRequest, ModelResponse};
+use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolResult};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 

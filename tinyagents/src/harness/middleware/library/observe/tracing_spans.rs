@@ -6,11 +6,11 @@ use std::sync::Mutex;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
-use crate::harness::agent::{AgentRun, StopReason};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
 use crate::harness::model::{FinishReason, ModelRequest};
+use crate::harness::run::{AgentRun, StopReason};
 use crate::harness::tool::ToolCall;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 

@@ -4,12 +4,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::middleware::{MiddlewareToolOutcome, ToolHandler};
 use crate::harness::model::{ModelResponse, Usage};
+use crate::harness::run::AgentRun;
 use crate::harness::tool::ToolCall;
 use tinyagents_macros::middleware;
 

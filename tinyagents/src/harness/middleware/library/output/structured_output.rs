@@ -7,13 +7,13 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::config::ConfigViolation;
-use crate::harness::agent::AgentRun;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, MessageId};
 use crate::harness::middleware::ModelHandler;
 use crate::harness::model::{ModelRequest, ModelResponse, PromptSegment, SegmentStability};
+use crate::harness::run::AgentRun;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 /// The id of the system prompt segment holding the schema.

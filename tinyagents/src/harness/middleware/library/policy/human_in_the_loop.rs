@@ -11,13 +11,13 @@ use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use crate::config::ConfigViolation;
-use crate::harness::agent::{AgentInput, AgentRun};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler, PreparedBatch};
 use crate::harness::model::{FinishReason, ModelRequest, ModelResponse, Usage};
+use crate::harness::run::{AgentInput, AgentRun};
 use crate::harness::tool::{call_digest, Restriction, ToolCall, ToolResult};
 
 /// A kind of decision a person may take on a gated call.

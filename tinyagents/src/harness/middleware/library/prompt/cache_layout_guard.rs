@@ -10,6 +10,8 @@ use crate::harness::cache::{
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::middleware::hook::BeforeModel;
+use crate::harness::middleware::{observe_hook, HookObserver};
 use crate::harness::model::ModelRequest;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -46,6 +48,34 @@ impl From<PromptCacheGuardConfig> for PromptCacheGuardMiddleware {
     fn from(c: PromptCacheGuardConfig) -> Self {
         Self {
             fail_on_change: c.on_change == OnPrefixChange::Error,
+        }
+    }
+}
+
+/// Watches the run's `before_model` hooks for the guard: fingerprints the
+/// stable prefix before the first hook and after each, and records every hook
+/// that changed it in the run's [`CacheLayoutTracking`].
+struct PrefixWatch {
+    tracking: Arc<CacheLayoutTracking>,
+    last: Mutex<Option<PrefixFingerprint>>,
+}
+
+impl HookObserver<ModelRequest> for PrefixWatch {
+    fn begin(&self, request: &ModelRequest) {
+        let base = fingerprint(request);
+        self.tracking.begin(base);
+        *self.last.lock().expect("prefix watch lock") = Some(base);
+    }
+
+    fn after(&self, middleware: &Arc<str>, request: &ModelRequest) {
+        let after = fingerprint(request);
+        let mut last = self.last.lock().expect("prefix watch lock");
+        if let Some(before) = last.replace(after).filter(|before| *before != after) {
+            self.tracking.record(PrefixEdit {
+                middleware: middleware.clone(),
+                before,
+                after,
+            });
         }
     }
 }
@@ -161,7 +191,7 @@ fn blame(
     name = "prompt_cache_layout_guard",
     config = PromptCacheGuardConfig,
     doc(
-        mutation = "None: it only reads the request. It turns on per-run layout tracking (a run local), which makes the stack fingerprint the stable prefix around each `before_model` hook of that run.",
+        mutation = "None: it only reads the request. It observes the run's `before_model` hooks (a hook observer installed in `before_agent`), fingerprinting the stable prefix around each to learn which middleware changed it.",
         events = "`CacheLayoutChanged { event: CacheLayoutEvent { step, before, after, changed_by, changed_parts } }` on each call whose stable-prefix fingerprint differs from the previous call's; events are also kept in the run's `CacheLayoutLog`.",
         failure = "Records and goes on by default; with `on_change = \"error\"` a prefix change fails the call with a `Validation` error naming who changed it (fail closed for strict cache budgets).",
         streaming = "None: it checks the request in `before_model_stream`, after every `before_model` hook, before the stream starts.",
@@ -172,7 +202,13 @@ fn blame(
 impl PromptCacheGuardMiddleware {
     #[before_agent]
     fn track<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
-        ctx.local::<CacheLayoutTracking>();
+        // (`local_with` holds the run locals while it builds: the tracking is fetched first.)
+        let tracking = ctx.local::<CacheLayoutTracking>();
+        let watch = ctx.local_with(|| PrefixWatch {
+            tracking,
+            last: Mutex::new(None),
+        });
+        observe_hook::<BeforeModel, C>(ctx, watch);
         Ok(())
     }
 

@@ -31,9 +31,9 @@ pub enum HookEvent {
     PostToolUse,
     /// A run ends (`after_agent`); the input carries `final_text` and `stop_reason`.
     Stop,
-    /// Context is about to be compacted. The core has no hook point before
-    /// a compaction, so it fires only when compaction code calls
-    /// [`hooks::pre_compact`](super::pre_compact).
+    /// Context is about to be compacted (the `pre_compact` hook point, which
+    /// compacting middleware dispatch through the stack); the input carries
+    /// `compaction`, and a block keeps the context as it is.
     PreCompact,
     /// Context was compacted: fired from `before_model` for every new entry
     /// of the run's compression log; the input carries `compaction`.

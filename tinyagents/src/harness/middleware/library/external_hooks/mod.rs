@@ -31,7 +31,7 @@
 //! | `permission_request` | `on_tool_batch` (before any `pre_tool_use`) | `tool_*` | block (that call gets an error result), approve, rewrite input (applied in `before_tool`, before `pre_tool_use` hooks and the guards see it), context (appended to the call's result), stop, message |
 //! | `pre_tool_use` | `before_tool` | `tool_*` | block (that call gets an error result), approve, rewrite input, context (appended to the call's result), stop, message |
 //! | `post_tool_use` | `after_tool` | `tool_*`, `tool_output`, `tool_error` | block (the result becomes an error result with the reason), context (appended to the result), stop, message |
-//! | `pre_compact` | when compaction code calls [`pre_compact`] (the core has no hook point before a compaction; the hooks middleware makes itself reachable from the run in `before_agent`) | `compaction` | block (the caller should not compact), message |
+//! | `pre_compact` | the `pre_compact` hook point: a compacting middleware (summarization, context) dispatches it through the stack before it compacts ([`compression::pre_compact`](crate::harness::compression::pre_compact)) | `compaction` | block (the context is not compacted), message |
 //! | `post_compact` | `before_model` and `after_model`, once per new entry of the run's [`CompressionLog`] (a compaction made during a model call is seen after it) | `compaction` | context, stop, message |
 //! | `stop` | `after_agent` | `final_text`, `stop_reason` | message (the run has ended: a block is reported as a `Notice`) |
 //!
@@ -159,14 +159,15 @@ pub use process::{
 };
 
 use crate::docs::MiddlewareMetadata;
-use crate::harness::agent::AgentRun;
+use crate::harness::compression::CompressionLog;
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Role;
 use crate::harness::middleware::{MiddlewareDoc, PreparedBatch};
 use crate::harness::model::ModelRequest;
-use crate::harness::provenance::CompressionLog;
+use crate::harness::provenance::CompactionPlan;
+use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolResult};
 
 /// The docs of the hooks built-in, for a catalog.
@@ -196,36 +197,6 @@ impl Combined {
     /// The additional context joined by blank lines, when there is any.
     pub fn context(&self) -> Option<String> {
         (!self.additional_context.is_empty()).then(|| self.additional_context.join("\n\n"))
-    }
-}
-
-/// The hooks of a run that listen to `pre_compact`, installed as a run local
-/// by [`ExternalHooksMiddleware`] in `before_agent`, for [`pre_compact`].
-#[derive(Debug, Default)]
-struct PreCompactHooks(Mutex<Option<ExternalHooksMiddleware>>);
-
-/// Fires the run's `pre_compact` hooks, if it has any: compaction code calls
-/// this before it compacts (the core has no hook point there) and does not
-/// compact when the answer is blocked. Without an [`ExternalHooksMiddleware`]
-/// listening to `pre_compact` in the run's stack, it does nothing and
-/// returns the empty answer.
-///
-/// ```
-/// use tinyagents::prelude::*;
-///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
-/// let answer = tinyagents::hooks::pre_compact(&ctx, serde_json::json!({ "middleware": "summarization" })).await;
-/// assert!(answer.blocked.is_none() && answer.ran == 0);
-/// # });
-/// ```
-pub async fn pre_compact<C>(ctx: &RunContext<C>, details: Value) -> Combined {
-    let hooks = ctx
-        .try_local::<PreCompactHooks>()
-        .and_then(|h| h.0.lock().expect("hooks lock").clone());
-    match hooks {
-        Some(hooks) => hooks.pre_compact(ctx, details).await,
-        None => Combined::default(),
     }
 }
 
@@ -413,9 +384,9 @@ impl ExternalHooksMiddleware {
         combined
     }
 
-    /// Fires `pre_compact` for a compaction about to happen (the core has no
-    /// hook point for it: compaction code calls this). Returns the combined
-    /// answers: when `blocked` is set, the caller should not compact.
+    /// Fires the `pre_compact` commands for a compaction about to happen
+    /// (its `pre_compact` hook does, with the plan's details). Returns the
+    /// combined answers: when `blocked` is set, the caller should not compact.
     pub async fn pre_compact<C>(&self, ctx: &RunContext<C>, details: Value) -> Combined {
         let mut input = self.input(ctx, HookEvent::PreCompact);
         input.compaction = Some(details);
@@ -507,9 +478,6 @@ const fn event_bit(event: HookEvent) -> u16 {
 impl ExternalHooksMiddleware {
     #[before_agent]
     async fn session_start<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
-        if self.listens(HookEvent::PreCompact) {
-            *ctx.local::<PreCompactHooks>().0.lock().expect("hooks lock") = Some(self.clone());
-        }
         if !self.listens(HookEvent::SessionStart) {
             return Ok(());
         }
@@ -522,6 +490,19 @@ impl ExternalHooksMiddleware {
         }
         Self::keep_context(ctx, &combined);
         Self::apply_stop(ctx, &combined);
+        Ok(())
+    }
+
+    /// `pre_compact`: the compacting middleware (summarization, context)
+    /// dispatches it through the stack; a blocking hook blocks the plan.
+    #[pre_compact]
+    async fn pre_compact_hook<C>(&self, ctx: &mut RunContext<C>, plan: &mut CompactionPlan) -> Result<()> {
+        if !self.listens(HookEvent::PreCompact) {
+            return Ok(());
+        }
+        if let Some(reason) = self.pre_compact(ctx, plan.details()).await.blocked {
+            plan.block(reason);
+        }
         Ok(())
     }
 

@@ -1,13 +1,42 @@
-//! [`AgentRun`]: the accumulated result of one run.
+//! What a run starts from and produced: [`AgentInput`], [`AgentRun`] (the accumulated result), [`StopReason`]
+//! and [`RunCounters`]. Plain data: the agent loop fills it, middleware
+//! reads it in `after_agent`.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::harness::context::RunCounters;
 use crate::harness::error::ErrorKind;
 use crate::harness::message::Message;
 use crate::harness::model::Usage;
+
+/// What a run starts from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentInput(pub Vec<Message>);
+
+impl From<&str> for AgentInput {
+    fn from(text: &str) -> Self {
+        Self(vec![Message::user(text)])
+    }
+}
+
+impl From<String> for AgentInput {
+    fn from(text: String) -> Self {
+        Self(vec![Message::user(text)])
+    }
+}
+
+impl From<Message> for AgentInput {
+    fn from(message: Message) -> Self {
+        Self(vec![message])
+    }
+}
+
+impl From<Vec<Message>> for AgentInput {
+    fn from(messages: Vec<Message>) -> Self {
+        Self(messages)
+    }
+}
 
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,4 +96,15 @@ impl AgentRun {
             .map(|m| m.text().into_owned())
             .unwrap_or_default()
     }
+}
+
+/// Counters of a run, maintained by the agent loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunCounters {
+    /// Loop steps (model turns) started.
+    pub steps: u32,
+    /// Model calls dispatched (attempts, retries included).
+    pub model_calls: u32,
+    /// Tool calls executed.
+    pub tool_calls: u32,
 }

@@ -1,0 +1,93 @@
+//! The compressions of a run: ask the run's `pre_compact` hooks before one
+//! ([`pre_compact`]), [`record`] one (event + run log), read them
+//! ([`CompressionLog`]), and [`attach`] them to the run's record (the agent
+//! does, when the run ends).
+
+use std::sync::{Arc, Mutex};
+
+use crate::harness::context::RunContext;
+use crate::harness::error::Result;
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::middleware::MiddlewareStack;
+use crate::harness::provenance::{CompactionPlan, CompressionProvenance};
+use crate::harness::run::AgentRun;
+
+/// The compressions of one run, in order (a run local: `ctx.local::<CompressionLog>()`).
+#[derive(Debug, Default)]
+pub struct CompressionLog {
+    entries: Mutex<Vec<CompressionProvenance>>,
+    attached: Mutex<usize>,
+}
+
+impl CompressionLog {
+    /// Every compression recorded so far in the run.
+    pub fn entries(&self) -> Vec<CompressionProvenance> {
+        self.entries.lock().expect("compression log lock").clone()
+    }
+
+    fn push(&self, p: CompressionProvenance) {
+        self.entries.lock().expect("compression log lock").push(p);
+    }
+}
+
+/// Records a compression: emits [`AgentEvent::Compressed`] and appends it to
+/// the run's [`CompressionLog`]. The step is filled from the run's counters.
+pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
+    provenance.step = ctx.counters().steps;
+    ctx.emit_with(EventKind::Compressed, || AgentEvent::Compressed {
+        run_id: ctx.run_id().clone(),
+        provenance: Box::new(provenance.clone()),
+    });
+    ctx.local::<CompressionLog>().push(provenance);
+}
+
+/// Copies the compressions not yet attached onto `run.compressions`
+/// (idempotent). The agent calls it when a run ends, before and after the
+/// `after_agent` hooks, so compression middleware need not.
+pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
+    let log: Arc<CompressionLog> = ctx.local::<CompressionLog>();
+    let entries = log.entries.lock().expect("compression log lock");
+    let mut attached = log.attached.lock().expect("compression log lock");
+    run.compressions.extend(entries[*attached..].iter().cloned());
+    *attached = entries.len();
+}
+
+/// Dispatches the `pre_compact` hook point through the stack the run is
+/// driven by: compacting middleware call it before they compact, and leave
+/// the context as it is when a hook [blocked](CompactionPlan::blocked) the
+/// plan. A hook's error is returned (the compaction does not happen). A run
+/// driven by no stack (a stack called directly, without an agent) has no
+/// `pre_compact` hooks to ask.
+///
+/// ```
+/// use tinyagents::harness::compression::pre_compact;
+/// use tinyagents::harness::provenance::CompactionPlan;
+/// use tinyagents::prelude::*;
+///
+/// #[pre_compact]
+/// async fn keep_short_histories(plan: &mut CompactionPlan) -> Result<()> {
+///     if plan.messages < 10 {
+///         plan.block("fewer than 10 messages");
+///     }
+///     Ok(())
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let stack = std::sync::Arc::new(MiddlewareStack::<()>::new().with(KeepShortHistories)?);
+/// let mut ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
+/// stack.drive(&ctx);
+/// let mut plan = CompactionPlan::new("summarization", "summarization/1", 4);
+/// pre_compact(&mut ctx, &(), &mut plan).await?;
+/// assert_eq!(plan.blocked(), Some("fewer than 10 messages"));
+/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+/// ```
+pub async fn pre_compact<S, C>(ctx: &mut RunContext<C>, state: &S, plan: &mut CompactionPlan) -> Result<()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    match MiddlewareStack::<S, C>::of_run(ctx) {
+        Some(stack) => stack.run_pre_compact(ctx, state, plan).await,
+        None => Ok(()),
+    }
+}

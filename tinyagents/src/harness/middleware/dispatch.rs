@@ -1,0 +1,448 @@
+//! The stack's dispatch, derived from the hook table: one `run_*` method per
+//! lifecycle hook, each calling the hook's trait method (or its synchronous
+//! form) through the one generic pass in the stack.
+
+use futures::future::BoxFuture;
+
+use super::hook::{self, Hook};
+use super::invoke::{catch, catch_sync, outcome_of, panic_error, Bracket, Slot};
+use super::observe::observers_of;
+use super::{HookKind, HookValue, Middleware, MiddlewareStack, PreparedBatch};
+use crate::harness::context::RunContext;
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::provenance::CompactionPlan;
+use crate::harness::run::AgentRun;
+use crate::harness::steering::{SteeringCommand, SteeringOutcome};
+use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
+
+/// How the stack calls one lifecycle hook on a middleware: its async method
+/// and its synchronous form.
+pub(crate) trait HookCall: Hook {
+    /// The async hook method.
+    fn call<'a, S, C>(
+        m: &'a dyn Middleware<S, C>,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        value: &'a mut Self::Value,
+    ) -> BoxFuture<'a, Result<()>>
+    where
+        S: Send + Sync + 'static,
+        C: Send + Sync + 'static;
+
+    /// The synchronous form (`on_sync`, or the typed delta method).
+    fn call_sync<S, C>(
+        m: &dyn Middleware<S, C>,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut Self::Value,
+    ) -> Result<()>
+    where
+        S: Send + Sync + 'static,
+        C: Send + Sync + 'static;
+}
+
+macro_rules! impl_call {
+    ($kind:ident $method:ident () ) => {
+        impl_call!(@impl $kind, |m, ctx, state, _value| m.$method(ctx, state), |m, ctx, state, _value| {
+            m.on_sync(ctx, state, HookValue::$kind)
+        });
+    };
+    ($kind:ident $method:ident ($arg:ident : $value:ty) [$sync:ident $sync_flag:ident]) => {
+        impl_call!(@impl $kind, |m, ctx, state, value| m.$method(ctx, state, value), |m, ctx, state, value| {
+            m.$sync(ctx, state, value)
+        });
+    };
+    ($kind:ident $method:ident ($arg:ident : $value:ty)) => {
+        impl_call!(@impl $kind, |m, ctx, state, value| m.$method(ctx, state, value), |m, ctx, state, value| {
+            m.on_sync(ctx, state, HookValue::$kind(value))
+        });
+    };
+    (@impl $kind:ident, |$m:ident, $ctx:ident, $state:ident, $value:ident| $call:expr,
+        |$sm:ident, $sctx:ident, $sstate:ident, $svalue:ident| $sync:block) => {
+        impl HookCall for hook::$kind {
+            #[inline]
+            fn call<'a, S, C>(
+                $m: &'a dyn Middleware<S, C>,
+                $ctx: &'a mut RunContext<C>,
+                $state: &'a S,
+                $value: &'a mut Self::Value,
+            ) -> BoxFuture<'a, Result<()>>
+            where
+                S: Send + Sync + 'static,
+                C: Send + Sync + 'static,
+            {
+                $call
+            }
+
+            #[inline]
+            fn call_sync<S, C>(
+                $sm: &dyn Middleware<S, C>,
+                $sctx: &mut RunContext<C>,
+                $sstate: &S,
+                $svalue: &mut Self::Value,
+            ) -> Result<()>
+            where
+                S: Send + Sync + 'static,
+                C: Send + Sync + 'static,
+            {
+                $sync
+            }
+        }
+    };
+}
+
+macro_rules! run_method {
+    (forward $kind:ident $method:ident $run:ident ()) => {
+        #[doc = concat!("Runs `", stringify!($method), "` hooks in registration order.")]
+        pub async fn $run(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
+            self.dispatch::<hook::$kind>(false, ctx, state, &mut ()).await
+        }
+    };
+    (forward $kind:ident $method:ident $run:ident ($arg:ident : $value:ty)) => {
+        #[doc = concat!("Runs `", stringify!($method), "` hooks in registration order.")]
+        pub async fn $run(&self, ctx: &mut RunContext<C>, state: &S, $arg: &mut $value) -> Result<()> {
+            self.dispatch::<hook::$kind>(false, ctx, state, $arg).await
+        }
+    };
+    (reverse $kind:ident $method:ident $run:ident ($arg:ident : $value:ty)) => {
+        #[doc = concat!("Runs `", stringify!($method), "` hooks in reverse registration order.")]
+        pub async fn $run(&self, ctx: &mut RunContext<C>, state: &S, $arg: &mut $value) -> Result<()> {
+            self.dispatch::<hook::$kind>(true, ctx, state, $arg).await
+        }
+    };
+    (delta $kind:ident $method:ident $run:ident ($arg:ident : $value:ty)) => {
+        #[doc = concat!("Runs `", stringify!($method), "` hooks in registration order, stopping at the")]
+        /// first that suppresses the delta (recorded as
+        /// [`AgentEvent::DeltaSuppressed`]). No bracketing events.
+        ///
+        /// When every delta hook is synchronous (what the DSL gives a plain
+        /// fn) they run right here, and the returned future is already
+        /// complete: no boxed future, no allocation per delta. Otherwise the
+        /// returned future runs them when awaited.
+        #[inline]
+        pub fn $run<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, $arg: &'a mut $value) -> DeltaDispatch<'a> {
+            self.run_delta::<hook::$kind>(ctx, state, $arg)
+        }
+    };
+}
+
+macro_rules! define_dispatch {
+    (lifecycle { $($(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;)* }
+     error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
+     wraps { $($(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident;)* }) => {
+        $( impl_call!($kind $method ($($arg : $value)?) $([$sync $sync_flag])?); )*
+
+        impl<S, C> MiddlewareStack<S, C>
+        where
+            S: Send + Sync + 'static,
+            C: Send + Sync + 'static,
+        {
+            $( run_method!($order $kind $method $run ($($arg : $value)?)); )*
+
+            #[doc = concat!("Runs every `", stringify!($emethod), "` hook, in registration order, with `",
+                stringify!($earg), "`.")]
+            /// Their own errors and panics are ignored: they never replace it.
+            pub async fn $erun(&self, ctx: &mut RunContext<C>, state: &S, $earg: &$evalue) {
+                self.error_pass(ctx, state, $earg).await
+            }
+        }
+    };
+}
+
+super::hooks::hook_table!(define_dispatch);
+
+/// The one pass every ordered lifecycle hook goes through, and `on_error`.
+impl<S, C> MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    #[inline]
+    async fn call_slot<H: HookCall>(
+        slot: &Slot<dyn Middleware<S, C>>,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut H::Value,
+    ) -> Result<()> {
+        let bracket = Bracket::open(ctx, &slot.name, H::KIND);
+        let (res, panicked) = if slot.sync {
+            let res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
+            let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
+            (res, panicked)
+        } else {
+            catch(H::call(&*slot.mw, ctx, state, value), &slot.name, H::KIND).await
+        };
+        let res = ctx.checked_jump(&slot.name, slot.jumps, res);
+        bracket.close(outcome_of(&res, panicked));
+        res
+    }
+
+    /// One pass of a lifecycle hook over its implementors (in reverse for
+    /// `after_*`), watched by the observers the run installed on it; the
+    /// first error stops the pass and is shown to every `on_error`.
+    async fn dispatch<H: HookCall>(
+        &self,
+        reverse: bool,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut H::Value,
+    ) -> Result<()> {
+        let list = self.list(H::KIND);
+        if list.is_empty() {
+            return Ok(());
+        }
+        let observers = observers_of::<H, C>(ctx);
+        for o in observers.iter().flatten() {
+            o.begin(value);
+        }
+        let mut res = Ok(());
+        for i in 0..list.len() {
+            let slot = &list[if reverse { list.len() - 1 - i } else { i }];
+            res = Self::call_slot::<H>(slot, ctx, state, value).await;
+            for o in observers.iter().flatten() {
+                o.after(&slot.name, value);
+            }
+            if res.is_err() {
+                break;
+            }
+        }
+        if let Err(e) = &res {
+            self.run_on_error(ctx, state, e).await;
+        }
+        res
+    }
+
+    /// Every `on_error` hook, in registration order; their own errors and panics are swallowed.
+    async fn error_pass(&self, ctx: &mut RunContext<C>, state: &S, error: &TinyAgentsError) {
+        for slot in self.list(HookKind::OnError) {
+            let bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
+            let (res, panicked) = if slot.sync {
+                let res = catch_sync(
+                    || slot.mw.on_sync(ctx, state, HookValue::OnError(error)),
+                    &slot.name,
+                    HookKind::OnError,
+                );
+                let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
+                (res, panicked)
+            } else {
+                catch(slot.mw.on_error(ctx, state, error), &slot.name, HookKind::OnError).await
+            };
+            // An undeclared jump is refused here too (its error, like the hook's own, is swallowed).
+            let res = ctx.checked_jump(&slot.name, slot.jumps, res);
+            bracket.close(outcome_of(&res, panicked));
+        }
+    }
+}
+
+/// The stack a run is driven by (a run local the agent installs), for
+/// middleware that dispatch a hook point of their own making (`pre_compact`).
+struct RunStack<S, C>(std::sync::Arc<MiddlewareStack<S, C>>)
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static;
+
+impl<S, C> MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// Makes this stack the one `ctx`'s run is driven by, so that middleware
+    /// can dispatch a hook through it ([`of_run`](Self::of_run)); the agent
+    /// does this when a run begins. The first stack installed stays.
+    pub fn drive(self: &std::sync::Arc<Self>, ctx: &RunContext<C>) {
+        ctx.local_with(|| RunStack(self.clone()));
+    }
+
+    /// The stack `ctx`'s run is driven by, when one was installed with [`drive`](Self::drive).
+    pub fn of_run(ctx: &RunContext<C>) -> Option<std::sync::Arc<Self>> {
+        ctx.try_local::<RunStack<S, C>>().map(|run| run.0.clone())
+    }
+}
+
+/// A delta a hook can suppress.
+pub(crate) trait Suppressible {
+    fn is_suppressed(&self) -> bool;
+}
+
+impl Suppressible for ModelDelta {
+    fn is_suppressed(&self) -> bool {
+        ModelDelta::is_suppressed(self)
+    }
+}
+
+impl Suppressible for ToolDelta {
+    fn is_suppressed(&self) -> bool {
+        ToolDelta::is_suppressed(self)
+    }
+}
+
+/// The future of a delta dispatch ([`MiddlewareStack::run_on_model_delta`]):
+/// already complete when every delta hook was synchronous.
+#[must_use = "a delta dispatch does nothing more unless awaited (its synchronous hooks already ran)"]
+pub struct DeltaDispatch<'a>(DeltaState<'a>);
+
+enum DeltaState<'a> {
+    Done(Option<Result<()>>),
+    Later(BoxFuture<'a, Result<()>>),
+}
+
+impl<'a> DeltaDispatch<'a> {
+    #[inline]
+    fn done() -> Self {
+        Self(DeltaState::Done(Some(Ok(()))))
+    }
+
+    fn later(fut: BoxFuture<'a, Result<()>>) -> Self {
+        Self(DeltaState::Later(fut))
+    }
+}
+
+impl std::future::Future for DeltaDispatch<'_> {
+    type Output = Result<()>;
+
+    #[inline]
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<()>> {
+        match &mut self.0 {
+            DeltaState::Done(out) => {
+                std::task::Poll::Ready(out.take().expect("a delta dispatch polled after it completed"))
+            }
+            DeltaState::Later(fut) => fut.as_mut().poll(cx),
+        }
+    }
+}
+
+impl<S, C> MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    #[inline]
+    fn run_delta<'a, H>(
+        &'a self,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut H::Value,
+    ) -> DeltaDispatch<'a>
+    where
+        H: HookCall,
+        H::Value: Suppressible,
+    {
+        let list = self.list(H::KIND);
+        if list.is_empty() {
+            return DeltaDispatch::done();
+        }
+        if !self.all_sync(H::KIND) {
+            return self.deltas_later::<H>(ctx, state, delta);
+        }
+        match Self::deltas_now::<H>(list, ctx, state, delta) {
+            Ok(()) => DeltaDispatch::done(),
+            Err(e) => self.delta_failed(ctx, state, e),
+        }
+    }
+
+    /// A delta hook failed: every `on_error` sees it when the dispatch is awaited.
+    #[cold]
+    #[inline(never)]
+    fn delta_failed<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, e: TinyAgentsError) -> DeltaDispatch<'a> {
+        DeltaDispatch::later(Box::pin(async move {
+            self.run_on_error(ctx, state, &e).await;
+            Err(e)
+        }))
+    }
+
+    /// Some delta hook is async: the whole pass runs when the dispatch is awaited.
+    #[inline(never)]
+    fn deltas_later<'a, H>(
+        &'a self,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        delta: &'a mut H::Value,
+    ) -> DeltaDispatch<'a>
+    where
+        H: HookCall,
+        H::Value: Suppressible,
+    {
+        let list = self.list(H::KIND);
+        DeltaDispatch::later(Box::pin(async move {
+            for slot in list {
+                let res = if slot.sync {
+                    catch_sync(|| H::call_sync(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
+                } else {
+                    catch(H::call(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
+                        .await
+                        .0
+                };
+                match Self::delta_step(ctx, slot, H::KIND, delta, res) {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.run_on_error(ctx, state, &e).await;
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(())
+        }))
+    }
+
+    /// After one delta hook: its error (or a jump it may not ask for) stops
+    /// the pass as `Err`; a delta it suppressed stops it as `Ok(true)`.
+    #[inline]
+    fn delta_step<D: Suppressible>(
+        ctx: &mut RunContext<C>,
+        slot: &Slot<dyn Middleware<S, C>>,
+        hook: HookKind,
+        delta: &D,
+        res: Result<()>,
+    ) -> Result<bool> {
+        ctx.checked_jump(&slot.name, slot.jumps, res)?;
+        let suppressed = delta.is_suppressed();
+        if suppressed {
+            Self::suppressed(ctx, slot, hook);
+        }
+        Ok(suppressed)
+    }
+
+    /// Every delta hook is synchronous: one panic guard for the whole pass.
+    #[inline]
+    fn deltas_now<H>(
+        list: &[Slot<dyn Middleware<S, C>>],
+        ctx: &mut RunContext<C>,
+        state: &S,
+        delta: &mut H::Value,
+    ) -> Result<()>
+    where
+        H: HookCall,
+        H::Value: Suppressible,
+    {
+        let mut at = 0;
+        let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for (i, slot) in list.iter().enumerate() {
+                at = i;
+                let res = H::call_sync(&*slot.mw, ctx, state, delta);
+                if Self::delta_step(ctx, slot, H::KIND, delta, res)? {
+                    break;
+                }
+            }
+            Ok(())
+        }));
+        match pass {
+            Ok(res) => res,
+            Err(payload) => {
+                // A jump the panicking hook asked for is checked like any other.
+                let e = panic_error(&list[at].name, H::KIND, payload);
+                ctx.checked_jump(&list[at].name, list[at].jumps, Err(e))
+            }
+        }
+    }
+
+    #[cold]
+    fn suppressed(ctx: &RunContext<C>, slot: &Slot<dyn Middleware<S, C>>, hook: HookKind) {
+        ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
+            middleware: slot.name.clone(),
+            hook,
+        });
+    }
+}
