@@ -274,7 +274,7 @@ where
             tools: self.exposed_tools(ctx),
             model: ctx.requested_model().map(str::to_owned),
             params: self.params.clone(),
-            route: None,
+            ..ModelRequest::default()
         };
         self.stack.run_before_model(ctx, state, &mut request).await?;
         self.stack.run_before_model_stream(ctx, state, &mut request).await?;

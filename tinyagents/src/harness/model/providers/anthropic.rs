@@ -12,12 +12,12 @@ use super::http::{
     HttpClient, MAX_TOOL_CALLS,
 };
 use super::sse::SseEvent;
-use super::{fold, ordered_segments, replay, ProviderConfig, ProviderKind};
+use super::{checked_tool_choice, fold, ordered_segments, replay, ProviderConfig, ProviderKind};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::{ContentPart, Message, Role};
 use crate::harness::model::{
     ChatModel, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ModelStream, ReasoningEffort,
-    SegmentStability, Usage,
+    SegmentStability, ToolChoice, Usage,
 };
 use crate::harness::shorten::shorten;
 
@@ -42,6 +42,12 @@ const API_VERSION: &str = "2023-06-01";
 /// * **Usage**: `input_tokens` (uncached), `cache_read_input_tokens` and
 ///   `cache_creation_input_tokens` map one to one; Anthropic does not report
 ///   reasoning tokens apart.
+/// * **Tool choice** goes as `tool_choice` (`auto`, `none`, `any` for
+///   [`ToolChoice::Required`], `tool`); a forced choice with a reasoning
+///   effort is a `Config` error, since the API refuses the pair.
+/// * **Response format** is not sent: the native form needs a beta header;
+///   the middleware that asked for it keeps the schema in the system prompt
+///   and validates the reply.
 /// * Tool results of one batch go back in one user message, as the API requires.
 pub struct AnthropicModel {
     config: ProviderConfig,
@@ -156,6 +162,20 @@ impl AnthropicModel {
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+        }
+        if let Some(choice) = checked_tool_choice(request)? {
+            if params.reasoning_effort.is_some() && matches!(choice, ToolChoice::Required | ToolChoice::Tool(_)) {
+                return Err(TinyAgentsError::config(
+                    "Anthropic refuses a forced tool choice (`required` or one tool) together with extended \
+                     thinking (`reasoning_effort`): drop one of them",
+                ));
+            }
+            body["tool_choice"] = match choice {
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+                _ => json!({"type": "auto"}),
+            };
         }
         if let Some(effort) = params.reasoning_effort {
             let budget = Self::thinking_budget(effort);
