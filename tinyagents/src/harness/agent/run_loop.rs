@@ -232,6 +232,7 @@ where
         state: &S,
         run: &mut AgentRun,
     ) -> Result<Option<StopReason>> {
+        self.check_tools()?;
         self.stack.run_before_agent(ctx, state).await?;
         Ok(
             match self.safe_point_or_fail(ctx, state, run, Stage::Start, &[]).await? {
