@@ -57,7 +57,11 @@ async fn a_contributed_tool_is_offered_and_runs() {
         let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
         match request.messages.last().unwrap().role {
             Role::User => {
-                assert_eq!(names, ["own", "lookup"], "the agent's tools first, then the contributed ones");
+                assert_eq!(
+                    names,
+                    ["own", "lookup"],
+                    "the agent's tools first, then the contributed ones"
+                );
                 ScriptedTurn::tool_call("lookup", json!({"word": "zephyr"}))
             }
             _ => ScriptedTurn::text(request.messages.last().unwrap().text().into_owned()),
@@ -66,7 +70,10 @@ async fn a_contributed_tool_is_offered_and_runs() {
     let own = tool_fn("own", "Its own tool.", |_cx, _args| async { Ok("own".into()) });
     let stack = MiddlewareStack::new().with(Dictionary).unwrap();
     assert_eq!(
-        stack.contributed_tools().map(|(m, t)| (m, t.schema().name.as_str())).collect::<Vec<_>>(),
+        stack
+            .contributed_tools()
+            .map(|(m, t)| (m, t.schema().name.as_str()))
+            .collect::<Vec<_>>(),
         [("dictionary", "lookup")]
     );
     let agent: Agent<()> = Agent::new(model)

@@ -115,7 +115,11 @@ async fn openai_gets_the_typed_schema_as_response_format_and_the_run_returns_a_t
 
 #[tokio::test]
 async fn native_false_sends_no_response_format() {
-    let server = Server::start(vec![Reply::sse(&oa_text_reply(r#"{"name": "A", "population": 1}"#, 1, 1), 64)]).await;
+    let server = Server::start(vec![Reply::sse(
+        &oa_text_reply(r#"{"name": "A", "population": 1}"#, 1, 1),
+        64,
+    )])
+    .await;
     let stack = MiddlewareStack::new()
         .with(StructuredOutputMiddleware::for_type::<City>().unwrap().native(false))
         .unwrap();
@@ -170,7 +174,11 @@ async fn anthropic_tool_choice_in_each_form() {
 
 #[tokio::test]
 async fn anthropic_keeps_the_schema_in_the_prompt_and_sends_no_response_format() {
-    let server = Server::start(vec![Reply::sse(&an_text_reply(r#"{"name": "B", "population": 2}"#, 1, 1), 64)]).await;
+    let server = Server::start(vec![Reply::sse(
+        &an_text_reply(r#"{"name": "B", "population": 2}"#, 1, 1),
+        64,
+    )])
+    .await;
     let stack = MiddlewareStack::new()
         .with(StructuredOutputMiddleware::for_type::<City>().unwrap())
         .unwrap();
@@ -186,7 +194,10 @@ async fn anthropic_keeps_the_schema_in_the_prompt_and_sends_no_response_format()
 #[tokio::test]
 async fn forcing_a_tool_the_request_does_not_offer_is_refused_before_anything_is_sent() {
     for (config_of, choice) in [
-        (openai as fn(&Server) -> ProviderConfig, ToolChoice::Tool("get_time".into())),
+        (
+            openai as fn(&Server) -> ProviderConfig,
+            ToolChoice::Tool("get_time".into()),
+        ),
         (anthropic, ToolChoice::Tool("get_time".into())),
     ] {
         let server = Server::start(vec![]).await;
@@ -205,7 +216,10 @@ async fn forcing_a_tool_the_request_does_not_offer_is_refused_before_anything_is
     let agent: Agent<()> = Agent::from_shared(openai(&server).build().unwrap())
         .with_stack(MiddlewareStack::new().with(Force(ToolChoice::Required)).unwrap());
     let (mut ctx, _sink) = context();
-    assert_eq!(agent.run(&mut ctx, &(), "Hi").await.unwrap_err().kind(), ErrorKind::Config);
+    assert_eq!(
+        agent.run(&mut ctx, &(), "Hi").await.unwrap_err().kind(),
+        ErrorKind::Config
+    );
     assert!(server.requests().is_empty());
     // A non-forcing choice without tools is simply not sent.
     let server = Server::start(vec![Reply::sse(&oa_text_reply("ok", 1, 1), 64)]).await;

@@ -36,9 +36,12 @@ async fn run_with(replies: &[&str], so: StructuredOutputMiddleware) -> Result<Ag
 
 #[tokio::test]
 async fn a_typed_reply_comes_back_as_the_type() {
-    let run = run_with(&[r#"{"item": "tea", "count": 2}"#], StructuredOutputMiddleware::for_type::<Order>().unwrap())
-        .await
-        .unwrap();
+    let run = run_with(
+        &[r#"{"item": "tea", "count": 2}"#],
+        StructuredOutputMiddleware::for_type::<Order>().unwrap(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         run.structured::<Order>().unwrap(),
         Order {
@@ -77,7 +80,10 @@ async fn a_type_mismatch_that_persists_fails_naming_the_type() {
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Validation);
     let msg = e.to_string();
-    assert!(msg.contains("the reply is not a valid `Order`") && msg.contains("-1 is not positive"), "{msg}");
+    assert!(
+        msg.contains("the reply is not a valid `Order`") && msg.contains("-1 is not positive"),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
@@ -87,12 +93,18 @@ async fn reading_the_wrong_type_or_no_output_is_a_validation_error() {
     struct Other {
         price: f64,
     }
-    let run = run_with(&[r#"{"item": "tea", "count": 1}"#], StructuredOutputMiddleware::for_type::<Order>().unwrap())
-        .await
-        .unwrap();
+    let run = run_with(
+        &[r#"{"item": "tea", "count": 1}"#],
+        StructuredOutputMiddleware::for_type::<Order>().unwrap(),
+    )
+    .await
+    .unwrap();
     let e = run.structured::<Other>().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Validation);
-    assert!(e.to_string().contains("is not a valid") && e.to_string().contains("price"), "{e}");
+    assert!(
+        e.to_string().contains("is not a valid") && e.to_string().contains("price"),
+        "{e}"
+    );
 
     let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
     let run = agent

@@ -21,7 +21,8 @@ use tinyagents::testing::assert_valid_transcript;
 async fn get_weather(
     /// The city's name.
     city: String,
-    /** How many days ahead (default 1). */ days: Option<u32>,
+    /** How many days ahead (default 1). */
+    days: Option<u32>,
 ) -> Result<String> {
     Ok(format!("{city}: sunny for {} day(s)", days.unwrap_or(1)))
 }
@@ -119,10 +120,16 @@ fn the_schema_comes_from_the_types_and_the_docs() {
     assert_eq!(p["additionalProperties"], json!(false));
     assert_eq!(p["properties"]["city"]["type"], "string");
     assert_eq!(p["properties"]["city"]["description"], "The city's name.");
-    assert_eq!(p["properties"]["days"]["description"], "How many days ahead (default 1).");
+    assert_eq!(
+        p["properties"]["days"]["description"],
+        "How many days ahead (default 1)."
+    );
     assert_eq!(p["properties"]["days"]["type"], json!(["integer", "null"]));
     assert_eq!(p["properties"]["days"]["minimum"], json!(0));
-    assert!(p.get("$schema").is_none(), "providers refuse `$schema` in tool parameters");
+    assert!(
+        p.get("$schema").is_none(),
+        "providers refuse `$schema` in tool parameters"
+    );
     // The schema is made once.
     assert!(std::ptr::eq(GetWeather.schema(), GetWeather.schema()));
 }
@@ -144,20 +151,28 @@ async fn typed_arguments_are_read_and_optional_ones_default_to_none() {
     let out = call(&GetWeather, json!({"city": "Oslo", "days": 3})).await.unwrap();
     assert_eq!(out.content, "Oslo: sunny for 3 day(s)");
     // The fn stays callable as written.
-    assert_eq!(get_weather("Rome".into(), Some(2)).await.unwrap(), "Rome: sunny for 2 day(s)");
+    assert_eq!(
+        get_weather("Rome".into(), Some(2)).await.unwrap(),
+        "Rome: sunny for 2 day(s)"
+    );
 }
 
 #[tokio::test]
 async fn a_missing_argument_names_the_tool_the_argument_and_the_type() {
     let e = call(&GetWeather, json!({"days": 2})).await.unwrap_err();
     let msg = tool_error(&e);
-    assert!(msg.contains("argument `city` of tool `get_weather` is missing"), "{msg}");
+    assert!(
+        msg.contains("argument `city` of tool `get_weather` is missing"),
+        "{msg}"
+    );
     assert!(msg.contains("`String`"), "{msg}");
 }
 
 #[tokio::test]
 async fn a_wrong_type_names_the_argument_and_the_type_expected() {
-    let e = call(&GetWeather, json!({"city": "Lyon", "days": "three"})).await.unwrap_err();
+    let e = call(&GetWeather, json!({"city": "Lyon", "days": "three"}))
+        .await
+        .unwrap_err();
     let msg = tool_error(&e);
     assert!(
         msg.contains("argument `days` of tool `get_weather` is not a valid `Option<u32>`"),
@@ -165,9 +180,13 @@ async fn a_wrong_type_names_the_argument_and_the_type_expected() {
     );
     assert!(msg.contains("invalid type: string \"three\""), "{msg}");
     // Out of range is a wrong value too, not a wrap-around.
-    let e = call(&ForecastTool, json!({"city": "Lyon", "days": 300})).await.unwrap_err();
+    let e = call(&ForecastTool, json!({"city": "Lyon", "days": 300}))
+        .await
+        .unwrap_err();
     assert!(tool_error(&e).contains("argument `days` of tool `forecast` is not a valid `u8`"));
-    let e = call(&GetWeather, json!({"city": "Lyon", "days": -1})).await.unwrap_err();
+    let e = call(&GetWeather, json!({"city": "Lyon", "days": -1}))
+        .await
+        .unwrap_err();
     assert!(tool_error(&e).contains("`days`"));
     // A required argument sent as null is not a value.
     let e = call(&GetWeather, json!({"city": null})).await.unwrap_err();
@@ -195,17 +214,24 @@ async fn arguments_that_are_not_an_object_are_refused() {
         assert!(tool_error(&e).contains("must be a JSON object"), "{bad}");
     }
     // A tool without required arguments takes a missing object as empty.
-    assert_eq!(call(&Refuse, json!(null)).await.unwrap_err().kind(), ErrorKind::Validation);
+    assert_eq!(
+        call(&Refuse, json!(null)).await.unwrap_err().kind(),
+        ErrorKind::Validation
+    );
 }
 
 #[tokio::test]
 async fn a_hostile_key_is_quoted_short() {
     let key = "k".repeat(1_000_000);
-    let e = call(&GetWeather, json!({ "city": "x", key.clone(): 1 })).await.unwrap_err();
+    let e = call(&GetWeather, json!({ "city": "x", key.clone(): 1 }))
+        .await
+        .unwrap_err();
     let msg = tool_error(&e);
     assert!(msg.len() < 2_000, "the message is bounded: {} bytes", msg.len());
     let long = "x".repeat(1_000_000);
-    let e = call(&ForecastTool, json!({"city": "x", "days": long})).await.unwrap_err();
+    let e = call(&ForecastTool, json!({"city": "x", "days": long}))
+        .await
+        .unwrap_err();
     assert!(tool_error(&e).len() < 2_000);
 }
 
@@ -214,7 +240,10 @@ async fn serialisable_results_go_as_json_text_and_data() {
     let out = call(&ForecastTool, json!({"city": "Lyon", "days": 2})).await.unwrap();
     let expected = json!({"city": "Lyon", "celsius": [20, 21]});
     assert_eq!(out.data, Some(expected.clone()));
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&out.content).unwrap(), expected);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out.content).unwrap(),
+        expected
+    );
     let out = call(&Search, json!({"query": "rust"})).await.unwrap();
     assert_eq!(out.data, Some(json!(["rust#10"])));
 }
@@ -256,7 +285,10 @@ async fn an_args_struct_takes_the_whole_object_and_its_keys_are_closed() {
     assert_eq!(out.data, Some(json!(["q#2"])));
     let e = call(&Search, json!({"query": "q", "limt": 2})).await.unwrap_err();
     let msg = tool_error(&e);
-    assert!(msg.contains("has no argument `limt`") && msg.contains("did you mean `limit`?"), "{msg}");
+    assert!(
+        msg.contains("has no argument `limt`") && msg.contains("did you mean `limit`?"),
+        "{msg}"
+    );
     let e = call(&Search, json!({"limit": 2})).await.unwrap_err();
     let msg = tool_error(&e);
     assert!(
@@ -314,7 +346,11 @@ async fn the_parallel_edit_guard_sees_typed_file_arguments() {
     let results: Vec<_> = run.messages.iter().filter(|m| m.role == Role::Tool).collect();
     assert_eq!(results.len(), 2);
     assert_eq!(results[0].text(), "1 bytes to a.rs");
-    assert_ne!(results[1].text(), "1 bytes to ./a.rs", "the second write to one file is refused");
+    assert_ne!(
+        results[1].text(),
+        "1 bytes to ./a.rs",
+        "the second write to one file is refused"
+    );
 }
 
 #[tokio::test]
@@ -331,7 +367,11 @@ async fn in_a_run_a_bad_argument_is_the_calls_error_result_and_the_model_tries_a
         .unwrap();
     assert_valid_transcript(&run.messages);
     let results: Vec<_> = run.messages.iter().filter(|m| m.role == Role::Tool).collect();
-    assert!(results[0].text().contains("has no argument `town`"), "{}", results[0].text());
+    assert!(
+        results[0].text().contains("has no argument `town`"),
+        "{}",
+        results[0].text()
+    );
     assert_eq!(results[1].text(), "Lyon: sunny for 1 day(s)");
     assert_eq!(run.final_text(), "Sunny.");
 }

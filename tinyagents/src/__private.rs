@@ -35,8 +35,8 @@ pub use crate::docs::{info_of, MiddlewareMetadata};
 
 // `#[tool]`
 pub use crate::harness::tool::typed::{
-    assert_path_argument, check_whole_keys, declared_paths, parameters_schema, whole_schema, FailDisplay, FailKeep,
-    Failed, ReturnDirect, ReturnJson, Returned, ToolArg, ToolArgs,
+    check_whole_keys, declared_paths, parameters_schema, whole_schema, FailDisplay, FailKeep, Failed, ReturnDirect,
+    ReturnJson, Returned, ToolArg, ToolArgs,
 };
 pub use crate::harness::tool::{FileAccess, FileAccessMode, Tool, ToolContext, ToolOutput, ToolPolicy, ToolSchema};
 pub use ::core::result::Result as StdResult;

@@ -425,7 +425,12 @@ where
                 .iter()
                 .find(|(owner, t)| owner != name && &t.schema().name == tool_name)
                 .map(|(owner, _)| owner.clone())
-                .or_else(|| tools[..i].iter().any(|t| &t.schema().name == tool_name).then(|| name.clone()));
+                .or_else(|| {
+                    tools[..i]
+                        .iter()
+                        .any(|t| &t.schema().name == tool_name)
+                        .then(|| name.clone())
+                });
             if let Some(owner) = owner {
                 return Err(TinyAgentsError::config(format!(
                     "middleware `{name}` contributes a tool named `{tool_name}`, but middleware `{owner}` already \

@@ -330,24 +330,6 @@ pub fn declared_paths(arguments: &Value, keys: &[(&str, super::FileAccessMode)])
         .collect()
 }
 
-/// A type a `#[file(...)]` argument may have: its JSON is a path string or
-/// an array of them.
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "a `#[file(...)]` argument names files: `{Self}` is not a path type",
-    label = "use `String`, `PathBuf`, `Vec<String>`, `Vec<PathBuf>` or an `Option` of one of them",
-    note = "the file guards read the path from the argument's JSON: a string or an array of strings"
-)]
-pub trait PathArgument {}
-impl PathArgument for String {}
-impl PathArgument for std::path::PathBuf {}
-impl<T: PathArgument> PathArgument for Option<T> {}
-impl<T: PathArgument> PathArgument for Vec<T> {}
-
-/// Compiles only for a [`PathArgument`] type.
-#[doc(hidden)]
-pub fn assert_path_argument<T: PathArgument>() {}
-
 /// A tool fn's successful value, on its way to a [`ToolOutput`](super::ToolOutput).
 #[doc(hidden)]
 pub struct Returned<T>(std::cell::Cell<Option<T>>);
