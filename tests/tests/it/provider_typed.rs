@@ -4,7 +4,7 @@
 //! asserted on the request body a loopback server received.
 #![cfg(feature = "providers")]
 
-mod provider_support;
+use crate::provider_support;
 
 use provider_support::*;
 use serde::Deserialize;
