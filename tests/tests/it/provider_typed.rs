@@ -172,22 +172,140 @@ async fn anthropic_tool_choice_in_each_form() {
     );
 }
 
+/// An Anthropic reply calling the tool `name` with `input` streamed in pieces.
+fn an_tool_reply(name: &str, input: &str, piece: usize) -> String {
+    let mut events = vec![
+        an_start(3, 0, 0),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}}}),
+    ];
+    let chars: Vec<char> = input.chars().collect();
+    for part in chars.chunks(piece) {
+        let text: String = part.iter().collect();
+        events.push(json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "input_json_delta", "partial_json": text}}));
+    }
+    events.push(json!({"type": "content_block_stop", "index": 0}));
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+                       "usage": {"output_tokens": 9}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    anthropic_sse(&events)
+}
+
+fn city_stack() -> MiddlewareStack<()> {
+    MiddlewareStack::new()
+        .with(StructuredOutputMiddleware::for_type::<City>().unwrap())
+        .unwrap()
+}
+
 #[tokio::test]
-async fn anthropic_keeps_the_schema_in_the_prompt_and_sends_no_response_format() {
+async fn anthropic_gets_the_schema_as_a_forced_answer_tool_whose_input_becomes_the_reply() {
+    let server = Server::start(vec![Reply::sse(
+        &an_tool_reply("City", r#"{"name": "Lyon", "population": 522250}"#, 5),
+        11,
+    )])
+    .await;
+    let agent: Agent<()> = Agent::from_shared(anthropic(&server).build().unwrap()).with_stack(city_stack());
+    let (mut ctx, _sink) = context();
+    let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
+    assert_eq!(
+        run.structured::<City>().unwrap(),
+        City {
+            name: "Lyon".into(),
+            population: 522250
+        }
+    );
+    assert_eq!(run.counters.tool_calls, 0, "the answer tool is not a tool call");
+    assert!(run.final_message.as_ref().unwrap().tool_calls.is_empty());
+
+    let body = server.only_request().body;
+    assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "City"}));
+    assert_eq!(body["tools"][0]["name"], "City");
+    assert_eq!(body["tools"][0]["input_schema"], schema_for_type::<City>());
+    assert!(body.get("response_format").is_none());
+}
+
+#[tokio::test]
+async fn anthropic_with_tools_of_its_own_lets_the_model_call_them_before_answering() {
+    let server = Server::start(vec![
+        Reply::sse(
+            &anthropic_sse(&[
+                an_start(3, 0, 0),
+                json!({"type": "content_block_start", "index": 0, "content_block":
+                       {"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Lyon\"}"}}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+                json!({"type": "message_stop"}),
+            ]),
+            64,
+        ),
+        Reply::sse(&an_tool_reply("City", r#"{"name": "Lyon", "population": 1}"#, 64), 64),
+    ])
+    .await;
+    let agent: Agent<()> = Agent::from_shared(anthropic(&server).build().unwrap())
+        .with_tools(weather_tools())
+        .with_stack(city_stack());
+    let (mut ctx, _sink) = context();
+    let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
+    assert_eq!(run.structured::<City>().unwrap().population, 1);
+    assert_eq!(run.counters.tool_calls, 1, "the real tool ran once");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.body["tool_choice"], json!({"type": "any"}));
+        let names: Vec<&str> = r.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["get_weather", "City"]);
+    }
+    // The weather result went back as the tool's result.
+    assert!(requests[1].body.to_string().contains("Lyon: sunny"));
+}
+
+#[tokio::test]
+async fn anthropic_non_streamed_answer_tool_reply_is_text_too() {
+    let reply = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "City", "input": {"name": "Oslo", "population": 7}}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 4}});
+    let server = Server::start(vec![Reply::status(
+        200,
+        &[("content-type", "application/json")],
+        &reply.to_string(),
+    )])
+    .await;
+    let agent: Agent<()> =
+        Agent::from_shared(anthropic(&server).with_streaming(false).build().unwrap()).with_stack(city_stack());
+    let (mut ctx, _sink) = context();
+    let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
+    assert_eq!(run.structured::<City>().unwrap().name, "Oslo");
+    assert_eq!(server.only_request().body["stream"], false);
+}
+
+#[tokio::test]
+async fn anthropic_with_extended_thinking_keeps_the_schema_in_the_prompt_only() {
     let server = Server::start(vec![Reply::sse(
         &an_text_reply(r#"{"name": "B", "population": 2}"#, 1, 1),
         64,
     )])
     .await;
-    let stack = MiddlewareStack::new()
-        .with(StructuredOutputMiddleware::for_type::<City>().unwrap())
-        .unwrap();
-    let agent: Agent<()> = Agent::from_shared(anthropic(&server).build().unwrap()).with_stack(stack);
+    let agent: Agent<()> = Agent::from_shared(anthropic(&server).build().unwrap())
+        .with_params(ModelParams {
+            reasoning_effort: Some(ReasoningEffort::Low),
+            ..ModelParams::default()
+        })
+        .with_stack(city_stack());
     let (mut ctx, _sink) = context();
     let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
     assert_eq!(run.structured::<City>().unwrap().population, 2);
     let body = server.only_request().body;
-    assert!(body.get("response_format").is_none() && body.get("output_format").is_none());
+    assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     assert!(body["system"][0]["text"].as_str().unwrap().contains("\"population\""));
 }
 
