@@ -61,3 +61,9 @@ pub mod middleware {
 pub use tinyagents_macros::*;
 
 pub use harness::error::{Result, TinyAgentsError};
+
+/// The `schemars` tinyagents makes JSON Schemas with (typed tools, typed
+/// structured output). Derive `JsonSchema` with your own `schemars = "1"`
+/// dependency, or through this one with
+/// `#[schemars(crate = "tinyagents::schemars")]`.
+pub use schemars;
