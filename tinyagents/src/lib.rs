@@ -63,7 +63,7 @@ pub use tinyagents_macros::*;
 pub use harness::error::{Result, TinyAgentsError};
 
 /// The `schemars` tinyagents makes JSON Schemas with (typed tools, typed
-/// structured output). Derive `JsonSchema` with your own `schemars = "1"`
-/// dependency, or through this one with
-/// `#[schemars(crate = "tinyagents::schemars")]`.
+/// structured output), built without its `derive` feature: to derive
+/// `JsonSchema` for your argument and output types, depend on
+/// `schemars = "1"` yourself (the same major, so the trait is this one).
 pub use schemars;

@@ -158,18 +158,3 @@ async fn each_request_carries_the_native_response_format_unless_turned_off() {
         .await
         .unwrap();
 }
-
-/// Derived through tinyagents' own `schemars`.
-#[derive(Debug, PartialEq, Deserialize, tinyagents::schemars::JsonSchema)]
-#[schemars(crate = "tinyagents::schemars")]
-struct Note {
-    text: String,
-}
-
-#[tokio::test]
-async fn the_reexported_schemars_derives_too() {
-    let run = run_with(&[r#"{"text": "hi"}"#], StructuredOutput::for_type::<Note>().unwrap())
-        .await
-        .unwrap();
-    assert_eq!(run.structured::<Note>().unwrap(), Note { text: "hi".into() });
-}
