@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOutput};
-use tinyagents::middleware::ParallelEditGuard;
+use tinyagents::middleware::ParallelEditGuardMiddleware;
 use tinyagents::prelude::*;
 use tinyagents::testing::assert_valid_transcript;
 
@@ -337,7 +337,11 @@ async fn the_parallel_edit_guard_sees_typed_file_arguments() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(ToolRegistry::new().with(WriteFile).unwrap())
-        .with_stack(MiddlewareStack::new().with(ParallelEditGuard::deny()).unwrap());
+        .with_stack(
+            MiddlewareStack::new()
+                .with(ParallelEditGuardMiddleware::deny())
+                .unwrap(),
+        );
     let run = agent
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "edit")
         .await
