@@ -47,6 +47,8 @@ pub(crate) struct MiddlewareArgs {
     pub(crate) builtin: Option<Ident>,
     /// `config = Type`.
     pub(crate) config: Option<syn::Path>,
+    /// `tools = path`.
+    pub(crate) tools: Option<syn::Path>,
 }
 
 /// Parses and checks the arguments of `attr` (e.g. `#[before_model(...)]`),
@@ -129,6 +131,7 @@ pub(crate) fn parse(tokens: TokenStream, valid: &[&str], attr: &str, errors: &mu
                 }
             }
             kw::CONFIG => out.config = arg.path("config = MyConfig", errors),
+            kw::TOOLS => out.tools = arg.path("tools = Self::my_tools", errors),
             _ => unreachable!("check_keys keeps known keys only"),
         }
     }

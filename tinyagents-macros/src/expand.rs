@@ -255,10 +255,18 @@ fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
             }
         }
     }
+    let tools = def.args.tools.as_ref().map(|path| {
+        quote! {
+            fn tools(&self) -> #p::Vec<#p::Arc<dyn #p::Tool>> {
+                #path(self)
+            }
+        }
+    });
     quote! {
         #attrs
         #[#p::async_trait]
         impl #impl_g #p::Middleware<#state, #ctx> for #ty #where_c {
+            #tools
             #[inline]
             fn name(&self) -> &str {
                 <Self as #p::MiddlewareMetadata>::NAME

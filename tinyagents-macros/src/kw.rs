@@ -22,6 +22,10 @@ pub(crate) const BUILTIN: &str = "builtin";
 /// `config = Type`: the `#[derive(MiddlewareConfig)]` struct that configures it.
 pub(crate) const CONFIG: &str = "config";
 
+/// `tools = path`: a method `fn(&self) -> Vec<Arc<dyn Tool>>` giving the
+/// tools the middleware contributes (`#[middleware]` blocks only).
+pub(crate) const TOOLS: &str = "tools";
+
 /// The keys of a hook attribute on a free fn.
 pub(crate) const FN_KEYS: &[&str] = &[
     NAME,
@@ -46,6 +50,7 @@ pub(crate) const BLOCK_KEYS: &[&str] = &[
     DOC,
     BUILTIN,
     CONFIG,
+    TOOLS,
 ];
 
 /// `doc(summary = "…")`.

@@ -32,6 +32,7 @@ mod kw;
 mod model;
 mod params;
 mod text;
+mod tool;
 
 use proc_macro::TokenStream;
 
@@ -145,6 +146,31 @@ hook_attributes! {
 #[proc_macro_attribute]
 pub fn middleware(args: TokenStream, item: TokenStream) -> TokenStream {
     impl_block::expand(args.into(), item.into()).into()
+}
+
+/// Makes an async fn a tool the model can call: a unit struct named after
+/// the fn (`get_weather` → `GetWeather`) implements `Tool`.
+///
+/// ```
+/// use tinyagents::prelude::*;
+///
+/// /// Returns the weather in a city.
+/// #[tool]
+/// async fn get_weather(/** The city's name. */ city: String, days: Option<u32>) -> Result<String> {
+///     Ok(format!("{city}: sunny for {} day(s)", days.unwrap_or(1)))
+/// }
+///
+/// let tools = ToolRegistry::new().with(GetWeather).unwrap();
+/// let schema = &tools.schemas()[0];
+/// assert_eq!(schema.name, "get_weather");
+/// assert_eq!(schema.description, "Returns the weather in a city.");
+/// assert_eq!(schema.parameters["required"], serde_json::json!(["city"]));
+/// ```
+///
+#[doc = include_str!("../doc/tool.md")]
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand(args.into(), item.into()).into()
 }
 
 /// Derives `tinyagents::config::MiddlewareConfig` for a config struct with

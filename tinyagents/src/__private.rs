@@ -33,3 +33,14 @@ pub use crate::config::choice::choice_index;
 pub use crate::config::reader::{ConfigChecker, ConfigNumber, ConfigReader};
 pub use crate::config::{BuildMiddleware, ConfigEnum, ConfigErrors, MiddlewareConfig};
 pub use crate::docs::{info_of, MiddlewareMetadata};
+
+// `#[tool]`
+pub use crate::harness::tool::typed::{
+    check_whole_keys, declared_paths, parameters_schema, whole_schema, FailDisplay, FailKeep, Failed, ReturnDirect,
+    ReturnJson, Returned, ToolArg, ToolArgs,
+};
+pub use crate::harness::tool::{FileAccess, FileAccessMode, Tool, ToolContext, ToolOutput, ToolPolicy, ToolSchema};
+pub use ::core::result::Result as StdResult;
+pub use ::schemars;
+pub use ::std::sync::OnceLock;
+pub use ::std::vec::Vec;

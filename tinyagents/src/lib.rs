@@ -63,3 +63,9 @@ pub mod middleware {
 pub use tinyagents_macros::*;
 
 pub use harness::error::{Result, TinyAgentsError};
+
+/// The `schemars` tinyagents makes JSON Schemas with (typed tools, typed
+/// structured output), built without its `derive` feature: to derive
+/// `JsonSchema` for your argument and output types, depend on
+/// `schemars = "1"` yourself (the same major, so the trait is this one).
+pub use schemars;

@@ -44,10 +44,9 @@ async fn a_large_result_is_replaced_by_an_excerpt_and_stays_retrievable() {
         }
         ScriptedTurn::text(format!("read: {}", last.text()))
     }));
+    // `read_artifact` is contributed by the middleware, on its store.
     let tools = ToolRegistry::new()
         .with(RecordingTool::new("dump").returning(big()))
-        .unwrap()
-        .with(ReadArtifactTool::new(store.clone()))
         .unwrap();
     let agent: Agent<()> = Agent::new(model).with_tools(tools).with_stack(
         MiddlewareStack::new()

@@ -89,6 +89,32 @@ impl AgentRun {
         }
     }
 
+    /// The structured output as a `T` (set by `StructuredOutputMiddleware`; with
+    /// `StructuredOutputMiddleware::for_type::<T>()` it is known to deserialise).
+    ///
+    /// # Errors
+    /// A `Validation` error when the run has no structured output (no
+    /// `StructuredOutputMiddleware` in the stack, or the run did not end on a
+    /// validated reply) or it is not a valid `T`.
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> crate::harness::error::Result<T> {
+        let name = std::any::type_name::<T>();
+        let value = self.structured_output.as_ref().ok_or_else(|| {
+            crate::harness::error::TinyAgentsError::validation(format!(
+                "run `{}` has no structured output to read as `{name}`: register \
+                 `StructuredOutputMiddleware::for_type::<{name}>()` in the stack, and read it from a run that ended on the \
+                 model's final reply",
+                self.run_id
+            ))
+        })?;
+        T::deserialize(value).map_err(|e| {
+            crate::harness::error::TinyAgentsError::validation(format!(
+                "the structured output of run `{}` is not a valid `{name}`: {e}; validate with \
+                 `StructuredOutputMiddleware::for_type::<{name}>()`, which asks the model again until it is",
+                self.run_id
+            ))
+        })
+    }
+
     /// The final assistant text (empty when there is none).
     pub fn final_text(&self) -> String {
         self.final_message

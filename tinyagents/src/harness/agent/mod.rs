@@ -76,7 +76,12 @@ where
 {
     model: Arc<dyn ChatModel>,
     model_id: Arc<str>,
+    /// The tools given with `with_tools`.
+    own_tools: Arc<ToolRegistry>,
+    /// Those and the tools the stack's middleware contribute.
     tools: Arc<ToolRegistry>,
+    /// A tool name both given and contributed: every run fails with it.
+    tool_conflict: Option<TinyAgentsError>,
     stack: Arc<MiddlewareStack<S, C>>,
     system: Vec<PromptSegment>,
     params: ModelParams,
@@ -118,7 +123,9 @@ where
         Self {
             model_id: Arc::from(model.id()),
             model,
+            own_tools: Arc::new(ToolRegistry::new()),
             tools: Arc::new(ToolRegistry::new()),
+            tool_conflict: None,
             stack: Arc::new(MiddlewareStack::new()),
             system: Vec::new(),
             params: ModelParams::default(),
@@ -128,10 +135,44 @@ where
         }
     }
 
-    /// The same agent with these tools.
+    /// The same agent with these tools (the stack's middleware may
+    /// contribute more: see [`Middleware::tools`](crate::harness::middleware::Middleware::tools)).
     pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
-        self.tools = Arc::new(tools);
+        self.own_tools = Arc::new(tools);
+        self.merge_tools();
         self
+    }
+
+    /// The agent's tools plus those its middleware contribute. A name in
+    /// both is kept as a `Config` error that every run then fails with
+    /// (before `before_agent`), naming the tool and the middleware.
+    fn merge_tools(&mut self) {
+        self.tool_conflict = None;
+        if self.stack.contributed_tools().next().is_none() {
+            self.tools = self.own_tools.clone();
+            return;
+        }
+        let mut merged = (*self.own_tools).clone();
+        for (owner, tool) in self.stack.contributed_tools() {
+            if merged.register_arc(tool.clone()).is_err() {
+                self.tool_conflict = Some(TinyAgentsError::config(format!(
+                    "middleware `{owner}` contributes a tool named `{}`, but the agent's own tools (`with_tools`) \
+                     have one too; tool names must be unique — drop it from the agent's tools, since the \
+                     middleware provides it",
+                    tool.schema().name
+                )));
+                break;
+            }
+        }
+        self.tools = Arc::new(merged);
+    }
+
+    /// The conflict [`merge_tools`](Self::merge_tools) found, as the run's error.
+    pub(crate) fn check_tools(&self) -> crate::harness::error::Result<()> {
+        match &self.tool_conflict {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
     }
 
     /// The same agent with this middleware stack.
@@ -142,6 +183,7 @@ where
     /// The same agent with a shared middleware stack (one stack, many agents and runs).
     pub fn with_shared_stack(mut self, stack: Arc<MiddlewareStack<S, C>>) -> Self {
         self.stack = stack;
+        self.merge_tools();
         self
     }
 
@@ -179,7 +221,7 @@ where
         &self.stack
     }
 
-    /// The agent's tools.
+    /// The agent's tools: its own and those its middleware contribute.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
     }

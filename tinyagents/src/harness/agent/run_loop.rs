@@ -210,6 +210,7 @@ where
         state: &S,
         run: &mut AgentRun,
     ) -> Result<Option<StopReason>> {
+        self.check_tools()?;
         self.stack.run_before_agent(ctx, state).await?;
         Ok(
             match self
@@ -255,7 +256,7 @@ where
             tools: self.exposed_tools(ctx),
             model: ctx.requested_model().map(str::to_owned),
             params: self.params.clone(),
-            route: None,
+            ..ModelRequest::default()
         };
         self.stack.run_before_model(ctx, state, &mut request).await?;
         self.stack.run_before_model_stream(ctx, state, &mut request).await?;

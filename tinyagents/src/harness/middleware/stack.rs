@@ -80,6 +80,8 @@ where
     tool: Vec<Slot<dyn ToolMiddleware<S, C>>>,
     /// Per hook: whether every implementor takes the synchronous form.
     all_sync: [bool; HookKind::LIFECYCLE_COUNT],
+    /// The tools the middleware contributed, with the name of each contributor.
+    tools: Vec<(Arc<str>, Arc<dyn crate::harness::tool::Tool>)>,
 }
 
 impl<S, C> MiddlewareStack<S, C>
@@ -104,6 +106,7 @@ where
             model: Vec::new(),
             tool: Vec::new(),
             all_sync: [false; HookKind::LIFECYCLE_COUNT],
+            tools: Vec::new(),
         }
     }
 }
@@ -234,15 +237,61 @@ where
                 (false, false) => {}
             }
         }
+        let name: Arc<str> = Arc::from(info.name.as_ref());
+        let tools = self.check_contributed(&name, middleware.tools())?;
         let lifecycle = info.hooks.intersects(HookSet::LIFECYCLE).then_some(middleware);
         self.insert(Entry {
-            name: Arc::from(info.name.as_ref()),
+            name: name.clone(),
             info,
             lifecycle,
             model,
             tool,
             default: false,
-        })
+        })?;
+        // A default-on built-in this registration replaced takes its tools along.
+        self.tools.retain(|(owner, _)| *owner != name);
+        self.tools.extend(tools.into_iter().map(|t| (name.clone(), t)));
+        Ok(self)
+    }
+
+    /// The tools `name` contributes, refused when one's name is taken
+    /// (by another middleware's tool, or twice in the list).
+    fn check_contributed(
+        &self,
+        name: &Arc<str>,
+        tools: Vec<Arc<dyn crate::harness::tool::Tool>>,
+    ) -> Result<Vec<Arc<dyn crate::harness::tool::Tool>>> {
+        for (i, tool) in tools.iter().enumerate() {
+            let tool_name = &tool.schema().name;
+            // A middleware of this name already registered is either a
+            // default it replaces (its tools go) or a duplicate `insert` refuses.
+            let owner = self
+                .tools
+                .iter()
+                .find(|(owner, t)| owner != name && &t.schema().name == tool_name)
+                .map(|(owner, _)| owner.clone())
+                .or_else(|| {
+                    tools[..i]
+                        .iter()
+                        .any(|t| &t.schema().name == tool_name)
+                        .then(|| name.clone())
+                });
+            if let Some(owner) = owner {
+                return Err(TinyAgentsError::config(format!(
+                    "middleware `{name}` contributes a tool named `{tool_name}`, but middleware `{owner}` already \
+                     contributes one; tool names must be unique — register only one of them, or give one tool \
+                     another name"
+                )));
+            }
+        }
+        Ok(tools)
+    }
+
+    /// The tools the registered middleware contribute, each with the name
+    /// of the middleware that contributed it, in registration order. An
+    /// [`Agent`](crate::harness::agent::Agent) offers them next to its own.
+    pub fn contributed_tools(&self) -> impl Iterator<Item = (&str, &Arc<dyn crate::harness::tool::Tool>)> {
+        self.tools.iter().map(|(owner, tool)| (&**owner, tool))
     }
 
     fn insert(&mut self, entry: Entry<S, C>) -> Result<&mut Self> {

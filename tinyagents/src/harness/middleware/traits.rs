@@ -85,6 +85,15 @@ where
         MiddlewareInfo::new(self.name().to_owned()).with_hooks(self.hooks())
     }
 
+    /// The tools this middleware contributes (default: none). Read once,
+    /// when the middleware is registered: the stack keeps them, and an
+    /// agent offers them next to its own tools. Two contributions of one
+    /// tool name are a registration error naming both middleware. With the
+    /// DSL: `#[middleware(tools = Self::my_tools)]`.
+    fn tools(&self) -> Vec<Arc<dyn crate::harness::tool::Tool>> {
+        Vec::new()
+    }
+
     /// This value as wrap-model middleware, when it is one (so one
     /// `stack.add(value)` registers it in the model onion too).
     fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<State, Ctx>>> {

@@ -12,7 +12,9 @@ pub mod providers;
 
 pub use accumulate::ResponseAccumulator;
 pub use delta::{DeltaContent, ModelDelta};
-pub use request::{ModelParams, ModelRequest, ModelRoute, PromptSegment, ReasoningEffort, SegmentStability};
+pub use request::{
+    ModelParams, ModelRequest, ModelRoute, PromptSegment, ReasoningEffort, ResponseFormat, SegmentStability, ToolChoice,
+};
 pub use response::{FinishReason, ModelResponse, Usage};
 pub use scripted::{ScriptedModel, ScriptedTurn};
 

@@ -73,6 +73,49 @@ pub struct ModelParams {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// How the model must shape its reply, where the provider can enforce it
+/// (OpenAI-compatible servers: `response_format`). A provider that cannot
+/// ignores it; the middleware that set it (`StructuredOutputMiddleware`) still
+/// validates every reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ResponseFormat {
+    /// A single JSON value matching `schema`.
+    JsonSchema {
+        /// The format's name (1 to 64 ASCII letters, digits, `_`, `-`).
+        name: String,
+        /// The JSON Schema.
+        schema: serde_json::Value,
+        /// Ask the provider to enforce the schema exactly (OpenAI's strict
+        /// mode, which accepts only a subset of JSON Schema: every property
+        /// required, `additionalProperties: false`).
+        strict: bool,
+    },
+}
+
+/// Whether, and which, tool the model must call.
+///
+/// ```
+/// use tinyagents::harness::model::{ModelRequest, ToolChoice};
+///
+/// let mut request = ModelRequest::default();
+/// request.tool_choice = Some(ToolChoice::Tool("search".into()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (the providers' default).
+    Auto,
+    /// The model must not call a tool.
+    None,
+    /// The model must call some tool.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
+}
+
 /// A request to a chat model.
 ///
 /// The system prompt is a list of ordered segments, each stable or volatile:
@@ -99,6 +142,13 @@ pub struct ModelRequest {
     pub model: Option<String>,
     /// Sampling and output parameters.
     pub params: ModelParams,
+    /// The reply's required shape, sent natively where the provider supports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
+    /// Whether, and which, tool the model must call (sent where the provider
+    /// supports it; a request forcing a tool it does not offer is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
     /// A model to use instead of the agent's own for this call (set by
     /// fallback middleware). Not serialised.
     #[serde(skip)]

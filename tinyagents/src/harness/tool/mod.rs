@@ -1,12 +1,14 @@
 //! Tools: what the model may call ([`ToolSchema`]), what it asked for
 //! ([`ToolCall`]), what came back ([`ToolResult`], exactly one per call),
 //! progress while it runs ([`ToolDelta`]), per-tool metadata ([`ToolPolicy`]),
-//! the [`Tool`] trait, fn-tools and the [`ToolRegistry`].
+//! the [`Tool`] trait, fn-tools, typed tools ([`typed`], the `#[tool]`
+//! attribute) and the [`ToolRegistry`].
 
 mod call;
 mod policy;
 mod registry;
 mod restrictions;
+pub mod typed;
 
 pub use call::{FileAccess, FileAccessMode, ToolCall, ToolDelta, ToolResult, ToolSchema};
 pub use policy::{SandboxMode, SideEffects, ToolAccess, ToolPolicy, ToolRuntime};

@@ -202,7 +202,7 @@ impl<F> FnTool<F> {
 }
 
 /// The file paths `key` names in `arguments` (a string or an array of strings).
-fn paths_at<'a>(arguments: &'a Value, key: &str) -> Vec<&'a str> {
+pub(super) fn paths_at<'a>(arguments: &'a Value, key: &str) -> Vec<&'a str> {
     let value = if key.starts_with('/') {
         arguments.pointer(key)
     } else {

@@ -12,12 +12,12 @@ use super::http::{
     HttpClient, MAX_TOOL_CALLS,
 };
 use super::sse::SseEvent;
-use super::{fold, ordered_segments, replay, ProviderConfig, ProviderKind};
+use super::{checked_tool_choice, fold, ordered_segments, replay, ProviderConfig, ProviderKind};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::{ContentPart, Message, Role};
 use crate::harness::model::{
     ChatModel, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ModelStream, ReasoningEffort,
-    SegmentStability, Usage,
+    ResponseFormat, SegmentStability, ToolChoice, Usage,
 };
 use crate::harness::shorten::shorten;
 
@@ -42,6 +42,19 @@ const API_VERSION: &str = "2023-06-01";
 /// * **Usage**: `input_tokens` (uncached), `cache_read_input_tokens` and
 ///   `cache_creation_input_tokens` map one to one; Anthropic does not report
 ///   reasoning tokens apart.
+/// * **Tool choice** goes as `tool_choice` (`auto`, `none`, `any` for
+///   [`ToolChoice::Required`], `tool`); a forced choice with a reasoning
+///   effort is a `Config` error, since the API refuses the pair.
+/// * **Response format** (a JSON Schema for an object) goes the tool way:
+///   the request offers one more tool, named after the format, whose input
+///   schema is the format's, and forces it (`tool_choice` `tool`, or `any`
+///   when the request has tools of its own, so the model can still call
+///   them); the decoder turns that call's input back into the reply's text,
+///   and a reply that only called it finishes as a final answer. It is not
+///   used when the caller set a tool choice, with extended thinking (the API
+///   refuses a forced tool with it), for a non-object schema, or when a tool
+///   already has the name: then the schema stays in the prompt only. The
+///   middleware that asked validates the reply either way.
 /// * Tool results of one batch go back in one user message, as the API requires.
 pub struct AnthropicModel {
     config: ProviderConfig,
@@ -157,6 +170,34 @@ impl AnthropicModel {
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
         }
+        if let Some((name, schema)) = answer_tool(request) {
+            // Structured output, the tool way: the answer is the input of a
+            // tool the model must call; the decoder turns it back into text.
+            let tool = json!({"name": name, "description": ANSWER_TOOL_DESCRIPTION, "input_schema": schema});
+            match body["tools"].as_array_mut() {
+                Some(tools) => tools.push(tool),
+                None => body["tools"] = json!([tool]),
+            }
+            body["tool_choice"] = if request.tools.is_empty() {
+                json!({"type": "tool", "name": name})
+            } else {
+                json!({"type": "any"})
+            };
+        }
+        if let Some(choice) = checked_tool_choice(request)? {
+            if params.reasoning_effort.is_some() && matches!(choice, ToolChoice::Required | ToolChoice::Tool(_)) {
+                return Err(TinyAgentsError::config(
+                    "Anthropic refuses a forced tool choice (`required` or one tool) together with extended \
+                     thinking (`reasoning_effort`): drop one of them",
+                ));
+            }
+            body["tool_choice"] = match choice {
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+                _ => json!({"type": "auto"}),
+            };
+        }
         if let Some(effort) = params.reasoning_effort {
             let budget = Self::thinking_budget(effort);
             max_tokens = max_tokens.saturating_add(budget);
@@ -188,7 +229,7 @@ impl AnthropicModel {
         if message.kind.as_deref() == Some("error") {
             return Err(stream_error(&self.id, &text));
         }
-        message_deltas(&self.id, message)
+        message_deltas(&self.id, message, answer_tool(request).map(|(name, _)| name))
     }
 }
 
@@ -204,9 +245,28 @@ impl ChatModel for AnthropicModel {
         }
         let body = serde_json::to_vec(&self.request_body(request, true)?).expect("a JSON value serialises");
         let response = self.http.post_json(&self.url, body, true).await?;
-        let decoder = StreamDecoder::new(self.http.label.clone());
+        let mut decoder = StreamDecoder::new(self.http.label.clone());
+        decoder.answer = answer_tool(request).map(|(name, _)| name.to_owned());
         Ok(sse_stream(self.http.clone(), response, decoder))
     }
+}
+
+/// What the answer tool tells the model.
+const ANSWER_TOOL_DESCRIPTION: &str =
+    "Give your final answer by calling this tool: its input is the answer, matching the schema exactly.";
+
+/// The answer tool of a request asking for structured output: its name and
+/// input schema, when the tool way applies — a JSON Schema response format
+/// for an object, no tool choice of the caller's, no extended thinking
+/// (Anthropic refuses a forced tool with it), and no tool of that name.
+fn answer_tool(request: &ModelRequest) -> Option<(&str, &Value)> {
+    let Some(ResponseFormat::JsonSchema { name, schema, .. }) = &request.response_format else {
+        return None;
+    };
+    let object = schema.get("type").and_then(Value::as_str) == Some("object");
+    let free = !request.tools.iter().any(|t| &t.name == name);
+    (object && free && request.tool_choice.is_none() && request.params.reasoning_effort.is_none())
+        .then_some((name.as_str(), schema))
 }
 
 /// A message's role and content blocks.
@@ -350,6 +410,10 @@ pub(super) struct StreamDecoder {
     tool_blocks: HashMap<u32, u32>,
     /// The ids of the tool calls so far.
     ids: std::collections::HashSet<String>,
+    /// The answer tool's name, when the request asked for structured output the tool way.
+    pub(super) answer: Option<String>,
+    /// Content blocks that are calls of the answer tool: their input is the reply's text.
+    answer_blocks: std::collections::HashSet<u32>,
     usage: Usage,
     saw_usage: bool,
     stop: Option<FinishReason>,
@@ -376,11 +440,15 @@ impl StreamDecoder {
         if self.saw_usage {
             out.push_back(ModelDelta::usage(self.usage));
         }
-        let reason = self.stop.take().unwrap_or(if self.tool_blocks.is_empty() {
-            FinishReason::Stop
-        } else {
-            FinishReason::ToolCalls
-        });
+        let reason = match self.stop.take() {
+            // Only the answer tool was called: the reply is a final answer.
+            Some(FinishReason::ToolCalls) if self.tool_blocks.is_empty() && !self.answer_blocks.is_empty() => {
+                FinishReason::Stop
+            }
+            Some(reason) => reason,
+            None if self.tool_blocks.is_empty() => FinishReason::Stop,
+            None => FinishReason::ToolCalls,
+        };
         out.push_back(ModelDelta::finish(reason));
         self.done = true;
     }
@@ -416,6 +484,23 @@ impl Decoder for StreamDecoder {
                     Some("thinking") => {
                         if let Some(t) = Self::text_of(&block, "thinking") {
                             out.push_back(ModelDelta::reasoning(t));
+                        }
+                    }
+                    Some("tool_use")
+                        if self.answer.is_some()
+                            && block.get("name").and_then(Value::as_str) == self.answer.as_deref() =>
+                    {
+                        if self.answer_blocks.len() >= MAX_TOOL_CALLS as usize {
+                            return Err(violation(
+                                &self.label,
+                                format_args!("more than {MAX_TOOL_CALLS} tool calls in one reply"),
+                            ));
+                        }
+                        self.answer_blocks.insert(index);
+                        if let Some(Value::Object(o)) = block.get("input") {
+                            if !o.is_empty() {
+                                out.push_back(ModelDelta::text(Value::Object(o.clone()).to_string()));
+                            }
                         }
                     }
                     Some("tool_use") => {
@@ -472,6 +557,11 @@ impl Decoder for StreamDecoder {
                     Some("thinking_delta") => {
                         if let Some(t) = Self::text_of(&delta, "thinking") {
                             out.push_back(ModelDelta::reasoning(t));
+                        }
+                    }
+                    Some("input_json_delta") if self.answer_blocks.contains(&ev.index.unwrap_or(0)) => {
+                        if let Some(json) = Self::text_of(&delta, "partial_json") {
+                            out.push_back(ModelDelta::text(json));
                         }
                     }
                     Some("input_json_delta") => {
@@ -536,11 +626,21 @@ impl Decoder for StreamDecoder {
 
 /// The deltas a non-streamed message amounts to (content kinds, call count
 /// and usage checked as in a stream).
-fn message_deltas(label: &str, message: WireMessage) -> Result<Vec<ModelDelta>> {
+fn message_deltas(label: &str, message: WireMessage, answer: Option<&str>) -> Result<Vec<ModelDelta>> {
     let mut out = Vec::new();
     let mut calls = 0u32;
+    let mut answered = false;
     for block in message.content.unwrap_or_default() {
         match block.get("type").and_then(Value::as_str) {
+            Some("tool_use") if answer.is_some() && block.get("name").and_then(Value::as_str) == answer => {
+                answered = true;
+                if let Some(input) = block
+                    .get("input")
+                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                {
+                    out.push(ModelDelta::text(input.to_string()));
+                }
+            }
             Some("text") => {
                 if let Some(t) = StreamDecoder::text_of(&block, "text") {
                     out.push(ModelDelta::text(t));
@@ -575,11 +675,12 @@ fn message_deltas(label: &str, message: WireMessage) -> Result<Vec<ModelDelta>> 
         wire.apply(label, &mut usage)?;
         out.push(ModelDelta::usage(usage));
     }
-    let reason = message.stop_reason.as_deref().map(finish_reason);
-    out.push(ModelDelta::finish(reason.unwrap_or(if calls > 0 {
-        FinishReason::ToolCalls
-    } else {
-        FinishReason::Stop
-    })));
+    let reason = match message.stop_reason.as_deref().map(finish_reason) {
+        Some(FinishReason::ToolCalls) if calls == 0 && answered => FinishReason::Stop,
+        Some(reason) => reason,
+        None if calls > 0 => FinishReason::ToolCalls,
+        None => FinishReason::Stop,
+    };
+    out.push(ModelDelta::finish(reason));
     Ok(out)
 }

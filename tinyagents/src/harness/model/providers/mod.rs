@@ -41,6 +41,14 @@
 //!   message (the segments joined by a blank line, as
 //!   [`ModelRequest::system_prompt`]); Anthropic gets one system block per
 //!   segment, the last stable one marked with `cache_control`.
+//! * **Reply shape and tool choice.** [`ModelRequest::response_format`]
+//!   goes to OpenAI-compatible servers as `response_format` (`json_schema`),
+//!   and to Anthropic the tool way (a forced answer tool whose input is the
+//!   reply, turned back into text; see `AnthropicModel`); the middleware
+//!   that asked validates the reply either way. [`ModelRequest::tool_choice`] goes as
+//!   `tool_choice` to both (`auto`/`none`/`required`/a function for OpenAI;
+//!   `auto`/`none`/`any`/`tool` for Anthropic), only when the request offers
+//!   tools; forcing a tool the request does not offer is a `Config` error.
 //! * **Parameters.** `max_tokens`, `temperature` and `reasoning_effort` are
 //!   sent where the provider honours them; [`ModelParams::extra`] keys are
 //!   merged into the request body last (so they can override anything).
@@ -87,13 +95,44 @@ pub use openai::OpenAiModel;
 
 use crate::harness::error::Result;
 use crate::harness::model::{
-    ModelDelta, ModelResponse, ModelStream, PromptSegment, ResponseAccumulator, SegmentStability,
+    ModelDelta, ModelRequest, ModelResponse, ModelStream, PromptSegment, ResponseAccumulator, SegmentStability,
+    ToolChoice,
 };
 #[cfg(doc)]
 use crate::harness::{
     error::TinyAgentsError,
-    model::{ChatModel, DeltaContent, FinishReason, ModelParams, ModelRequest},
+    model::{ChatModel, DeltaContent, FinishReason, ModelParams},
 };
+
+/// The request's `tool_choice`, checked against its tools: `None` when
+/// nothing need be sent (no choice, or a non-forcing choice without tools);
+/// a `Config` error when it forces a tool the request does not offer.
+pub(crate) fn checked_tool_choice(request: &ModelRequest) -> Result<Option<&ToolChoice>> {
+    let Some(choice) = &request.tool_choice else {
+        return Ok(None);
+    };
+    let offered = || {
+        let names: Vec<String> = request.tools.iter().map(|t| format!("`{}`", t.name)).collect();
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    };
+    match choice {
+        ToolChoice::Tool(name) if !request.tools.iter().any(|t| &t.name == name) => {
+            Err(crate::harness::error::TinyAgentsError::config(format!(
+                "`tool_choice` forces the tool `{name}`, which this request does not offer (its tools: {}); offer                  the tool or drop `tool_choice`",
+                offered()
+            )))
+        }
+        ToolChoice::Required if request.tools.is_empty() => Err(crate::harness::error::TinyAgentsError::config(
+            "`tool_choice` requires a tool call, but this request offers no tools; offer tools or drop `tool_choice`",
+        )),
+        _ if request.tools.is_empty() => Ok(None),
+        _ => Ok(Some(choice)),
+    }
+}
 
 /// The system segments in sending order: stable ones first, then volatile
 /// ones, each group in the request's order.

@@ -13,11 +13,12 @@ use super::http::{
     HttpClient, MAX_TOOL_CALLS,
 };
 use super::sse::SseEvent;
-use super::{fold, ordered_segments, replay, ProviderConfig, ProviderKind};
+use super::{checked_tool_choice, fold, ordered_segments, replay, ProviderConfig, ProviderKind};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::{ContentPart, Message, Role};
 use crate::harness::model::{
-    ChatModel, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ModelStream, ReasoningEffort, Usage,
+    ChatModel, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ModelStream, ReasoningEffort,
+    ResponseFormat, ToolChoice, Usage,
 };
 
 /// A chat model speaking OpenAI's Chat Completions API (`POST {base}/chat/completions`).
@@ -114,6 +115,20 @@ impl OpenAiModel {
                     }})
                 })
                 .collect();
+        }
+        if let Some(choice) = checked_tool_choice(request)? {
+            body["tool_choice"] = match choice {
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+                // `Auto`, and any choice a later version adds, leaves the server's default.
+                _ => json!("auto"),
+            };
+        }
+        if let Some(ResponseFormat::JsonSchema { name, schema, strict }) = &request.response_format {
+            body["response_format"] = json!({"type": "json_schema", "json_schema": {
+                "name": name, "schema": schema, "strict": strict,
+            }});
         }
         let params = &request.params;
         if let Some(max) = params.max_tokens {

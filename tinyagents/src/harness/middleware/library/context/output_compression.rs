@@ -59,6 +59,7 @@ fn check_output_compression(c: &OutputCompressionConfig) -> std::result::Result<
 impl From<OutputCompressionConfig> for OutputCompressionMiddleware {
     fn from(c: OutputCompressionConfig) -> Self {
         Self {
+            reader: true,
             config: c,
             store: ArtifactStore::new(),
             counter: default_counter(),
@@ -80,22 +81,23 @@ struct Summaries(Mutex<HashMap<MessageId, String>>);
 /// a reference to the full text, kept in an [`ArtifactStore`] under
 /// `artifact://<run id>/<message id>`; with
 /// [`with_summarizer`](Self::with_summarizer), with a summary instead of the
-/// excerpt. The run's stored history keeps the original too. Pair it with a [`ReadArtifactTool`](super::ReadArtifactTool)
-/// on the same store so the model can page through an original.
+/// excerpt. The run's stored history keeps the original too. It contributes
+/// a [`ReadArtifactTool`](super::ReadArtifactTool) on its store (registered
+/// with the stack, offered by the agent), so the model can page through an
+/// original; [`without_reader`](Self::without_reader) leaves it out.
 ///
 /// ```
 /// use tinyagents::config::{BuildMiddleware, MiddlewareConfig};
-/// use tinyagents::middleware::{ArtifactStore, OutputCompressionMiddleware, OutputCompressionConfig, ReadArtifactTool};
+/// use tinyagents::middleware::{ArtifactStore, OutputCompressionMiddleware, OutputCompressionConfig};
 /// use tinyagents::prelude::*;
 ///
-/// let store = ArtifactStore::new();
-/// let compress = OutputCompressionConfig::defaults().unwrap().build().with_store(store.clone());
-/// let tools = ToolRegistry::new().with(ReadArtifactTool::new(store)).unwrap();
-/// let _agent: Agent<()> = Agent::new(ScriptedModel::new([]))
-///     .with_tools(tools)
+/// let compress = OutputCompressionConfig::defaults().unwrap().build().with_store(ArtifactStore::new());
+/// let agent: Agent<()> = Agent::new(ScriptedModel::new([]))
 ///     .with_stack(MiddlewareStack::new().with(compress).unwrap());
+/// assert_eq!(agent.tools().names().collect::<Vec<_>>(), ["read_artifact"]);
 /// ```
 pub struct OutputCompressionMiddleware {
+    reader: bool,
     config: OutputCompressionConfig,
     store: Arc<ArtifactStore>,
     counter: Arc<dyn TokenCounter>,
@@ -135,6 +137,22 @@ impl OutputCompressionMiddleware {
         self
     }
 
+    /// The same middleware without its `read_artifact` tool (give the model
+    /// your own reader of [`store`](Self::store), or none).
+    pub fn without_reader(mut self) -> Self {
+        self.reader = false;
+        self
+    }
+
+    /// The tools it contributes: the reader of its store.
+    fn reader_tools(&self) -> Vec<Arc<dyn crate::harness::tool::Tool>> {
+        if self.reader {
+            vec![Arc::new(super::artifacts::ReadArtifactTool::new(self.store.clone()))]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// The store of originals.
     pub fn store(&self) -> &Arc<ArtifactStore> {
         &self.store
@@ -161,8 +179,9 @@ impl OutputCompressionMiddleware {
     builtin,
     name = "output_compression",
     config = OutputCompressionConfig,
+    tools = Self::reader_tools,
     doc(
-        mutation = "Replaces the text of tool-result messages above `max_tokens` in `request.messages` (a copy; stored history keeps the original) with a head/tail excerpt (or, with a summariser, a summary made once per result and run) and the artifact id; stores the original in its `ArtifactStore`. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
+        mutation = "Replaces the text of tool-result messages above `max_tokens` in `request.messages` (a copy; stored history keeps the original) with a head/tail excerpt (or, with a summariser, a summary made once per result and run) and the artifact id; stores the original in its `ArtifactStore`; contributes the `read_artifact` tool on that store (unless `without_reader`). The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (the message id, its tool call id and artifact id, tokens before and after) the first time each result is compressed in a run.",
         failure = "The excerpt cannot fail; a summariser's error fails the call with that error. Originals are never lost (history and store). A result that is not larger than its replacement is left alone.",
         streaming = "None: it edits the request before the stream starts.",

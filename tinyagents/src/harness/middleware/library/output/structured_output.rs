@@ -12,7 +12,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, MessageId};
 use crate::harness::middleware::ModelHandler;
-use crate::harness::model::{ModelRequest, ModelResponse, PromptSegment, SegmentStability};
+use crate::harness::model::{ModelRequest, ModelResponse, PromptSegment, ResponseFormat, SegmentStability};
 use crate::harness::run::AgentRun;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -184,11 +184,44 @@ struct Outcome {
 /// assert_eq!(run.structured_output, Some(json!({"city": "Lyon"})));
 /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
 /// ```
+///
+/// With a Rust type instead of a hand-written schema, see
+/// [`for_type`](Self::for_type): the schema comes from the type, a reply is
+/// accepted only when it also deserialises into it, and
+/// [`AgentRun::structured`] hands it back typed.
 pub struct StructuredOutputMiddleware {
     schema: Value,
     compiled: std::result::Result<Compiled, String>,
     max_retries: u32,
     instruct: bool,
+    native: bool,
+    format_name: String,
+    typed: Option<TypedCheck>,
+}
+
+/// The type a [`StructuredOutputMiddleware::for_type`] reply must deserialise into.
+struct TypedCheck {
+    name: String,
+    check: fn(&Value) -> std::result::Result<(), String>,
+}
+
+fn deserializes_into<T: serde::de::DeserializeOwned>(value: &Value) -> std::result::Result<(), String> {
+    T::deserialize(value).map(drop).map_err(|e| e.to_string())
+}
+
+/// A provider-acceptable format name from a type's schema name (`Weather`,
+/// `Vec_of_String`): ASCII letters, digits, `_` and `-`, at most 64.
+fn format_name(raw: &str) -> String {
+    let name: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "structured_output".to_owned()
+    } else {
+        name
+    }
 }
 
 impl std::fmt::Debug for StructuredOutputMiddleware {
@@ -197,6 +230,8 @@ impl std::fmt::Debug for StructuredOutputMiddleware {
             .field("schema", &self.schema)
             .field("max_retries", &self.max_retries)
             .field("instruct", &self.instruct)
+            .field("native", &self.native)
+            .field("type", &self.typed.as_ref().map(|t| &t.name))
             .finish_non_exhaustive()
     }
 }
@@ -211,7 +246,65 @@ impl StructuredOutputMiddleware {
             compiled: Ok(compiled),
             max_retries: 2,
             instruct: true,
+            native: true,
+            format_name: "structured_output".to_owned(),
+            typed: None,
         })
+    }
+
+    /// Validation against the JSON Schema of `T` (made by `schemars`), and a
+    /// reply is accepted only when it also deserialises into a `T` (a
+    /// mismatch between the schema and serde's rules is asked again like a
+    /// schema error); read the value back with [`AgentRun::structured`].
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use tinyagents::middleware::StructuredOutputMiddleware;
+    /// use tinyagents::prelude::*;
+    ///
+    /// #[derive(Debug, PartialEq, Deserialize, schemars::JsonSchema)]
+    /// struct City {
+    ///     name: String,
+    ///     population: u64,
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedModel::new([ScriptedTurn::text(r#"{"name": "Lyon", "population": 522250}"#)]);
+    /// let stack = MiddlewareStack::new().with(StructuredOutputMiddleware::for_type::<City>()?)?;
+    /// let agent: Agent<()> = Agent::new(model).with_stack(stack);
+    /// let run = agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "Biggest city near Vienne?").await?;
+    /// let city: City = run.structured()?;
+    /// assert_eq!(city, City { name: "Lyon".into(), population: 522250 });
+    /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// A `Config` error when the type's schema cannot be compiled (as
+    /// [`new`](Self::new)).
+    pub fn for_type<T: schemars::JsonSchema + serde::de::DeserializeOwned>() -> Result<Self> {
+        let mut this = Self::new(crate::harness::tool::typed::schema_for_type::<T>())?;
+        let name = T::schema_name();
+        this.format_name = format_name(&name);
+        this.typed = Some(TypedCheck {
+            name: name.into_owned(),
+            check: deserializes_into::<T>,
+        });
+        Ok(this)
+    }
+
+    /// The same, with or without the provider-native form: by default each
+    /// request carries [`ResponseFormat::JsonSchema`] (sent by
+    /// OpenAI-compatible providers as `response_format`, non-strict), so the
+    /// server constrains the reply too. Turn it off for a server that
+    /// refuses `response_format`. Validation happens either way.
+    pub fn native(mut self, native: bool) -> Self {
+        self.native = native;
+        self
+    }
+
+    /// The schema replies are validated against.
+    pub fn schema(&self) -> &Value {
+        &self.schema
     }
 
     /// The same, asking again at most `n` times.
@@ -231,7 +324,11 @@ impl StructuredOutputMiddleware {
         let compiled = self.compiled.as_ref().map_err(|e| vec![format!("the schema {e}")])?;
         let value: Value =
             serde_json::from_str(unfence(reply)).map_err(|e| vec![format!("the reply is not JSON: {e}")])?;
-        compiled.validate(&value).map(|()| value)
+        compiled.validate(&value)?;
+        if let Some(typed) = &self.typed {
+            (typed.check)(&value).map_err(|e| vec![format!("the reply is not a valid `{}`: {e}", typed.name)])?;
+        }
+        Ok(value)
     }
 
     fn instruction(&self) -> String {
@@ -253,6 +350,9 @@ impl From<StructuredOutputConfig> for StructuredOutputMiddleware {
             compiled,
             max_retries: c.max_retries,
             instruct: c.instruct,
+            native: true,
+            format_name: "structured_output".to_owned(),
+            typed: None,
         }
     }
 }
@@ -264,7 +364,7 @@ impl From<StructuredOutputConfig> for StructuredOutputMiddleware {
     config = StructuredOutputConfig,
     before_if_present = ["output_limit_recovery", "model_retry", "model_fallback", "timeout"],
     doc(
-        mutation = "Adds the schema as a stable system segment `structured_output` (with `instruct`); on an invalid final reply, sends the same request plus the reply and a user message listing the errors (never stored); sets `AgentRun::structured_output` in `after_agent`.",
+        mutation = "Adds the schema as a stable system segment `structured_output` (with `instruct`) and sets `request.response_format` (unless already set or `native(false)`; OpenAI-compatible providers send it as `response_format`); on an invalid final reply, sends the same request plus the reply and a user message listing the errors (never stored); sets `AgentRun::structured_output` in `after_agent`.",
         events = "`Notice { source: \"structured_output\" }` with the errors and `AttemptDiscarded` for each rejected reply; an explicit state update `structured_output_errors` with the last errors.",
         failure = "Fails clearly: after `max_retries` re-asks the turn fails with a `Validation` error listing the last errors (each `at <pointer>: <rule>`); an invalid schema is rejected when it is built (every schema, when tinyagents is built without its default `structured-output` feature). Replies with tool calls pass unvalidated.",
         streaming = "Every attempt streams; a rejected reply's deltas are announced with `AttemptDiscarded` so clients drop them. Validation needs the whole reply, so it happens after the stream.",
@@ -275,6 +375,13 @@ impl From<StructuredOutputConfig> for StructuredOutputMiddleware {
 impl StructuredOutputMiddleware {
     #[before_model]
     fn instruct_model(&self, request: &mut ModelRequest) -> Result<()> {
+        if self.native && request.response_format.is_none() && self.compiled.is_ok() {
+            request.response_format = Some(ResponseFormat::JsonSchema {
+                name: self.format_name.clone(),
+                schema: self.schema.clone(),
+                strict: false,
+            });
+        }
         if !self.instruct || request.segment(STRUCTURED_OUTPUT_SEGMENT).is_some() {
             return Ok(());
         }

@@ -1,0 +1,9 @@
+use tinyagents::prelude::*;
+
+/// Adds.
+#[tool(name = "add numbers")]
+async fn add(a: i64, b: i64) -> Result<i64> {
+    Ok(a + b)
+}
+
+fn main() {}

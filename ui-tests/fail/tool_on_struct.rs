@@ -1,0 +1,6 @@
+use tinyagents::prelude::*;
+
+#[tool]
+struct Search;
+
+fn main() {}

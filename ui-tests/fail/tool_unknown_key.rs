@@ -1,0 +1,8 @@
+use tinyagents::prelude::*;
+
+#[tool(descripton = "Adds.")]
+async fn add(a: i64, b: i64) -> Result<i64> {
+    Ok(a + b)
+}
+
+fn main() {}
