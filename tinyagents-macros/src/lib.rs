@@ -79,7 +79,7 @@ hook_attributes! {
     ///     Ok(())
     /// }
     ///
-    /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(AddDate).unwrap();
+    /// let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(AddDate).unwrap();
     /// assert_eq!(stack.implementors(HookKind::BeforeModel), ["AddDate"]);
     /// ```
     before_model;
@@ -138,7 +138,7 @@ hook_attributes! {
 ///     }
 /// }
 ///
-/// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(CountCalls::default()).unwrap();
+/// let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(CountCalls::default()).unwrap();
 /// assert_eq!(stack.names(), ["count_calls"]);
 /// ```
 ///
