@@ -787,7 +787,8 @@ struct Prefilter {
 fn prefilter_for(patterns: Vec<String>) -> Option<Arc<Prefilter>> {
     /// At most this many distinct pattern lists are kept (user patterns make new ones).
     const KEEP: usize = 64;
-    static SETS: OnceLock<Mutex<HashMap<Vec<String>, Option<Arc<Prefilter>>>>> = OnceLock::new();
+    type Sets = Mutex<HashMap<Vec<String>, Option<Arc<Prefilter>>>>;
+    static SETS: OnceLock<Sets> = OnceLock::new();
     let sets = SETS.get_or_init(Default::default);
     if let Some(p) = sets.lock().expect("pii set cache").get(&patterns) {
         return p.clone();
