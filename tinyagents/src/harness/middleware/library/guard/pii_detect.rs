@@ -793,7 +793,12 @@ fn prefilter_for(patterns: Vec<String>) -> Option<Arc<Prefilter>> {
     if let Some(p) = sets.lock().expect("pii set cache").get(&patterns) {
         return p.clone();
     }
-    let built = RegexSet::new(&patterns).ok().map(|set| Arc::new(Prefilter { set }));
+    // Room for the lazy DFA of the union (the default cache is sized for one pattern).
+    let built = regex::RegexSetBuilder::new(&patterns)
+        .dfa_size_limit(16 << 20)
+        .build()
+        .ok()
+        .map(|set| Arc::new(Prefilter { set }));
     let mut cache = sets.lock().expect("pii set cache");
     if cache.len() < KEEP {
         cache.insert(patterns, built.clone());
