@@ -235,6 +235,7 @@ impl RetrievalCompressionMiddleware {
         let sizes: Vec<u64> = docs.iter().map(|d| d.tokens).collect();
         let shares = Self::shares(&sizes, self.config.budget_tokens);
         let mut changes = Vec::new();
+        let mut changed = vec![false; parsed.len()];
         for (doc, share) in docs.iter().zip(shares) {
             if share >= doc.tokens {
                 continue;
@@ -247,9 +248,12 @@ impl RetrievalCompressionMiddleware {
                 (chars as u64 * share / doc.tokens.max(1)) as usize
             };
             let cut: String = doc.text.chars().take(keep).collect();
-            let Some((_, p)) = parsed.iter_mut().find(|(i, _)| *i == doc.message) else {
+            // `parsed` is in message order: a binary search, not a scan per document.
+            let Ok(at) = parsed.binary_search_by_key(&doc.message, |(i, _)| *i) else {
                 continue;
             };
+            changed[at] = true;
+            let p = &mut parsed[at].1;
             let new_tokens = match (p, doc.slot) {
                 (Parsed::Json(v), Some(slot)) => {
                     let list = docs_of(v).expect("parsed as documents");
@@ -279,11 +283,9 @@ impl RetrievalCompressionMiddleware {
             };
             changes.push((doc.message, doc.id.clone(), doc.tokens, new_tokens));
         }
-        for (i, p) in &parsed {
-            if let Parsed::Json(v) = p {
-                if changes.iter().any(|c| c.0 == *i) {
-                    request.messages[*i].set_text(v.to_string());
-                }
+        for ((i, p), changed) in parsed.iter().zip(changed) {
+            if let (Parsed::Json(v), true) = (p, changed) {
+                request.messages[*i].set_text(v.to_string());
             }
         }
         let prefix_after = cache::fingerprint(request);

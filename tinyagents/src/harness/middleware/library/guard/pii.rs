@@ -17,7 +17,7 @@ use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::message::{ContentPart, Message, Role};
+use crate::harness::message::{ContentPart, Message, MessageId, Role};
 use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
 use crate::harness::run::AgentRun;
@@ -103,12 +103,13 @@ impl From<PiiConfig> for PiiMiddleware {
             }
         }
         Self {
-            engine: Engine { detectors, strategy },
+            engine: Engine::new(detectors, strategy),
             apply_to_input: c.apply_to_input,
             apply_to_output: c.apply_to_output,
             apply_to_tool_args: c.apply_to_tool_args,
             apply_to_tool_results: c.apply_to_tool_results,
             hold: c.max_match_chars.max(BUILTIN_MAX_CHARS),
+            remember: true,
         }
     }
 }
@@ -133,6 +134,63 @@ struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
 /// Digests of the results scrubbed in `wrap_tool`, so `after_tool` does not scan them again.
 #[derive(Default)]
 struct PiiScrubbedResults(Mutex<HashMap<(usize, String), Digest>>);
+
+/// Per run: what `before_model` found in each request message, by middleware
+/// instance and message id, so a history is not scanned again every turn.
+///
+/// A verdict holds a 128-bit keyed digest of the whole message as it was
+/// scanned (every field, serialised: content, tool calls, ids, name) and, when
+/// something was replaced, the scrubbed message and the counts. A message is
+/// skipped only when its id and its digest both match: an edited, replaced or
+/// new message is scanned again (fail closed). The digest is SipHash under two
+/// keys drawn at random per run, so no text can be crafted to collide with a
+/// clean one. Verdicts of messages no longer in the request are dropped.
+struct PiiVerdicts {
+    keys: (std::hash::RandomState, std::hash::RandomState),
+    map: Mutex<HashMap<usize, HashMap<MessageId, Verdict>>>,
+}
+
+impl Default for PiiVerdicts {
+    fn default() -> Self {
+        Self {
+            keys: (std::hash::RandomState::new(), std::hash::RandomState::new()),
+            map: Mutex::default(),
+        }
+    }
+}
+
+/// What one message held when it was scanned.
+struct Verdict {
+    digest: u128,
+    /// `None`: nothing detected. Otherwise the scrubbed message and what was found.
+    scrubbed: Option<(Message, PiiCounts)>,
+}
+
+/// Feeds serialised bytes to two hashers.
+struct DigestWriter<'a>(&'a mut std::hash::DefaultHasher, &'a mut std::hash::DefaultHasher);
+
+impl std::io::Write for DigestWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        use std::hash::Hasher;
+        self.0.write(bytes);
+        self.1.write(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl PiiVerdicts {
+    /// The digest of every field of `message`; `None` if it cannot be serialised (then it is scanned).
+    fn digest(&self, message: &Message) -> Option<u128> {
+        use std::hash::{BuildHasher, Hasher};
+        let (mut a, mut b) = (self.keys.0.build_hasher(), self.keys.1.build_hasher());
+        serde_json::to_writer(DigestWriter(&mut a, &mut b), message).ok()?;
+        Some((u128::from(a.finish()) << 64) | u128::from(b.finish()))
+    }
+}
 
 fn result_digest(result: &ToolResult) -> Digest {
     let mut d = Digest::default();
@@ -190,6 +248,8 @@ pub struct PiiMiddleware {
     apply_to_tool_args: bool,
     apply_to_tool_results: bool,
     hold: usize,
+    /// Keep per-message verdicts between model calls (off only for the reference scanner).
+    remember: bool,
 }
 
 impl PiiMiddleware {
@@ -212,14 +272,14 @@ impl PiiMiddleware {
                 ))
             })?);
         }
-        let custom: Vec<_> = self
+        let custom = self
             .engine
-            .detectors
-            .drain(..)
+            .detectors()
+            .iter()
             .filter(|d| !PII_TYPES.contains(&d.name.as_str()))
-            .collect();
+            .cloned();
         detectors.extend(custom);
-        self.engine.detectors = detectors;
+        self.engine.set_detectors(detectors);
         Ok(self)
     }
 
@@ -228,7 +288,9 @@ impl PiiMiddleware {
         let d = custom(name, pattern).map_err(|e| {
             TinyAgentsError::config_at(format!("custom.{name}"), format!("invalid regular expression: {e}"))
         })?;
-        self.engine.detectors.push(d);
+        let mut detectors = self.engine.detectors().to_vec();
+        detectors.push(d);
+        self.engine.set_detectors(detectors);
         Ok(self)
     }
 
@@ -247,22 +309,27 @@ impl PiiMiddleware {
         self.engine.redact(text)
     }
 
+    /// The same middleware with the reference scanner: every detector scans
+    /// each text on its own (no combined pass, no in-place read of non-ASCII
+    /// text), and no per-message verdicts are kept between model calls. It
+    /// detects exactly what the default scanner does, slower: it is the oracle
+    /// of the equivalence tests and the "before" side of the PII bench, not a setting.
+    #[doc(hidden)]
+    pub fn reference_scanner(mut self) -> Self {
+        self.engine = self.engine.reference();
+        self.remember = false;
+        self
+    }
+
     fn key(&self) -> usize {
         std::ptr::from_ref(self) as usize
     }
 
     /// Replaces PII in `text` in place, adding to `counts`; a `Validation` error for `Block`.
     fn scrub(&self, text: &mut String, place: &str, counts: &mut PiiCounts) -> Result<()> {
-        match self.engine.redact(text) {
-            Ok((out, found)) => {
-                if !found.is_empty() {
-                    *text = out;
-                    merge(counts, found);
-                }
-                Ok(())
-            }
-            Err(found) => Err(blocked(place, &found)),
-        }
+        self.engine
+            .redact_in_place(text, counts)
+            .map_err(|found| blocked(place, &found))
     }
 
     /// Scrubs every string of `value`, object keys included. Whatever sits
@@ -384,6 +451,26 @@ impl PiiMiddleware {
         }
     }
 
+    /// What `before_model` scrubs in one request message (by `apply_to_input` / `apply_to_tool_args`).
+    fn scrub_request_message(&self, message: &mut Message, counts: &mut PiiCounts) -> Result<()> {
+        if self.apply_to_input {
+            for part in &mut message.content {
+                if let ContentPart::Text { text } | ContentPart::Reasoning { text } = part {
+                    self.scrub(text, "the request", counts)?;
+                }
+            }
+        }
+        if self.apply_to_tool_args {
+            for call in &mut message.tool_calls {
+                self.scrub_call(call, "the request's tool calls", counts)?;
+            }
+            if let Some(id) = &mut message.tool_call_id {
+                self.scrub_id(id, "the request's tool calls", counts)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Every text part and tool-call argument of `message`.
     fn scrub_message(&self, message: &mut Message, counts: &mut PiiCounts) -> Result<()> {
         for part in &mut message.content {
@@ -473,23 +560,46 @@ impl PiiMiddleware {
             return Ok(());
         }
         let mut counts = PiiCounts::new();
-        for message in &mut request.messages {
-            if self.apply_to_input {
-                for part in &mut message.content {
-                    if let ContentPart::Text { text } | ContentPart::Reasoning { text } = part {
-                        self.scrub(text, "the request", &mut counts)?;
-                    }
-                }
+        if !self.remember {
+            for message in &mut request.messages {
+                self.scrub_request_message(message, &mut counts)?;
             }
-            if self.apply_to_tool_args {
-                for call in &mut message.tool_calls {
-                    self.scrub_call(call, "the request's tool calls", &mut counts)?;
+            report(ctx, "request", &counts);
+            return Ok(());
+        }
+        let verdicts = ctx.local::<PiiVerdicts>();
+        let key = self.key();
+        let mut old = verdicts
+            .map
+            .lock()
+            .expect("pii verdicts lock")
+            .remove(&key)
+            .unwrap_or_default();
+        let mut kept = HashMap::with_capacity(request.messages.len());
+        for message in &mut request.messages {
+            let digest = verdicts.digest(message);
+            let id = message.id.clone();
+            match (old.remove(&id), digest) {
+                (Some(v), Some(d)) if v.digest == d => {
+                    if let Some((scrubbed, found)) = &v.scrubbed {
+                        message.clone_from(scrubbed);
+                        merge(&mut counts, found.clone());
+                    }
+                    kept.insert(id, v);
                 }
-                if let Some(id) = &mut message.tool_call_id {
-                    self.scrub_id(id, "the request's tool calls", &mut counts)?;
+                (_, digest) => {
+                    let mut found = PiiCounts::new();
+                    self.scrub_request_message(message, &mut found)?;
+                    if let Some(digest) = digest {
+                        let scrubbed = (!found.is_empty()).then(|| (message.clone(), found.clone()));
+                        kept.insert(id, Verdict { digest, scrubbed });
+                    }
+                    merge(&mut counts, found);
                 }
             }
         }
+        // This instance's verdicts are now exactly the request's messages.
+        verdicts.map.lock().expect("pii verdicts lock").insert(key, kept);
         report(ctx, "request", &counts);
         Ok(())
     }

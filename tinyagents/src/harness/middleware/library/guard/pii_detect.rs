@@ -11,9 +11,9 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv6Addr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 /// The built-in PII types, in priority order (an earlier type wins a tie).
 pub const PII_TYPES: &[&str] = &[
@@ -648,8 +648,27 @@ fn unescape(s: &str) -> Option<(char, usize)> {
     })
 }
 
+/// Whether folding and unescaping would leave `text` as it is: no
+/// backslash, and every character folds to itself (plain prose in any
+/// script, `…`, `é`, CJK). Then detection reads the text itself, with no
+/// copy and no offset map.
+fn folds_to_itself(text: &str) -> bool {
+    !text.contains('\\') && (text.is_ascii() || text.chars().all(|c| c.is_ascii() || fold(c) == Some(c)))
+}
+
 fn normalise(text: &str) -> Normalised<'_> {
-    if text.is_ascii() && !text.contains('\\') {
+    normalise_with(text, true)
+}
+
+/// [`normalise`]; `fast: false` is the reference path (only ASCII text without
+/// a backslash is read in place), kept to check the fast one against.
+fn normalise_with(text: &str, fast: bool) -> Normalised<'_> {
+    let identity = if fast {
+        folds_to_itself(text)
+    } else {
+        text.is_ascii() && !text.contains('\\')
+    };
+    if identity {
         return Normalised {
             text: Cow::Borrowed(text),
             map: None,
@@ -744,8 +763,47 @@ pub type PiiCounts = BTreeMap<String, usize>;
 /// The detectors and the strategy.
 #[derive(Debug, Clone)]
 pub(super) struct Engine {
-    pub(super) detectors: Vec<Detector>,
+    detectors: Vec<Detector>,
     pub(super) strategy: PiiStrategy,
+    /// One combined scan over every detector's pattern, built at the first
+    /// scan; `None` inside: each detector scans the text itself (a set too
+    /// large to build). Not set at all for the reference path.
+    prefilter: Option<OnceLock<Option<Arc<Prefilter>>>>,
+}
+
+/// Every detector's pattern in one [`RegexSet`]: one pass over the text
+/// tells which detectors can match at all, and only those scan it. A set
+/// reports a pattern exactly when that pattern's own search finds a match in
+/// the same range (same patterns, same haystack, same start), so skipping the
+/// others changes no detection.
+#[derive(Debug)]
+struct Prefilter {
+    set: RegexSet,
+}
+
+/// The prefilter for these patterns (built once per distinct list of patterns,
+/// and kept for the built-in lists; `None` when the set cannot be built, e.g. it
+/// exceeds the regex size limit: then every detector scans, as before).
+fn prefilter_for(patterns: Vec<String>) -> Option<Arc<Prefilter>> {
+    /// At most this many distinct pattern lists are kept (user patterns make new ones).
+    const KEEP: usize = 64;
+    type Sets = Mutex<HashMap<Vec<String>, Option<Arc<Prefilter>>>>;
+    static SETS: OnceLock<Sets> = OnceLock::new();
+    let sets = SETS.get_or_init(Default::default);
+    if let Some(p) = sets.lock().expect("pii set cache").get(&patterns) {
+        return p.clone();
+    }
+    // Room for the lazy DFA of the union (the default cache is sized for one pattern).
+    let built = regex::RegexSetBuilder::new(&patterns)
+        .dfa_size_limit(16 << 20)
+        .build()
+        .ok()
+        .map(|set| Arc::new(Prefilter { set }));
+    let mut cache = sets.lock().expect("pii set cache");
+    if cache.len() < KEEP {
+        cache.insert(patterns, built.clone());
+    }
+    built
 }
 
 fn fnv1a(text: &str) -> u64 {
@@ -818,16 +876,63 @@ fn mask(kind: &str, value: &str) -> String {
 }
 
 impl Engine {
+    /// An engine with these detectors and one combined prefilter scan over them.
+    pub(super) fn new(detectors: Vec<Detector>, strategy: PiiStrategy) -> Self {
+        Self {
+            detectors,
+            strategy,
+            prefilter: Some(OnceLock::new()),
+        }
+    }
+
+    /// The detectors, in priority order.
+    pub(super) fn detectors(&self) -> &[Detector] {
+        &self.detectors
+    }
+
+    /// Replaces the detectors (and rebuilds the prefilter for them).
+    pub(super) fn set_detectors(&mut self, detectors: Vec<Detector>) {
+        self.detectors = detectors;
+        if self.prefilter.is_some() {
+            self.prefilter = Some(OnceLock::new());
+        }
+    }
+
+    /// The combined scan (built on first use); `None` for the reference path.
+    fn prefilter(&self) -> Option<Option<&Prefilter>> {
+        let cell = self.prefilter.as_ref()?;
+        Some(
+            cell.get_or_init(|| prefilter_for(self.detectors.iter().map(|d| d.regex.as_str().to_owned()).collect()))
+                .as_deref(),
+        )
+    }
+
+    /// The same engine scanning the reference way: every detector over the
+    /// text on its own, and every non-ASCII text folded into a copy (the
+    /// scanner before the combined pass; kept to check the fast path against).
+    pub(super) fn reference(mut self) -> Self {
+        self.prefilter = None;
+        self
+    }
+
     /// Every candidate starting at or after `from` in `hay`, by detector.
     pub(super) fn candidates(&self, hay: &str, from: usize) -> Vec<Candidate> {
-        let norm = normalise(hay);
+        let prefilter = self.prefilter();
+        let norm = normalise_with(hay, prefilter.is_some());
         let text: &str = &norm.text;
         let from_n = norm.norm(from);
         let census = Census::of(&text[from_n..]);
         let mut out = Vec::new();
         let mut spans = Vec::new();
+        let can_match = |d: &Detector| d.needs.is_none_or(|f| f(&census));
+        // One pass over the text for every detector the census lets through.
+        let matched = match prefilter {
+            Some(_) if !self.detectors.iter().any(can_match) => return out,
+            Some(Some(p)) => Some(p.set.matches_at(text, from_n)),
+            Some(None) | None => None,
+        };
         for (i, d) in self.detectors.iter().enumerate() {
-            if d.needs.is_some_and(|f| !f(&census)) {
+            if !can_match(d) || matched.as_ref().is_some_and(|m| !m.matched(i)) {
                 continue;
             }
             let mut at = from_n;
@@ -952,6 +1057,26 @@ impl Engine {
             return Err(());
         }
         Ok(out)
+    }
+
+    /// Replaces every match in `text` in place (no copy when there is none),
+    /// adding to `counts`. `Err(found)` for `Block` when any was found.
+    pub(super) fn redact_in_place(&self, text: &mut String, counts: &mut PiiCounts) -> Result<(), PiiCounts> {
+        let matches = Self::select(self.candidates(text, 0));
+        if matches.is_empty() {
+            return Ok(());
+        }
+        let mut found = PiiCounts::new();
+        match self.replace(text, 0, text.len(), &matches, &mut found) {
+            Ok(out) => {
+                *text = out;
+                for (k, v) in found {
+                    *counts.entry(k).or_default() += v;
+                }
+                Ok(())
+            }
+            Err(()) => Err(found),
+        }
     }
 
     /// The whole text with every match replaced. `Err(counts)` for `Block`.

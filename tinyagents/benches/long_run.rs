@@ -1,0 +1,215 @@
+//! Long runs: one agent run of T tool-call turns (T = 10, 100, 1,000) on the
+//! scripted model, with no middleware (the bare loop) and with the heavy
+//! context stack `pii → context_editing → summarization → message_trimming →
+//! prompt_cache_layout_guard` (built from TOML by type name). Prints, per T and
+//! stack, the time per turn (median of interleaved samples), the per-turn
+//! ratio against T = 10 (flat is 1.0; goal ≤ 2.0), and the run's heap counted by
+//! the global allocator: the peak live bytes over the live bytes before the
+//! run, and the bytes allocated in total, with the heavy/bare heap ratio (goal
+//! ≤ 2.0).
+//!
+//! First, `retrieval_compression`'s `before_model` per message at 1k and 40k
+//! messages (linear: the same cost per message).
+//!
+//! Run: `cargo bench -p tinyagents --bench long_run` (`-- --quick` for fewer samples).
+
+#![allow(missing_docs)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::json;
+use tinyagents::config::MiddlewareRegistry;
+use tinyagents::prelude::*;
+use tinyagents::testing::MiddlewareHarness;
+
+/// Counts the heap of one run: dhat's allocator records only while a profiler
+/// runs (a separate run from the timed ones, which run with none), and needs no
+/// `unsafe` here (the crate forbids it).
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+const HEAVY: &str = r#"
+[[middleware]]
+type = "pii"
+
+[[middleware]]
+type = "context_editing"
+trigger_tokens = 4000
+keep = 3
+
+[[middleware]]
+type = "summarization"
+trigger_messages = 120
+keep_messages = 40
+
+[[middleware]]
+type = "message_trimming"
+max_messages = 80
+
+[[middleware]]
+type = "prompt_cache_layout_guard"
+"#;
+
+/// Tool output of turn `i`: prose, numbers, now and then a value to redact, and a `…`.
+fn tool_output(i: usize) -> String {
+    let mut out = format!(
+        "Result {i}: the build of crate v1.{i}.3 finished in {}.{} s at 10:{:02} with 12 warnings; \
+         see the log for details…",
+        i % 60,
+        i % 10,
+        i % 60
+    );
+    if i.is_multiple_of(10) {
+        out.push_str(" Contact ann@example.com or call 555-123-4567.");
+    }
+    out
+}
+
+fn agent(turns: usize, heavy: bool) -> Agent<()> {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::from_fn(move |_req| {
+        let n = calls.fetch_add(1, Ordering::Relaxed);
+        if n < turns {
+            ScriptedTurn::tool_call("lookup", json!({ "query": format!("item {n}") }))
+        } else {
+            ScriptedTurn::text("done")
+        }
+    });
+    let counter = Arc::new(AtomicUsize::new(0));
+    let tools = ToolRegistry::new()
+        .with(tool_fn("lookup", "Looks up.", move |_cx, _args| {
+            let i = counter.fetch_add(1, Ordering::Relaxed);
+            async move { Ok(tool_output(i).into()) }
+        }))
+        .unwrap();
+    let stack = if heavy {
+        let mut registry = MiddlewareRegistry::<(), ()>::with_builtins();
+        let defaults: Vec<&'static str> = registry.defaults().collect();
+        for d in defaults {
+            registry.clear_default(d);
+        }
+        registry.stack_from_toml(HEAVY).expect("the heavy stack builds")
+    } else {
+        MiddlewareStack::empty()
+    };
+    Agent::new(model)
+        .with_tools(tools)
+        .with_stack(stack)
+        .with_max_steps(u32::try_from(turns).unwrap() + 10)
+}
+
+fn run_once(rt: &tokio::runtime::Runtime, turns: usize, heavy: bool) -> f64 {
+    let agent = agent(turns, heavy);
+    let start = Instant::now();
+    let run = rt
+        .block_on(agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go"))
+        .expect("the run completes");
+    let elapsed = start.elapsed().as_nanos() as f64;
+    assert_eq!(run.final_text(), "done");
+    elapsed / turns as f64
+}
+
+/// (peak live bytes over the start, total bytes allocated) of one run.
+fn heap_of(rt: &tokio::runtime::Runtime, turns: usize, heavy: bool) -> (u64, u64) {
+    let agent = agent(turns, heavy);
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let before = dhat::HeapStats::get();
+    let run = rt
+        .block_on(agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go"))
+        .expect("the run completes");
+    let after = dhat::HeapStats::get();
+    drop(run);
+    (
+        (after.max_bytes - before.curr_bytes) as u64,
+        after.total_bytes - before.total_bytes,
+    )
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `retrieval_compression`'s `before_model` on a request of `n` messages, a
+/// third of them retrieval results of three documents each, over budget: ns per message.
+fn retrieval_per_message(rt: &tokio::runtime::Runtime, n: usize, samples: usize) -> f64 {
+    let squeeze = MiddlewareRegistry::<(), ()>::with_builtins()
+        .stack_from_toml("[[middleware]]\ntype = \"retrieval_compression\"\ntools = [\"search\"]\nbudget_tokens = 4000")
+        .expect("retrieval_compression builds");
+    let mut h: MiddlewareHarness = MiddlewareHarness::with_stack(squeeze, (), ());
+    let messages: Vec<Message> = (0..n)
+        .map(|i| {
+            if i % 3 == 2 {
+                let docs: Vec<_> = (0..3)
+                    .map(|d| json!({"id": format!("doc-{i}-{d}"), "text": "lorem ipsum dolor sit amet ".repeat(8)}))
+                    .collect();
+                let mut m = Message::new(Role::Tool, json!(docs).to_string());
+                m.name = Some("search".into());
+                m.tool_call_id = Some(format!("call-{i}"));
+                m
+            } else {
+                Message::user(format!("message {i}"))
+            }
+        })
+        .collect();
+    let request = ModelRequest::new(messages);
+    let times = (0..samples)
+        .map(|_| {
+            let r = request.clone();
+            let start = Instant::now();
+            let out = rt.block_on(h.before_model(r)).unwrap();
+            let t = start.elapsed().as_nanos() as f64;
+            std::hint::black_box(out);
+            t / n as f64
+        })
+        .collect();
+    median(times)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return;
+    }
+    let quick = std::env::args().any(|a| a == "--quick");
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let small = retrieval_per_message(&rt, 1_000, if quick { 3 } else { 9 });
+    let large = retrieval_per_message(&rt, 40_000, if quick { 3 } else { 5 });
+    println!(
+        "retrieval_compression before_model: {:.0} ns/message at 1k messages, {:.0} ns/message at 40k ({:.2}x; linear is 1.0)",
+        small,
+        large,
+        large / small
+    );
+    let sizes = [10usize, 100, 1000];
+    println!("long_run: time per turn (median of interleaved samples) and heap per run");
+    println!("| T | stack | µs/turn | per-turn vs T=10 | peak heap | allocated | heap vs bare |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut base = [0.0f64; 2];
+    for &t in &sizes {
+        // alternate bare and heavy runs, so both see the same machine
+        let samples = if quick { 3 } else { (10_000 / t).clamp(5, 41) };
+        let mut times = [Vec::new(), Vec::new()];
+        for _ in 0..samples {
+            for (k, heavy) in [false, true].into_iter().enumerate() {
+                times[k].push(run_once(&rt, t, heavy));
+            }
+        }
+        let heaps = [heap_of(&rt, t, false), heap_of(&rt, t, true)];
+        for (k, name) in ["bare", "heavy"].into_iter().enumerate() {
+            let per_turn = median(std::mem::take(&mut times[k]));
+            if t == sizes[0] {
+                base[k] = per_turn;
+            }
+            println!(
+                "| {t} | {name} | {:.1} | {:.2}x | {:.2} MB | {:.2} MB | {:.2}x |",
+                per_turn / 1e3,
+                per_turn / base[k],
+                heaps[k].0 as f64 / 1e6,
+                heaps[k].1 as f64 / 1e6,
+                heaps[k].0 as f64 / heaps[0].0 as f64,
+            );
+        }
+    }
+}
