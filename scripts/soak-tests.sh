@@ -58,8 +58,12 @@ summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 status=0
 
-# 1. Build every feature set and snapshot its executables, before any run: a
-#    source edit or build made while the soak runs changes nothing in it.
+# Each feature set is built, snapshotted and run before the next is built: a
+# test that starts one of the workspace's programs finds it through a path
+# cargo compiled in (`CARGO_BIN_EXE_<name>`), and the next set's build
+# replaces that program with one of other features. Within a set the test
+# executables are copies: a source edit or build made meanwhile changes
+# nothing in them (the programs they start must not be rebuilt meanwhile).
 for set in $features; do
   case $set in
     default) flags=() ;;
@@ -69,35 +73,32 @@ for set in $features; do
   bin="$logs/bin-$set"
   if [[ ${SOAK_REUSE:-} == 1 && -s $bin/snapshot.tsv ]]; then
     echo "==> reusing the snapshot in $bin (features: $set)" >&2
-    continue
+  else
+    echo "==> building the test binaries (features: $set)" >&2
+    rm -rf "$bin"
+    mkdir -p "$bin"
+    # One line per test executable: name <TAB> executable <TAB> package directory.
+    cargo test --workspace --no-run --message-format=json "${flags[@]}" 2>"$logs/build-$set.log" |
+      jq -r --argjson pkgs "$packages" \
+        'select(.reason == "compiler-artifact" and .profile.test and .executable != null)
+         | ($pkgs[.manifest_path] // "unknown") as $p
+         | [ $p + "::" + (if (.target.kind | index("lib")) then "lib" else .target.name end),
+             .executable, (.manifest_path | sub("/Cargo.toml$"; "")) ] | @tsv' >"$bin/list.tsv" || {
+      echo "build failed (features: $set); see $logs/build-$set.log" >&2
+      exit 1
+    }
+    while IFS=$'\t' read -r name exe dir; do
+      if [[ ${name%%::*} == tinyagents-ui-tests ]]; then
+        printf '%s\t%s\t%s\n' "$name" "$exe" "$dir"
+      else
+        copy="$bin/${name//::/-}"
+        strip --strip-debug -o "$copy" "$exe" 2>/dev/null || cp "$exe" "$copy"
+        printf '%s\t%s\t%s\n' "$name" "$copy" "$dir"
+      fi
+    done <"$bin/list.tsv" >"$bin/snapshot.tsv"
   fi
-  echo "==> building the test binaries (features: $set)" >&2
-  rm -rf "$bin"
-  mkdir -p "$bin"
-  # One line per test executable: name <TAB> executable <TAB> package directory.
-  cargo test --workspace --no-run --message-format=json "${flags[@]}" 2>"$logs/build-$set.log" |
-    jq -r --argjson pkgs "$packages" \
-      'select(.reason == "compiler-artifact" and .profile.test and .executable != null)
-       | ($pkgs[.manifest_path] // "unknown") as $p
-       | [ $p + "::" + (if (.target.kind | index("lib")) then "lib" else .target.name end),
-           .executable, (.manifest_path | sub("/Cargo.toml$"; "")) ] | @tsv' >"$bin/list.tsv" || {
-    echo "build failed (features: $set); see $logs/build-$set.log" >&2
-    exit 1
-  }
-  while IFS=$'\t' read -r name exe dir; do
-    if [[ ${name%%::*} == tinyagents-ui-tests ]]; then
-      printf '%s\t%s\t%s\n' "$name" "$exe" "$dir"
-    else
-      copy="$bin/${name//::/-}"
-      strip --strip-debug -o "$copy" "$exe" 2>/dev/null || cp "$exe" "$copy"
-      printf '%s\t%s\t%s\n' "$name" "$copy" "$dir"
-    fi
-  done <"$bin/list.tsv" >"$bin/snapshot.tsv"
-done
 
-# 2. Run them.
-for set in $features; do
-  bin="$logs/bin-$set"
+  # Run them.
   while IFS=$'\t' read -r name exe dir; do
     [[ -n $only && ! $name =~ $only ]] && continue
     [[ -n $skip && $name =~ $skip ]] && continue
