@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 pub struct ReadmeDoctests;
 
 use async_trait::async_trait;
-use tinyagents::harness::middleware::{MiddlewareInfo, ModelMiddleware, ToolMiddleware};
+use tinyagents::harness::middleware::MiddlewareInfo;
 use tinyagents::prelude::*;
 
 /// A shared, ordered log of `name:hook` lines.
@@ -52,8 +52,6 @@ pub struct Recorder {
     pub log: Log,
     /// The hooks it reports implementing.
     pub hooks: HookSet,
-    /// Whether it registers wrap layers.
-    pub wraps: bool,
     /// A hook in which it returns a `Validation` error.
     pub fail_in: Option<HookKind>,
     /// A hook in which it panics.
@@ -70,8 +68,7 @@ impl Recorder {
         Self {
             name: name.to_owned(),
             log: log.clone(),
-            hooks: HookSet::LIFECYCLE,
-            wraps: true,
+            hooks: HookSet::EVERY,
             fail_in: None,
             panic_in: None,
             before: Vec::new(),
@@ -79,10 +76,9 @@ impl Recorder {
         }
     }
 
-    /// The same recorder implementing only `hooks` and no wraps.
+    /// The same recorder implementing only `hooks` (wraps included when they are in it).
     pub fn only(mut self, hooks: HookSet) -> Self {
         self.hooks = hooks;
-        self.wraps = false;
         self
     }
 
@@ -140,19 +136,31 @@ impl<S: Send + Sync + 'static> Middleware<S> for Recorder {
         }
         info
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<S>>> {
-        if self.wraps {
-            Some(self)
-        } else {
-            None
-        }
+    async fn wrap_model(
+        &self,
+        ctx: &mut RunContext,
+        state: &S,
+        request: ModelRequest,
+        next: ModelHandler<'_, S>,
+    ) -> Result<MiddlewareModelOutcome> {
+        self.hit(HookKind::WrapModel)?;
+        self.log.push(format!("{}:wrap_model>", self.name));
+        let out = next.run(ctx, state, request).await;
+        self.log.push(format!("{}:wrap_model<", self.name));
+        out
     }
-    fn tool_middleware(self: Arc<Self>) -> Option<Arc<dyn ToolMiddleware<S>>> {
-        if self.wraps {
-            Some(self)
-        } else {
-            None
-        }
+    async fn wrap_tool(
+        &self,
+        ctx: &mut RunContext,
+        state: &S,
+        call: ToolCall,
+        next: ToolHandler<'_, S>,
+    ) -> Result<MiddlewareToolOutcome> {
+        self.hit(HookKind::WrapTool)?;
+        self.log.push(format!("{}:wrap_tool>", self.name));
+        let out = next.run(ctx, state, call).await;
+        self.log.push(format!("{}:wrap_tool<", self.name));
+        out
     }
     async fn before_agent(&self, _: &mut RunContext, _: &S) -> Result<()> {
         self.hit(HookKind::BeforeAgent)
@@ -181,46 +189,6 @@ impl<S: Send + Sync + 'static> Middleware<S> for Recorder {
     async fn on_error(&self, _: &mut RunContext, _: &S, error: &TinyAgentsError) -> Result<()> {
         self.log.push(format!("{}:on_error:{}", self.name, error.kind()));
         Err(TinyAgentsError::validation("errors from on_error are ignored"))
-    }
-}
-
-#[async_trait]
-impl<S: Send + Sync + 'static> ModelMiddleware<S> for Recorder {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    async fn wrap_model(
-        &self,
-        ctx: &mut RunContext,
-        state: &S,
-        request: ModelRequest,
-        next: ModelHandler<'_, S>,
-    ) -> Result<MiddlewareModelOutcome> {
-        self.hit(HookKind::WrapModel)?;
-        self.log.push(format!("{}:wrap_model>", self.name));
-        let out = next.run(ctx, state, request).await;
-        self.log.push(format!("{}:wrap_model<", self.name));
-        out
-    }
-}
-
-#[async_trait]
-impl<S: Send + Sync + 'static> ToolMiddleware<S> for Recorder {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    async fn wrap_tool(
-        &self,
-        ctx: &mut RunContext,
-        state: &S,
-        call: ToolCall,
-        next: ToolHandler<'_, S>,
-    ) -> Result<MiddlewareToolOutcome> {
-        self.hit(HookKind::WrapTool)?;
-        self.log.push(format!("{}:wrap_tool>", self.name));
-        let out = next.run(ctx, state, call).await;
-        self.log.push(format!("{}:wrap_tool<", self.name));
-        out
     }
 }
 

@@ -1,6 +1,6 @@
 //! Code generation: from a validated [`MiddlewareDef`] to the
-//! `MiddlewareMetadata`, `Middleware`, `ModelMiddleware` and
-//! `ToolMiddleware` impls. Generated code names only `::tinyagents::__private`.
+//! `MiddlewareMetadata` and `Middleware` impls (wraps are `Middleware`
+//! methods). Generated code names only `::tinyagents::__private`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -8,7 +8,7 @@ use syn::{Generics, Ident, LitStr, Type};
 
 use crate::attr::OrderRef;
 use crate::generics::Resolved;
-use crate::hook::Shape;
+use crate::hook::{Shape, Wrap};
 use crate::model::{Callee, HookDef, MiddlewareDef};
 use crate::params::{Returns, Role};
 
@@ -28,11 +28,9 @@ fn impl_attrs() -> TokenStream {
 pub(crate) fn middleware(def: &MiddlewareDef, resolved: &Resolved) -> TokenStream {
     let metadata = metadata(def);
     let lifecycle = lifecycle_impl(def, resolved);
-    let wraps = def.hooks.iter().filter_map(|h| wrap_impl(def, resolved, h));
     quote! {
         #metadata
         #lifecycle
-        #(#wraps)*
     }
 }
 
@@ -183,7 +181,7 @@ fn call(h: &HookDef) -> TokenStream {
     }
 }
 
-/// The `Middleware` impl: metadata methods, each lifecycle hook, and the wrap accessors.
+/// The `Middleware` impl: metadata methods, each lifecycle hook, and the wraps.
 fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
     let p = p();
     let attrs = impl_attrs();
@@ -194,15 +192,7 @@ fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
     for h in &def.hooks {
         let method = Ident::new(h.hook.method, Span::call_site());
         match h.hook.shape {
-            Shape::Wrap(w) => {
-                let accessor = Ident::new(w.accessor, Span::call_site());
-                let tr = Ident::new(w.trait_name, Span::call_site());
-                methods.push(quote! {
-                    fn #accessor(self: #p::Arc<Self>) -> #p::Option<#p::Arc<dyn #p::#tr<#state, #ctx>>> {
-                        #p::Option::Some(self)
-                    }
-                });
-            }
+            Shape::Wrap(w) => methods.push(wrap_method(h, w, state, ctx)),
             Shape::Lifecycle { value, sync } => {
                 let value_param = value.map(|v| {
                     let vt = Ident::new(v.ty, Span::call_site());
@@ -284,38 +274,25 @@ fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
     }
 }
 
-/// The `ModelMiddleware`/`ToolMiddleware` impl of a wrap hook.
-fn wrap_impl(def: &MiddlewareDef, r: &Resolved, h: &HookDef) -> Option<TokenStream> {
-    let w = h.hook.wrap()?;
+/// The `Middleware::wrap_model`/`wrap_tool` method of a wrap hook.
+fn wrap_method(h: &HookDef, w: Wrap, state: &Type, ctx: &Type) -> TokenStream {
     let p = p();
-    let attrs = impl_attrs();
-    let (impl_g, _, where_c) = r.generics.split_for_impl();
-    let (ty, state, ctx) = (&def.self_ty, &r.state, &r.ctx);
-    let tr = Ident::new(w.trait_name, Span::call_site());
     let method = Ident::new(h.hook.method, Span::call_site());
     let input = Ident::new(w.input, Span::call_site());
     let handler = Ident::new(w.handler, Span::call_site());
     let outcome = Ident::new(w.outcome, Span::call_site());
     let body = call(h);
-    Some(quote! {
-        #attrs
-        #[#p::async_trait]
-        impl #impl_g #p::#tr<#state, #ctx> for #ty #where_c {
-            #[inline]
-            fn name(&self) -> &str {
-                <Self as #p::MiddlewareMetadata>::NAME
-            }
-            async fn #method(
-                &self,
-                __ctx: &mut #p::RunContext<#ctx>,
-                __state: &#state,
-                __input: #p::#input,
-                __next: #p::#handler<'_, #state, #ctx>,
-            ) -> #p::Result<#p::#outcome> {
-                (#body).map(#p::Into::into)
-            }
+    quote! {
+        async fn #method(
+            &self,
+            __ctx: &mut #p::RunContext<#ctx>,
+            __state: &#state,
+            __input: #p::#input,
+            __next: #p::#handler<'_, #state, #ctx>,
+        ) -> #p::Result<#p::#outcome> {
+            (#body).map(#p::Into::into)
         }
-    })
+    }
 }
 
 /// What is emitted for a middleware with errors: metadata and a `Middleware`

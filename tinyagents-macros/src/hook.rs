@@ -24,10 +24,6 @@ pub(crate) struct Sync {
 /// What a wrap hook is made of.
 #[derive(Clone, Copy)]
 pub(crate) struct Wrap {
-    /// The trait (`ModelMiddleware`).
-    pub(crate) trait_name: &'static str,
-    /// The `Middleware` method returning the value as that trait (`model_middleware`).
-    pub(crate) accessor: &'static str,
     /// The input passed by value (`ModelRequest`).
     pub(crate) input: &'static str,
     /// The input's usual parameter name (`request`).
@@ -160,8 +156,6 @@ pub(crate) const HOOKS: &[Hook] = &[
         kind: "WrapModel",
         flag: "WRAP_MODEL",
         shape: Shape::Wrap(Wrap {
-            trait_name: "ModelMiddleware",
-            accessor: "model_middleware",
             input: "ModelRequest",
             input_var: "request",
             edit_hook: "before_model",
@@ -176,8 +170,6 @@ pub(crate) const HOOKS: &[Hook] = &[
         kind: "WrapTool",
         flag: "WRAP_TOOL",
         shape: Shape::Wrap(Wrap {
-            trait_name: "ToolMiddleware",
-            accessor: "tool_middleware",
             input: "ToolCall",
             input_var: "call",
             edit_hook: "before_tool",

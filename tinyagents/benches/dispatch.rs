@@ -9,13 +9,12 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use async_trait::async_trait;
 use criterion::{criterion_group, Criterion};
-use tinyagents::harness::middleware::{ModelBaseCall, ModelMiddleware};
+use tinyagents::harness::middleware::ModelBaseCall;
 use tinyagents::prelude::*;
 
 /// Polls a future that completes without waiting.
@@ -56,15 +55,8 @@ impl Middleware<()> for Layer {
         self.0
     }
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
+        HookSet::WRAP_MODEL
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ModelMiddleware<()> for Layer {
     async fn wrap_model(
         &self,
         ctx: &mut RunContext,

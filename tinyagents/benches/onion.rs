@@ -10,14 +10,13 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::task::Poll;
 
 use async_trait::async_trait;
 use common::{median_ns, quick_mode, ready};
 use criterion::{criterion_group, Criterion};
 use futures::future::BoxFuture;
-use tinyagents::harness::middleware::{ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
+use tinyagents::harness::middleware::{ModelBaseCall, ToolBaseCall};
 use tinyagents::prelude::*;
 use tower::util::BoxCloneService;
 use tower::{Service, ServiceExt};
@@ -31,18 +30,8 @@ impl Middleware<()> for Layer {
         &self.0
     }
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
+        HookSet::WRAP_MODEL | HookSet::WRAP_TOOL
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        Some(self)
-    }
-    fn tool_middleware(self: Arc<Self>) -> Option<Arc<dyn ToolMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ModelMiddleware<()> for Layer {
     async fn wrap_model(
         &self,
         ctx: &mut RunContext,
@@ -52,10 +41,6 @@ impl ModelMiddleware<()> for Layer {
     ) -> Result<MiddlewareModelOutcome> {
         next.run(ctx, state, request).await
     }
-}
-
-#[async_trait]
-impl ToolMiddleware<()> for Layer {
     async fn wrap_tool(
         &self,
         ctx: &mut RunContext,

@@ -5,9 +5,12 @@ pub use crate::harness::context::{JumpSet, JumpTarget, MiddlewareControl, RunCon
 pub use crate::harness::error::{ErrorKind, Result, TinyAgentsError};
 pub use crate::harness::event::{AgentEvent, CollectingSink, EventKind, EventSink, NullSink};
 pub use crate::harness::message::{Message, Role};
+// `ModelMiddleware` and `ToolMiddleware` are not here: every `Middleware` is
+// one, and with both in scope `mw.name()` would be ambiguous. A wrap-only
+// type imports them from `tinyagents::harness::middleware`.
 pub use crate::harness::middleware::{
     HookKind, HookSet, Middleware, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareStack, MiddlewareToolOutcome,
-    ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
+    ModelHandler, PreparedBatch, ToolHandler,
 };
 pub use crate::harness::model::{
     ChatModel, ModelDelta, ModelRequest, ModelResponse, PromptSegment, ScriptedModel, ScriptedTurn, Usage,

@@ -232,17 +232,7 @@ struct RetryOnce;
 #[async_trait]
 impl Middleware<()> for RetryOnce {
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
-    }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ModelMiddleware<()> for RetryOnce {
-    fn name(&self) -> &str {
-        "retry_once"
+        HookSet::WRAP_MODEL
     }
     async fn wrap_model(
         &self,
@@ -477,17 +467,7 @@ struct PassTool;
 #[async_trait]
 impl Middleware<()> for PassTool {
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
-    }
-    fn tool_middleware(self: Arc<Self>) -> Option<Arc<dyn ToolMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ToolMiddleware<()> for PassTool {
-    fn name(&self) -> &str {
-        "pass_tool"
+        HookSet::WRAP_TOOL
     }
     async fn wrap_tool(
         &self,

@@ -12,7 +12,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use provider_support::*;
 use serde_json::json;
-use tinyagents::harness::middleware::ModelMiddleware;
 use tinyagents::harness::model::providers::ProviderConfig;
 use tinyagents::harness::model::{ChatModel, FinishReason, ModelRoute};
 use tinyagents::prelude::*;
@@ -31,19 +30,8 @@ impl Middleware<()> for RetryRateLimits {
         "RetryRateLimits"
     }
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
+        HookSet::WRAP_MODEL
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ModelMiddleware<()> for RetryRateLimits {
-    fn name(&self) -> &str {
-        "RetryRateLimits"
-    }
-
     async fn wrap_model(
         &self,
         ctx: &mut RunContext,
@@ -78,19 +66,8 @@ impl Middleware<()> for FallbackTo {
         "FallbackTo"
     }
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
+        HookSet::WRAP_MODEL
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ModelMiddleware<()> for FallbackTo {
-    fn name(&self) -> &str {
-        "FallbackTo"
-    }
-
     async fn wrap_model(
         &self,
         ctx: &mut RunContext,

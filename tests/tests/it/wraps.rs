@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tinyagents::harness::middleware::{Middleware, ModelMiddleware, ToolMiddleware};
+use tinyagents::harness::middleware::Middleware;
 use tinyagents::prelude::*;
 use tinyagents::testing::{model_base, tool_base, MiddlewareHarness};
 
@@ -17,15 +17,8 @@ struct Retry {
 #[async_trait]
 impl Middleware<()> for Retry {
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
+        HookSet::WRAP_MODEL
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ModelMiddleware<()> for Retry {
     async fn wrap_model(
         &self,
         ctx: &mut RunContext,
@@ -81,15 +74,8 @@ struct Cached;
 #[async_trait]
 impl Middleware<()> for Cached {
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
+        HookSet::WRAP_TOOL
     }
-    fn tool_middleware(self: Arc<Self>) -> Option<Arc<dyn ToolMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ToolMiddleware<()> for Cached {
     async fn wrap_tool(
         &self,
         _: &mut RunContext,
@@ -123,15 +109,8 @@ struct Fallback;
 #[async_trait]
 impl Middleware<()> for Fallback {
     fn hooks(&self) -> HookSet {
-        HookSet::empty()
+        HookSet::WRAP_MODEL
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        Some(self)
-    }
-}
-
-#[async_trait]
-impl ModelMiddleware<()> for Fallback {
     async fn wrap_model(
         &self,
         ctx: &mut RunContext,

@@ -1,10 +1,7 @@
 //! The `next` handles passed to wrap middleware: [`ModelHandler`] and [`ToolHandler`].
 
 use super::invoke::{catch, outcome_of, Bracket, Slot};
-use super::{
-    HookKind, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelBaseCall, ModelMiddleware, ToolBaseCall,
-    ToolMiddleware,
-};
+use super::{HookKind, Middleware, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelBaseCall, ToolBaseCall};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::model::ModelRequest;
@@ -13,7 +10,7 @@ use crate::harness::tool::ToolCall;
 macro_rules! handler {
     (
         $(#[$doc:meta])*
-        $handler:ident, $layer:ident, $base:ident, $method:ident, $input:ty, $outcome:ty, $hook:expr
+        $handler:ident, $base:ident, $method:ident, $input:ty, $outcome:ty, $hook:expr
     ) => {
         $(#[$doc])*
         pub struct $handler<'a, State, Ctx = ()>
@@ -21,7 +18,7 @@ macro_rules! handler {
             State: Send + Sync + 'static,
             Ctx: Send + Sync + 'static,
         {
-            layers: &'a [Slot<dyn $layer<State, Ctx>>],
+            layers: &'a [Slot<dyn Middleware<State, Ctx>>],
             base: &'a (dyn $base<State, Ctx> + 'a),
         }
 
@@ -47,7 +44,7 @@ macro_rules! handler {
             State: Send + Sync + 'static,
             Ctx: Send + Sync + 'static,
         {
-            pub(crate) fn new(layers: &'a [Slot<dyn $layer<State, Ctx>>], base: &'a (dyn $base<State, Ctx> + 'a)) -> Self {
+            pub(crate) fn new(layers: &'a [Slot<dyn Middleware<State, Ctx>>], base: &'a (dyn $base<State, Ctx> + 'a)) -> Self {
                 Self { layers, base }
             }
 
@@ -64,7 +61,7 @@ macro_rules! handler {
                 };
                 let next = Self { layers: rest, base: self.base };
                 let bracket = Bracket::open(ctx, &slot.name, $hook);
-                let (res, panicked) = catch(slot.mw.$method(ctx, state, input, next), &slot.name, $hook).await;
+                let (res, panicked) = catch(Middleware::$method(&*slot.mw, ctx, state, input, next), &slot.name, $hook).await;
                 let res = ctx.checked_jump(&slot.name, slot.jumps, res);
                 bracket.close(outcome_of(&res, panicked));
                 res
@@ -77,10 +74,10 @@ handler!(
     /// The rest of the model onion, as a wrap layer sees it: call
     /// [`run`](ModelHandler::run) zero, one or many times. `Copy`, so a retry
     /// loop can call it again.
-    ModelHandler, ModelMiddleware, ModelBaseCall, wrap_model, ModelRequest, MiddlewareModelOutcome, HookKind::WrapModel
+    ModelHandler, ModelBaseCall, wrap_model, ModelRequest, MiddlewareModelOutcome, HookKind::WrapModel
 );
 
 handler!(
     /// The rest of the tool onion, as a wrap layer sees it; see [`ModelHandler`].
-    ToolHandler, ToolMiddleware, ToolBaseCall, wrap_tool, ToolCall, MiddlewareToolOutcome, HookKind::WrapTool
+    ToolHandler, ToolBaseCall, wrap_tool, ToolCall, MiddlewareToolOutcome, HookKind::WrapTool
 );

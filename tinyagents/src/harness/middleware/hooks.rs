@@ -143,7 +143,7 @@ macro_rules! define_kinds {
             ///
             /// The stack reads it once, at registration, to build one dispatch list
             /// per hook: a hook that no middleware implements costs nothing at run
-            /// time. A hand-written `Middleware` impl reports [`HookSet::LIFECYCLE`]
+            /// time. A hand-written `Middleware` impl reports [`HookSet::EVERY`]
             /// by default (always correct, never fastest); the DSL reports the exact set.
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
             pub struct HookSet: u32 {
@@ -154,9 +154,7 @@ macro_rules! define_kinds {
                 #[doc = concat!("`", stringify!($emethod), "`.")]
                 const $eflag = 1 << HookKind::$ekind as u8;
                 $(
-                    #[doc = concat!("`", stringify!($wmethod), "` (informational: the stack registers wraps through ",
-                        "[`Middleware::model_middleware`](super::Middleware::model_middleware) and ",
-                        "[`Middleware::tool_middleware`](super::Middleware::tool_middleware)).")]
+                    #[doc = concat!("`", stringify!($wmethod), "`: the stack puts the middleware in that onion.")]
                     const $wflag = 1 << HookKind::$wkind as u8;
                 )*
                 $($(
@@ -164,8 +162,11 @@ macro_rules! define_kinds {
                         stringify!($method), "`: no boxed future per delta.")]
                     const $sync_flag = HookSet::sync_of(HookKind::$kind).bits();
                 )?)*
-                /// Every lifecycle hook (the default of a hand-written impl).
+                /// Every lifecycle hook.
                 const LIFECYCLE = (1 << HookKind::LIFECYCLE_COUNT) - 1;
+                /// Every hook, lifecycle and wraps (the default of a hand-written impl;
+                /// no synchronous forms).
+                const EVERY = (1 << HookKind::COUNT) - 1;
             }
         }
 

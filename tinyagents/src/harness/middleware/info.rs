@@ -30,26 +30,11 @@ pub struct MiddlewareInfo {
 }
 
 impl MiddlewareInfo {
-    /// The registration error of a middleware whose hooks declare a wrap
-    /// that its `model_middleware`/`tool_middleware` accessor does not give:
-    /// the wrap would be silently dropped, so the stack refuses it.
-    pub(crate) fn missing_wrap(name: &str, wrap: HookKind) -> crate::harness::error::TinyAgentsError {
-        let (accessor, trait_name) = match wrap {
-            HookKind::WrapTool => ("tool_middleware", "ToolMiddleware"),
-            _ => ("model_middleware", "ModelMiddleware"),
-        };
-        crate::harness::error::TinyAgentsError::config(format!(
-            "middleware `{name}` declares `{wrap}` in its hooks, but its `Middleware::{accessor}()` returns None, \
-             so the wrap would never run; override `{accessor}` to return `Some(self)` (the type implements \
-             `{trait_name}`), or drop `{wrap}` from `hooks()`"
-        ))
-    }
-
-    /// Info with a name, every lifecycle hook, no ordering, every jump, no doc.
+    /// Info with a name, every hook ([`HookSet::EVERY`]), no ordering, every jump, no doc.
     pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
         Self {
             name: name.into(),
-            hooks: HookSet::LIFECYCLE,
+            hooks: HookSet::EVERY,
             before: Vec::new(),
             after: Vec::new(),
             before_if_present: Vec::new(),

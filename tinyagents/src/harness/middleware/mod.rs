@@ -34,6 +34,7 @@ mod order;
 mod outcome;
 mod stack;
 mod traits;
+mod wrap_only;
 
 #[cfg(test)]
 mod tests;

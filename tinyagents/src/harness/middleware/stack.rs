@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::invoke::Slot;
 use super::order::{resolve, OrderNode};
+use super::wrap_only::WrapOnly;
 use super::{
     HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, ToolBaseCall,
     ToolHandler, ToolMiddleware,
@@ -15,7 +16,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::{ModelRequest, ModelResponse};
 use crate::harness::tool::{ToolCall, ToolResult};
 
-/// One registration: a value in up to three roles, under one name.
+/// One registration: a value, under one name, in the lists of the hooks it implements.
 struct Entry<S, C>
 where
     S: Send + Sync + 'static,
@@ -23,9 +24,8 @@ where
 {
     name: Arc<str>,
     info: MiddlewareInfo,
-    lifecycle: Option<Arc<dyn Middleware<S, C>>>,
-    model: Option<Arc<dyn ModelMiddleware<S, C>>>,
-    tool: Option<Arc<dyn ToolMiddleware<S, C>>>,
+    /// The value, dispatched for each hook in `info.hooks` (wraps included).
+    mw: Arc<dyn Middleware<S, C>>,
     /// A default-on built-in: registering a middleware of the same name
     /// replaces it instead of being a duplicate.
     default: bool,
@@ -76,8 +76,8 @@ where
     registered: Vec<Entry<S, C>>,
     order: Vec<usize>,
     lists: [Vec<Slot<dyn Middleware<S, C>>>; HookKind::LIFECYCLE_COUNT],
-    model: Vec<Slot<dyn ModelMiddleware<S, C>>>,
-    tool: Vec<Slot<dyn ToolMiddleware<S, C>>>,
+    model: Vec<Slot<dyn Middleware<S, C>>>,
+    tool: Vec<Slot<dyn Middleware<S, C>>>,
     /// Per hook: whether every implementor takes the synchronous form.
     all_sync: [bool; HookKind::LIFECYCLE_COUNT],
     /// The tools the middleware contributed, with the name of each contributor.
@@ -184,15 +184,7 @@ where
 
     /// Registers a wrap-only model middleware; a duplicate name is a `Config` error.
     pub fn try_push_model(&mut self, middleware: Arc<dyn ModelMiddleware<S, C>>) -> Result<&mut Self> {
-        let info = MiddlewareInfo::new(middleware.name().to_owned()).with_hooks(HookSet::WRAP_MODEL);
-        self.insert(Entry {
-            name: Arc::from(info.name.as_ref()),
-            info,
-            lifecycle: None,
-            model: Some(middleware),
-            tool: None,
-            default: false,
-        })
+        self.add_dyn(Arc::new(WrapOnly::Model(middleware)), None)
     }
 
     /// Registers a wrap-only tool middleware (one without a `Middleware` impl).
@@ -208,15 +200,7 @@ where
 
     /// Registers a wrap-only tool middleware; a duplicate name is a `Config` error.
     pub fn try_push_tool(&mut self, middleware: Arc<dyn ToolMiddleware<S, C>>) -> Result<&mut Self> {
-        let info = MiddlewareInfo::new(middleware.name().to_owned()).with_hooks(HookSet::WRAP_TOOL);
-        self.insert(Entry {
-            name: Arc::from(info.name.as_ref()),
-            info,
-            lifecycle: None,
-            model: None,
-            tool: Some(middleware),
-            default: false,
-        })
+        self.add_dyn(Arc::new(WrapOnly::Tool(middleware)), None)
     }
 
     fn add_dyn(&mut self, middleware: Arc<dyn Middleware<S, C>>, name: Option<String>) -> Result<&mut Self> {
@@ -224,28 +208,12 @@ where
         if let Some(name) = name {
             info.name = name.into();
         }
-        let model = middleware.clone().model_middleware();
-        let tool = middleware.clone().tool_middleware();
-        let wraps = [
-            (HookKind::WrapModel, model.is_some()),
-            (HookKind::WrapTool, tool.is_some()),
-        ];
-        for (wrap, present) in wraps {
-            match (present, info.hooks.has(wrap)) {
-                (true, _) => info.hooks |= wrap.as_set(),
-                (false, true) => return Err(MiddlewareInfo::missing_wrap(&info.name, wrap)),
-                (false, false) => {}
-            }
-        }
         let name: Arc<str> = Arc::from(info.name.as_ref());
         let tools = self.check_contributed(&name, middleware.tools())?;
-        let lifecycle = info.hooks.intersects(HookSet::LIFECYCLE).then_some(middleware);
         self.insert(Entry {
             name: name.clone(),
             info,
-            lifecycle,
-            model,
-            tool,
+            mw: middleware,
             default: false,
         })?;
         // A default-on built-in this registration replaced takes its tools along.
@@ -407,31 +375,17 @@ where
         for &i in &self.order {
             let e = &self.registered[i];
             let (name, jumps, hooks) = (e.name.clone(), e.info.jumps, e.info.hooks);
-            if let Some(mw) = &e.lifecycle {
-                for kind in hooks.kinds().filter(|k| (*k as usize) < HookKind::LIFECYCLE_COUNT) {
-                    let sync = hooks.contains(HookSet::sync_of(kind));
-                    self.lists[kind as usize].push(Slot {
-                        mw: mw.clone(),
-                        name: name.clone(),
-                        jumps,
-                        sync,
-                    });
-                }
-            }
-            if let Some(mw) = &e.model {
-                self.model.push(Slot {
-                    mw: mw.clone(),
+            for kind in hooks.kinds() {
+                let list = match kind {
+                    HookKind::WrapModel => &mut self.model,
+                    HookKind::WrapTool => &mut self.tool,
+                    _ => &mut self.lists[kind as usize],
+                };
+                list.push(Slot {
+                    mw: e.mw.clone(),
                     name: name.clone(),
                     jumps,
-                    sync: false,
-                });
-            }
-            if let Some(mw) = &e.tool {
-                self.tool.push(Slot {
-                    mw: mw.clone(),
-                    name: name.clone(),
-                    jumps,
-                    sync: false,
+                    sync: hooks.contains(HookSet::sync_of(kind)),
                 });
             }
         }

@@ -127,10 +127,12 @@ async fn a_hook_nobody_implements_is_not_observed() {
     assert!(seen.0.lock().unwrap().is_empty());
 }
 
-/// A hand-written lifecycle + wrap type.
+/// A hand-written lifecycle + wrap type: its wrap answers every model call
+/// itself (short-circuiting the onion).
 struct Both {
+    /// Whether `hooks()` reports the wrap (a narrowed set that leaves it out
+    /// means the wrap is not dispatched).
     declare: bool,
-    give: bool,
 }
 
 #[async_trait]
@@ -143,18 +145,6 @@ impl Middleware<()> for Both {
         };
         HookSet::BEFORE_MODEL | wrap
     }
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<()>>> {
-        if self.give {
-            Some(self)
-        } else {
-            None
-        }
-    }
-}
-
-/// Answers every model call itself (the wrap short-circuits the onion).
-#[async_trait]
-impl ModelMiddleware<()> for Both {
     async fn wrap_model(
         &self,
         _: &mut RunContext,
@@ -166,56 +156,82 @@ impl ModelMiddleware<()> for Both {
     }
 }
 
-/// The model the wraps surround: it must not be reached.
-struct Unreachable;
+/// The model the wraps surround.
+struct Base;
 
 #[async_trait]
-impl ModelBaseCall<()> for Unreachable {
+impl ModelBaseCall<()> for Base {
     async fn call(&self, _: &mut RunContext, _: &(), _: ModelRequest) -> Result<ModelResponse> {
-        Err(TinyAgentsError::validation("the wrap did not run"))
+        Ok(ModelResponse::text("from the model"))
+    }
+}
+
+fn answer(stack: &MiddlewareStack<()>) -> String {
+    let mut ctx = RunContext::new(RunConfig::new("run-1"), ());
+    let response =
+        futures::executor::block_on(stack.run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &Base)).unwrap();
+    response.message.text().into_owned()
+}
+
+#[test]
+fn a_hand_written_wrap_is_registered_by_add_with_the_lifecycle_hooks() {
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(Both { declare: true }).unwrap();
+    assert_eq!(stack.implementors(HookKind::WrapModel), ["Both"]);
+    assert_eq!(stack.implementors(HookKind::BeforeModel), ["Both"]);
+    assert_eq!(answer(&stack), "from the wrap");
+}
+
+#[test]
+fn a_wrap_left_out_of_a_narrowed_hook_set_is_not_dispatched() {
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(Both { declare: false }).unwrap();
+    assert!(stack.implementors(HookKind::WrapModel).is_empty());
+    assert_eq!(answer(&stack), "from the model");
+}
+
+/// A hand-written type that keeps every default: every hook, the wraps included.
+struct Defaults;
+
+#[async_trait]
+impl Middleware<()> for Defaults {}
+
+#[test]
+fn a_hand_written_impl_reports_every_hook_and_its_default_wraps_proceed() {
+    let stack: MiddlewareStack<()> = MiddlewareStack::empty().with(Defaults).unwrap();
+    assert_eq!(stack.infos().next().unwrap().hooks, HookSet::EVERY);
+    for kind in HookKind::ALL {
+        assert_eq!(stack.implementors(kind), ["Defaults"], "{kind}");
+    }
+    assert_eq!(answer(&stack), "from the model");
+}
+
+/// A wrap-only type, registered with `push_model`.
+struct WrapOnlyRetry;
+
+#[async_trait]
+impl ModelMiddleware<()> for WrapOnlyRetry {
+    async fn wrap_model(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        let mut outcome = next.run(ctx, state, request).await?.into_response();
+        outcome.message.set_text("wrapped");
+        Ok(outcome.into())
     }
 }
 
 #[test]
-fn a_declared_wrap_without_its_accessor_is_a_registration_error() {
+fn a_wrap_only_type_is_registered_in_its_onion_alone() {
     let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
-    let err = stack
-        .add(Both {
-            declare: true,
-            give: false,
-        })
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Config);
-    let text = err.to_string();
+    stack.try_push_model(Arc::new(WrapOnlyRetry)).unwrap();
+    assert_eq!(stack.implementors(HookKind::WrapModel), ["WrapOnlyRetry"]);
+    assert!(stack.implementors(HookKind::WrapTool).is_empty());
+    assert!(stack.implementors(HookKind::BeforeModel).is_empty());
+    assert_eq!(answer(&stack), "wrapped");
     assert!(
-        text.contains("`Both`") && text.contains("wrap_model") && text.contains("model_middleware"),
-        "{text}"
+        stack.try_push_model(Arc::new(WrapOnlyRetry)).is_err(),
+        "a duplicate name is refused"
     );
-    assert!(stack.is_empty(), "a refused registration leaves the stack unchanged");
-
-    stack
-        .add(Both {
-            declare: true,
-            give: true,
-        })
-        .unwrap();
-    assert_eq!(stack.implementors(HookKind::WrapModel), ["Both"]);
-    assert_eq!(stack.implementors(HookKind::BeforeModel), ["Both"]);
-}
-
-#[test]
-fn an_accessor_registers_the_wrap_even_when_hooks_do_not_declare_it() {
-    let stack: MiddlewareStack<()> = MiddlewareStack::empty()
-        .with(Both {
-            declare: false,
-            give: true,
-        })
-        .unwrap();
-    assert_eq!(stack.implementors(HookKind::WrapModel), ["Both"]);
-    assert!(stack.infos().next().unwrap().hooks.has(HookKind::WrapModel));
-    let mut ctx = RunContext::new(RunConfig::new("run-1"), ());
-    let response =
-        futures::executor::block_on(stack.run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &Unreachable))
-            .unwrap();
-    assert_eq!(response.message.text(), "from the wrap");
 }

@@ -74,9 +74,11 @@ where
         short_type_name::<Self>()
     }
 
-    /// The hooks this value really implements (default: every lifecycle hook).
+    /// The hooks this value really implements (default: every hook, the
+    /// wraps included: always correct, never fastest; narrow it to what the
+    /// type overrides).
     fn hooks(&self) -> HookSet {
-        HookSet::LIFECYCLE
+        HookSet::EVERY
     }
 
     /// Name, hooks, ordering constraints, allowed jumps and documentation.
@@ -94,15 +96,38 @@ where
         Vec::new()
     }
 
-    /// This value as wrap-model middleware, when it is one (so one
-    /// `stack.add(value)` registers it in the model onion too).
-    fn model_middleware(self: Arc<Self>) -> Option<Arc<dyn ModelMiddleware<State, Ctx>>> {
-        None
+    /// Wraps one model call, as [`ModelMiddleware::wrap_model`] does:
+    /// `next` is the rest of the onion, called zero times (short-circuit),
+    /// once (proceed) or many times (retry, fallback). The stack calls it
+    /// when [`hooks`](Middleware::hooks) contains [`HookSet::WRAP_MODEL`]
+    /// (the default of a hand-written impl). The default proceeds once.
+    ///
+    /// A type with lifecycle hooks writes its wrap here; a type that only
+    /// wraps may implement [`ModelMiddleware`] instead. A type cannot
+    /// implement both traits (every `Middleware` already is a
+    /// `ModelMiddleware`, so the compiler refuses the second impl): a wrap
+    /// can never be silently left out of the onion.
+    async fn wrap_model(
+        &self,
+        ctx: &mut RunContext<Ctx>,
+        state: &State,
+        request: ModelRequest,
+        next: ModelHandler<'_, State, Ctx>,
+    ) -> Result<MiddlewareModelOutcome> {
+        next.run(ctx, state, request).await
     }
 
-    /// This value as wrap-tool middleware, when it is one.
-    fn tool_middleware(self: Arc<Self>) -> Option<Arc<dyn ToolMiddleware<State, Ctx>>> {
-        None
+    /// Wraps one tool call; see [`wrap_model`](Middleware::wrap_model).
+    /// Called when [`hooks`](Middleware::hooks) contains [`HookSet::WRAP_TOOL`].
+    /// The default proceeds once.
+    async fn wrap_tool(
+        &self,
+        ctx: &mut RunContext<Ctx>,
+        state: &State,
+        call: ToolCall,
+        next: ToolHandler<'_, State, Ctx>,
+    ) -> Result<MiddlewareToolOutcome> {
+        next.run(ctx, state, call).await
     }
 
     /// The synchronous form of every lifecycle hook whose
@@ -178,6 +203,44 @@ super::hooks::hook_table!(define_middleware);
 ///
 /// `next` is the rest of the onion; call [`next.run`](ModelHandler::run)
 /// zero times (short-circuit), once (proceed) or many times (retry, fallback).
+///
+/// Implement it for a type that only wraps, and register it with
+/// [`MiddlewareStack::push_model`](super::MiddlewareStack::push_model). A
+/// type that also has lifecycle hooks overrides
+/// [`Middleware::wrap_model`] instead: every [`Middleware`] is a
+/// `ModelMiddleware` (through [`Middleware::wrap_model`]), so implementing
+/// both traits for one type is a compile error (E0119, "conflicting
+/// implementations") and a wrap can never be silently left out.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagents::prelude::*;
+/// use tinyagents::harness::middleware::ModelMiddleware;
+///
+/// /// Calls the model a second time when the first call fails.
+/// struct RetryOnce;
+///
+/// #[async_trait::async_trait]
+/// impl ModelMiddleware<()> for RetryOnce {
+///     async fn wrap_model(
+///         &self,
+///         ctx: &mut RunContext,
+///         state: &(),
+///         request: ModelRequest,
+///         next: ModelHandler<'_, ()>,
+///     ) -> Result<MiddlewareModelOutcome> {
+///         match next.run(ctx, state, request.clone()).await {
+///             Ok(outcome) => Ok(outcome),
+///             Err(_) => next.run(ctx, state, request).await,
+///         }
+///     }
+/// }
+///
+/// let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
+/// stack.try_push_model(Arc::new(RetryOnce))?;
+/// assert_eq!(stack.implementors(HookKind::WrapModel), ["RetryOnce"]);
+/// # Ok::<(), TinyAgentsError>(())
+/// ```
 #[async_trait]
 pub trait ModelMiddleware<State, Ctx = ()>: Send + Sync
 where
@@ -199,7 +262,9 @@ where
     ) -> Result<MiddlewareModelOutcome>;
 }
 
-/// Wrap middleware around each tool call; see [`ModelMiddleware`].
+/// Wrap middleware around each tool call; see [`ModelMiddleware`]
+/// (register a wrap-only type with
+/// [`MiddlewareStack::push_tool`](super::MiddlewareStack::push_tool)).
 #[async_trait]
 pub trait ToolMiddleware<State, Ctx = ()>: Send + Sync
 where
@@ -219,6 +284,54 @@ where
         call: ToolCall,
         next: ToolHandler<'_, State, Ctx>,
     ) -> Result<MiddlewareToolOutcome>;
+}
+
+/// Every [`Middleware`] is a [`ModelMiddleware`] through its
+/// [`wrap_model`](Middleware::wrap_model): the reason one type cannot
+/// implement both (a second, forgotten wrap would otherwise be dropped).
+#[async_trait]
+impl<State, Ctx, T> ModelMiddleware<State, Ctx> for T
+where
+    T: Middleware<State, Ctx> + ?Sized,
+    State: Send + Sync + 'static,
+    Ctx: Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        Middleware::name(self)
+    }
+
+    async fn wrap_model(
+        &self,
+        ctx: &mut RunContext<Ctx>,
+        state: &State,
+        request: ModelRequest,
+        next: ModelHandler<'_, State, Ctx>,
+    ) -> Result<MiddlewareModelOutcome> {
+        Middleware::wrap_model(self, ctx, state, request, next).await
+    }
+}
+
+/// Every [`Middleware`] is a [`ToolMiddleware`]; see the `ModelMiddleware` impl.
+#[async_trait]
+impl<State, Ctx, T> ToolMiddleware<State, Ctx> for T
+where
+    T: Middleware<State, Ctx> + ?Sized,
+    State: Send + Sync + 'static,
+    Ctx: Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        Middleware::name(self)
+    }
+
+    async fn wrap_tool(
+        &self,
+        ctx: &mut RunContext<Ctx>,
+        state: &State,
+        call: ToolCall,
+        next: ToolHandler<'_, State, Ctx>,
+    ) -> Result<MiddlewareToolOutcome> {
+        Middleware::wrap_tool(self, ctx, state, call, next).await
+    }
 }
 
 /// The innermost layer of the model onion: the real model call.
