@@ -139,6 +139,120 @@ async fn worker_budget(args: &[String]) {
     }
 }
 
+/// Model calls admitted in one thread by every process together, in `counters_test`.
+const THREAD_CALLS: u32 = 37;
+/// Tool calls admitted in that thread (fewer than the model calls allow: the
+/// tool limit, not the model limit, is what stops them).
+const THREAD_TOOLS: u32 = 10;
+
+/// `counters URL THREAD`: 50 runs in one shared thread (each: a model call
+/// asking for a tool, the tool, a model call answering) under a shared
+/// `model_call_limit` (`thread_limit` = THREAD_CALLS, `error` at the limit)
+/// and a shared `tool_call_limit` (`thread_limit` = THREAD_TOOLS, `continue`). Prints a line per
+/// run (`ok`, `refused model_call_limit` or `error …`), then
+/// `made MODEL_CALLS TOOL_CALLS`: what this process really called.
+async fn worker_counters(args: &[String]) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let stores = StoreUrl::parse(&args[0]).unwrap().open().await.unwrap();
+    let ttl = std::time::Duration::from_secs(600);
+    let models = tinyagents::middleware::ModelCallLimitMiddleware::per_run(100)
+        .thread_limit(THREAD_CALLS)
+        .error_at_limit()
+        .shared_thread_counts(stores.ledger(), ttl);
+    let tools = tinyagents::middleware::ToolCallLimitMiddleware::per_run(None, 100)
+        .thread_limit(THREAD_TOOLS)
+        .shared_thread_counts(stores.ledger(), ttl);
+    let model_calls = Arc::new(AtomicU32::new(0));
+    let tool_calls = Arc::new(AtomicU32::new(0));
+    let counted = model_calls.clone();
+    let model = ScriptedModel::from_fn(move |request| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        if request.messages.iter().any(|m| m.role == Role::Tool) {
+            ModelResponse::text("done").into()
+        } else {
+            ScriptedTurn::tool_call("work", json!({}))
+        }
+    });
+    let ran = tool_calls.clone();
+    let registry = ToolRegistry::new()
+        .with(tool_fn("work", "Works.", move |_c, _a| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            async move { Ok("worked".into()) }
+        }))
+        .unwrap();
+    let stack = MiddlewareStack::empty().with(models).unwrap().with(tools).unwrap();
+    let agent: Agent<()> = Agent::new(model).with_tools(registry).with_stack(stack);
+    let mut out = std::io::stdout();
+    for i in 0..RUNS {
+        let config = RunConfig::new(format!("r{i}")).with_thread(args[1].clone());
+        let mut ctx = RunContext::new(config, ());
+        let line = match agent.run(&mut ctx, &(), "go").await {
+            Ok(_) => "ok".to_owned(),
+            Err(TinyAgentsError::LimitExceeded { limit, .. }) => format!("refused {limit}"),
+            Err(e) => format!("error {:?} {e}", e.kind()),
+        };
+        writeln!(out, "{line}").unwrap();
+    }
+    let (m, t) = (model_calls.load(Ordering::SeqCst), tool_calls.load(Ordering::SeqCst));
+    writeln!(out, "made {m} {t}").unwrap();
+}
+
+/// 4 processes × 50 runs in one thread: exactly THREAD_CALLS model calls and
+/// THREAD_TOOLS tool calls of the thread are made across them all (the runs
+/// want many more), every refusal is a classified `LimitExceeded`, and the
+/// shared counters hold exactly what was admitted.
+fn counters_test(url: &str) -> Result<(), String> {
+    let thread = unique("thread");
+    let outputs = run_all(PROCESSES, "counters", &[url, &thread]);
+    let lines: Vec<&str> = outputs.iter().flat_map(|o| o.lines()).collect();
+    let (made, runs): (Vec<&str>, Vec<&str>) = lines.iter().partition(|l| l.starts_with("made "));
+    if runs.len() != PROCESSES * RUNS || made.len() != PROCESSES {
+        return Err(format!(
+            "{url}: {} run lines and {} totals, expected {} and {PROCESSES}",
+            runs.len(),
+            made.len(),
+            PROCESSES * RUNS
+        ));
+    }
+    if let Some(bad) = runs.iter().find(|l| **l != "ok" && **l != "refused model_call_limit") {
+        return Err(format!(
+            "{url}: a run ended otherwise than ok or a classified refusal: {bad}"
+        ));
+    }
+    let (mut models, mut tools) = (0u32, 0u32);
+    for line in made {
+        let mut n = line.split(' ').skip(1).map(|x| x.parse::<u32>().unwrap());
+        models += n.next().unwrap();
+        tools += n.next().unwrap();
+    }
+    if models != THREAD_CALLS || tools != THREAD_TOOLS {
+        return Err(format!(
+            "{url}: {PROCESSES} processes made {models} model calls and {tools} tool calls in one thread under \
+             shared thread limits of {THREAD_CALLS} and {THREAD_TOOLS}"
+        ));
+    }
+    let totals = rt().block_on(async {
+        let stores = StoreUrl::parse(url).unwrap().open().await.unwrap();
+        let ledger = stores.ledger();
+        (
+            ledger.totals(&format!("model_calls:{thread}")).await.unwrap(),
+            ledger.totals(&format!("tool_calls:*:{thread}")).await.unwrap(),
+        )
+    });
+    for (what, t, cap) in [
+        ("model_calls", totals.0, THREAD_CALLS),
+        ("tool_calls", totals.1, THREAD_TOOLS),
+    ] {
+        if t.spent + t.held != u64::from(cap) {
+            return Err(format!(
+                "{url}: the shared `{what}` counter holds {t:?}, expected {cap}"
+            ));
+        }
+    }
+    println!("counters {url}: {models} model calls, {tools} tool calls across {PROCESSES} processes");
+    Ok(())
+}
+
 /// The approval agent: `delete` appends a line to the file `log` when it runs.
 fn approval_agent(log: String) -> Agent<()> {
     let delete = tool_fn("delete", "Deletes a file.", move |_cx, args| {
@@ -240,6 +354,7 @@ fn worker(mode: &str) {
         match mode {
             "bucket" => worker_bucket(&args).await,
             "budget" => worker_budget(&args).await,
+            "counters" => worker_counters(&args).await,
             "pause" => worker_pause(&args).await,
             "resume" => worker_resume(&args).await,
             "writer" => worker_writer(&args).await,
@@ -451,6 +566,10 @@ fn main() {
         results.push((
             format!("budget reserving each call's cost ({url})"),
             budget_test(url, CALL_USD),
+        ));
+        results.push((
+            format!("model and tool call counters of one thread ({url})"),
+            counters_test(url),
         ));
     }
     for url in [&postgres_url, &sqlite_url] {

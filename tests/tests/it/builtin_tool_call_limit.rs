@@ -258,3 +258,66 @@ fn the_builtin_is_documented_and_in_the_catalog() {
     let doc = catalog().into_iter().find(|d| d.name == "tool_call_limit").unwrap();
     assert_eq!(doc.hooks, [HookKind::OnToolBatch]);
 }
+
+/// A shared ledger: the thread's count lives there, and an `end` that stops a
+/// batch gives back the calls of that batch it had counted (none of them ran).
+#[tokio::test]
+async fn a_shared_thread_count_gives_back_the_calls_of_a_batch_that_end_stops() {
+    use tinyagents::store::{LedgerStore, MemoryLedger};
+    let ledger = Arc::new(MemoryLedger::default());
+    let ttl = std::time::Duration::from_secs(60);
+    let mw = limit("thread_limit = 2\nexit_behavior = \"end\"").shared_thread_counts(ledger.clone(), ttl);
+    let s = setup(
+        MiddlewareStack::new().with(mw).unwrap(),
+        vec![
+            ScriptedTurn::tool_calls(calls(&["search"])),
+            ScriptedTurn::tool_calls(calls(&["fetch", "search"])),
+            ScriptedTurn::text("never"),
+        ],
+    );
+    let run = s
+        .agent
+        .run(&mut RunContext::new(RunConfig::new("r").with_thread("t"), ()), &(), "go")
+        .await
+        .unwrap();
+    assert_eq!(run.stop, StopReason::StoppedByMiddleware);
+    every_call_answered_once(&run);
+    assert_eq!((s.search.calls().len(), s.fetch.calls().len()), (1, 0));
+    let totals = ledger.totals("tool_calls:*:t").await.unwrap();
+    assert_eq!(totals.spent + totals.held, 1, "only the call that ran stays counted: {totals:?}");
+}
+
+/// A shared ledger that cannot answer refuses the batch: no call runs.
+#[tokio::test]
+async fn a_shared_thread_count_that_cannot_answer_refuses_the_calls() {
+    use tinyagents::store::{LedgerStore, LedgerTotals, Reservation};
+    struct Down;
+    #[async_trait::async_trait]
+    impl LedgerStore for Down {
+        async fn reserve(&self, _: &str, _: u64, _: u64, _: std::time::Duration) -> Result<Reservation> {
+            Err(TinyAgentsError::middleware("ledger", "connection refused"))
+        }
+        async fn settle(&self, _: &str, _: u64, _: u64, _: std::time::Duration) -> Result<LedgerTotals> {
+            Err(TinyAgentsError::middleware("ledger", "connection refused"))
+        }
+        async fn totals(&self, _: &str) -> Result<LedgerTotals> {
+            Err(TinyAgentsError::middleware("ledger", "connection refused"))
+        }
+    }
+    let mw = limit("thread_limit = 5").shared_thread_counts(Arc::new(Down), std::time::Duration::from_secs(60));
+    let s = setup(
+        MiddlewareStack::new().with(mw).unwrap(),
+        vec![ScriptedTurn::tool_calls(calls(&["search"])), ScriptedTurn::text("never")],
+    );
+    let err = s
+        .agent
+        .run(&mut RunContext::new(RunConfig::new("r").with_thread("t"), ()), &(), "go")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Middleware);
+    assert!(
+        err.to_string().contains("tool_calls:*:t") && err.to_string().contains("shared_thread_counts"),
+        "{err}"
+    );
+    assert_eq!(s.search.calls().len(), 0, "fails closed");
+}

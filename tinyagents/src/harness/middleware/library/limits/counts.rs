@@ -1,12 +1,15 @@
 //! What the call-limit built-ins share: per-run counts kept in the run
 //! context (one slot per middleware instance), per-thread counts kept by the
-//! instance, and the exit behaviours.
+//! instance or in a shared ledger, and the exit behaviours.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::harness::context::RunContext;
+use crate::harness::error::{Result, TinyAgentsError};
+use crate::store::{LedgerStore, Reservation};
 
 /// A fresh key for one middleware instance's per-run counts.
 pub(super) fn instance_key() -> u64 {
@@ -34,19 +37,63 @@ impl RunCounts {
 }
 
 /// Counts per conversation thread ([`RunConfig::thread_id`](crate::harness::context::RunConfig::thread_id)),
-/// across the runs of each thread. Runs without a thread are not counted here.
+/// across the runs of each thread: in this process, or in a shared
+/// [`LedgerStore`] (one counter key per thread, `PREFIX:THREAD`) so every
+/// process on the store counts the same calls. Runs without a thread are
+/// not counted here.
 #[derive(Debug, Default, Clone)]
-pub(super) struct ThreadCounts(Arc<Mutex<HashMap<Arc<str>, u32>>>);
+pub(super) struct ThreadCounts {
+    local: Arc<Mutex<HashMap<Arc<str>, u32>>>,
+    shared: Option<SharedCounts>,
+}
+
+/// A shared ledger holding the thread counts.
+#[derive(Clone)]
+struct SharedCounts {
+    ledger: Arc<dyn LedgerStore>,
+    prefix: String,
+    ttl: Duration,
+    /// The middleware and its option named in a store error.
+    owner: (&'static str, &'static str),
+}
+
+impl std::fmt::Debug for SharedCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCounts")
+            .field("prefix", &self.prefix)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
 
 impl ThreadCounts {
-    /// The count of the run's thread (0 without a thread).
-    pub(super) fn get<C>(&self, ctx: &RunContext<C>) -> u32 {
-        ctx.config().thread_id.as_deref().map_or(0, |t| self.count(t))
+    /// The same counts kept in `ledger` under `PREFIX:THREAD`, each key
+    /// expiring `ttl` after its thread's last counted call.
+    pub(super) fn shared(
+        mut self,
+        ledger: Arc<dyn LedgerStore>,
+        prefix: String,
+        ttl: Duration,
+        owner: (&'static str, &'static str),
+    ) -> Self {
+        self.shared = Some(SharedCounts {
+            ledger,
+            prefix,
+            ttl,
+            owner,
+        });
+        self
     }
 
-    /// The count of `thread`.
+    /// Whether the counts are kept in a shared ledger.
+    pub(super) fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The in-process count of `thread` (what this process counted; a
+    /// shared ledger's total is read with `LedgerStore::totals`).
     pub(super) fn count(&self, thread: &str) -> u32 {
-        self.0
+        self.local
             .lock()
             .expect("thread counts lock")
             .get(thread)
@@ -54,34 +101,89 @@ impl ThreadCounts {
             .unwrap_or(0)
     }
 
-    /// Adds `n` to the count of the run's thread.
-    pub(super) fn add<C>(&self, ctx: &RunContext<C>, n: u32) {
-        if let Some(thread) = &ctx.config().thread_id {
-            *self
-                .0
-                .lock()
-                .expect("thread counts lock")
-                .entry(thread.clone())
-                .or_insert(0) += n;
-        }
+    /// Counts one more call of the run's thread if the thread is below
+    /// `max`: the check and the count are one step (one lock, or one atomic
+    /// ledger reservation), so concurrent calls, in this process or in any
+    /// other on the ledger, never pass the limit together. `true` without a
+    /// thread (nothing to count) or when admitted; `false` at the limit. A
+    /// ledger that cannot answer is a `Middleware` error: the caller refuses
+    /// the call.
+    pub(super) async fn admit<C>(&self, ctx: &RunContext<C>, max: u32) -> Result<bool> {
+        let Some(thread) = &ctx.config().thread_id else {
+            return Ok(true);
+        };
+        let admitted = match &self.shared {
+            None => {
+                let mut map = self.local.lock().expect("thread counts lock");
+                let count = map.entry(thread.clone()).or_insert(0);
+                let admitted = *count < max;
+                if admitted {
+                    *count += 1;
+                }
+                admitted
+            }
+            Some(shared) => {
+                let key = format!("{}:{thread}", shared.prefix);
+                let answer = shared
+                    .ledger
+                    .reserve(&key, u64::from(max), 1, shared.ttl)
+                    .await
+                    .map_err(|e| shared.unreachable(&key, &e))?;
+                let admitted = matches!(answer, Reservation::Admitted(_));
+                if admitted {
+                    *self
+                        .local
+                        .lock()
+                        .expect("thread counts lock")
+                        .entry(thread.clone())
+                        .or_insert(0) += 1;
+                }
+                admitted
+            }
+        };
+        Ok(admitted)
     }
 
-    /// Counts one more for `thread` if its count is below `max` (check and
-    /// count under one lock, so concurrent calls never pass the limit
-    /// together); `false` when the thread is at its limit.
-    pub(super) fn admit(&self, thread: &Arc<str>, max: u32) -> bool {
-        let mut map = self.0.lock().expect("thread counts lock");
-        let count = map.entry(thread.clone()).or_insert(0);
-        if *count >= max {
-            return false;
+    /// Gives back `n` calls [`admit`](Self::admit) counted for the run's
+    /// thread (calls that will not run after all).
+    pub(super) async fn release<C>(&self, ctx: &RunContext<C>, n: u32) -> Result<()> {
+        let Some(thread) = &ctx.config().thread_id else {
+            return Ok(());
+        };
+        if n == 0 {
+            return Ok(());
         }
-        *count += 1;
-        true
+        if let Some(count) = self.local.lock().expect("thread counts lock").get_mut(thread) {
+            *count = count.saturating_sub(n);
+        }
+        if let Some(shared) = &self.shared {
+            let key = format!("{}:{thread}", shared.prefix);
+            shared
+                .ledger
+                .settle(&key, u64::from(n), 0, shared.ttl)
+                .await
+                .map_err(|e| shared.unreachable(&key, &e))?;
+        }
+        Ok(())
     }
 
-    /// Forgets the count of `thread` (a conversation that starts over).
+    /// Forgets the in-process count of `thread` (a conversation that starts
+    /// over; a shared ledger's key expires with its `ttl`).
     pub(super) fn reset(&self, thread: &str) {
-        self.0.lock().expect("thread counts lock").remove(thread);
+        self.local.lock().expect("thread counts lock").remove(thread);
+    }
+}
+
+impl SharedCounts {
+    fn unreachable(&self, key: &str, e: &TinyAgentsError) -> TinyAgentsError {
+        let (owner, option) = self.owner;
+        TinyAgentsError::middleware(
+            owner,
+            format!(
+                "the shared call counter `{key}` could not answer ({e}); the call was not made: bring the store \
+                 back, or remove `{option}`"
+            ),
+        )
     }
 }
 

@@ -15,7 +15,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::ToolCall;
-use crate::store::{LedgerStore, Reservation, SharedBudget};
+use crate::store::{LedgerStore, SharedBudget};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 /// Options of [`LimitsMiddleware`] (`type = "limits"`), as in seed 002.
@@ -85,7 +85,6 @@ impl From<LimitsConfig> for LimitsMiddleware {
             lifetime: Arc::default(),
             thread_steps: ThreadCounts::default(),
             shared: None,
-            shared_steps: None,
         }
     }
 }
@@ -170,12 +169,11 @@ pub struct LimitsMiddleware {
     excluded: Arc<[String]>,
     journal: Option<Arc<dyn AccountingJournal>>,
     lifetime: Arc<Mutex<f64>>,
-    /// Tool calls per conversation thread, across its runs (`max_steps` is per session).
+    /// Tool calls per conversation thread, across its runs (`max_steps` is per
+    /// session): in process, or in a shared ledger (`shared_steps`).
     thread_steps: ThreadCounts,
     /// A budget shared with other processes, checked on top of `cap`.
     shared: Option<SharedBudget>,
-    /// Where a thread's `max_steps` count lives when processes share it, and its lifetime.
-    shared_steps: Option<(Arc<dyn LedgerStore>, Duration)>,
 }
 
 impl std::fmt::Debug for LimitsMiddleware {
@@ -267,7 +265,9 @@ impl LimitsMiddleware {
     /// # let _ = limits;
     /// ```
     pub fn shared_steps(mut self, ledger: Arc<dyn LedgerStore>, ttl: Duration) -> Self {
-        self.shared_steps = Some((ledger, ttl));
+        self.thread_steps = self
+            .thread_steps
+            .shared(ledger, "steps".to_owned(), ttl, ("limits", "shared_steps"));
         self
     }
 
@@ -366,26 +366,16 @@ impl LimitsMiddleware {
     #[before_tool]
     async fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
         let Some(max) = self.max_steps else { return Ok(()) };
-        let (admitted, scope) = match (&ctx.config().thread_id, &self.shared_steps) {
-            (Some(thread), Some((ledger, ttl))) => {
-                let key = format!("steps:{thread}");
-                let answer = ledger.reserve(&key, u64::from(max), 1, *ttl).await.map_err(|e| {
-                    TinyAgentsError::middleware(
-                        "limits",
-                        format!(
-                            "the shared step counter `{key}` could not answer ({e}); `{}` was not run: bring the \
-                             store back, or remove `shared_steps`",
-                            call.name
-                        ),
-                    )
-                })?;
-                (
-                    matches!(answer, Reservation::Admitted(_)),
-                    "this session (thread, counted across every process on the shared store)",
-                )
-            }
-            (Some(thread), None) => (self.thread_steps.admit(thread, max), "this session (thread)"),
-            (None, _) => (
+        let (admitted, scope) = match &ctx.config().thread_id {
+            Some(_) => (
+                self.thread_steps.admit(ctx, max).await?,
+                if self.thread_steps.is_shared() {
+                    "this session (thread, counted across every process on the shared store)"
+                } else {
+                    "this session (thread)"
+                },
+            ),
+            None => (
                 ctx.local::<Counts>().steps.fetch_add(1, Ordering::Relaxed) < max,
                 "this run",
             ),

@@ -1,10 +1,14 @@
 //! [`ModelCallLimitMiddleware`]: caps model calls per run and per thread.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use super::counts::{describe, instance_key, ModelExitBehavior, RunCounts, ThreadCounts};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::ModelRequest;
+use crate::store::LedgerStore;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 /// Options of [`ModelCallLimitMiddleware`] (`type = "model_call_limit"`); at least one limit must be set.
@@ -114,7 +118,38 @@ impl ModelCallLimitMiddleware {
         self
     }
 
-    /// The model calls counted so far for `thread`.
+    /// The same middleware counting each thread's model calls in `ledger`
+    /// (key `model_calls:THREAD`), shared by every process using it: across
+    /// all of them at most `thread_limit` calls of a thread are ever made
+    /// (each call is one atomic reservation). A key expires `ttl` after its
+    /// thread's last call. A ledger that cannot answer refuses the call
+    /// (`Middleware` error). Give two instances that count on one ledger
+    /// different threads, or one instance only: they share the key.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::ModelCallLimitMiddleware;
+    /// use tinyagents::store::MemoryLedger;
+    ///
+    /// let limit = ModelCallLimitMiddleware::per_run(10)
+    ///     .thread_limit(50)
+    ///     .shared_thread_counts(Arc::new(MemoryLedger::default()), Duration::from_secs(86_400));
+    /// # let _ = limit;
+    /// ```
+    pub fn shared_thread_counts(mut self, ledger: Arc<dyn LedgerStore>, ttl: Duration) -> Self {
+        self.threads = self.threads.shared(
+            ledger,
+            "model_calls".to_owned(),
+            ttl,
+            ("model_call_limit", "shared_thread_counts"),
+        );
+        self
+    }
+
+    /// The model calls this process counted so far for `thread` (with
+    /// [`shared_thread_counts`](Self::shared_thread_counts), the ledger's
+    /// `totals("model_calls:THREAD")` is the count of every process).
     pub fn thread_count(&self, thread: &str) -> u32 {
         self.threads.count(thread)
     }
@@ -133,7 +168,7 @@ impl ModelCallLimitMiddleware {
     doc(
         mutation = "None on the request. At the limit with `end`, it asks the loop to stop with a final assistant message (`Model call limit reached: …`).",
         events = "With `end`, the loop emits `ControlApplied { control: \"stop_with_final\" }`; nothing of its own otherwise.",
-        failure = "Fails closed: at the limit the call is never made. `error` fails the run with `LimitExceeded { limit: \"model_call_limit\" }`; `end` stops it cleanly. Runs without a `thread_id` are counted per run only.",
+        failure = "Fails closed: at the limit the call is never made. `error` fails the run with `LimitExceeded { limit: \"model_call_limit\" }`; `end` stops it cleanly. Runs without a `thread_id` are counted per run only. With `shared_thread_counts`, a ledger that cannot answer refuses the call with a `Middleware` error.",
         streaming = "Decides before the call; a call that is admitted streams normally.",
         cache = "None: the request is not touched.",
         retries = "Counts turns in `before_model`, outside the model onion: retries and fallbacks inside one turn count once. Use `limits` (`max_price_usd`) to bound every paid attempt."
@@ -141,16 +176,17 @@ impl ModelCallLimitMiddleware {
 )]
 impl ModelCallLimitMiddleware {
     #[before_model]
-    fn count<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    async fn count<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let _ = request;
         let run = RunCounts::get(ctx, self.key);
-        let thread = self.threads.get(ctx);
-        let over = match (self.run_limit, self.thread_limit) {
-            (Some(limit), _) if run >= limit => Some(format!("this run made {run} model calls")),
-            (_, Some(limit)) if ctx.config().thread_id.is_some() && thread >= limit => {
-                Some(format!("this thread made {thread} model calls"))
-            }
-            _ => None,
+        let over = if self.run_limit.is_some_and(|limit| run >= limit) {
+            Some(format!("this run made {run} model calls"))
+        } else if self.thread_limit.is_some() || !self.threads.is_shared() {
+            // Without a limit the thread is still counted in process (`thread_count`).
+            let limit = self.thread_limit.unwrap_or(u32::MAX);
+            (!self.threads.admit(ctx, limit).await?).then(|| format!("this thread made {limit} model calls"))
+        } else {
+            None
         };
         if let Some(what) = over {
             let message = format!(
@@ -166,7 +202,6 @@ impl ModelCallLimitMiddleware {
             };
         }
         RunCounts::add(ctx, self.key, 1);
-        self.threads.add(ctx, 1);
         Ok(())
     }
 }

@@ -1,10 +1,14 @@
 //! [`ToolCallLimitMiddleware`]: caps tool calls per run and per thread, for one tool or all.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use super::counts::{describe, instance_key, ExitBehavior, RunCounts, ThreadCounts};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::PreparedBatch;
+use crate::store::LedgerStore;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 /// Options of [`ToolCallLimitMiddleware`] (`type = "tool_call_limit"`); at least one limit must be set.
@@ -118,7 +122,36 @@ impl ToolCallLimitMiddleware {
         self
     }
 
-    /// The calls counted so far for `thread`.
+    /// The same middleware counting each thread's calls in `ledger` (key
+    /// `tool_calls:TOOL:THREAD`, `*` for every tool), shared by every
+    /// process using it: across all of them at most `thread_limit` calls of
+    /// a thread are ever admitted (each call is one atomic reservation, in
+    /// the model's order; calls of a batch that `end` or `error` stops are
+    /// given back). A key expires `ttl` after its thread's last call. A
+    /// ledger that cannot answer refuses the batch (`Middleware` error).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tinyagents::middleware::ToolCallLimitMiddleware;
+    /// use tinyagents::store::MemoryLedger;
+    ///
+    /// let search = ToolCallLimitMiddleware::per_run(Some("search"), 3)
+    ///     .thread_limit(20)
+    ///     .shared_thread_counts(Arc::new(MemoryLedger::default()), Duration::from_secs(86_400));
+    /// # let _ = search;
+    /// ```
+    pub fn shared_thread_counts(mut self, ledger: Arc<dyn LedgerStore>, ttl: Duration) -> Self {
+        let prefix = format!("tool_calls:{}", self.tool.as_deref().unwrap_or("*"));
+        self.threads = self
+            .threads
+            .shared(ledger, prefix, ttl, ("tool_call_limit", "shared_thread_counts"));
+        self
+    }
+
+    /// The calls this process counted so far for `thread` (with
+    /// [`shared_thread_counts`](Self::shared_thread_counts), the ledger's
+    /// totals are the count of every process).
     pub fn thread_count(&self, thread: &str) -> u32 {
         self.threads.count(thread)
     }
@@ -148,7 +181,7 @@ impl ToolCallLimitMiddleware {
     doc(
         mutation = "Rejects blocked calls in the prepared batch with an error result (`Tool call limit reached: …`); with `end`, asks the loop to stop with a final message.",
         events = "None of its own; blocked calls still get `after_tool` and their result; with `end` the loop emits `ControlApplied { control: \"stop_with_final\" }`.",
-        failure = "Fails closed: a call over the limit never runs. `continue` answers it with an error result, `end` stops the run before any call of the batch runs (each gets a \"not run\" result, right after its assistant message and before the final message, so the transcript stays one providers accept), `error` fails the run with `LimitExceeded { limit: \"tool_call_limit\" }`. Runs without a `thread_id` are counted per run only.",
+        failure = "Fails closed: a call over the limit never runs. `continue` answers it with an error result, `end` stops the run before any call of the batch runs (each gets a \"not run\" result, right after its assistant message and before the final message, so the transcript stays one providers accept), `error` fails the run with `LimitExceeded { limit: \"tool_call_limit\" }`. Runs without a `thread_id` are counted per run only. With `shared_thread_counts`, a ledger that cannot answer refuses the batch with a `Middleware` error.",
         streaming = "Decides on the whole batch before any call starts; admitted calls stream progress normally.",
         cache = "None: the request is not touched; error results enter the conversation like any tool result.",
         retries = "Counts each call once in the batch review, outside the tool onion: tool retries inside a call do not count again."
@@ -156,28 +189,45 @@ impl ToolCallLimitMiddleware {
 )]
 impl ToolCallLimitMiddleware {
     #[on_tool_batch]
-    fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
+    async fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
         let mut run = RunCounts::get(ctx, self.key);
-        let mut thread = self.threads.get(ctx);
-        let has_thread = ctx.config().thread_id.is_some();
+        // Without a thread limit the thread is still counted in process (`thread_count`).
+        let thread_limit = match self.thread_limit {
+            Some(limit) => Some(limit),
+            None if !self.threads.is_shared() => Some(u32::MAX),
+            None => None,
+        };
         let (mut admitted, mut blocked) = (0u32, Vec::new());
         for (i, p) in batch.calls().iter().enumerate() {
             if !self.counts(&p.call.name) {
                 continue;
             }
-            let over_run = self.run_limit.is_some_and(|l| run >= l);
-            let over_thread = has_thread && self.thread_limit.is_some_and(|l| thread >= l);
-            if over_run || over_thread {
-                blocked.push((i, p.call.name.clone(), if over_run { "run" } else { "thread" }));
-            } else {
-                run += 1;
-                thread += 1;
-                admitted += 1;
+            if self.run_limit.is_some_and(|l| run >= l) {
+                blocked.push((i, p.call.name.clone(), "run"));
+                continue;
             }
+            if let Some(limit) = thread_limit {
+                match self.threads.admit(ctx, limit).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        blocked.push((i, p.call.name.clone(), "thread"));
+                        continue;
+                    }
+                    Err(e) => {
+                        // Give back what this batch counted: none of it runs.
+                        let _ = self.threads.release(ctx, admitted).await;
+                        return Err(e);
+                    }
+                }
+            }
+            run += 1;
+            admitted += 1;
         }
         if blocked.is_empty() || self.exit == ExitBehavior::Continue {
             RunCounts::add(ctx, self.key, admitted);
-            self.threads.add(ctx, admitted);
+        } else if thread_limit.is_some() {
+            // `end` and `error` run no call of the batch: its thread counts go back.
+            self.threads.release(ctx, admitted).await?;
         }
         let Some((_, _, scope)) = blocked.first() else {
             return Ok(());
