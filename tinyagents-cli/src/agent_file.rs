@@ -87,8 +87,11 @@ pub struct Loaded {
     pub defaults: Vec<&'static str>,
     /// Its `[model]` section (empty when absent).
     pub model: ModelSection,
-    /// Its `[store] url`, checked (scheme, feature compiled in).
+    /// Its `[store] url`, checked (scheme, feature compiled in) and opened:
+    /// a server that does not answer stops the load.
     pub store: Option<tinyagents::store::StoreUrl>,
+    /// The middleware types built to keep their state in the store (empty without one).
+    pub shared: Vec<&'static str>,
 }
 
 const AGENT_KEYS: [&str; 6] = [
@@ -381,7 +384,23 @@ fn read_source(source: &Source) -> Result<(ConfigFile, PathBuf), FileErrors> {
 /// when given): every error of the file, each located, or the loaded agent.
 pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<FileErrors>> {
     let (file, base) = read_source(source).map_err(|e| vec![e])?;
-    let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    // A `[store]` is opened before the stack is built, so the middleware
+    // that share state (rate_limiter, limits, the call limits) keep it there.
+    let opened = match tinyagents::store::StoreUrl::of_section(file.section("store")) {
+        Ok(Some(url)) => Some(open_store(&url).map_err(|e| {
+            vec![file.locate_errors(ConfigError::new("store.url", Some(Value::String(url.to_string())), e).into())]
+        })?),
+        // A malformed section is reported by `build_file`.
+        _ => None,
+    };
+    let shared: Vec<&'static str> = match &opened {
+        Some(stores) => {
+            registry.set_stores(stores.clone());
+            registry.shared_types().collect()
+        }
+        None => Vec::new(),
+    };
     let stack = registry.build_file(&file);
     let named: Vec<&str> = file
         .section("middleware")
@@ -463,8 +482,10 @@ pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<F
     let hooks = hooks_of(&file);
     // Checked by `build_file` above: an error there stopped the load.
     let store = tinyagents::store::StoreUrl::of_section(file.section("store")).unwrap_or_default();
+    let shared = shared.into_iter().filter(|t| stack.names().contains(t)).collect();
     Ok(Loaded {
         store,
+        shared,
         stack,
         agent,
         script,
@@ -473,6 +494,16 @@ pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<F
         defaults,
         model,
     })
+}
+
+/// Opens a store on a runtime of its own (loading is synchronous).
+fn open_store(url: &tinyagents::store::StoreUrl) -> Result<tinyagents::store::SharedStores, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime to open the store: {e}"))?
+        .block_on(url.open())
+        .map_err(|e| e.to_string())
 }
 
 fn errors_of(file: &str, error: ConfigError) -> FileErrors {

@@ -49,7 +49,14 @@ fn an_unreachable_postgres_store_fails_the_check_naming_url_and_feature() {
 #[test]
 fn a_sqlite_store_is_opened_or_its_feature_named() {
     let db = std::env::temp_dir().join(format!("tinyagents-cli-store-{}.db", std::process::id()));
-    let file = temp_file("sqlite.toml", &format!("[store]\nurl = \"sqlite:{}\"\n", db.display()));
+    let file = temp_file(
+        "sqlite.toml",
+        &format!(
+            "[store]\nurl = \"sqlite:{}\"\n\n[[middleware]]\ntype = \"model_call_limit\"\nthread_limit = 2\n\n\
+             [[middleware]]\ntype = \"rate_limiter\"\n",
+            db.display()
+        ),
+    );
     let (ok, out, err) = check(&file);
     if cfg!(feature = "sqlite") {
         assert!(ok, "{out}{err}");
@@ -58,6 +65,15 @@ fn a_sqlite_store_is_opened_or_its_feature_named() {
             "{out}"
         );
         assert!(db.exists());
+        // What the file's middleware keep in the store, and what stays in process.
+        assert!(
+            out.contains("  model_call_limit: each thread's call count, when `thread_limit` is set"),
+            "{out}"
+        );
+        assert!(
+            out.contains("  rate_limiter: its buckets stay in this process"),
+            "{out}"
+        );
     } else {
         assert!(!ok, "{out}");
         assert!(

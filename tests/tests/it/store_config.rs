@@ -191,3 +191,60 @@ async fn a_threads_steps_are_counted_across_stacks_sharing_a_ledger() {
     let mut ctx = RunContext::new(RunConfig::new("other").with_thread("u"), ());
     assert!(a.run(&mut ctx, &(), "go").await.is_ok());
 }
+
+/// An agent file's `[store]`, opened and given to the registry: two stacks
+/// built from the file independently (two workers) count one thread's model
+/// calls in the one SQLite ledger, so `thread_limit` holds across both.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_files_store_shares_the_thread_counts_of_the_stacks_built_from_it() {
+    let db = std::env::temp_dir().join(format!("ta-store-config-{}.db", std::process::id()));
+    let text = format!(
+        "[store]\nurl = \"sqlite:{}\"\n\n[[middleware]]\ntype = \"model_call_limit\"\nthread_limit = 3\n\
+         exit_behavior = \"error\"\n\n[[middleware]]\ntype = \"rate_limiter\"\nrate_per_second = 100.0\nburst = 100\n",
+        db.display()
+    );
+    let file = ConfigFile::parse("agent.toml", &text).unwrap();
+    let url = StoreUrl::of_section(file.section("store")).unwrap().unwrap();
+    let worker = || async {
+        let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+        registry.set_stores(url.open().await.unwrap());
+        let stack = registry.build_file(&file).unwrap();
+        Agent::<()>::new(ScriptedModel::from_fn(|_| ScriptedTurn::text("ok"))).with_stack(stack)
+    };
+    let (a, b) = (worker().await, worker().await);
+    let mut outcomes = Vec::new();
+    for i in 0..5 {
+        let agent = if i % 2 == 0 { &a } else { &b };
+        let mut ctx = RunContext::new(RunConfig::new(format!("r{i}")).with_thread("conversation"), ());
+        outcomes.push(agent.run(&mut ctx, &(), "go").await.map(drop));
+    }
+    assert!(outcomes[..3].iter().all(Result::is_ok), "{outcomes:?}");
+    for err in outcomes[3..].iter().map(|o| o.as_ref().unwrap_err()) {
+        assert!(
+            matches!(err, TinyAgentsError::LimitExceeded { limit, .. } if limit == "model_call_limit"),
+            "{err}"
+        );
+    }
+    let stores = url.open().await.unwrap();
+    let t = stores.ledger().totals("model_calls:conversation").await.unwrap();
+    assert_eq!(t.spent + t.held, 3, "{t:?}");
+    // Without the store each stack counts alone: all five runs pass.
+    let plain: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    let alone = || {
+        Agent::<()>::new(ScriptedModel::from_fn(|_| ScriptedTurn::text("ok")))
+            .with_stack(plain.build_file(&file).unwrap())
+    };
+    let (a, b) = (alone(), alone());
+    for i in 0..5 {
+        let agent = if i % 2 == 0 { &a } else { &b };
+        let mut ctx = RunContext::new(RunConfig::new(format!("p{i}")).with_thread("alone"), ());
+        assert!(
+            agent.run(&mut ctx, &(), "go").await.is_ok(),
+            "run {i} of two unshared stacks"
+        );
+    }
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
+    }
+}

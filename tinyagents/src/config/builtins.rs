@@ -196,6 +196,11 @@ where
         registry
             .register_builtins()
             .expect("every built-in config type has its own `type` key");
+        // The built-ins whose state an agent file's `[store]` shares.
+        registry.share::<crate::middleware::RateLimiterConfig>();
+        registry.share::<crate::middleware::LimitsConfig>();
+        registry.share::<crate::middleware::ModelCallLimitConfig>();
+        registry.share::<crate::middleware::ToolCallLimitConfig>();
         for (type_key, table) in DEFAULT_ON {
             let table = super::traits::toml_to_value(table).expect("a built-in default is valid TOML");
             registry

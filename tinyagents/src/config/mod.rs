@@ -48,7 +48,7 @@ pub use choice::ConfigEnum;
 pub use error::{ConfigError, ConfigErrors, ConfigViolation, ECHO_PATH, ECHO_VALUE};
 pub use file::{ConfigFile, FileErrors, LocatedError, Location, FILE_SECTIONS};
 pub use registry::MiddlewareRegistry;
-pub use traits::{from_toml_str, from_value, BuildMiddleware, MiddlewareConfig};
+pub use traits::{from_toml_str, from_value, BuildMiddleware, BuildShared, MiddlewareConfig};
 
 /// Keys every config table may carry, read by the runtime and never by a field.
 pub const RESERVED_KEYS: [&str; 2] = ["type", "enabled"];

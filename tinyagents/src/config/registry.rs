@@ -7,12 +7,17 @@ use serde_json::Value;
 
 use super::error::{ConfigError, ConfigErrors};
 use super::suggest::{did_you_mean, list};
-use super::traits::{toml_to_value, BuildMiddleware};
+use super::traits::{toml_to_value, BuildMiddleware, BuildShared};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{ConfigFieldDoc, Middleware, MiddlewareStack};
+use crate::store::SharedStores;
 
 /// Builds one middleware from its table into a stack.
 type Factory<S, C> = fn(&Value, &str, &mut MiddlewareStack<S, C>) -> std::result::Result<(), ConfigErrors>;
+
+/// Builds a middleware that keeps its shared state in the registry's stores.
+type SharedFactory<S, C> =
+    fn(&Value, &str, &SharedStores, &mut MiddlewareStack<S, C>) -> std::result::Result<(), ConfigErrors>;
 
 struct Entry<S, C>
 where
@@ -20,6 +25,8 @@ where
     C: Send + Sync + 'static,
 {
     build: Factory<S, C>,
+    /// How it is built when the registry has shared stores (`None`: as without).
+    shared: Option<SharedFactory<S, C>>,
     fields: &'static [ConfigFieldDoc],
 }
 
@@ -72,6 +79,9 @@ where
     factories: BTreeMap<&'static str, Entry<S, C>>,
     /// Middleware on by default in stacks built from a file: `type` and table, in order.
     defaults: Vec<(&'static str, Value)>,
+    /// The stores of an agent file's `[store]`, opened: the middleware that
+    /// can share their state are built to keep it there.
+    stores: Option<SharedStores>,
 }
 
 impl<S, C> Default for MiddlewareRegistry<S, C>
@@ -83,6 +93,7 @@ where
         Self {
             factories: BTreeMap::new(),
             defaults: Vec::new(),
+            stores: None,
         }
     }
 }
@@ -118,6 +129,28 @@ where
         .map_err(|e| ConfigError::new(path, None, e.to_string()).into())
 }
 
+fn build_one_shared<T, S, C>(
+    value: &Value,
+    path: &str,
+    stores: &SharedStores,
+    stack: &mut MiddlewareStack<S, C>,
+) -> std::result::Result<(), ConfigErrors>
+where
+    T: BuildShared,
+    T::Middleware: Middleware<S, C>,
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    let config = T::from_value(value, path)?;
+    let middleware = config
+        .build_shared(stores)
+        .map_err(|e| ConfigError::new(path, None, e.to_string()))?;
+    stack
+        .add(middleware)
+        .map(|_| ())
+        .map_err(|e| ConfigError::new(path, None, e.to_string()).into())
+}
+
 impl<S, C> MiddlewareRegistry<S, C>
 where
     S: Send + Sync + 'static,
@@ -144,10 +177,71 @@ where
             T::TYPE,
             Entry {
                 build: build_one::<T, S, C>,
+                shared: None,
                 fields: T::FIELDS,
             },
         );
         Ok(self)
+    }
+
+    /// Registers `T` as [`register`](Self::register) does, and to be built
+    /// with [`BuildShared::build_shared`] when the registry has shared
+    /// stores ([`set_stores`](Self::set_stores)).
+    pub fn register_shared<T>(&mut self) -> Result<&mut Self>
+    where
+        T: BuildShared,
+        T::Middleware: Middleware<S, C>,
+    {
+        self.register::<T>()?;
+        self.share::<T>();
+        Ok(self)
+    }
+
+    /// Builds the registered `T` with `build_shared` when the registry has stores.
+    pub(crate) fn share<T>(&mut self)
+    where
+        T: BuildShared,
+        T::Middleware: Middleware<S, C>,
+    {
+        if let Some(entry) = self.factories.get_mut(T::TYPE) {
+            entry.shared = Some(build_one_shared::<T, S, C>);
+        }
+    }
+
+    /// Builds from now on every middleware whose type shares state
+    /// ([`register_shared`](Self::register_shared)) to keep it in `stores`:
+    /// what an agent file's `[store] url` does once the store is opened
+    /// (the built-ins: `rate_limiter`'s buckets on Redis; a thread's
+    /// `max_steps` of `limits`, and the `thread_limit` counts of
+    /// `model_call_limit` and `tool_call_limit`, in the store's ledger).
+    ///
+    /// ```
+    /// use tinyagents::config::MiddlewareRegistry;
+    /// use tinyagents::store::StoreUrl;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let dir = std::env::temp_dir().join(format!("ta-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// # let url = format!("sqlite:{}", dir.join("agent.db").display());
+    /// # #[cfg(feature = "sqlite")] {
+    /// let stores = StoreUrl::parse(&url).unwrap().open().await?;
+    /// let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
+    /// registry.set_stores(stores);
+    /// assert_eq!(registry.shared_types().collect::<Vec<_>>(), ["limits", "model_call_limit", "rate_limiter", "tool_call_limit"]);
+    /// # }
+    /// # Ok::<(), tinyagents::TinyAgentsError>(()) }).unwrap();
+    /// ```
+    pub fn set_stores(&mut self, stores: SharedStores) -> &mut Self {
+        self.stores = Some(stores);
+        self
+    }
+
+    /// The registered types that keep state in shared stores when the registry has them, sorted.
+    pub fn shared_types(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.factories
+            .iter()
+            .filter(|(_, e)| e.shared.is_some())
+            .map(|(k, _)| *k)
     }
 
     /// Builder form of [`register`](Self::register).
@@ -271,7 +365,10 @@ where
                 .into())
             }
         }
-        (entry.build)(table, path, stack)?;
+        match (&self.stores, entry.shared) {
+            (Some(stores), Some(shared)) => shared(table, path, stores, stack)?,
+            _ => (entry.build)(table, path, stack)?,
+        }
         Ok(true)
     }
 

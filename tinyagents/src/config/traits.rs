@@ -40,6 +40,20 @@ pub trait BuildMiddleware: MiddlewareConfig {
     fn build(self) -> Self::Middleware;
 }
 
+/// A config whose middleware can keep state that many processes share (a
+/// rate limiter's buckets, a thread's call counts) in the stores an agent
+/// file's `[store] url` opens. Register it with
+/// [`MiddlewareRegistry::register_shared`](super::MiddlewareRegistry::register_shared);
+/// a registry given stores ([`set_stores`](super::MiddlewareRegistry::set_stores))
+/// builds it with [`build_shared`](Self::build_shared) instead of
+/// [`build`](BuildMiddleware::build).
+pub trait BuildShared: BuildMiddleware {
+    /// Builds the middleware keeping its shared state in `stores`. An error
+    /// (a store that cannot keep what the config asks to share) is the
+    /// entry's build error.
+    fn build_shared(self, stores: &crate::store::SharedStores) -> crate::Result<Self::Middleware>;
+}
+
 /// Parses a config from a TOML table (the text of one `[[middleware]]` entry or a whole file).
 pub fn from_toml_str<T: MiddlewareConfig>(text: &str) -> Result<T, ConfigErrors> {
     T::from_value(&toml_to_value(text)?, "")

@@ -144,6 +144,10 @@ pub(crate) fn check_units(key: &str, numbers: &[(&str, u64)]) -> Result<()> {
     Ok(())
 }
 
+/// How long a shared call counter built from an agent file (`[store]`)
+/// keeps a thread's count after its last call: a day.
+pub const SHARED_COUNT_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
 /// The admission rule every store applies (see [`LedgerStore`]).
 pub(crate) fn admits(totals: LedgerTotals, cap: u64, amount: u64) -> bool {
     let used = totals.spent.saturating_add(totals.held);

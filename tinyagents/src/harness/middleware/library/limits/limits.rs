@@ -89,6 +89,24 @@ impl From<LimitsConfig> for LimitsMiddleware {
     }
 }
 
+/// With an agent file's `[store]`: `max_steps` counts each thread's tool
+/// calls in the store's ledger, across every worker
+/// ([`shared_steps`](LimitsMiddleware::shared_steps), keys kept for
+/// [`SHARED_COUNT_TTL`](crate::store::SHARED_COUNT_TTL)). The cycle's
+/// `max_price_usd` stays per run; a budget shared by workers is built in
+/// code (`shared_budget`), since it needs its own key and cap.
+impl crate::config::BuildShared for LimitsConfig {
+    fn build_shared(self, stores: &crate::store::SharedStores) -> Result<LimitsMiddleware> {
+        let shared = self.max_steps.is_some();
+        let limits = LimitsMiddleware::from(self);
+        Ok(if shared {
+            limits.shared_steps(stores.ledger(), crate::store::SHARED_COUNT_TTL)
+        } else {
+            limits
+        })
+    }
+}
+
 /// Per-run step and turn counts.
 #[derive(Default)]
 struct Counts {

@@ -57,6 +57,22 @@ impl From<ModelCallLimitConfig> for ModelCallLimitMiddleware {
     }
 }
 
+/// With an agent file's `[store]`: a `thread_limit` counts the thread's
+/// calls in the store's ledger, across every worker
+/// ([`shared_thread_counts`](ModelCallLimitMiddleware::shared_thread_counts),
+/// keys kept for [`SHARED_COUNT_TTL`](crate::store::SHARED_COUNT_TTL)).
+impl crate::config::BuildShared for ModelCallLimitConfig {
+    fn build_shared(self, stores: &crate::store::SharedStores) -> Result<ModelCallLimitMiddleware> {
+        let shared = self.thread_limit.is_some();
+        let limit = ModelCallLimitMiddleware::from(self);
+        Ok(if shared {
+            limit.shared_thread_counts(stores.ledger(), crate::store::SHARED_COUNT_TTL)
+        } else {
+            limit
+        })
+    }
+}
+
 /// Caps the model calls (turns) of a run and of a conversation thread
 /// (LangChain's `ModelCallLimitMiddleware`). Each turn counts once, in
 /// `before_model`, however many attempts retries or fallbacks make inside

@@ -64,6 +64,22 @@ impl From<ToolCallLimitConfig> for ToolCallLimitMiddleware {
     }
 }
 
+/// With an agent file's `[store]`: a `thread_limit` counts the thread's
+/// calls in the store's ledger, across every worker
+/// ([`shared_thread_counts`](ToolCallLimitMiddleware::shared_thread_counts),
+/// keys kept for [`SHARED_COUNT_TTL`](crate::store::SHARED_COUNT_TTL)).
+impl crate::config::BuildShared for ToolCallLimitConfig {
+    fn build_shared(self, stores: &crate::store::SharedStores) -> Result<ToolCallLimitMiddleware> {
+        let shared = self.thread_limit.is_some();
+        let limit = ToolCallLimitMiddleware::from(self);
+        Ok(if shared {
+            limit.shared_thread_counts(stores.ledger(), crate::store::SHARED_COUNT_TTL)
+        } else {
+            limit
+        })
+    }
+}
+
 /// Caps tool calls per run and per thread, for one tool or every tool
 /// (LangChain's `ToolCallLimitMiddleware`). It reviews each reply's batch
 /// (`on_tool_batch`) in the model's order, so concurrent calls are counted

@@ -193,6 +193,23 @@ impl From<RateLimiterConfig> for RateLimiterMiddleware {
     }
 }
 
+/// With an agent file's `[store]`: the buckets live on the store's server
+/// when it keeps them (Redis), so every worker draws from the same bucket;
+/// a store that keeps none (PostgreSQL, SQLite) leaves them in this process,
+/// with a warning (and `tinyagents check` says so).
+impl crate::config::BuildShared for RateLimiterConfig {
+    fn build_shared(self, stores: &crate::store::SharedStores) -> crate::Result<RateLimiterMiddleware> {
+        let limiter = RateLimiterMiddleware::from(self);
+        Ok(match stores.rate_limits() {
+            Ok(buckets) => limiter.with_store(buckets),
+            Err(e) => {
+                tracing::warn!(target: "tinyagents::config", "rate_limiter: its buckets stay in this process: {e}");
+                limiter
+            }
+        })
+    }
+}
+
 crate::config_enum! {
     /// What shares a bucket (`key = "…"`).
     pub enum RateKey {
