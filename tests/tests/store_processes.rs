@@ -572,7 +572,7 @@ fn main() {
             counters_test(url),
         ));
     }
-    for url in [&postgres_url, &sqlite_url] {
+    for url in [&redis_url, &postgres_url, &sqlite_url] {
         results.push((
             format!("approval paused in A, resumed in B ({url})"),
             approval_test(url),

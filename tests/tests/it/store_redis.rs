@@ -3,7 +3,8 @@
 //! unset): the token bucket admits exactly as the in-process one does and
 //! exactly `burst` under contention; the ledger admits exactly up to its cap
 //! under contention; an unreachable server is an error naming the URL and
-//! the feature, with the password hidden.
+//! the feature, with the password hidden; checkpoints are never replaced,
+//! and a damaged, missing or newer-format latest one is an error naming it.
 #![cfg(feature = "redis")]
 
 use std::sync::Arc;
@@ -150,4 +151,111 @@ async fn an_unreachable_server_names_the_url_and_the_feature() {
         err.contains("redis://:***@127.0.0.1:1/0") && err.contains("`redis`") && !err.contains("hunter2"),
         "{err}"
     );
+}
+
+fn cp(thread: &str, seq: u64) -> tinyagents::graph::Checkpoint {
+    tinyagents::graph::Checkpoint {
+        thread_id: thread.into(),
+        seq,
+        steps: seq as u32,
+        next: Some("work".into()),
+        state: tinyagents::graph::GraphState::from_update(tinyagents::graph::update([("n", serde_json::json!(seq))])),
+        interrupt: None,
+        updates: Vec::new(),
+    }
+}
+
+/// Runs one command on the server directly (to damage a record on purpose).
+async fn raw(args: &[&str]) {
+    let client = redis::Client::open(url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    let _: redis::Value = cmd.query_async(&mut conn).await.unwrap();
+}
+
+/// Checkpoints on Redis keep the SQL stores' promises: never replaced, latest
+/// by sequence, history and pruning, a damaged, missing or newer-format
+/// latest record is an error naming it (never the older checkpoint).
+#[tokio::test]
+async fn checkpoints_are_never_replaced_and_a_damaged_latest_is_an_error() {
+    use tinyagents::graph::{Checkpointer, CHECKPOINT_FORMAT_VERSION};
+    let store = RedisStore::connect(&url()).await.unwrap();
+    let t = unique("thread");
+    assert_eq!(store.latest(&t).await.unwrap(), None, "a new thread has none");
+    for seq in 1..=3 {
+        store.put(&cp(&t, seq)).await.unwrap();
+    }
+    assert_eq!(store.latest(&t).await.unwrap(), Some(cp(&t, 3)), "latest by sequence");
+    let again = store.put(&cp(&t, 3)).await.unwrap_err().to_string();
+    assert!(
+        again.contains("never replaced") && again.contains("checkpoint 3"),
+        "{again}"
+    );
+    assert!(
+        store.put(&cp(&t, 2)).await.is_err(),
+        "an older sequence number is refused"
+    );
+    assert_eq!(store.history(&t).await.unwrap(), vec![cp(&t, 1), cp(&t, 2), cp(&t, 3)]);
+    assert_eq!(store.prune(&t, 2).await.unwrap(), 1);
+    assert_eq!(store.history(&t).await.unwrap(), vec![cp(&t, 2), cp(&t, 3)]);
+    assert_eq!(store.prune(&t, 0).await.unwrap(), 1, "at least one is kept");
+    assert!(
+        store.put(&cp(&t, 3)).await.is_err(),
+        "pruning does not reopen a sequence number"
+    );
+    store.put(&cp(&t, 4)).await.unwrap();
+
+    let key = |thread: &str| format!("tinyagents:checkpoints:{thread}");
+    let d = unique("damaged");
+    store.put(&cp(&d, 1)).await.unwrap();
+    store.put(&cp(&d, 2)).await.unwrap();
+    let body = serde_json::to_string(&cp(&d, 2)).unwrap().replace("\"n\":2", "\"n\":9");
+    raw(&["HSET", &key(&d), "b:2", &body]).await;
+    let err = store.latest(&d).await.unwrap_err().to_string();
+    assert!(
+        err.contains("checkpoint 2") && err.contains("damaged") && err.contains("SHA-256"),
+        "{err}"
+    );
+
+    let v = unique("version");
+    store.put(&cp(&v, 1)).await.unwrap();
+    raw(&["HSET", &key(&v), "v:1", "99"]).await;
+    let err = store.latest(&v).await.unwrap_err().to_string();
+    assert!(
+        err.contains("format version 99") && err.contains(&format!("version {CHECKPOINT_FORMAT_VERSION}")),
+        "{err}"
+    );
+
+    let m = unique("missing");
+    store.put(&cp(&m, 1)).await.unwrap();
+    store.put(&cp(&m, 2)).await.unwrap();
+    raw(&["HDEL", &key(&m), "v:2", "b:2", "d:2"]).await;
+    let err = store.latest(&m).await.unwrap_err().to_string();
+    assert!(err.contains("checkpoint 2") && err.contains("missing"), "{err}");
+
+    let err = store.put(&cp(&unique("big"), 1 << 60)).await.unwrap_err().to_string();
+    assert!(err.contains("sequence number above"), "{err}");
+}
+
+/// 16 concurrent writers of the same next checkpoint: exactly one wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_of_one_checkpoint_never_both_win() {
+    use tinyagents::graph::Checkpointer;
+    let store = Arc::new(RedisStore::connect(&url()).await.unwrap());
+    let t = unique("race");
+    store.put(&cp(&t, 1)).await.unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, t) = (store.clone(), t.clone());
+            tokio::spawn(async move { store.put(&cp(&t, 2)).await.is_ok() })
+        })
+        .collect();
+    let mut won = 0;
+    for task in tasks {
+        won += usize::from(task.await.unwrap());
+    }
+    assert_eq!(won, 1, "one writer of checkpoint 2 wins");
 }

@@ -31,7 +31,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(any(feature = "postgres", feature = "sqlite"))]
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "redis"))]
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -1,5 +1,6 @@
-//! [`RedisStore`]: token buckets and ledgers on a Redis server, each
-//! operation one Lua script run atomically by the server.
+//! [`RedisStore`]: token buckets, ledgers and checkpoints (so pending
+//! approvals) on a Redis server, each operation one Lua script run
+//! atomically by the server.
 
 use std::time::Duration;
 
@@ -8,7 +9,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use super::url::redact;
-use super::{check_units, LedgerStore, LedgerTotals, Reservation};
+use super::{check_units, sql, LedgerStore, LedgerTotals, Reservation};
+use crate::graph::{Checkpoint, Checkpointer};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::middleware::{BucketSpec, RateLimitStore};
 
@@ -61,7 +63,51 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {spent, held}
 ";
 
-/// Rate-limit buckets and ledgers (budgets, counters) on a Redis server,
+/// A checkpoint put. KEYS[1] the thread's hash (`latest`, and per checkpoint
+/// `v:SEQ` format version, `b:SEQ` body, `d:SEQ` SHA-256); ARGV seq,
+/// version, body, digest. Moves `latest` forward and stores the record, or
+/// does neither. Returns 1 when stored, 0 when the thread has this seq or a
+/// later one.
+const PUT: &str = r"
+local latest = tonumber(redis.call('HGET', KEYS[1], 'latest') or '-1')
+local seq = tonumber(ARGV[1])
+if seq <= latest then return 0 end
+redis.call('HSET', KEYS[1], 'latest', ARGV[1], 'v:' .. ARGV[1], ARGV[2], 'b:' .. ARGV[1], ARGV[3], 'd:' .. ARGV[1], ARGV[4])
+return 1
+";
+
+/// The latest checkpoint. KEYS[1] the thread's hash. Returns {} when the
+/// thread has none, else {seq, version or false, body or false, digest or false}.
+const LATEST: &str = r"
+local latest = redis.call('HGET', KEYS[1], 'latest')
+if not latest then return {} end
+local v = redis.call('HMGET', KEYS[1], 'v:' .. latest, 'b:' .. latest, 'd:' .. latest)
+return {latest, v[1], v[2], v[3]}
+";
+
+/// Deletes all but the newest ARGV[1] checkpoints of KEYS[1]; returns how many went.
+const PRUNE: &str = r"
+local seqs = {}
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local s = string.match(f, '^d:(%d+)$')
+  if s then table.insert(seqs, tonumber(s)) end
+end
+table.sort(seqs)
+local keep = tonumber(ARGV[1])
+local gone = 0
+for i = 1, #seqs - keep do
+  local s = string.format('%d', seqs[i])
+  redis.call('HDEL', KEYS[1], 'v:' .. s, 'b:' .. s, 'd:' .. s)
+  gone = gone + 1
+end
+return gone
+";
+
+/// The largest sequence number the Redis store keeps: its scripts compare
+/// numbers as Lua doubles, exact up to 2^53.
+const MAX_SEQ: u64 = 1 << 53;
+
+/// Rate-limit buckets, ledgers (budgets, counters) and checkpoints on a Redis server,
 /// shared by every process connected to it (feature `redis`).
 ///
 /// Each admission, reservation and settlement is **one** round trip: a Lua
@@ -71,9 +117,17 @@ return {spent, held}
 /// `tinyagents:` and expire when unused (a bucket once full again, a
 /// ledger after its ttl).
 ///
+/// Checkpoints (and so the approvals a paused run waits for) are one hash
+/// per thread, `tinyagents:checkpoints:THREAD`: a `put` moves the thread's
+/// latest sequence number forward and stores the checkpoint in one script,
+/// or does neither; `latest` checks the record's format version and SHA-256
+/// as the SQL stores do. They are as durable as the server is configured
+/// to be: run Redis with its append-only file (`appendonly yes`) when
+/// checkpoints must survive a restart of the server.
+///
 /// Reads and writes are bounded: connecting and each command time out after
 /// 5 seconds, and a failure is an error, on which the limiter and the
-/// budget refuse the call (fail closed).
+/// budget refuse the call and a checkpoint write fails the run (fail closed).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -92,6 +146,9 @@ pub struct RedisStore {
     bucket: Script,
     reserve: Script,
     settle: Script,
+    put: Script,
+    latest: Script,
+    prune: Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -135,7 +192,56 @@ impl RedisStore {
             bucket: Script::new(BUCKET),
             reserve: Script::new(RESERVE),
             settle: Script::new(SETTLE),
+            put: Script::new(PUT),
+            latest: Script::new(LATEST),
+            prune: Script::new(PRUNE),
         })
+    }
+
+    /// Every checkpoint of a thread, oldest first, each checked as
+    /// [`latest`](Checkpointer::latest) checks one.
+    ///
+    /// # Errors
+    /// When the server cannot answer, or naming the first damaged checkpoint.
+    pub async fn history(&self, thread_id: &str) -> Result<Vec<Checkpoint>> {
+        let fields: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(thread_key(thread_id))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed("reading a thread's history", e))?;
+        let mut seqs: Vec<i64> = fields
+            .keys()
+            .filter_map(|f| f.strip_prefix("d:")?.parse().ok())
+            .collect();
+        seqs.sort_unstable();
+        seqs.into_iter()
+            .map(|seq| {
+                let get = |p: &str| fields.get(&format!("{p}:{seq}")).map(String::as_str);
+                let version = get("v").and_then(|v| v.parse().ok()).unwrap_or(0);
+                sql::decode(
+                    &self.url,
+                    thread_id,
+                    seq,
+                    version,
+                    get("b").unwrap_or_default(),
+                    get("d").unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// Deletes every checkpoint of a thread but the newest `keep` (at least
+    /// one is always kept, so the thread goes on); returns how many went.
+    ///
+    /// # Errors
+    /// When the server cannot answer.
+    pub async fn prune(&self, thread_id: &str, keep: usize) -> Result<u64> {
+        self.prune
+            .key(thread_key(thread_id))
+            .arg(keep.max(1))
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed("pruning a thread", e))
     }
 
     fn failed(&self, what: &str, e: redis::RedisError) -> TinyAgentsError {
@@ -157,6 +263,11 @@ impl RedisStore {
             held: check("held", held)?,
         })
     }
+}
+
+/// The hash holding a thread's checkpoints.
+fn thread_key(thread_id: &str) -> String {
+    format!("tinyagents:checkpoints:{thread_id}")
 }
 
 fn micros(d: Duration) -> u64 {
@@ -250,5 +361,76 @@ impl LedgerStore for RedisStore {
             .await
             .map_err(|e| self.failed("a ledger read", e))?;
         self.totals(key, spent.unwrap_or(0), held.unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl Checkpointer for RedisStore {
+    async fn put(&self, checkpoint: &Checkpoint) -> Result<()> {
+        if checkpoint.seq > MAX_SEQ {
+            return Err(TinyAgentsError::validation(format!(
+                "checkpoint store `{}`: checkpoint {} of thread {:?} has a sequence number above {MAX_SEQ}, the most \
+                 the Redis store keeps exactly",
+                self.url,
+                checkpoint.seq,
+                crate::harness::shorten::shorten(&checkpoint.thread_id, 80)
+            )));
+        }
+        let (seq, version, body, digest) = sql::encode(checkpoint)?;
+        let stored: i64 = self
+            .put
+            .key(thread_key(&checkpoint.thread_id))
+            .arg(seq)
+            .arg(version)
+            .arg(body)
+            .arg(digest)
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed("storing a checkpoint", e))?;
+        if stored == 1 {
+            Ok(())
+        } else {
+            Err(sql::exists(&self.url, checkpoint))
+        }
+    }
+
+    async fn latest(&self, thread_id: &str) -> Result<Option<Checkpoint>> {
+        let record: Vec<Option<String>> = self
+            .latest
+            .key(thread_key(thread_id))
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed("reading a checkpoint", e))?;
+        let [seq, version, body, digest] = match <[Option<String>; 4]>::try_from(record) {
+            Ok(fields) => fields,
+            Err(empty) if empty.is_empty() => return Ok(None),
+            Err(other) => {
+                return Err(TinyAgentsError::config(format!(
+                    "store `{}` (Redis): reading a checkpoint gave {} values, not 4; the script was replaced: \
+                     restart the server or flush its script cache",
+                    self.url,
+                    other.len()
+                )))
+            }
+        };
+        let seq: i64 = seq.as_deref().and_then(|s| s.parse().ok()).ok_or_else(|| {
+            TinyAgentsError::config(format!(
+                "checkpoint store `{}`: thread {:?} has a `latest` field that is not a sequence number; the key \
+                 was written by something else: delete it",
+                self.url,
+                crate::harness::shorten::shorten(thread_id, 80)
+            ))
+        })?;
+        let (Some(version), Some(body), Some(digest)) = (version, body, digest) else {
+            return Err(TinyAgentsError::config(format!(
+                "checkpoint store `{}`: thread {:?} was last written at checkpoint {seq}, and that checkpoint is \
+                 missing; no older checkpoint is used in its place (a resume from an older one would run finished \
+                 steps again): restore it, or set the thread's `latest` back on purpose",
+                self.url,
+                crate::harness::shorten::shorten(thread_id, 80)
+            )));
+        };
+        let version: i64 = version.parse().unwrap_or(0);
+        sql::decode(&self.url, thread_id, seq, version, &body, &digest).map(Some)
     }
 }

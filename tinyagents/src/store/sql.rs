@@ -1,5 +1,6 @@
 //! What the SQL stores share: the schema (the same tables on PostgreSQL and
-//! SQLite) and the checks on a checkpoint row.
+//! SQLite) and the checks on a checkpoint row (which the Redis store applies
+//! to its checkpoint records too).
 //!
 //! ```sql
 //! -- one row per checkpoint, never updated
@@ -19,6 +20,8 @@
 //!     expires_at BIGINT NOT NULL   -- milliseconds since the Unix epoch
 //! );
 //! ```
+
+#![cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 
 use sha2::{Digest, Sha256};
 
@@ -52,7 +55,7 @@ CREATE TABLE IF NOT EXISTS tinyagents_ledger (
 pub(super) fn encode(checkpoint: &Checkpoint) -> Result<(i64, i32, String, String)> {
     let seq = i64::try_from(checkpoint.seq).map_err(|_| {
         TinyAgentsError::validation(format!(
-            "checkpoint store: checkpoint {} of thread {:?} has a sequence number above {}, the most a SQL store keeps",
+            "checkpoint store: checkpoint {} of thread {:?} has a sequence number above {}, the most a shared store keeps",
             checkpoint.seq,
             crate::harness::shorten::shorten(&checkpoint.thread_id, 80),
             i64::MAX
@@ -88,7 +91,7 @@ pub(super) fn decode(
         TinyAgentsError::config(format!(
             "checkpoint store `{store}`: checkpoint {seq} of thread {:?} is damaged ({why}); it is not read, and no \
              older checkpoint is used in its place (a resume from an older one would run finished steps again): \
-             restore it from a backup, or delete its row to resume from the one before it on purpose",
+             restore it from a backup, or delete it to resume from the one before it on purpose",
             crate::harness::shorten::shorten(thread_id, 80)
         ))
     };
@@ -102,7 +105,7 @@ pub(super) fn decode(
     }
     if version < 2 {
         return Err(damaged(format!(
-            "format version {version} is not one a SQL store writes"
+            "format version {version} is not one a shared store writes"
         )));
     }
     if hex(&Sha256::digest(body.as_bytes())) != digest {

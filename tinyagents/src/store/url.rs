@@ -188,8 +188,8 @@ impl StoreUrl {
                 Ok(SharedStores {
                     url: self.clone(),
                     rate_limits: Some(store.clone()),
-                    ledger: store,
-                    checkpointer: None,
+                    ledger: store.clone(),
+                    checkpointer: Some(store),
                 })
             }
             #[cfg(feature = "postgres")]
@@ -236,8 +236,8 @@ impl fmt::Debug for StoreUrl {
     }
 }
 
-/// What an opened [`StoreUrl`] serves: a ledger always, rate-limit buckets
-/// on Redis, checkpoints (and so pending approvals) on PostgreSQL and SQLite.
+/// What an opened [`StoreUrl`] serves: a ledger and checkpoints (and so
+/// pending approvals) always, rate-limit buckets on Redis.
 #[derive(Clone)]
 pub struct SharedStores {
     url: StoreUrl,
@@ -281,14 +281,14 @@ impl SharedStores {
         })
     }
 
-    /// The checkpointer, when this store keeps checkpoints.
+    /// The checkpointer, when this store keeps checkpoints (every store does).
     ///
     /// # Errors
-    /// A `Config` error naming the URL when it does not (Redis does not).
+    /// A `Config` error naming the URL when it does not.
     pub fn checkpointer(&self) -> Result<Arc<dyn Checkpointer>> {
         self.checkpointer.clone().ok_or_else(|| {
             TinyAgentsError::config(format!(
-                "store `{}` keeps no checkpoints (a `postgres://` or `sqlite:` store does); name one of those",
+                "store `{}` keeps no checkpoints; name a `postgres://`, `sqlite:` or `redis://` store",
                 self.url
             ))
         })

@@ -17,7 +17,7 @@ mod memory;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-#[cfg(any(feature = "postgres", feature = "sqlite"))]
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "redis"))]
 pub(crate) use file::{decode_json, hex};
 pub use file::{FileCheckpointer, CHECKPOINT_FORMAT_VERSION};
 pub use memory::MemoryCheckpointer;
