@@ -107,6 +107,9 @@ fn put(c: &mut Criterion) {
     if let Some(u) = url("TINYAGENTS_POSTGRES_URL") {
         stores.push(("postgres", Arc::new(rt.block_on(PostgresStore::connect(&u)).unwrap())));
     }
+    if let Some(u) = url("TINYAGENTS_REDIS_URL") {
+        stores.push(("redis", Arc::new(rt.block_on(RedisStore::connect(&u)).unwrap())));
+    }
     // A checkpoint of a short conversation (about 2 kB of JSON).
     let state = GraphState::from_update(update([("messages", json!(vec!["a message of some length"; 60]))]));
     for (name, store) in stores {
