@@ -302,7 +302,7 @@ pub(crate) fn config_check(config: Option<&syn::Path>) -> TokenStream {
     let p = p();
     let span = syn::spanned::Spanned::span(c);
     quote_spanned! {span=>
-        const _: &'static str = <#c as #p::MiddlewareConfig>::TYPE;
+        const _: &str = <#c as #p::MiddlewareConfig>::TYPE;
     }
 }
 

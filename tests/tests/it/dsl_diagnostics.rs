@@ -31,11 +31,12 @@ async fn stamp_zone(request: &mut ModelRequest) -> Result<()> {
 
 #[test]
 fn dsl_a_misspelled_required_order_name_is_a_config_error_with_did_you_mean() {
-    let err = MiddlewareStack::<()>::empty()
+    let Err(err) = MiddlewareStack::<()>::empty()
         .with(StampDate)
         .and_then(|s| s.with(StampTime))
-        .err()
-        .expect("`after = [\"stamp_dat\"]` names no registered middleware");
+    else {
+        panic!("`after = [\"stamp_dat\"]` names no registered middleware: registration must fail");
+    };
     let msg = err.to_string();
     assert!(matches!(err, TinyAgentsError::Config { .. }), "{err:?}");
     assert!(msg.contains("`stamp_time`") && msg.contains("`stamp_dat`"), "{msg}");
