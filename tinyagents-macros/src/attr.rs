@@ -141,7 +141,23 @@ pub(crate) fn parse(tokens: TokenStream, valid: &[&str], attr: &str, errors: &mu
 fn order_ref(e: Expr, key: &str, errors: &mut Errors) -> Option<OrderRef> {
     match e {
         Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. }) => Some(OrderRef::Name(s)),
-        Expr::Path(p) if p.qself.is_none() => Some(OrderRef::Type(p.path)),
+        Expr::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            if last.starts_with(|c: char| c.is_ascii_lowercase()) {
+                // `after = [add_date]`: the fn, where the generated type was meant.
+                let ty = crate::free_fn::upper_camel(&last);
+                errors.at(
+                    &p,
+                    format_args!(
+                        "`{key}` lists middleware types or names, and `{last}` looks like a fn: a hook fn \
+                         `{last}` generates the type `{ty}`, so write `{key} = [{ty}]` (or the middleware's \
+                         name as a string, `{key} = [\"{ty}\"]`)"
+                    ),
+                );
+                return None;
+            }
+            Some(OrderRef::Type(p.path))
+        }
         other => {
             errors.at(
                 &other,

@@ -120,6 +120,67 @@ pub(crate) struct FieldSpec {
     pub(crate) rules_text: Vec<String>,
     /// Its doc comment (first paragraph).
     pub(crate) doc: String,
+    /// Other keys it is read under (`#[serde(alias = "…")]`).
+    pub(crate) aliases: Vec<String>,
+}
+
+/// The `#[serde(...)]` keys the derive reads on a field.
+#[derive(Default)]
+struct SerdeArgs {
+    /// `rename = "…"`: the field's key in a table.
+    rename: Option<LitStr>,
+    /// `alias = "…"` (repeatable): other keys it is read under.
+    aliases: Vec<LitStr>,
+}
+
+/// Reads `#[serde(rename = "…", alias = "…")]` on a field; any other serde
+/// key is an error (the derive reads tables itself, not through serde).
+fn serde_args(attrs: &[Attribute], errors: &mut Errors) -> SerdeArgs {
+    let mut out = SerdeArgs::default();
+    for attr in attrs.iter().filter(|a| a.path().is_ident(kw::SERDE_ATTR)) {
+        let syn::Meta::List(list) = &attr.meta else {
+            errors.at(
+                attr,
+                "write `#[serde(rename = \"my-key\")]` or `#[serde(alias = \"my-key\")]`",
+            );
+            continue;
+        };
+        let Some(args) = errors.ok(parse_args(list.tokens.clone())) else {
+            continue;
+        };
+        for arg in args {
+            let name = arg.name();
+            match name.as_str() {
+                kw::RENAME => {
+                    if let Some(s) = arg.string(r#"rename = "my-key""#, errors) {
+                        if out.rename.is_some() {
+                            errors.at(
+                                &arg.key,
+                                "duplicate `rename`: a field has one key; list other keys with `alias`",
+                            );
+                        } else {
+                            out.rename = Some(s);
+                        }
+                    }
+                }
+                kw::ALIAS => {
+                    if let Some(s) = arg.string(r#"alias = "my-key""#, errors) {
+                        out.aliases.push(s);
+                    }
+                }
+                _ => errors.at(
+                    &arg.key,
+                    format_args!(
+                        "`#[serde({name})]` is not read by `MiddlewareConfig`, which reads tables itself: it reads \
+                         `#[serde(rename = \"…\")]` and `#[serde(alias = \"…\")]` only; give defaults with \
+                         `#[config(default = …)]`{}",
+                        if name == kw::DEFAULT { "" } else { " and remove this" }
+                    ),
+                ),
+            }
+        }
+    }
+    out
 }
 
 /// The `#[config(...)]` args of an item (several attributes are merged).
@@ -174,6 +235,24 @@ pub(crate) fn struct_args(attrs: &[Attribute], ident: &Ident, errors: &mut Error
 pub(crate) fn field(field: &Field, errors: &mut Errors) -> Option<FieldSpec> {
     let ident = field.ident.clone()?;
     let key = syn::ext::IdentExt::unraw(&ident).to_string();
+    if let Type::Reference(r) = &field.ty {
+        let owned = match &*r.elem {
+            Type::Path(p) if p.path.is_ident("str") => "String".to_owned(),
+            Type::Slice(s) => format!("Vec<{}>", tokens_to_string(s.elem.to_token_stream())),
+            other => tokens_to_string(other.to_token_stream()),
+        };
+        errors.at(
+            &field.ty,
+            format_args!(
+                "a config field owns its value, read from a table at run time, so `{key}` cannot be a reference \
+                 (`{}`): write `{key}: {owned}`",
+                tokens_to_string(field.ty.to_token_stream())
+            ),
+        );
+        return None;
+    }
+    let serde = serde_args(&field.attrs, errors);
+    let key = serde.rename.as_ref().map_or(key, LitStr::value);
     if kw::RESERVED_FIELDS.contains(&key.as_str()) {
         errors.at(
             &ident,
@@ -196,10 +275,31 @@ pub(crate) fn field(field: &Field, errors: &mut Errors) -> Option<FieldSpec> {
         finite: false,
         non_negative: false,
         one_of: None,
-        rules_text: Vec::new(),
+        rules_text: serde
+            .aliases
+            .iter()
+            .map(|a| format!("alias = \"{}\"", a.value()))
+            .collect(),
         doc: crate::doc::summary_from_attrs(&field.attrs).unwrap_or_default(),
+        aliases: serde.aliases.iter().map(LitStr::value).collect(),
     };
-    let args = config_args(&field.attrs, errors);
+    let mut args = config_args(&field.attrs, errors);
+    // `min = 1, max = 10`: bounds are one `range`.
+    args.retain(|arg| {
+        let name = arg.name();
+        if matches!(name.as_str(), "min" | "max" | "minimum" | "maximum") {
+            errors.at(
+                &arg.key,
+                format_args!(
+                    "a field's bounds are one `range` rule, not `{name}`: write `range = min..=max` \
+                     (`range = 1..`, `range = ..=10` for one bound)"
+                ),
+            );
+            false
+        } else {
+            true
+        }
+    });
     for arg in check_keys(args, kw::FIELD_KEYS, "a field's `#[config(...)]`", errors) {
         match arg.name().as_str() {
             kw::DEFAULT => {
@@ -355,6 +455,26 @@ fn check_range(e: &Expr, class: &FieldType, key: &str, ty: &str, errors: &mut Er
         );
         return false;
     }
+    let bounds = [r.start.as_deref(), r.end.as_deref()];
+    for bound in bounds.into_iter().flatten() {
+        let fix = match (literal(bound), class.num) {
+            (Some((Lit::Float(_), _)), Some(Num::Signed | Num::Unsigned)) => {
+                Some("the bounds of an integer field are integers: write `range = 1..=10`".to_owned())
+            }
+            (Some((Lit::Int(i), _)), Some(Num::Float)) => Some(format!(
+                "the bounds of a float field are floats: write `{}.0` (e.g. `range = 0.0..=1.0`)",
+                i.base10_digits()
+            )),
+            (Some((_, true)), Some(Num::Unsigned)) => {
+                Some("an unsigned field cannot hold a negative bound: start the range at `0` or later".to_owned())
+            }
+            _ => None,
+        };
+        if let Some(fix) = fix {
+            errors.at(bound, format_args!("`range` of `{key}`, a `{ty}`: {fix}"));
+            return false;
+        }
+    }
     if let (Some(lo), Some(hi)) = (r.start.as_deref().and_then(number), r.end.as_deref().and_then(number)) {
         let empty = match r.limits {
             syn::RangeLimits::Closed(_) => lo > hi,
@@ -387,6 +507,17 @@ fn check_one_of(at: &Ident, items: &[Expr], class: &FieldType, key: &str, ty: &s
     for item in items {
         let fits = match literal(item) {
             Some((Lit::Str(_), _)) => class.string,
+            Some((Lit::Int(i), _)) if class.num == Some(Num::Float) => {
+                errors.at(
+                    item,
+                    format_args!(
+                        "`one_of` of `{key}`, a `{ty}`, lists floats: write `{}.0`",
+                        i.base10_digits()
+                    ),
+                );
+                ok = false;
+                continue;
+            }
             Some((Lit::Int(_), _)) => class.num.is_some(),
             Some((Lit::Float(_), _)) => class.num == Some(Num::Float),
             _ => false,

@@ -32,7 +32,11 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
             Fields::Unit => {
                 errors.at(
                     ident,
-                    "`MiddlewareConfig` needs named fields, one per config key: write `struct MyConfig { key: Type }`",
+                    format_args!(
+                        "`MiddlewareConfig` reads named fields, one per config key, and a unit struct has none: for \
+                         a middleware with no options write `struct {ident} {{}}` (a table with only `type` reads \
+                         into it)"
+                    ),
                 );
                 None
             }
@@ -93,28 +97,50 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
     });
 
     let reads = specs.iter().map(|s| {
-        let (ident, key, ty) = (&s.ident, &s.key, &s.ty);
+        let (ident, ty) = (&s.ident, &s.ty);
+        // A field with aliases is read under the key the table writes.
+        let key = if s.aliases.is_empty() {
+            s.key.to_token_stream()
+        } else {
+            let (k, aliases) = (&s.key, &s.aliases);
+            quote!(__reader.aliased(#k, &[#(#aliases),*]))
+        };
         let ty_text = tokens_to_string(ty.to_token_stream());
         let span = ty.span();
         let read = match default_tokens(s) {
             Some(_) if s.class.choice => {
                 let d = s.default.as_ref().expect("a choice field has a default");
                 let dspan = d.span();
+                // Named after the field, since rustc names it when the default is not a variant.
+                let konst = syn::Ident::new(
+                    &format!(
+                        "{}_DEFAULT",
+                        syn::ext::IdentExt::unraw(ident).to_string().to_uppercase()
+                    ),
+                    dspan,
+                );
                 quote_spanned! {dspan=>
                     let #ident = {
                         // The default is one of the enum's names, checked when this compiles.
-                        const __DEFAULT: #ty = <#ty as #p::ConfigEnum>::ALL
+                        const #konst: #ty = <#ty as #p::ConfigEnum>::ALL
                             [#p::choice_index(<#ty as #p::ConfigEnum>::NAMES, #d)];
-                        __reader.choice::<#ty>(#key, __DEFAULT)
+                        let __key: &str = #key;
+                        __reader.choice::<#ty>(__key, #konst)
                     };
                 }
             }
             Some(d) => {
                 let dspan = s.default.as_ref().map_or(span, |e| e.span());
                 let d = quote_spanned!(dspan=> { let __default: #ty = #d; __default });
-                quote_spanned!(span=> let #ident = __reader.or_default::<#ty>(#key, #ty_text, || #d);)
+                quote_spanned! {span=>
+                    let __key: &str = #key;
+                    let #ident = <#ty as #p::ConfigValue>::read_or_default(&mut __reader, __key, #ty_text, || #d);
+                }
             }
-            None => quote_spanned!(span=> let #ident = __reader.required::<#ty>(#key, #ty_text);),
+            None => quote_spanned! {span=>
+                let __key: &str = #key;
+                let #ident = <#ty as #p::ConfigValue>::read_required(&mut __reader, __key, #ty_text);
+            },
         };
         let rules = check_tokens(s, Source::Read);
         quote! {
@@ -135,11 +161,15 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
     };
 
     let checks = specs.iter().map(|s| check_tokens(s, Source::SelfField));
+    // `validate = f`: `f` is first taken as the fn pointer it must be, so a
+    // wrong signature is one error on `f` naming the expected one.
     let validate = |config: TokenStream, clean: TokenStream, checker: TokenStream| {
         args.validate.as_ref().map(|v| {
+            let fn_ty = quote_spanned!(v.span()=> fn(&#ident) -> #p::Result<(), #p::ConfigViolation>);
             quote_spanned! {v.span()=>
                 if #clean {
-                    if let #p::Result::Err(__violation) = #v(#config) {
+                    let __validate: #fn_ty = #v;
+                    if let #p::Result::Err(__violation) = __validate(#config) {
                         #checker.violation(__violation);
                     }
                 }
@@ -164,7 +194,12 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
             }
         }
     });
-    let key_list: Vec<LitStr> = keys.iter().map(|k| LitStr::new(k, Span::call_site())).collect();
+    let key_list: Vec<LitStr> = keys
+        .iter()
+        .copied()
+        .chain(specs.iter().flat_map(|s| &s.aliases))
+        .map(|k| LitStr::new(k, Span::call_site()))
+        .collect();
     quote! {
         #[automatically_derived]
         #[allow(unused_variables, clippy::all, clippy::pedantic)]
@@ -205,7 +240,12 @@ enum Source {
 /// The rule checks of one field.
 fn check_tokens(s: &FieldSpec, source: Source) -> TokenStream {
     let p = quote!(::tinyagents::__private);
-    let (ident, key) = (&s.ident, &s.key);
+    let ident = &s.ident;
+    // Read from a table, an aliased field's errors name the key the table wrote.
+    let key = match source {
+        Source::Read if !s.aliases.is_empty() => quote!(__key),
+        _ => s.key.to_token_stream(),
+    };
     let inner = s.class.inner(&s.ty);
     let mut rules = Vec::new();
     if let Some(r) = &s.range {

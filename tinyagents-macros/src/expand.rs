@@ -295,6 +295,17 @@ fn wrap_method(h: &HookDef, w: Wrap, state: &Type, ctx: &Type) -> TokenStream {
     }
 }
 
+/// The check of `config = X`, emitted whether or not `doc(...)` reads it:
+/// `X` must be a `#[derive(MiddlewareConfig)]` type (an error spanned on `X`).
+pub(crate) fn config_check(config: Option<&syn::Path>) -> TokenStream {
+    let Some(c) = config else { return TokenStream::new() };
+    let p = p();
+    let span = syn::spanned::Spanned::span(c);
+    quote_spanned! {span=>
+        const _: &str = <#c as #p::MiddlewareConfig>::TYPE;
+    }
+}
+
 /// What is emitted for a middleware with errors: metadata and a `Middleware`
 /// impl with no hooks, so that uses of the type elsewhere do not add errors
 /// of their own to the ones reported.

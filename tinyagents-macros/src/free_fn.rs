@@ -31,6 +31,30 @@ pub(crate) fn expand(hook: &'static Hook, args: TokenStream, item: TokenStream) 
         }
     };
     let args = attr::parse(args, kw::FN_KEYS, &format!("`#[{}(...)]`", hook.attr), &mut errors);
+    // A second hook attribute would generate a second type of the same name:
+    // refuse it here and drop it from the emitted fn, so it does not expand.
+    item_fn.attrs.retain(|a| match hook_attribute(a) {
+        Some(other) => {
+            errors.at(
+                a,
+                format_args!(
+                    "`{display}` already makes `{fn_name}` a hook: a fn implements one hook, and `{}` would \
+                     generate a second `{ty}`; write a second fn for `{}`, or put both hooks as methods of a \
+                     `#[middleware] impl` block",
+                    other.display(),
+                    other.display(),
+                    fn_name = item_fn.sig.ident,
+                    ty = args
+                        .type_name
+                        .as_ref()
+                        .map_or_else(|| upper_camel(&item_fn.sig.ident.to_string()), ToString::to_string),
+                ),
+            );
+            false
+        }
+        None => true,
+    });
+    let config_check = expand::config_check(args.config.as_ref());
     let sig = analyze(hook, &item_fn.sig, Place::FreeFn, &mut errors);
     if item_fn.sig.receiver().is_some() {
         // a method of a plain impl block: no item may be generated here
@@ -57,10 +81,35 @@ pub(crate) fn expand(hook: &'static Hook, args: TokenStream, item: TokenStream) 
     let p = quote!(::tinyagents::__private);
     let unit = quote! {
         #[doc = #struct_doc]
-        #[derive(#p::Debug, #p::Clone, #p::Copy, #p::Default, #p::PartialEq, #p::Eq, #p::Hash)]
+        #[derive(#p::Debug, #p::Clone, #p::Copy, #p::PartialEq, #p::Eq, #p::Hash)]
         #vis struct #type_ident;
     };
+    // `Default` by hand, spanned on the fn: when another type has the generated
+    // name, its error points at the fn rather than into a derive.
+    let default_impl = quote::quote_spanned! {item_fn.sig.ident.span()=>
+        #[automatically_derived]
+        impl #p::Default for #type_ident {
+            #[inline]
+            fn default() -> Self {
+                Self {}
+            }
+        }
+    };
     let self_ty: syn::Type = syn::parse_quote!(#type_ident);
+    // A proc macro cannot see the module's other items: when another type has
+    // the generated name, rustc reports the duplicate, and this assertion
+    // (true of the generated unit struct, false of a type with data) adds
+    // which attribute made the name and how to pick another.
+    let collision = format!(
+        "`{display}` on `fn {fn_name}` generates the type `{type_ident}`, and another item of this module is \
+         named `{type_ident}`: name the generated type with `type_name`, e.g. `#[{}(type_name = {type_ident}Hook)]`, \
+         or rename one of them",
+        hook.attr,
+        fn_name = item_fn.sig.ident,
+    );
+    let collision_check = quote::quote_spanned! {type_ident.span()=>
+        const _: () = #p::assert!(#p::size_of::<#type_ident>() == 0, #collision);
+    };
 
     let impls = match (sig, errors.is_empty()) {
         (Some(sig), true) => {
@@ -99,9 +148,22 @@ pub(crate) fn expand(hook: &'static Hook, args: TokenStream, item: TokenStream) 
     quote! {
         #item_fn
         #unit
+        #default_impl
         #impls
+        #collision_check
+        #config_check
         #errors
     }
+}
+
+/// The hook an attribute names (`#[after_model]`, `#[tinyagents::after_model]`), if any.
+pub(crate) fn hook_attribute(attr: &syn::Attribute) -> Option<&'static Hook> {
+    let path = attr.path();
+    let first = path.segments.first()?;
+    if path.segments.len() > 1 && first.ident != "tinyagents" && first.ident != "tinyagents_macros" {
+        return None;
+    }
+    Hook::by_attr(&path.segments.last()?.ident.to_string())
 }
 
 /// `add_date` → `AddDate`.

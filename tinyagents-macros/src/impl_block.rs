@@ -127,6 +127,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         &mut errors,
     );
     let self_ty = (*block.self_ty).clone();
+    let args_config = args.config.clone();
     let impls = if errors.is_empty() {
         let def = MiddlewareDef {
             self_ty: self_ty.clone(),
@@ -145,10 +146,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     } else {
         expand::fallback(&self_ty, &block.generics, &name)
     };
+    let config_check = expand::config_check(args_config.as_ref());
     let errors = errors.into_compile_errors();
     quote! {
         #block
         #impls
+        #config_check
         #errors
     }
 }

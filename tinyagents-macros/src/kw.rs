@@ -103,5 +103,12 @@ pub(crate) const ONE_OF: &str = "one_of";
 /// The keys of `#[config(...)]` on a field.
 pub(crate) const FIELD_KEYS: &[&str] = &[DEFAULT, RANGE, FINITE, NON_NEGATIVE, ONE_OF];
 
+/// The serde attribute, read on config fields for its `rename` and `alias`.
+pub(crate) const SERDE_ATTR: &str = "serde";
+/// `#[serde(rename = "…")]`: the field's key in a table.
+pub(crate) const RENAME: &str = "rename";
+/// `#[serde(alias = "…")]`: another key the field is read under.
+pub(crate) const ALIAS: &str = "alias";
+
 /// Keys of a config table the runtime reads itself, never a field's.
 pub(crate) const RESERVED_FIELDS: &[&str] = &["type", "enabled"];

@@ -46,8 +46,10 @@ macro_rules! hook_attributes {
         $(#[$doc])*
         ///
         /// Parameters are recognised by type, in any order and any subset:
-        /// the context (`&mut RunContext<C>`), the state (any other shared
-        /// reference, `&S`), and the hook's value. A concrete state or
+        /// the context (`&mut RunContext<C>`), the state (another shared
+        /// reference, `&S`; a std or tinyagents data type only when the
+        /// parameter is named `state` or its type is a type parameter), and
+        /// the hook's value. A concrete state or
         /// context type pins the generated impl; type parameters make it
         /// generic. The arguments (`name`, `type_name`, `before`, `after`,
         /// `can_jump_to`, `doc(...)`, `builtin`, `config`) and every rule are
@@ -179,12 +181,16 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// On the struct: `#[config(type = "…", builds = Middleware, validate = path)]`.
 /// On a field: `#[config(default = expr, range = a..=b, finite,
 /// non_negative, one_of = [..])]`; `Option<T>` fields default to `None`;
-/// doc comments become the field docs. A field whose type is a
+/// doc comments become the field docs. `#[serde(rename = "max-tokens")]`
+/// sets a field's key (for TOML keys with dashes; the docs show it) and
+/// `#[serde(alias = "…")]` adds another key it is read under; other serde
+/// attributes are errors. A field's type is any `serde::Deserialize` type
+/// that owns its data (`String`, not `&'static str`). A field whose type is a
 /// `tinyagents::config::ConfigEnum` (declared with `tinyagents::config_enum!`)
 /// takes a string default naming a variant (`#[config(default = "end")]`,
 /// checked at compile time) and reads only the enum's names: any other value
 /// is an error listing them, with a did-you-mean.
-#[proc_macro_derive(MiddlewareConfig, attributes(config))]
+#[proc_macro_derive(MiddlewareConfig, attributes(config, serde))]
 pub fn derive_middleware_config(item: TokenStream) -> TokenStream {
     config_derive::expand(item.into()).into()
 }

@@ -293,13 +293,93 @@ impl Analyzer<'_> {
     }
 
     fn unknown(&mut self, tokens: &TokenStream, ty: &Type) {
+        let text = crate::text::tokens_to_string(ty.to_token_stream());
+        // A plain named type by value is most likely the state, which is lent to the hook.
+        let hint = match strip(ty) {
+            Type::Path(p) if p.qself.is_none() && !ambiguous_state(ty) => format!(
+                "; if `{text}` is the state, take it by reference (the stack lends it to every hook): write `&{text}`"
+            ),
+            _ => String::new(),
+        };
         let msg = format!(
-            "unsupported parameter type `{}` in `{}`: parameters are recognised by type; this hook accepts {}",
-            crate::text::tokens_to_string(ty.to_token_stream()),
+            "unsupported parameter type `{text}` in `{}`: parameters are recognised by type; this hook accepts {}{hint}",
             self.hook.display(),
             self.hook.accepted()
         );
         self.errors.at(tokens, msg);
+    }
+
+    /// The rules a `&T` must meet to be the state: a sized type lent for
+    /// one call (`&'static` and `&dyn Trait` are refused with the reason),
+    /// and declared (a type parameter, or a parameter named `state`) unless
+    /// the type is unambiguous (not a std or tinyagents data type, which a
+    /// user more likely meant as data than as the stack's state).
+    fn state_rules(&mut self, r: &syn::TypeReference, elem: &Type, pat: &syn::Pat, tokens: &TokenStream) -> bool {
+        let text = crate::text::tokens_to_string(elem.to_token_stream());
+        if let Some(lt) = &r.lifetime {
+            if lt.ident == "static" {
+                let msg = format!(
+                    "the state is lent to the hook for one call, so it cannot be `&'static {text}`: write \
+                     `&{text}`; to keep a value for longer, clone what you need out of it (or hold an `Arc` in \
+                     the state)"
+                );
+                self.errors.at(lt, msg);
+                return false;
+            }
+        }
+        let unsized_what = match elem {
+            Type::TraitObject(_) => Some("a trait object"),
+            Type::Slice(_) => Some("a slice"),
+            _ if last_segment(elem).is_some_and(|s| s.ident == "str") => Some("`str`"),
+            _ => None,
+        };
+        if let Some(what) = unsized_what {
+            let fix = match elem {
+                Type::TraitObject(t) => {
+                    let bounds = crate::text::tokens_to_string(t.bounds.to_token_stream());
+                    format!(
+                        "make the hook generic over it, `fn hook<S: {bounds}>(state: &S)`, or name the concrete type"
+                    )
+                }
+                Type::Slice(s) => format!(
+                    "name an owned type such as `Vec<{}>`",
+                    crate::text::tokens_to_string(s.elem.to_token_stream())
+                ),
+                _ => "name an owned type such as `String`".to_owned(),
+            };
+            let msg = format!(
+                "the state `&{text}` is {what}: the state is the one sized type the stack is built over \
+                 (`MiddlewareStack<S>`, shared across threads); {fix}"
+            );
+            self.errors.at(elem, msg);
+            return false;
+        }
+        // A type parameter nested in the type (`&Vec<S>`) is the generics rule's to report.
+        let declared = matches!(self.slot(elem), TypeSlot::Generic(_))
+            || self.generics.iter().any(|g| mentions(elem, g))
+            || matches!(pat, syn::Pat::Ident(p) if is_state_name(&p.ident.to_string()));
+        if declared || !ambiguous_state(elem) {
+            return true;
+        }
+        let param = crate::text::tokens_to_string(tokens.clone());
+        let name = match pat {
+            syn::Pat::Ident(p) => p.ident.to_string(),
+            _ => "state".to_owned(),
+        };
+        let msg = format!(
+            "`{param}` would be read as the state (the one value the stack is built over, \
+             `MiddlewareStack<{text}>`), and `{text}` is not obviously a state type: a hook receives only \
+             {accepted}; if it is the state, declare it by naming the parameter `state` \
+             (`state: &{text}`){data}",
+            accepted = self.hook.accepted(),
+            data = if name == "state" {
+                String::new()
+            } else {
+                format!("; if `{name}` is data of the run, read it from the hook's value or the context instead")
+            },
+        );
+        self.errors.at(tokens, msg);
+        false
     }
 
     fn param(&mut self, ty: &Type, pat: &syn::Pat, tokens: TokenStream) {
@@ -345,7 +425,7 @@ impl Analyzer<'_> {
                         self.errors.at(&tokens, msg);
                     }
                     _ => {
-                        if self.push(Role::State, true, tokens.clone()) {
+                        if self.state_rules(r, elem, pat, &tokens) && self.push(Role::State, true, tokens.clone()) {
                             let slot = self.slot(elem);
                             self.set_slot(Role::State, slot, tokens);
                         }
@@ -524,12 +604,58 @@ impl Analyzer<'_> {
         };
         let seg = last_segment(ty);
         let is = |s: Option<&PathSegment>, name: &str| s.is_some_and(|s| s.ident == name);
-        let inner = seg
-            .filter(|s| s.ident == "Result")
-            .and_then(|s| type_args(s).first().copied());
+        let inner = match result_ok_type(ty) {
+            Ok(inner) => inner,
+            Err(foreign) => {
+                let ok = crate::text::tokens_to_string(foreign.to_token_stream());
+                self.errors.at(
+                    ty,
+                    format_args!(
+                        "`{}` must return `{expected}` of tinyagents (`Result<{ok}, TinyAgentsError>`), not `{}`: \
+                         the stack reads a hook's error as a `TinyAgentsError`; write `-> Result<{ok}>` with \
+                         `use tinyagents::prelude::*`, and turn other errors into one with \
+                         `.map_err(|e| TinyAgentsError::middleware(\"my_hook\", e.to_string()))?`",
+                        hook.display(),
+                        crate::text::tokens_to_string(ty.to_token_stream())
+                    ),
+                );
+                return None;
+            }
+        };
         let ok = match hook.shape {
             Shape::Lifecycle { .. } => {
-                matches!(inner.map(strip), Some(Type::Tuple(t)) if t.elems.is_empty()).then_some(Returns::Result)
+                let unit = matches!(inner.map(strip), Some(Type::Tuple(t)) if t.elems.is_empty());
+                if !unit {
+                    // A lifecycle hook returning what a wrap returns: the user wants the wrap.
+                    let wrap = inner.and_then(last_segment).and_then(|s| {
+                        crate::hook::HOOKS
+                            .iter()
+                            .find(|h| h.wrap().is_some_and(|w| s.ident == w.plain || s.ident == w.outcome))
+                    });
+                    if let Some(wrap) = wrap {
+                        let w = wrap.wrap().expect("found by its wrap");
+                        self.errors.at(
+                            ty,
+                            format_args!(
+                                "`{}` edits the `{}` in place and returns `Result<()>`, so it cannot return a `{}`; \
+                                 to answer instead of the rest of the stack, use `{}`: \
+                                 `async fn f({}: {}, next: {}<'_, S, C>) -> Result<{}>` (call `next.run(...)` to \
+                                 proceed, or return your own `{}`)",
+                                hook.display(),
+                                hook.value().map_or("value", |v| v.ty),
+                                w.plain,
+                                wrap.display(),
+                                w.input_var,
+                                w.input,
+                                w.handler,
+                                w.plain,
+                                w.plain
+                            ),
+                        );
+                        return None;
+                    }
+                }
+                unit.then_some(Returns::Result)
             }
             Shape::Wrap(w) => inner
                 .and_then(last_segment)
@@ -556,6 +682,59 @@ impl Analyzer<'_> {
             );
         }
         ok
+    }
+}
+
+/// The `T` of a hook's `Result<T>`: `Ok(None)` when `ty` is not a
+/// `Result`, `Err(T)` when it is another crate's `Result` (`anyhow::Result<T>`)
+/// or has an error type other than `TinyAgentsError`.
+fn result_ok_type(ty: &Type) -> Result<Option<&Type>, &Type> {
+    let Type::Path(p) = strip(ty) else { return Ok(None) };
+    let Some(seg) = p.path.segments.last().filter(|s| s.ident == "Result") else {
+        return Ok(None);
+    };
+    let args = type_args(seg);
+    let Some(ok) = args.first().copied() else {
+        return Ok(None);
+    };
+    let prefix: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .rev()
+        .skip(1)
+        .map(|s| s.ident.to_string())
+        .collect();
+    match args.get(1) {
+        // `Result<T>`: tinyagents's alias, bare or through the crate's path.
+        None if prefix.is_empty() || matches!(prefix[0].as_str(), "tinyagents" | "crate" | "prelude") => Ok(Some(ok)),
+        // `Result<T, E>` (std's): the error must be `TinyAgentsError`.
+        Some(err) if last_segment(err).is_some_and(|s| s.ident == "TinyAgentsError") => Ok(Some(ok)),
+        _ => Err(ok),
+    }
+}
+
+/// The parameter names that declare the state: `state`, `_state`, `app_state`, ….
+pub(crate) fn is_state_name(name: &str) -> bool {
+    let name = name.trim_start_matches('_');
+    name == "state" || name.ends_with("_state")
+}
+
+/// Std and tinyagents data types: a `&T` of one of them is the state only
+/// when declared (a user writing `messages: &Vec<Message>` meant data).
+pub(crate) const AMBIGUOUS_STATE_TYPES: &[&str] = &[
+    "Vec", "VecDeque", "String", "Option", "Box", "Arc", "Rc", "Cow", "HashMap", "BTreeMap", "HashSet", "BTreeSet",
+    "Message", "Role", "Value", "Usage", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+    "i32", "i64", "i128", "isize", "f32", "f64",
+];
+
+/// Whether a `&T` state needs declaring: a std or tinyagents data type, an
+/// array or a non-empty tuple (`()` is the usual stateless state).
+fn ambiguous_state(ty: &Type) -> bool {
+    match strip(ty) {
+        Type::Tuple(t) => !t.elems.is_empty(),
+        Type::Array(_) => true,
+        other => last_segment(other).is_some_and(|s| AMBIGUOUS_STATE_TYPES.contains(&s.ident.to_string().as_str())),
     }
 }
 

@@ -16,6 +16,7 @@ pub use crate::harness::run::AgentRun;
 pub use crate::harness::steering::{SteeringCommand, SteeringOutcome};
 pub use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
+pub use ::core::assert;
 pub use ::core::clone::Clone;
 pub use ::core::cmp::{Eq, PartialEq};
 pub use ::core::convert::{From, Into};
@@ -23,6 +24,7 @@ pub use ::core::default::Default;
 pub use ::core::fmt::Debug;
 pub use ::core::hash::Hash;
 pub use ::core::marker::{Copy, Send, Sync};
+pub use ::core::mem::size_of;
 pub use ::core::option::Option;
 pub use ::serde_json::Value as JsonValue;
 pub use ::std::string::String;
@@ -30,8 +32,8 @@ pub use ::std::string::String;
 pub use ::serde;
 
 pub use crate::config::choice::choice_index;
-pub use crate::config::reader::{ConfigChecker, ConfigNumber, ConfigReader};
-pub use crate::config::{BuildMiddleware, ConfigEnum, ConfigErrors, MiddlewareConfig};
+pub use crate::config::reader::{ConfigChecker, ConfigNumber, ConfigReader, ConfigValue};
+pub use crate::config::{BuildMiddleware, ConfigEnum, ConfigErrors, ConfigViolation, MiddlewareConfig};
 pub use crate::docs::{info_of, MiddlewareMetadata};
 
 // `#[tool]`

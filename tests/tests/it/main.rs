@@ -63,6 +63,7 @@ mod control;
 mod default_middleware;
 mod deltas;
 mod dsl_config;
+mod dsl_diagnostics;
 mod dsl_docs;
 mod dsl_hooks;
 mod dsl_middleware;

@@ -73,7 +73,6 @@ pub trait ConfigEnum: Copy + PartialEq + Send + Sync + 'static {
 
 /// The index of `name` in `names`, at compile time (a missing name stops
 /// the build): the derive reads a `ConfigEnum` field's default through it.
-#[doc(hidden)]
 pub const fn choice_index(names: &[&str], name: &str) -> usize {
     let mut i = 0;
     while i < names.len() {

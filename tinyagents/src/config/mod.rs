@@ -44,9 +44,10 @@ pub(crate) mod suggest;
 mod traits;
 
 pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON, DEPRECATED_TYPES};
-pub use choice::ConfigEnum;
+pub use choice::{choice_index, ConfigEnum};
 pub use error::{ConfigError, ConfigErrors, ConfigViolation, ECHO_PATH, ECHO_VALUE};
 pub use file::{ConfigFile, FileErrors, LocatedError, Location, FILE_SECTIONS};
+pub use reader::ConfigValue;
 pub use registry::MiddlewareRegistry;
 pub use traits::{from_toml_str, from_value, BuildMiddleware, BuildShared, MiddlewareConfig};
 

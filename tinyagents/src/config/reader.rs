@@ -15,6 +15,46 @@ use super::error::{ConfigError, ConfigErrors, ConfigViolation};
 use super::suggest::{did_you_mean, list};
 use super::{join, RESERVED_KEYS};
 
+/// A type a config field of `#[derive(MiddlewareConfig)]` can have: any
+/// type `serde` can deserialize (implemented for all of them). The derive
+/// reads each field through it, so a field of another type is one error
+/// saying what a config field needs.
+#[diagnostic::on_unimplemented(
+    message = "the config field type `{Self}` cannot be read from a config table: it does not implement `serde::Deserialize`",
+    label = "`{Self}` is not `Deserialize`",
+    note = "derive it (`#[derive(serde::Deserialize)]` on `{Self}`), or use a type serde reads: a number, `bool`, `String`, `Vec<T>`, `Option<T>`, an enum declared with `config_enum!`"
+)]
+pub trait ConfigValue: Sized {
+    /// Reads a key without a default (the derive's call; not a public API).
+    #[doc(hidden)]
+    fn read_required(reader: &mut ConfigReader<'_>, key: &str, ty: &str) -> Option<Self>;
+
+    /// Reads a key with a default (the derive's call; not a public API).
+    #[doc(hidden)]
+    fn read_or_default<F: FnOnce() -> Self>(
+        reader: &mut ConfigReader<'_>,
+        key: &str,
+        ty: &str,
+        default: F,
+    ) -> Option<Self>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned> ConfigValue for T {
+    fn read_required(reader: &mut ConfigReader<'_>, key: &str, ty: &str) -> Option<Self> {
+        reader.required(key, ty)
+    }
+
+    fn read_or_default<F: FnOnce() -> Self>(
+        reader: &mut ConfigReader<'_>,
+        key: &str,
+        ty: &str,
+        default: F,
+    ) -> Option<Self> {
+        reader.or_default(key, ty, default)
+    }
+}
+
 /// Reads the keys of one table. Its errors and those of the rules checked
 /// through [`checker`](Self::checker) form one list, in the order found.
 pub struct ConfigReader<'a> {
@@ -94,6 +134,24 @@ impl<'a> ConfigReader<'a> {
                 None
             }
         }
+    }
+
+    /// The key a field with `#[serde(alias = "…")]` names is read under:
+    /// `key`, or the one of its `aliases` the table writes. Two of them in
+    /// one table is an error (the first is read).
+    pub fn aliased<'k>(&mut self, key: &'k str, aliases: &[&'k str]) -> &'k str {
+        let mut given = std::iter::once(key)
+            .chain(aliases.iter().copied())
+            .filter(|k| self.map.contains_key(*k));
+        let Some(first) = given.next() else { return key };
+        for other in given {
+            self.checker.errors.push(ConfigError::new(
+                join(self.path, other),
+                self.map.get(other).cloned(),
+                format!("`{other}` and `{first}` name the same key (`{key}`): keep one"),
+            ));
+        }
+        first
     }
 
     /// A key without a default: missing is an error.

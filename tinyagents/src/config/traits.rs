@@ -8,6 +8,11 @@ use crate::harness::middleware::ConfigFieldDoc;
 
 /// A typed, validated middleware config. Derive it with
 /// `#[derive(MiddlewareConfig)]`; see the [module docs](crate::config).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a middleware config (it does not implement `MiddlewareConfig`)",
+    label = "not a `MiddlewareConfig`",
+    note = "a config is a struct with named fields and `#[derive(MiddlewareConfig)]` plus `#[config(type = \"my_middleware\")]`; `config = X` in a middleware attribute names such a struct"
+)]
 pub trait MiddlewareConfig: Sized + Send + Sync + 'static {
     /// The `type = "…"` key that names this middleware in a config table.
     const TYPE: &'static str;
@@ -32,6 +37,11 @@ pub trait MiddlewareConfig: Sized + Send + Sync + 'static {
 
 /// A config that builds its middleware: derived from `#[config(builds = T)]`
 /// with `T: From<Config>` (do fallible checks in `validate`, so `from` cannot fail).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not build a middleware (it does not implement `BuildMiddleware`)",
+    label = "no `#[config(builds = …)]`",
+    note = "a registry builds a middleware from its config: add `#[config(builds = MyMiddleware)]` to the config struct, with `impl From<MyConfig> for MyMiddleware`"
+)]
 pub trait BuildMiddleware: MiddlewareConfig {
     /// The middleware it builds.
     type Middleware: Send + Sync + 'static;

@@ -64,6 +64,12 @@ macro_rules! define_middleware {
 /// ```
 #[async_trait]
 #[allow(unused_variables)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a middleware for a `MiddlewareStack<{State}, {Ctx}>` (it does not implement `Middleware<{State}, {Ctx}>`)",
+    label = "not a `Middleware<{State}, {Ctx}>`",
+    note = "a hook attribute on a fn (`#[before_model] async fn stamp_date(…)`) generates a unit struct named after it: register that type (`.with(StampDate)`), not the fn",
+    note = "a DSL middleware implements `Middleware` for the state its hooks take: a hook with `state: &App` registers on a `MiddlewareStack<App>` only; to fit any stack, make the hook generic (`fn hook<S>(state: &S)`) or leave the state out"
+)]
 pub trait Middleware<State, Ctx = ()>: Send + Sync
 where
     State: Send + Sync + 'static,
@@ -242,6 +248,11 @@ super::hooks::hook_table!(define_middleware);
 /// # Ok::<(), TinyAgentsError>(())
 /// ```
 #[async_trait]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a model wrap for a `MiddlewareStack<{State}, {Ctx}>` (it does not implement `ModelMiddleware<{State}, {Ctx}>`)",
+    label = "not a `ModelMiddleware<{State}, {Ctx}>`",
+    note = "`#[wrap_model] async fn retry(…)` generates a unit struct named after the fn (`Retry`): register that type, not the fn; a type with a `Middleware` impl registers with `.with(..)`"
+)]
 pub trait ModelMiddleware<State, Ctx = ()>: Send + Sync
 where
     State: Send + Sync + 'static,
@@ -266,6 +277,11 @@ where
 /// (register a wrap-only type with
 /// [`MiddlewareStack::push_tool`](super::MiddlewareStack::push_tool)).
 #[async_trait]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool wrap for a `MiddlewareStack<{State}, {Ctx}>` (it does not implement `ToolMiddleware<{State}, {Ctx}>`)",
+    label = "not a `ToolMiddleware<{State}, {Ctx}>`",
+    note = "`#[wrap_tool] async fn guard(…)` generates a unit struct named after the fn (`Guard`): register that type, not the fn; a type with a `Middleware` impl registers with `.with(..)`"
+)]
 pub trait ToolMiddleware<State, Ctx = ()>: Send + Sync
 where
     State: Send + Sync + 'static,
