@@ -277,14 +277,22 @@ async fn a_shared_thread_count_gives_back_the_calls_of_a_batch_that_end_stops() 
     );
     let run = s
         .agent
-        .run(&mut RunContext::new(RunConfig::new("r").with_thread("t"), ()), &(), "go")
+        .run(
+            &mut RunContext::new(RunConfig::new("r").with_thread("t"), ()),
+            &(),
+            "go",
+        )
         .await
         .unwrap();
     assert_eq!(run.stop, StopReason::StoppedByMiddleware);
     every_call_answered_once(&run);
     assert_eq!((s.search.calls().len(), s.fetch.calls().len()), (1, 0));
     let totals = ledger.totals("tool_calls:*:t").await.unwrap();
-    assert_eq!(totals.spent + totals.held, 1, "only the call that ran stays counted: {totals:?}");
+    assert_eq!(
+        totals.spent + totals.held,
+        1,
+        "only the call that ran stays counted: {totals:?}"
+    );
 }
 
 /// A shared ledger that cannot answer refuses the batch: no call runs.
@@ -307,11 +315,18 @@ async fn a_shared_thread_count_that_cannot_answer_refuses_the_calls() {
     let mw = limit("thread_limit = 5").shared_thread_counts(Arc::new(Down), std::time::Duration::from_secs(60));
     let s = setup(
         MiddlewareStack::new().with(mw).unwrap(),
-        vec![ScriptedTurn::tool_calls(calls(&["search"])), ScriptedTurn::text("never")],
+        vec![
+            ScriptedTurn::tool_calls(calls(&["search"])),
+            ScriptedTurn::text("never"),
+        ],
     );
     let err = s
         .agent
-        .run(&mut RunContext::new(RunConfig::new("r").with_thread("t"), ()), &(), "go")
+        .run(
+            &mut RunContext::new(RunConfig::new("r").with_thread("t"), ()),
+            &(),
+            "go",
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Middleware);
