@@ -120,8 +120,15 @@ where
     let Some(cut) = (head..=latest).rev().find(|&i| is_boundary(messages, i)) else {
         return Ok(None);
     };
-    let (middle_system, old): (Vec<&Message>, Vec<&Message>) =
-        messages[head..cut].iter().partition(|m| m.role == Role::System);
+    let mut middle_system: Vec<&Message> = Vec::new();
+    let mut old: Vec<&Message> = Vec::with_capacity(cut - head);
+    for m in &messages[head..cut] {
+        if m.role == Role::System {
+            middle_system.push(m);
+        } else {
+            old.push(m);
+        }
+    }
     if old.is_empty() {
         return Ok(None);
     }
