@@ -134,10 +134,13 @@ async fn provenance_is_recorded_once_per_newly_cleared_result() {
     let turns = vec![ScriptedTurn::tool_call("search", json!({})), ScriptedTurn::text("ok")];
     let (requests, run, events) = run(mw, turns).await;
     assert_eq!(requests.len(), 2);
-    // call 1 clears c1..c3; call 2 also clears c4 (a newer result arrived)
+    // call 1 clears c1..c3; call 2 also clears c4 (a newer result arrived):
+    // each record names only the results cleared for the first time
     assert_eq!(run.compressions.len(), 2);
     assert_eq!(run.compressions[0].source_message_ids.len(), 3);
-    assert_eq!(run.compressions[1].source_message_ids.len(), 4);
+    assert_eq!(run.compressions[1].source_message_ids.len(), 1);
+    let first: Vec<_> = run.compressions[0].source_message_ids.clone();
+    assert!(!first.contains(&run.compressions[1].source_message_ids[0]));
     assert_eq!(events.iter().filter(|e| e.kind() == EventKind::Compressed).count(), 2);
     assert_eq!(texts(&requests[1].messages).last().unwrap(), &"y".repeat(400));
 }

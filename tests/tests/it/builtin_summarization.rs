@@ -233,7 +233,16 @@ async fn a_summary_is_reused_then_extended_across_steps_not_redone() {
     assert_eq!(second.messages[2].tool_calls.len(), 1);
     assert_eq!(second.messages[3].role, Role::Tool);
     assert_eq!(run.compressions.len(), 2);
-    assert_eq!(run.compressions[1].source_message_ids.len(), 7);
+    // the extension names what it replaced: the first summary and u3 (the
+    // first summary's record names the six it replaced), not all seven again
+    assert_eq!(run.compressions[0].source_message_ids.len(), 6);
+    let first_summary = run.compressions[0].replacement_message_id.clone().unwrap();
+    let second: Vec<&str> = run.compressions[1]
+        .source_message_ids
+        .iter()
+        .map(MessageId::as_str)
+        .collect();
+    assert_eq!(second, [first_summary.as_str(), "u3"]);
 }
 
 #[tokio::test]

@@ -39,6 +39,17 @@ impl std::fmt::Display for PrefixFingerprint {
 #[derive(Clone, Copy)]
 struct Fnv(u64);
 
+impl std::io::Write for Fnv {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.bytes(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Fnv {
     const fn new() -> Self {
         Self(0xcbf2_9ce4_8422_2325)
@@ -157,7 +168,9 @@ pub fn fingerprint(request: &ModelRequest) -> PrefixFingerprint {
     for tool in &request.tools {
         h.field(&tool.name);
         h.field(&tool.description);
-        h.field(&tool.parameters.to_string());
+        // the schema's JSON text, fed to the hash as it is written (no string built)
+        let _ = serde_json::to_writer(&mut h, &tool.parameters);
+        h.bytes(&[0xff]);
     }
     h.field("messages");
     for m in leading_messages(request) {

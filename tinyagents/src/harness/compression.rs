@@ -25,6 +25,23 @@ impl CompressionLog {
         self.entries.lock().expect("compression log lock").clone()
     }
 
+    /// How many compressions were recorded so far in the run.
+    pub fn len(&self) -> usize {
+        self.entries.lock().expect("compression log lock").len()
+    }
+
+    /// Whether none was recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The compressions recorded after the first `from` (a reader that keeps
+    /// its place copies only what is new, not the whole log each time).
+    pub fn since(&self, from: usize) -> Vec<CompressionProvenance> {
+        let entries = self.entries.lock().expect("compression log lock");
+        entries.get(from..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
     fn push(&self, p: CompressionProvenance) {
         self.entries.lock().expect("compression log lock").push(p);
     }

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -13,9 +13,23 @@ use crate::harness::tool::ToolCall;
 /// Ids survive edits, compression and checkpoints: provenance records name
 /// the ids of the messages a summary replaced. [`MessageId::generate`] makes
 /// ids unique within the process; ids loaded from a checkpoint keep their value.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MessageId(Arc<str>);
+
+impl std::hash::Hash for MessageId {
+    /// The text's hash (equal ids have equal text).
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl PartialEq for MessageId {
+    /// Clones of one id are equal at a pointer comparison; others compare their text.
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
 
 impl MessageId {
     /// A new id, unique within this process (`msg-1`, `msg-2`, …).
@@ -96,7 +110,17 @@ impl ContentPart {
     }
 }
 
-/// One message of a conversation.
+/// One message of a conversation: its fields ([`MessageData`]) behind an
+/// [`Arc`], so cloning a message — and so a whole history into every model
+/// request — is a reference count, not a copy of its text.
+///
+/// The fields are read through `Deref` (`m.role`, `m.text()`) and written
+/// through `DerefMut` (`m.content.push(..)`, `m.set_text(..)`), which is
+/// copy-on-write: a message still shared with another clone (the run's
+/// stored history, say) is copied once, on its first change, and only that
+/// message; the other clones keep the old value. [`Message::ptr_eq`] tells
+/// whether two clones still share their fields (so their content is known
+/// equal without comparing it).
 ///
 /// ```
 /// use tinyagents::harness::message::{Message, Role};
@@ -104,9 +128,53 @@ impl ContentPart {
 /// let m = Message::user("What is 2 + 2?");
 /// assert_eq!(m.role, Role::User);
 /// assert_eq!(m.text(), "What is 2 + 2?");
+///
+/// let mut copy = m.clone(); // a reference count
+/// assert!(Message::ptr_eq(&m, &copy));
+/// copy.set_text("What is 3 + 3?"); // copies this message, once
+/// assert!(!Message::ptr_eq(&m, &copy));
+/// assert_eq!(m.text(), "What is 2 + 2?");
+/// assert_eq!(copy.id, m.id);
 /// ```
+#[derive(Clone)]
+pub struct Message(Arc<Shared>);
+
+/// What clones of a message share: its fields, and results computed from
+/// them that are kept until the fields change.
+struct Shared {
+    data: MessageData,
+    /// The token count by one counter: `(counter's memo key, count)`.
+    tokens: OnceLock<(u64, u64)>,
+}
+
+impl Clone for Shared {
+    /// A copy about to be changed: the fields, without the kept results.
+    fn clone(&self) -> Self {
+        Self {
+            data: self.data.clone(),
+            tokens: OnceLock::new(),
+        }
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.data.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        MessageData::deserialize(deserializer).map(Self::from)
+    }
+}
+
+/// The fields of a [`Message`] (which derefs to them).
+///
+/// Build one to make a message with every field given at once:
+/// `Message::from(MessageData { .. })`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
+pub struct MessageData {
     /// The message's stable id.
     pub id: MessageId,
     /// Who speaks it.
@@ -124,16 +192,103 @@ pub struct Message {
     pub name: Option<String>,
 }
 
+impl std::ops::Deref for Message {
+    type Target = MessageData;
+
+    fn deref(&self) -> &MessageData {
+        &self.0.data
+    }
+}
+
+impl std::ops::DerefMut for Message {
+    /// Copy-on-write: copies the fields first when another clone shares them.
+    fn deref_mut(&mut self) -> &mut MessageData {
+        let shared = Arc::make_mut(&mut self.0);
+        // the fields may change: results kept for them go
+        shared.tokens = OnceLock::new();
+        &mut shared.data
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.data == other.0.data
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = &self.0.data;
+        f.debug_struct("Message")
+            .field("id", &d.id)
+            .field("role", &d.role)
+            .field("content", &d.content)
+            .field("tool_calls", &d.tool_calls)
+            .field("tool_call_id", &d.tool_call_id)
+            .field("name", &d.name)
+            .finish()
+    }
+}
+
+impl From<MessageData> for Message {
+    fn from(data: MessageData) -> Self {
+        Self(Arc::new(Shared {
+            data,
+            tokens: OnceLock::new(),
+        }))
+    }
+}
+
+impl From<Message> for MessageData {
+    fn from(message: Message) -> Self {
+        message.into_data()
+    }
+}
+
 impl Message {
     /// A message with one text part and a fresh id.
     pub fn new(role: Role, text: impl Into<String>) -> Self {
-        Self {
+        Self::from(MessageData {
             id: MessageId::generate(),
             role,
             content: vec![ContentPart::text(text)],
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
+        })
+    }
+
+    /// Whether `a` and `b` share their fields (clones of one message that
+    /// neither changed since): then they are equal, without comparing them.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+
+    /// The address of the shared fields: stable while any clone that shares
+    /// them is alive, and a key for caches of per-message results that keep
+    /// such a clone (so the address cannot be reused for another message).
+    pub fn addr(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// The fields, moved out when this is the last clone and copied otherwise.
+    pub fn into_data(self) -> MessageData {
+        Arc::unwrap_or_clone(self.0).data
+    }
+
+    /// This message's token count by the counter whose memo key is `key`:
+    /// kept with the fields (shared by every clone) until they change, so a
+    /// history is counted once per message, not once per turn. A second
+    /// counter's count is computed and not kept.
+    pub(crate) fn memo_tokens(&self, key: u64, count: impl FnOnce() -> u64) -> u64 {
+        match self.0.tokens.get() {
+            Some(&(k, n)) if k == key => n,
+            Some(_) => count(),
+            None => {
+                let n = count();
+                let _ = self.0.tokens.set((key, n));
+                n
+            }
         }
     }
 
@@ -154,11 +309,11 @@ impl Message {
 
     /// A tool message answering `call_id`.
     pub fn tool(call_id: impl Into<String>, name: impl Into<String>, text: impl Into<String>) -> Self {
-        Self {
-            tool_call_id: Some(call_id.into()),
-            name: Some(name.into()),
-            ..Self::new(Role::Tool, text)
-        }
+        let mut m = Self::new(Role::Tool, text);
+        let d = &mut Arc::get_mut(&mut m.0).expect("a new message is not shared").data;
+        d.tool_call_id = Some(call_id.into());
+        d.name = Some(name.into());
+        m
     }
 
     /// The same message with a given id.
@@ -208,3 +363,29 @@ impl Message {
         self.content.insert(0, ContentPart::text(text));
     }
 }
+
+/// Hashes a [`Message::addr`]: the address is already unique, one multiply
+/// spreads it (a per-message cache is looked up once per message per turn,
+/// so SipHash's cost would be the cache's).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = ((n as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by [`Message::addr`] (whose values keep a clone of the message,
+/// so the address stays its own).
+pub(crate) type AddrMap<V> = std::collections::HashMap<usize, V, std::hash::BuildHasherDefault<AddrHasher>>;

@@ -29,19 +29,24 @@ pub trait TokenCounter: Send + Sync {
     /// Tokens in a piece of text.
     fn count_text(&self, text: &str) -> u64;
 
-    /// Tokens in one message: its text, reasoning, tool calls and a fixed overhead.
+    /// A key naming this counter's results, for counters whose count of a
+    /// message depends on nothing but the message: then a message's count
+    /// is kept with it (shared by its clones, dropped when it changes) and
+    /// not computed again when the same history is measured turn after turn.
+    /// Two counters that may count differently must not return the same key.
+    /// `None` (the default): counts are never kept.
+    fn memo_key(&self) -> Option<u64> {
+        None
+    }
+
+    /// Tokens in one message: its text, reasoning, tool calls and a fixed
+    /// overhead (kept with the message when the counter has a
+    /// [`memo_key`](Self::memo_key)).
     fn count_message(&self, message: &Message) -> u64 {
-        let mut n = ApproxTokenCounter::MESSAGE_OVERHEAD;
-        for part in &message.content {
-            n += match part {
-                ContentPart::Text { text } | ContentPart::Reasoning { text } => self.count_text(text),
-                _ => ApproxTokenCounter::IMAGE_TOKENS,
-            };
+        match self.memo_key() {
+            Some(key) => message.memo_tokens(key, || count_fields(self, message)),
+            None => count_fields(self, message),
         }
-        for call in &message.tool_calls {
-            n += self.count_text(&call.name) + self.count_text(&call.arguments.to_string());
-        }
-        n
     }
 
     /// Tokens in a list of messages.
@@ -63,7 +68,25 @@ pub trait TokenCounter: Send + Sync {
     }
 }
 
+/// [`TokenCounter::count_message`] computed (never kept).
+fn count_fields<T: TokenCounter + ?Sized>(counter: &T, message: &Message) -> u64 {
+    let mut n = ApproxTokenCounter::MESSAGE_OVERHEAD;
+    for part in &message.content {
+        n += match part {
+            ContentPart::Text { text } | ContentPart::Reasoning { text } => counter.count_text(text),
+            _ => ApproxTokenCounter::IMAGE_TOKENS,
+        };
+    }
+    for call in &message.tool_calls {
+        n += counter.count_text(&call.name) + counter.count_text(&call.arguments.to_string());
+    }
+    n
+}
+
 impl<T: TokenCounter + ?Sized> TokenCounter for Arc<T> {
+    fn memo_key(&self) -> Option<u64> {
+        (**self).memo_key()
+    }
     fn count_text(&self, text: &str) -> u64 {
         (**self).count_text(text)
     }
@@ -110,6 +133,12 @@ impl Default for ApproxTokenCounter {
 }
 
 impl TokenCounter for ApproxTokenCounter {
+    /// Its count depends on the message and `chars_per_token` alone.
+    fn memo_key(&self) -> Option<u64> {
+        // a fixed tag in the high bits keeps it apart from other counters' keys
+        Some(0xa990_0000_0000_0000 ^ self.chars_per_token.to_bits())
+    }
+
     fn count_text(&self, text: &str) -> u64 {
         if text.is_empty() {
             return 0;
@@ -180,6 +209,12 @@ impl TiktokenCounter {
 
 #[cfg(feature = "exact-tokens")]
 impl TokenCounter for TiktokenCounter {
+    /// Its count depends on the message and the encoding alone.
+    fn memo_key(&self) -> Option<u64> {
+        let name = self.name.bytes().fold(0u64, |h, b| h.rotate_left(8) ^ u64::from(b));
+        Some(0x71c7_0000_0000_0000 ^ name)
+    }
+
     fn count_text(&self, text: &str) -> u64 {
         self.bpe.encode_ordinary(text).len() as u64
     }

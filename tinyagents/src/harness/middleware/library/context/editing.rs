@@ -8,7 +8,7 @@ use super::window::instance_key;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
-use crate::harness::message::{MessageId, Role};
+use crate::harness::message::{AddrMap, Message, MessageId, Role};
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
@@ -70,9 +70,34 @@ impl From<ContextEditingConfig> for ContextEditingMiddleware {
     }
 }
 
-/// Per-run: the results each instance already recorded as cleared.
-#[derive(Debug, Default)]
-struct Cleared(Mutex<HashMap<u64, HashSet<MessageId>>>);
+/// Per-run, by instance: what each instance cleared, so a long history is
+/// not cleared (copied, counted) again every turn, and each result is recorded once.
+#[derive(Default)]
+struct Cleared(Mutex<HashMap<u64, Edits>>);
+
+/// One instance's edits in one run.
+#[derive(Default)]
+struct Edits {
+    /// By the original message's [`Message::addr`]: its cleared form.
+    by_message: AddrMap<Edit>,
+    /// The ids recorded as cleared (in provenance) in this run.
+    recorded: HashSet<MessageId>,
+    /// The last request's clearable tool results, in order: place, the
+    /// original's address (kept alive by its edit) and what replaced it. A
+    /// request whose first tool results are the same messages at the same
+    /// places (a history that grew by a turn) has them by place, without a
+    /// lookup per message.
+    last: Vec<(usize, usize, Option<Message>)>,
+}
+
+/// One tool result's verdict.
+struct Edit {
+    /// The message as it came (kept, so its address is not reused).
+    _original: Message,
+    /// Its cleared form and `(tokens before, tokens after)`; `None`: never cleared
+    /// (already the placeholder, or an excluded tool's).
+    cleared: Option<(Message, u64, u64)>,
+}
 
 /// Clears old tool results (oldest first, the newest `keep` and excluded
 /// tools spared) from the request once it exceeds `trigger_tokens`, like
@@ -122,7 +147,7 @@ impl ContextEditingMiddleware {
     config = ContextEditingConfig,
     doc(
         mutation = "Replaces the content of old tool-result messages in `request.messages` (a copy; stored history keeps them) with `placeholder`, and with `clear_tool_inputs` the matching tool calls' arguments with `{}`. Messages keep their ids and order, so tool calls stay paired with their results. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
-        events = "`Compressed` with provenance (cleared message ids, their tool call ids, tokens before and after) on each call that clears results not cleared before in the run.",
+        events = "`Compressed` with provenance (the ids of the results cleared for the first time in the run, their tool call ids, tokens before and after) on each call that clears results not cleared before in the run.",
         failure = "Cannot fail; below the trigger, or with nothing clearable, the request goes unchanged.",
         streaming = "None: it edits the request before the stream starts.",
         cache = "Never touches system segments, tools or leading system messages (stable prefix preserved); clearing a result rewrites the conversation from that result on, so `clear_at_least` exists to make each cache break reclaim enough.",
@@ -147,48 +172,112 @@ impl ContextEditingMiddleware {
         let before = cache::fingerprint(request);
         let mut p = CompressionProvenance::new("context_editing", Self::POLICY);
         let mut reclaimed: u64 = 0;
+        let mut cleared_any = false;
         let mut cleared_calls = HashSet::new();
-        for &i in &tool_positions[..clearable] {
+        let state = ctx.local::<Cleared>();
+        let mut all = state.0.lock().expect("cleared lock");
+        let mine = all.entry(self.key).or_default();
+        let last = std::mem::take(&mut mine.last);
+        // The first clearable results, unchanged since the last request: as
+        // they were then (their provenance is recorded; `clear_at_least`
+        // stops by what each clears, so it goes the long way).
+        let mut known = 0;
+        if c.clear_at_least == 0 {
+            while known < last.len()
+                && known < clearable
+                && tool_positions[known] == last[known].0
+                && request.messages[last[known].0].addr() == last[known].1
+            {
+                known += 1;
+            }
+        }
+        let mut now = last;
+        now.truncate(known);
+        for (i, _, cleared) in &now {
+            if let Some(cleared) = cleared {
+                let m = &mut request.messages[*i];
+                *m = cleared.clone();
+                cleared_any = true;
+                if c.clear_tool_inputs {
+                    if let Some(call) = &m.tool_call_id {
+                        cleared_calls.insert(call.clone());
+                    }
+                }
+            }
+        }
+        for &i in &tool_positions[known..clearable] {
             if c.clear_at_least > 0 && reclaimed >= c.clear_at_least {
                 break;
             }
             let m = &mut request.messages[i];
-            if m.text() == c.placeholder || m.name.as_ref().is_some_and(|n| c.exclude_tools.contains(n)) {
+            let addr = m.addr();
+            let mut first_seen = false;
+            let edit = match mine.by_message.get_mut(&addr) {
+                Some(edit) => edit,
+                None => {
+                    let original = m.clone();
+                    let cleared =
+                        if m.text() == c.placeholder || m.name.as_ref().is_some_and(|n| c.exclude_tools.contains(n)) {
+                            None
+                        } else {
+                            let mut cleared = m.clone();
+                            let old = self.counter.count_message(&cleared);
+                            cleared.set_text(c.placeholder.clone());
+                            let new = self.counter.count_message(&cleared);
+                            Some((cleared, old, new))
+                        };
+                    first_seen = true;
+                    mine.by_message.entry(addr).or_insert(Edit {
+                        _original: original,
+                        cleared,
+                    })
+                }
+            };
+            now.push((i, addr, edit.cleared.as_ref().map(|(m, _, _)| m.clone())));
+            let Some((cleared, old, new)) = &edit.cleared else {
                 continue;
+            };
+            *m = cleared.clone();
+            cleared_any = true;
+            reclaimed += old.saturating_sub(*new);
+            if c.clear_tool_inputs {
+                if let Some(call) = &m.tool_call_id {
+                    cleared_calls.insert(call.clone());
+                }
             }
-            let old = self.counter.count_message(m);
-            m.set_text(c.placeholder.clone());
-            let new = self.counter.count_message(m);
-            reclaimed += old.saturating_sub(new);
-            p.original_tokens += old;
-            p.compressed_tokens += new;
-            p.source_message_ids.push(m.id.clone());
-            if let Some(call) = &m.tool_call_id {
-                p.source_artifact_ids.push(call.clone());
-                cleared_calls.insert(call.clone());
-            }
-        }
-        if p.source_message_ids.is_empty() {
-            return Ok(());
-        }
-        if c.clear_tool_inputs {
-            for m in request.messages.iter_mut().filter(|m| !m.tool_calls.is_empty()) {
-                for call in m.tool_calls.iter_mut().filter(|t| cleared_calls.contains(&t.id)) {
-                    call.arguments = serde_json::json!({});
+            // Provenance names each result once in the run: when it is first
+            // cleared (a message seen before was already looked up here).
+            if first_seen && mine.recorded.insert(m.id.clone()) {
+                p.original_tokens += old;
+                p.compressed_tokens += new;
+                p.source_message_ids.push(m.id.clone());
+                if let Some(call) = &m.tool_call_id {
+                    p.source_artifact_ids.push(call.clone());
                 }
             }
         }
-        let newly: bool = {
-            let cleared = ctx.local::<Cleared>();
-            let mut map = cleared.0.lock().expect("cleared lock");
-            let seen = map.entry(self.key).or_default();
-            let mut newly = false;
-            for id in &p.source_message_ids {
-                newly |= seen.insert(id.clone());
+        // Edits of messages no longer in the request go (checked when they
+        // outnumber the request's messages twice, so the cost is spread thin).
+        if mine.by_message.len() > 2 * now.len() + 64 {
+            let keep: HashSet<usize> = now.iter().map(|(_, addr, _)| *addr).collect();
+            mine.by_message.retain(|addr, _| keep.contains(addr));
+        }
+        mine.last = now;
+        drop(all);
+        if !cleared_any {
+            return Ok(());
+        }
+        if c.clear_tool_inputs {
+            for m in request.messages.iter_mut() {
+                // copied only when one of its calls' results was cleared
+                if m.tool_calls.iter().any(|t| cleared_calls.contains(&t.id)) {
+                    for call in m.tool_calls.iter_mut().filter(|t| cleared_calls.contains(&t.id)) {
+                        call.arguments = serde_json::json!({});
+                    }
+                }
             }
-            newly
-        };
-        if newly {
+        }
+        if !p.source_message_ids.is_empty() {
             p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
             crate::harness::compression::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
         }

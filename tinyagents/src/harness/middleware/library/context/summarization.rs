@@ -235,7 +235,7 @@ impl SummarizationMiddleware {
     config = SummarizationConfig,
     doc(
         mutation = "Replaces the older non-system messages of `request.messages` (a copy; stored history is untouched) with one user message holding the summary; keeps leading and other system messages and the newest `keep_messages` (rounded up so a tool call keeps its results). The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
-        events = "`Compressed` with provenance (replaced message ids, their tool call ids, the summary message id, token estimates before and after, segment ids, prefix fingerprints, `summarization/1+<summariser>`) each time a summary is made or extended; a reused summary emits nothing.",
+        events = "`Compressed` with provenance (the ids of the messages it replaced — the newly summarised messages and, when it extends the run's previous summary, that summary's id — their tool call ids, the summary message id, token estimates before and after, segment ids, prefix fingerprints, `summarization/1+<summariser>`) each time a summary is made or extended; a reused summary emits nothing.",
         failure = "Fails clearly: a summariser error ends the run with that error (a model-backed summariser's classified model error); nothing is silently dropped.",
         streaming = "None on deltas; a model-backed summariser's own call is not streamed to the run's sink. Its usage is added to the run's usage.",
         cache = "Keeps the stable prefix (system segments, tools, leading system messages): the summary is a user message after them, and provenance records the fingerprint before and after. The conversation cache restarts at the summary when it is made or extended.",

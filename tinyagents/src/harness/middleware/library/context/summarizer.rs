@@ -1,6 +1,7 @@
 //! The [`Summarizer`] trait and its two implementations: the concatenating
 //! default [`ConcatSummarizer`] and the model-backed [`ModelSummarizer`].
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -140,10 +141,22 @@ impl Summarizer for ConcatSummarizer {
     }
 
     async fn summarize(&self, messages: &[Message], previous: Option<&str>) -> Result<Summary> {
-        let mut lines: Vec<String> = previous.map(str::to_owned).into_iter().collect();
-        lines.extend(messages.iter().map(|m| transcript_line(m, self.max_chars_per_message)));
+        // one string, grown in place: the previous summary is copied once
+        // (the lines joined by line breaks, as before)
+        let mut text = String::with_capacity(previous.map_or(0, str::len) + 64 * messages.len());
+        let lines = previous.map(Cow::Borrowed).into_iter().chain(
+            messages
+                .iter()
+                .map(|m| Cow::Owned(transcript_line(m, self.max_chars_per_message))),
+        );
+        for (i, line) in lines.enumerate() {
+            if i > 0 {
+                text.push('\n');
+            }
+            text.push_str(&line);
+        }
         Ok(Summary {
-            text: lines.join("\n"),
+            text,
             usage: Usage::default(),
         })
     }

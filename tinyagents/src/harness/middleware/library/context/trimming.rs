@@ -201,7 +201,7 @@ impl From<MessageTrimConfig> for MessageTrimMiddleware {
     config = MessageTrimConfig,
     doc(
         mutation = "Drops the oldest non-system messages from `request.messages` (a copy: the run's history is untouched); an assistant tool-call message and its tool results go together.",
-        events = "`Compressed` with provenance (dropped message ids, their tool call ids, their token estimate, 0 compressed tokens) on each call where the cut moves (a message is dropped for the first time in the run).",
+        events = "`Compressed` with provenance (the ids of the messages dropped for the first time in the run, their tool call ids, their token estimate, 0 compressed tokens) on each call where the cut moves (a message is dropped for the first time in the run).",
         failure = "Cannot fail; it never drops system messages or the newest message unit, so the model always has something to answer.",
         streaming = "None: it edits the request before the stream starts.",
         cache = "Never touches system segments, tools or leading system messages, so the stable prefix is preserved; dropping the oldest conversation messages moves the start of the cached conversation, which costs a conversation-cache miss on the calls where the cut moves.",
@@ -218,26 +218,29 @@ impl MessageTrimMiddleware {
         let before = cache::fingerprint(request);
         let mut p = CompressionProvenance::new("message_trimming", Self::POLICY);
         let mut kept = Vec::with_capacity(request.messages.len());
+        let mut dropped = Vec::new();
         for (m, k) in std::mem::take(&mut request.messages).into_iter().zip(keep) {
             if k {
                 kept.push(m);
             } else {
-                p.original_tokens += self.counter.count_message(&m);
-                p.source_artifact_ids.extend(m.tool_calls.iter().map(|c| c.id.clone()));
-                p.source_message_ids.push(m.id);
+                dropped.push(m);
             }
         }
         request.messages = kept;
-        // Recorded when the cut moves (a message is dropped for the first time in this run).
-        let mut newly = false;
+        // Recorded when the cut moves, naming the messages dropped for the
+        // first time in this run (each message is named once in the run).
         {
             let recorded = ctx.local::<Dropped>();
             let mut seen = recorded.0.lock().expect("dropped lock");
-            for id in &p.source_message_ids {
-                newly |= seen.insert(id.clone());
+            for m in &dropped {
+                if seen.insert(m.id.clone()) {
+                    p.original_tokens += self.counter.count_message(m);
+                    p.source_artifact_ids.extend(m.tool_calls.iter().map(|c| c.id.clone()));
+                    p.source_message_ids.push(m.id.clone());
+                }
             }
         }
-        if newly {
+        if !p.source_message_ids.is_empty() {
             p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
             crate::harness::compression::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
         }

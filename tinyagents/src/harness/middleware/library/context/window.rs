@@ -48,12 +48,23 @@ pub(crate) fn instance_key() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The summary one instance keeps for a run: which messages it covers.
-#[derive(Debug, Clone)]
+/// The summary one instance keeps for a run: which messages it covers, and
+/// the summary message itself (put in each request: a reference count).
+#[derive(Debug)]
 struct SummaryState {
     covered: Vec<MessageId>,
-    text: String,
-    id: MessageId,
+    /// The summary message: [`SUMMARY_HEADER`], a line break, the summary text.
+    message: Message,
+}
+
+/// How the run's previous summary relates to the messages to summarise now.
+enum Previous {
+    /// There is none, or it covers other messages: summarise them all.
+    None,
+    /// It covers exactly them: reuse it.
+    Same(Message),
+    /// It covers the first `covered` of them: extend it with the rest.
+    Prefix { covered: usize, message: Message },
 }
 
 /// Per-run summaries, keyed by middleware instance (a run local).
@@ -70,6 +81,13 @@ pub(crate) struct Compaction {
 
 /// The header that starts every summary message.
 pub(crate) const SUMMARY_HEADER: &str = "[Summary of the earlier conversation]";
+
+/// The summary message of `text`: a user message, [`SUMMARY_HEADER`] first.
+fn summary_message(mut text: String) -> Message {
+    // in place: a move within the string (the concatenating summariser leaves room)
+    text.insert_str(0, &format!("{SUMMARY_HEADER}\n"));
+    Message::user(text)
+}
 
 /// Replaces the older part of `request.messages` with one summary message,
 /// keeping the leading system messages, every other system message, and at
@@ -102,24 +120,36 @@ where
     let Some(cut) = (head..=latest).rev().find(|&i| is_boundary(messages, i)) else {
         return Ok(None);
     };
-    let (middle_system, old): (Vec<&Message>, Vec<&Message>) =
-        messages[head..cut].iter().partition(|m| m.role == Role::System);
+    let mut middle_system: Vec<&Message> = Vec::new();
+    let mut old: Vec<&Message> = Vec::with_capacity(cut - head);
+    for m in &messages[head..cut] {
+        if m.role == Role::System {
+            middle_system.push(m);
+        } else {
+            old.push(m);
+        }
+    }
     if old.is_empty() {
         return Ok(None);
     }
-    let old_ids: Vec<MessageId> = old.iter().map(|m| m.id.clone()).collect();
     let prefix_before = cache::fingerprint(request);
 
-    let previous = ctx
-        .local::<Summaries>()
-        .0
-        .lock()
-        .expect("summaries lock")
-        .get(&key)
-        .cloned();
+    let previous = {
+        let summaries = ctx.local::<Summaries>();
+        let map = summaries.0.lock().expect("summaries lock");
+        let same_prefix = |covered: &[MessageId]| covered.iter().zip(&old).all(|(id, m)| *id == m.id);
+        match map.get(&key) {
+            Some(p) if p.covered.len() == old.len() && same_prefix(&p.covered) => Previous::Same(p.message.clone()),
+            Some(p) if p.covered.len() < old.len() && same_prefix(&p.covered) => Previous::Prefix {
+                covered: p.covered.len(),
+                message: p.message.clone(),
+            },
+            _ => Previous::None,
+        }
+    };
     // A new or extended summary is a compaction: the run's `pre_compact` hooks may block it.
-    if previous.as_ref().is_none_or(|p| p.covered != old_ids) {
-        let mut plan = CompactionPlan::new(middleware, policy, old_ids.len());
+    if !matches!(previous, Previous::Same(_)) {
+        let mut plan = CompactionPlan::new(middleware, policy, old.len());
         crate::harness::compression::pre_compact(ctx, state, &mut plan).await?;
         if let Some(reason) = plan.blocked() {
             ctx.emit(AgentEvent::Notice {
@@ -130,59 +160,68 @@ where
             return Ok(None);
         }
     }
-    let (state, fresh) = match previous {
-        Some(prev) if prev.covered == old_ids => (prev, false),
-        prev => {
-            let extend = prev.filter(|p| old_ids.starts_with(&p.covered));
-            let (to_summarize, prior): (Vec<Message>, Option<&str>) = match &extend {
-                Some(p) => (
-                    old[p.covered.len()..].iter().map(|m| (*m).clone()).collect(),
-                    Some(p.text.as_str()),
-                ),
-                None => (old.iter().map(|m| (*m).clone()).collect(), None),
-            };
-            let summary = summarize_charged(ctx, summarizer, &to_summarize, prior).await?;
-            (
-                SummaryState {
-                    covered: old_ids.clone(),
-                    text: summary.text,
-                    id: MessageId::generate(),
-                },
-                true,
-            )
+    let replaced = old.len();
+    let (summary_message, fresh) = match previous {
+        Previous::Same(message) => (message, None),
+        Previous::None => {
+            let to_summarize: Vec<Message> = old.iter().map(|m| (*m).clone()).collect();
+            let summary = summarize_charged(ctx, summarizer, &to_summarize, None).await?;
+            let message = summary_message(summary.text);
+            (message.clone(), Some((0, None, message)))
+        }
+        Previous::Prefix { covered, message } => {
+            let to_summarize: Vec<Message> = old[covered..].iter().map(|m| (*m).clone()).collect();
+            let text = message.text();
+            let prior = text
+                .strip_prefix(SUMMARY_HEADER)
+                .map_or(&*text, |t| t.strip_prefix('\n').unwrap_or(t));
+            let summary = summarize_charged(ctx, summarizer, &to_summarize, Some(prior)).await?;
+            let next = summary_message(summary.text);
+            (next.clone(), Some((covered, Some(message.clone()), next)))
         }
     };
-    let summary_message = Message::user(format!("{SUMMARY_HEADER}\n{}", state.text)).with_id(state.id.clone());
 
-    let original_tokens: u64 = old.iter().map(|m| counter.count_message(m)).sum();
-    let compressed_tokens = counter.count_message(&summary_message);
-    let replaced = old.len();
-    let artifacts: Vec<String> = old
-        .iter()
-        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone()))
-        .collect();
     let mut rebuilt = Vec::with_capacity(head + middle_system.len() + 1 + messages.len() - cut);
     rebuilt.extend(messages[..head].iter().cloned());
     rebuilt.extend(middle_system.into_iter().cloned());
     rebuilt.push(summary_message);
     rebuilt.extend(messages[cut..].iter().cloned());
+    let newly: Vec<Message> = match &fresh {
+        Some((covered, _, _)) => old[*covered..].iter().map(|m| (*m).clone()).collect(),
+        None => Vec::new(),
+    };
     request.messages = rebuilt;
 
-    if fresh {
+    let is_fresh = fresh.is_some();
+    if let Some((covered, previous, message)) = fresh {
+        // Provenance names what this summary replaced: the newly summarised
+        // messages and, when it extends the run's previous summary, that
+        // summary (whose own record names what it replaced), so each
+        // message is named once in the run, not again on every extension.
         let mut p = CompressionProvenance::new(middleware, format!("{policy}+{}", summarizer.id()))
             .with_prefix(prefix_before, cache::fingerprint(request));
-        p.source_message_ids = old_ids;
-        p.source_artifact_ids = artifacts;
-        p.replacement_message_id = Some(state.id.clone());
-        p.original_tokens = original_tokens;
-        p.compressed_tokens = compressed_tokens;
+        p.source_message_ids = previous.iter().chain(&newly).map(|m| m.id.clone()).collect();
+        p.source_artifact_ids = newly
+            .iter()
+            .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone()))
+            .collect();
+        p.replacement_message_id = Some(message.id.clone());
+        p.original_tokens = previous.iter().chain(&newly).map(|m| counter.count_message(m)).sum();
+        p.compressed_tokens = counter.count_message(&message);
         p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
         crate::harness::compression::record(ctx, p);
-        ctx.local::<Summaries>()
-            .0
-            .lock()
-            .expect("summaries lock")
-            .insert(key, state);
+        let summaries = ctx.local::<Summaries>();
+        let mut map = summaries.0.lock().expect("summaries lock");
+        let entry = map.entry(key).or_insert_with(|| SummaryState {
+            covered: Vec::new(),
+            message: message.clone(),
+        });
+        entry.covered.truncate(covered);
+        entry.covered.extend(newly.iter().map(|m| m.id.clone()));
+        entry.message = message;
     }
-    Ok(Some(Compaction { replaced, fresh }))
+    Ok(Some(Compaction {
+        replaced,
+        fresh: is_fresh,
+    }))
 }

@@ -413,10 +413,11 @@ impl ExternalHooksMiddleware {
         let Some(log) = ctx.try_local::<CompressionLog>() else {
             return;
         };
-        let entries = log.entries();
         let state = ctx.local::<RunHooks>();
-        let seen = state.compactions_seen.swap(entries.len(), Ordering::Relaxed);
-        for entry in entries.iter().skip(seen) {
+        let seen = state.compactions_seen.load(Ordering::Relaxed);
+        let entries = log.since(seen);
+        state.compactions_seen.store(seen + entries.len(), Ordering::Relaxed);
+        for entry in &entries {
             let mut input = self.input(ctx, HookEvent::PostCompact);
             input.compaction = serde_json::to_value(entry).ok();
             let combined = self.fire(ctx, HookEvent::PostCompact, None, &input).await;

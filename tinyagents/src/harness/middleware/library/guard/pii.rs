@@ -17,7 +17,7 @@ use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::message::{ContentPart, Message, MessageId, Role};
+use crate::harness::message::{AddrHasher, AddrMap, ContentPart, Message, Role};
 use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
 use crate::harness::run::AgentRun;
@@ -136,60 +136,41 @@ struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
 struct PiiScrubbedResults(Mutex<HashMap<(usize, String), Digest>>);
 
 /// Per run: what `before_model` found in each request message, by middleware
-/// instance and message id, so a history is not scanned again every turn.
+/// instance and message, so a history is not scanned again every turn.
 ///
-/// A verdict holds a 128-bit keyed digest of the whole message as it was
-/// scanned (every field, serialised: content, tool calls, ids, name) and, when
-/// something was replaced, the scrubbed message and the counts. A message is
-/// skipped only when its id and its digest both match: an edited, replaced or
-/// new message is scanned again (fail closed). The digest is SipHash under two
-/// keys drawn at random per run, so no text can be crafted to collide with a
-/// clean one. Verdicts of messages no longer in the request are dropped.
-struct PiiVerdicts {
-    keys: (std::hash::RandomState, std::hash::RandomState),
-    map: Mutex<HashMap<usize, HashMap<MessageId, Verdict>>>,
-}
+/// A verdict is kept for the message's shared fields ([`Message::addr`]) and
+/// holds a clone of the message as it was scanned, so the address stays that
+/// message's: fields are shared only while unchanged (a change copies them
+/// first), so a message at a known address is exactly the one scanned. An
+/// edited, replaced, new or reloaded message has other fields, and is scanned
+/// (fail closed). When something was replaced, the verdict holds the scrubbed
+/// message (put in the request's place each turn: a reference count) and the
+/// counts. Verdicts of messages no longer in the request are dropped (once
+/// they are as many as the request's messages). The leading messages that sit
+/// where they sat in the previous request are known by place (one address
+/// comparison each), so a turn costs a lookup only for what is new.
+#[derive(Default)]
+struct PiiVerdicts(Mutex<HashMap<usize, InstanceVerdicts>>);
 
-impl Default for PiiVerdicts {
-    fn default() -> Self {
-        Self {
-            keys: (std::hash::RandomState::new(), std::hash::RandomState::new()),
-            map: Mutex::default(),
-        }
-    }
+/// One instance's verdicts, and the last request it saw.
+#[derive(Default)]
+struct InstanceVerdicts {
+    by_message: AddrMap<Verdict>,
+    /// The addresses of the last request's messages, in order (each one kept
+    /// alive by its verdict): a request that starts with the same messages —
+    /// a history that grew by a turn — has those verdicts at hand by place,
+    /// without a lookup per message.
+    last: Vec<usize>,
+    /// The places in `last` whose message was replaced, with the replacement.
+    last_scrubbed: Vec<(usize, Message, PiiCounts)>,
 }
 
 /// What one message held when it was scanned.
 struct Verdict {
-    digest: u128,
+    /// The message as scanned (kept, so its address is not reused).
+    _scanned: Message,
     /// `None`: nothing detected. Otherwise the scrubbed message and what was found.
     scrubbed: Option<(Message, PiiCounts)>,
-}
-
-/// Feeds serialised bytes to two hashers.
-struct DigestWriter<'a>(&'a mut std::hash::DefaultHasher, &'a mut std::hash::DefaultHasher);
-
-impl std::io::Write for DigestWriter<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        use std::hash::Hasher;
-        self.0.write(bytes);
-        self.1.write(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl PiiVerdicts {
-    /// The digest of every field of `message`; `None` if it cannot be serialised (then it is scanned).
-    fn digest(&self, message: &Message) -> Option<u128> {
-        use std::hash::{BuildHasher, Hasher};
-        let (mut a, mut b) = (self.keys.0.build_hasher(), self.keys.1.build_hasher());
-        serde_json::to_writer(DigestWriter(&mut a, &mut b), message).ok()?;
-        Some((u128::from(a.finish()) << 64) | u128::from(b.finish()))
-    }
 }
 
 fn result_digest(result: &ToolResult) -> Digest {
@@ -568,38 +549,70 @@ impl PiiMiddleware {
             return Ok(());
         }
         let verdicts = ctx.local::<PiiVerdicts>();
-        let key = self.key();
-        let mut old = verdicts
-            .map
-            .lock()
-            .expect("pii verdicts lock")
-            .remove(&key)
-            .unwrap_or_default();
-        let mut kept = HashMap::with_capacity(request.messages.len());
-        for message in &mut request.messages {
-            let digest = verdicts.digest(message);
-            let id = message.id.clone();
-            match (old.remove(&id), digest) {
-                (Some(v), Some(d)) if v.digest == d => {
-                    if let Some((scrubbed, found)) = &v.scrubbed {
-                        message.clone_from(scrubbed);
-                        merge(&mut counts, found.clone());
-                    }
-                    kept.insert(id, v);
-                }
-                (_, digest) => {
-                    let mut found = PiiCounts::new();
-                    self.scrub_request_message(message, &mut found)?;
-                    if let Some(digest) = digest {
-                        let scrubbed = (!found.is_empty()).then(|| (message.clone(), found.clone()));
-                        kept.insert(id, Verdict { digest, scrubbed });
-                    }
-                    merge(&mut counts, found);
-                }
+        let mut all = verdicts.0.lock().expect("pii verdicts lock");
+        let mine = all.entry(self.key()).or_default();
+        // Taken now, put back only when every message was judged (an error
+        // leaves no stale places behind).
+        let last = std::mem::take(&mut mine.last);
+        let last_scrubbed = std::mem::take(&mut mine.last_scrubbed);
+        let messages = &mut request.messages;
+        // The leading messages at the places and addresses of last time's.
+        let same = last
+            .iter()
+            .zip(messages.iter())
+            .take_while(|(a, m)| **a == m.addr())
+            .count();
+        let mut now = last;
+        now.truncate(same);
+        let mut scrubbed_now = Vec::new();
+        for (i, scrubbed, found) in last_scrubbed {
+            if i < same {
+                messages[i] = scrubbed.clone();
+                merge(&mut counts, found.clone());
+                scrubbed_now.push((i, scrubbed, found));
             }
         }
-        // This instance's verdicts are now exactly the request's messages.
-        verdicts.map.lock().expect("pii verdicts lock").insert(key, kept);
+        for (i, message) in messages.iter_mut().enumerate().skip(same) {
+            now.push(message.addr());
+            if let Some(v) = mine.by_message.get(&message.addr()) {
+                if let Some((scrubbed, found)) = &v.scrubbed {
+                    scrubbed_now.push((i, scrubbed.clone(), found.clone()));
+                    *message = scrubbed.clone();
+                    merge(&mut counts, found.clone());
+                }
+                continue;
+            }
+            // Not seen: scan it (a copy is made only of what is scanned).
+            let scanned = message.clone();
+            let mut found = PiiCounts::new();
+            self.scrub_request_message(message, &mut found)?;
+            let scrubbed = if found.is_empty() {
+                // nothing replaced: keep sharing the history's message
+                *message = scanned.clone();
+                None
+            } else {
+                scrubbed_now.push((i, message.clone(), found.clone()));
+                Some((message.clone(), found.clone()))
+            };
+            mine.by_message.insert(
+                scanned.addr(),
+                Verdict {
+                    _scanned: scanned,
+                    scrubbed,
+                },
+            );
+            merge(&mut counts, found);
+        }
+        // Verdicts of messages no longer in the request go (checked when the
+        // map has grown past twice the request, so the cost is spread thin).
+        if mine.by_message.len() > 2 * now.len() + 64 {
+            let keep: std::collections::HashSet<usize, std::hash::BuildHasherDefault<AddrHasher>> =
+                now.iter().copied().collect();
+            mine.by_message.retain(|addr, _| keep.contains(addr));
+        }
+        mine.last = now;
+        mine.last_scrubbed = scrubbed_now;
+        drop(all);
         report(ctx, "request", &counts);
         Ok(())
     }
