@@ -392,7 +392,7 @@ impl Compactor {
     #[before_model]
     async fn compact<S, C>(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
         let mut plan = tinyagents::harness::provenance::CompactionPlan::new("compactor", "compactor/1", 3);
-        tinyagents::harness::compression::pre_compact(ctx, state, &mut plan).await?;
+        tinyagents::harness::middleware::pre_compact(ctx, state, &mut plan).await?;
         *self.blocked.lock().unwrap() = plan.blocked().map(str::to_owned);
         Ok(())
     }

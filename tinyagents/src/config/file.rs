@@ -144,21 +144,16 @@ impl From<FileErrors> for TinyAgentsError {
 /// let bad = ConfigFile::parse("agent.toml", "[[middleware]]\ntype = ").unwrap_err();
 /// assert!(bad.to_string().starts_with("agent.toml:2:"));
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct ConfigFile {
     name: String,
+    #[educe(Debug(ignore))]
     text: String,
     value: Value,
     /// Where each key and value is written (byte offsets), from the one parse.
+    #[educe(Debug(ignore))]
     spans: SpanNode,
-}
-
-impl fmt::Debug for ConfigFile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConfigFile")
-            .field("name", &self.name)
-            .field("value", &self.value)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ConfigFile {

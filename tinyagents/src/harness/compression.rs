@@ -1,15 +1,15 @@
-//! The compressions of a run: ask the run's `pre_compact` hooks before one
-//! ([`pre_compact`]), [`record`] one (event + run log), read them
+//! The compressions of a run (a compacting middleware asks the run's
+//! `pre_compact` hooks first, through
+//! [`middleware::pre_compact`](crate::harness::middleware::pre_compact)):
+//! [`record`] one (event + run log), read them
 //! ([`CompressionLog`]), and [`attach`] them to the run's record (the agent
 //! does, when the run ends).
 
 use std::sync::{Arc, Mutex};
 
 use crate::harness::context::RunContext;
-use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::middleware::MiddlewareStack;
-use crate::harness::provenance::{CompactionPlan, CompressionProvenance};
+use crate::harness::provenance::CompressionProvenance;
 use crate::harness::run::AgentRun;
 
 /// The compressions of one run, in order (a run local: `ctx.local::<CompressionLog>()`).
@@ -67,44 +67,4 @@ pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
     let mut attached = log.attached.lock().expect("compression log lock");
     run.compressions.extend(entries[*attached..].iter().cloned());
     *attached = entries.len();
-}
-
-/// Dispatches the `pre_compact` hook point through the stack the run is
-/// driven by: compacting middleware call it before they compact, and leave
-/// the context as it is when a hook [blocked](CompactionPlan::blocked) the
-/// plan. A hook's error is returned (the compaction does not happen). A run
-/// driven by no stack (a stack called directly, without an agent) has no
-/// `pre_compact` hooks to ask.
-///
-/// ```
-/// use tinyagents::harness::compression::pre_compact;
-/// use tinyagents::harness::provenance::CompactionPlan;
-/// use tinyagents::prelude::*;
-///
-/// #[pre_compact]
-/// async fn keep_short_histories(plan: &mut CompactionPlan) -> Result<()> {
-///     if plan.messages < 10 {
-///         plan.block("fewer than 10 messages");
-///     }
-///     Ok(())
-/// }
-///
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let stack = std::sync::Arc::new(MiddlewareStack::<()>::new().with(KeepShortHistories)?);
-/// let mut ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
-/// stack.drive(&ctx);
-/// let mut plan = CompactionPlan::new("summarization", "summarization/1", 4);
-/// pre_compact(&mut ctx, &(), &mut plan).await?;
-/// assert_eq!(plan.blocked(), Some("fewer than 10 messages"));
-/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
-/// ```
-pub async fn pre_compact<S, C>(ctx: &mut RunContext<C>, state: &S, plan: &mut CompactionPlan) -> Result<()>
-where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
-{
-    match MiddlewareStack::<S, C>::of_run(ctx) {
-        Some(stack) => stack.run_pre_compact(ctx, state, plan).await,
-        None => Ok(()),
-    }
 }

@@ -3,20 +3,21 @@
 //! Everything that belongs to one run lives here, never in the middleware
 //! stack: that is what lets one stack serve any number of concurrent runs.
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::Value;
 /// The cancellation token of a run (re-exported from `tokio-util`).
 pub use tokio_util::sync::CancellationToken;
 
 pub use crate::harness::control::{JumpRequest, JumpSet, JumpTarget, MiddlewareControl};
+pub use crate::harness::locals::RunLocalsHandle;
 pub use crate::harness::run::RunCounters;
 
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};
+use crate::harness::locals::RunLocals;
 use crate::harness::model::Usage;
+use crate::harness::run::FailedAttemptUsage;
 use crate::harness::steering::SteeringHandle;
 use crate::harness::tool::{
     call_digest, Approval, Grants, ParentRun, Restriction, RunRestrictions, ToolCall, ToolPolicy,
@@ -98,56 +99,6 @@ pub struct StateUpdate {
     pub key: String,
     /// The new value.
     pub value: Value,
-}
-
-type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
-
-/// Per-run state of middleware, keyed by type and shared by every part of a
-/// run (including concurrent tool calls of one batch).
-#[derive(Clone, Default)]
-pub(crate) struct RunLocals(Arc<Locals>);
-
-impl RunLocals {
-    /// The value of type `T`, created with `T::default()` on first use.
-    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let locals = &self.0;
-        let mut map = locals.map.lock().expect("run locals lock");
-        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| {
-            locals.len.fetch_add(1, std::sync::atomic::Ordering::Release);
-            Arc::new(T::default())
-        });
-        Arc::clone(entry)
-            .downcast::<T>()
-            .expect("run local keyed by its own TypeId")
-    }
-}
-
-/// A handle on a run's per-run state ([`RunContext::local`]), carried by
-/// [`ParentRun`] so that a child run can find the state its parent's
-/// middleware keeps for the whole run tree (a price budget, for instance)
-/// with [`RunContext::parent_local`]. It is opaque: a child reads its
-/// parent's values, it never replaces them.
-#[derive(Clone, Default)]
-pub struct RunLocalsHandle(RunLocals);
-
-impl RunLocalsHandle {
-    /// The value of type `T` in the run's state, created on first use.
-    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        self.0.get::<T>()
-    }
-}
-
-impl std::fmt::Debug for RunLocalsHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunLocalsHandle").finish_non_exhaustive()
-    }
-}
-
-#[derive(Default)]
-struct Locals {
-    map: Mutex<LocalMap>,
-    /// How many entries the map has: lets a lookup in an empty map skip the lock.
-    len: std::sync::atomic::AtomicUsize,
 }
 
 /// The context of one run, passed `&mut` to every hook.
@@ -527,15 +478,7 @@ impl<Ctx> RunContext<Ctx> {
 
     /// Per-run state of type `T`, created with `init` on first use (see [`local`](Self::local)).
     pub fn local_with<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
-        let locals = &self.locals.0;
-        let mut map = locals.map.lock().expect("run locals lock");
-        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| {
-            locals.len.fetch_add(1, std::sync::atomic::Ordering::Release);
-            Arc::new(init())
-        });
-        Arc::clone(entry)
-            .downcast::<T>()
-            .expect("run local keyed by its own TypeId")
+        self.locals.get_with(init)
     }
 
     /// The parent run's per-run state of type `T`, when this is a child run
@@ -557,8 +500,7 @@ impl<Ctx> RunContext<Ctx> {
     /// assert!(parent.parent_local::<Tree>().is_none());
     /// ```
     pub fn parent_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let map = self.parent_locals.as_ref()?.0.map.lock().expect("run locals lock");
-        Arc::clone(map.get(&TypeId::of::<T>())?).downcast::<T>().ok()
+        self.parent_locals.as_ref()?.try_get::<T>()
     }
 
     /// The same context as a child of the run `parent` came from: its
@@ -571,13 +513,15 @@ impl<Ctx> RunContext<Ctx> {
     /// The per-run state of type `T` if some part of the run created it
     /// (with [`local`](Self::local)); never creates it, never allocates.
     pub fn try_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let locals = &self.locals.0;
-        if locals.len.load(std::sync::atomic::Ordering::Acquire) == 0 {
-            return None;
-        }
-        let map = locals.map.lock().expect("run locals lock");
-        let entry = map.get(&TypeId::of::<T>())?;
-        Arc::clone(entry).downcast::<T>().ok()
+        self.locals.try_get::<T>()
+    }
+
+    /// Takes (and clears) the usage the run's failed model attempts reported
+    /// and no budget has charged yet (`FailedAttemptUsage`).
+    pub(crate) fn take_failed_attempt_usage(&self) -> Usage {
+        self.try_local::<FailedAttemptUsage>()
+            .map(|u| std::mem::take(&mut *u.0.lock().expect("failed attempt usage lock")))
+            .unwrap_or_default()
     }
 
     /// The same context under restrictions inherited from a parent run

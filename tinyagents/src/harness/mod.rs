@@ -8,6 +8,8 @@ pub mod context;
 pub mod control;
 pub mod error;
 pub mod event;
+pub(crate) mod hooks;
+pub(crate) mod locals;
 pub mod message;
 pub mod middleware;
 pub mod model;

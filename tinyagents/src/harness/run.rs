@@ -134,3 +134,8 @@ pub struct RunCounters {
     /// Tool calls executed.
     pub tool_calls: u32,
 }
+
+/// Usage that failed model attempts of a run reported before failing, not
+/// yet charged: the price budget takes it when it settles the failed attempt.
+#[derive(Default)]
+pub(crate) struct FailedAttemptUsage(pub(crate) std::sync::Mutex<Usage>);

@@ -129,17 +129,13 @@ pub struct SteeringOutcome {
 /// handle.send(SteeringCommand::new("c1", SteeringAction::Pause { reason: "lunch".into() }));
 /// assert_eq!(handle.pending(None), 1);
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone, Default, educe::Educe)]
+#[educe(Debug)]
 pub struct SteeringHandle {
+    #[educe(Debug(ignore))]
     queues: std::sync::Arc<
         std::sync::Mutex<std::collections::HashMap<String, std::collections::VecDeque<SteeringCommand>>>,
     >,
-}
-
-impl std::fmt::Debug for SteeringHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SteeringHandle").finish_non_exhaustive()
-    }
 }
 
 impl SteeringHandle {

@@ -234,26 +234,16 @@ impl LedgerStore for MemoryLedger {
 /// let limits = LimitsMiddleware::new().shared_budget(budget);
 /// # let _ = limits;
 /// ```
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 pub struct SharedBudget {
+    #[educe(Debug(ignore))]
     ledger: Arc<dyn LedgerStore>,
     key: String,
     per_thread: bool,
     cap_usd: f64,
     reserve_usd: f64,
     ttl: Duration,
-}
-
-impl std::fmt::Debug for SharedBudget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedBudget")
-            .field("key", &self.key)
-            .field("per_thread", &self.per_thread)
-            .field("cap_usd", &self.cap_usd)
-            .field("reserve_usd", &self.reserve_usd)
-            .field("ttl", &self.ttl)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Whole nano-dollars for `usd`, rounded up (a charge is never counted short).

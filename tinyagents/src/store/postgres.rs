@@ -113,14 +113,19 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// let latest = store.latest("thread-1").await?;
 /// # let _ = latest; Ok(()) }
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct PostgresStore {
     /// The URL as given (with its password: never displayed).
+    #[educe(Debug(ignore))]
     config: tokio_postgres::Config,
     /// The URL with its password hidden.
     url: String,
     /// The connection and its statements; replaced when the server closed it.
+    #[educe(Debug(ignore))]
     conn: std::sync::Mutex<Arc<Conn>>,
     /// Held while reconnecting, so one task reconnects.
+    #[educe(Debug(ignore))]
     reconnecting: tokio::sync::Mutex<()>,
 }
 
@@ -136,14 +141,6 @@ struct Conn {
     reserve: Statement,
     settle: Statement,
     totals: Statement,
-}
-
-impl std::fmt::Debug for PostgresStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresStore")
-            .field("url", &self.url)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Conn {

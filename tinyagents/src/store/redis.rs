@@ -139,24 +139,24 @@ const MAX_SEQ: u64 = 1 << 53;
 /// let limiter = RateLimiterMiddleware::new(10.0, 10).with_store(redis);
 /// # let _ = limiter; Ok(()) }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 pub struct RedisStore {
+    #[educe(Debug(ignore))]
     conn: ConnectionManager,
     url: String,
+    #[educe(Debug(ignore))]
     bucket: Script,
+    #[educe(Debug(ignore))]
     reserve: Script,
+    #[educe(Debug(ignore))]
     settle: Script,
+    #[educe(Debug(ignore))]
     put: Script,
+    #[educe(Debug(ignore))]
     latest: Script,
+    #[educe(Debug(ignore))]
     prune: Script,
-}
-
-impl std::fmt::Debug for RedisStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore")
-            .field("url", &self.url)
-            .finish_non_exhaustive()
-    }
 }
 
 const TIMEOUT: Duration = Duration::from_secs(5);

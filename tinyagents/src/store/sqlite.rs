@@ -46,19 +46,14 @@ use crate::harness::error::{Result, TinyAgentsError};
 /// # drop(store); std::fs::remove_file(&path).ok();
 /// # Ok::<(), tinyagents::TinyAgentsError>(()) }).unwrap();
 /// ```
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 pub struct SqliteStore {
+    #[educe(Debug(ignore))]
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    #[educe(Debug(ignore))]
     shown: String,
-}
-
-impl std::fmt::Debug for SqliteStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SqliteStore {

@@ -15,6 +15,7 @@ use crate::harness::error::{ErrorKind, Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventSink};
 use crate::harness::middleware::{HookKind, ModelBaseCall, ToolBaseCall};
 use crate::harness::model::{ModelRequest, ModelResponse, ResponseAccumulator};
+use crate::harness::run::FailedAttemptUsage;
 use crate::harness::tool::{ToolCall, ToolContext, ToolDelta, ToolResult};
 
 /// The real model call: stream, delta hooks, sink, accumulate.
@@ -151,20 +152,6 @@ where
             }
         }
         result
-    }
-}
-
-/// Usage that failed model attempts of a run reported before failing, not
-/// yet charged: the price budget takes it when it settles the failed attempt.
-#[derive(Default)]
-pub(crate) struct FailedAttemptUsage(pub(crate) std::sync::Mutex<crate::harness::model::Usage>);
-
-impl FailedAttemptUsage {
-    /// Takes (and clears) the usage recorded for the run's failed attempts.
-    pub(crate) fn take<C>(ctx: &RunContext<C>) -> crate::harness::model::Usage {
-        ctx.try_local::<FailedAttemptUsage>()
-            .map(|u| std::mem::take(&mut *u.0.lock().expect("failed attempt usage lock")))
-            .unwrap_or_default()
     }
 }
 

@@ -15,7 +15,6 @@ mod subagent;
 use std::sync::Arc;
 
 pub use crate::harness::run::{AgentInput, AgentRun, StopReason};
-pub(crate) use calls::FailedAttemptUsage;
 pub(crate) use run_loop::StepOutcome;
 pub use subagent::AgentTool;
 

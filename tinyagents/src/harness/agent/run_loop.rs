@@ -10,9 +10,9 @@ use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
-use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
+use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::tool::{ToolCall, ToolResult};
 
 /// One call of a batch after its `before_tool`, or after the batch review

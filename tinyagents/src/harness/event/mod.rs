@@ -15,7 +15,7 @@ use serde_json::Value;
 pub use sink::{ChannelSink, CollectingSink, EventMask, EventSink, FnSink, NullSink, TracingSink};
 
 use crate::harness::error::ErrorKind;
-use crate::harness::middleware::HookKind;
+use crate::harness::hooks::HookKind;
 use crate::harness::model::{FinishReason, ModelDelta, Usage};
 use crate::harness::tool::ToolDelta;
 

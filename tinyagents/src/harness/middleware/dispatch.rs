@@ -151,7 +151,7 @@ macro_rules! define_dispatch {
     };
 }
 
-super::hooks::hook_table!(define_dispatch);
+crate::harness::hooks::hook_table!(define_dispatch);
 
 /// The one pass every ordered lifecycle hook goes through, and `on_error`.
 impl<S, C> MiddlewareStack<S, C>
@@ -444,5 +444,45 @@ where
             middleware: slot.name.clone(),
             hook,
         });
+    }
+}
+
+/// Dispatches the `pre_compact` hook point through the stack the run is
+/// driven by: compacting middleware call it before they compact, and leave
+/// the context as it is when a hook [blocked](CompactionPlan::blocked) the
+/// plan. A hook's error is returned (the compaction does not happen). A run
+/// driven by no stack (a stack called directly, without an agent) has no
+/// `pre_compact` hooks to ask.
+///
+/// ```
+/// use tinyagents::harness::middleware::pre_compact;
+/// use tinyagents::harness::provenance::CompactionPlan;
+/// use tinyagents::prelude::*;
+///
+/// #[pre_compact]
+/// async fn keep_short_histories(plan: &mut CompactionPlan) -> Result<()> {
+///     if plan.messages < 10 {
+///         plan.block("fewer than 10 messages");
+///     }
+///     Ok(())
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let stack = std::sync::Arc::new(MiddlewareStack::<()>::new().with(KeepShortHistories)?);
+/// let mut ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
+/// stack.drive(&ctx);
+/// let mut plan = CompactionPlan::new("summarization", "summarization/1", 4);
+/// pre_compact(&mut ctx, &(), &mut plan).await?;
+/// assert_eq!(plan.blocked(), Some("fewer than 10 messages"));
+/// # Ok::<(), TinyAgentsError>(()) }).unwrap();
+/// ```
+pub async fn pre_compact<S, C>(ctx: &mut RunContext<C>, state: &S, plan: &mut CompactionPlan) -> Result<()>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    match MiddlewareStack::<S, C>::of_run(ctx) {
+        Some(stack) => stack.run_pre_compact(ctx, state, plan).await,
+        None => Ok(()),
     }
 }

@@ -22,10 +22,8 @@
 //! `#[middleware]`, …, re-exported from the crate root); the built-ins are in
 //! [`crate::middleware`](mod@crate::middleware).
 
-mod batch;
 mod dispatch;
 mod handler;
-mod hooks;
 mod info;
 mod invoke;
 pub(crate) mod library;
@@ -39,10 +37,10 @@ mod wrap_only;
 #[cfg(test)]
 mod tests;
 
-pub use batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
-pub use dispatch::DeltaDispatch;
+pub use crate::harness::hooks::{hook, HookKind, HookSet};
+pub use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
+pub use dispatch::{pre_compact, DeltaDispatch};
 pub use handler::{ModelHandler, ToolHandler};
-pub use hooks::{hook, HookKind, HookSet};
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
 pub use observe::{observe_hook, HookObserver};
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};

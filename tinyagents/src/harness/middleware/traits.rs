@@ -203,7 +203,7 @@ macro_rules! underscore {
     };
 }
 
-super::hooks::hook_table!(define_middleware);
+crate::harness::hooks::hook_table!(define_middleware);
 
 /// Wrap middleware around each model call.
 ///

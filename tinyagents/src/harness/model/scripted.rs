@@ -79,19 +79,16 @@ enum Script {
 /// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
 /// # }
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct ScriptedModel {
     id: String,
+    #[educe(Debug(ignore))]
     script: Script,
+    #[educe(Debug(ignore))]
     requests: Mutex<Vec<ModelRequest>>,
+    #[educe(Debug(ignore))]
     record: bool,
-}
-
-impl std::fmt::Debug for ScriptedModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScriptedModel")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ScriptedModel {

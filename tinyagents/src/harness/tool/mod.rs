@@ -4,6 +4,7 @@
 //! the [`Tool`] trait, fn-tools, typed tools ([`typed`], the `#[tool]`
 //! attribute) and the [`ToolRegistry`].
 
+pub(crate) mod batch;
 mod call;
 mod policy;
 mod registry;

@@ -55,7 +55,8 @@ impl From<Value> for ToolOutput {
 }
 
 /// The calling run, as a tool sees it: enough to start a child run under it.
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 pub struct ParentRun {
     /// The run's id.
     pub run_id: Arc<str>,
@@ -64,30 +65,27 @@ pub struct ParentRun {
     /// The run's tags.
     pub tags: Arc<[String]>,
     /// The model the run asked for.
+    #[educe(Debug(ignore))]
     pub requested_model: Option<String>,
     /// The run's event sink (a child run reports to the same sink).
+    #[educe(Debug(ignore))]
     pub sink: Arc<dyn EventSink>,
     /// The run's workspace.
+    #[educe(Debug(ignore))]
     pub workspace: Option<WorkspaceDescriptor>,
     /// The run's cancellation; a child's token is a child of it.
+    #[educe(Debug(ignore))]
     pub cancellation: CancellationToken,
     /// The run's steering handle (a child run receives commands addressed to its id).
+    #[educe(Debug(ignore))]
     pub steering: Option<SteeringHandle>,
     /// Every restriction of the run (inherited and its own guards'): a child
     /// run inherits them all, and the agent loop enforces them in it.
+    #[educe(Debug(ignore))]
     pub restrictions: Arc<super::RunRestrictions>,
     /// The run's per-run state, for a child run's [`RunContext::with_parent_locals`](crate::harness::context::RunContext::with_parent_locals).
+    #[educe(Debug(ignore))]
     pub locals: RunLocalsHandle,
-}
-
-impl std::fmt::Debug for ParentRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ParentRun")
-            .field("run_id", &self.run_id)
-            .field("depth", &self.depth)
-            .field("tags", &self.tags)
-            .finish_non_exhaustive()
-    }
 }
 
 /// What a running tool can use: its call, the calling run, and a channel for progress.

@@ -55,6 +55,16 @@ pub mod summarization {
 }
 
 use super::MiddlewareDoc;
+use crate::docs::MiddlewareMetadata;
+
+/// The docs of a DSL built-in (every built-in has one: `builtin` requires it),
+/// for the concern folders' `CATALOG` lists.
+const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
+    match M::DOC {
+        Some(doc) => doc,
+        None => panic!("a built-in always has a doc"),
+    }
+}
 
 /// The documentation of every built-in middleware, in a stable order (by concern, then as each concern lists them).
 pub fn catalog() -> Vec<&'static MiddlewareDoc> {

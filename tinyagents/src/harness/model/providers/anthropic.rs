@@ -56,20 +56,15 @@ const API_VERSION: &str = "2023-06-01";
 ///   already has the name: then the schema stays in the prompt only. The
 ///   middleware that asked validates the reply either way.
 /// * Tool results of one batch go back in one user message, as the API requires.
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct AnthropicModel {
+    #[educe(Debug(ignore))]
     config: ProviderConfig,
     id: String,
     url: String,
+    #[educe(Debug(ignore))]
     http: HttpClient,
-}
-
-impl std::fmt::Debug for AnthropicModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicModel")
-            .field("id", &self.id)
-            .field("url", &self.url)
-            .finish_non_exhaustive()
-    }
 }
 
 impl AnthropicModel {

@@ -33,20 +33,15 @@ use crate::harness::model::{
 /// Usage: OpenAI's `prompt_tokens` include the cached ones, so
 /// `input_tokens = prompt_tokens - cached_tokens` and `cache_read_tokens =
 /// cached_tokens`; OpenAI reports no cache writes.
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct OpenAiModel {
+    #[educe(Debug(ignore))]
     config: ProviderConfig,
     id: String,
     url: String,
+    #[educe(Debug(ignore))]
     http: HttpClient,
-}
-
-impl std::fmt::Debug for OpenAiModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiModel")
-            .field("id", &self.id)
-            .field("url", &self.url)
-            .finish_non_exhaustive()
-    }
 }
 
 impl OpenAiModel {

@@ -102,21 +102,14 @@ struct Recorded(Mutex<HashSet<MessageId>>);
 /// let compress = ContextClippingMiddleware::new(SummaryTrigger::tokens(60_000)).max_message_tokens(200);
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(compress).unwrap();
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct ContextClippingMiddleware {
     trigger: SummaryTrigger,
     keep_messages: usize,
     max_message_tokens: u64,
+    #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
-}
-
-impl std::fmt::Debug for ContextClippingMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextClippingMiddleware")
-            .field("trigger", &self.trigger)
-            .field("keep_messages", &self.keep_messages)
-            .field("max_message_tokens", &self.max_message_tokens)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ContextClippingMiddleware {

@@ -115,18 +115,14 @@ struct Edit {
 /// let editing: ContextEditingMiddleware = ContextEditingConfig::defaults().unwrap().build();
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(editing).unwrap();
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct ContextEditingMiddleware {
     config: ContextEditingConfig,
+    #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
+    #[educe(Debug(ignore))]
     key: u64,
-}
-
-impl std::fmt::Debug for ContextEditingMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextEditingMiddleware")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ContextEditingMiddleware {

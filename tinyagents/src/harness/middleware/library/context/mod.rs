@@ -54,16 +54,8 @@ pub type SummarizationPolicy = SummaryTrigger;
 /// carried by `AgentEvent::Compressed` and collected in `AgentRun::compressions`.
 pub type SummaryRecord = crate::harness::provenance::CompressionProvenance;
 
-use crate::docs::MiddlewareMetadata;
+use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
-
-/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
-const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
-    match M::DOC {
-        Some(doc) => doc,
-        None => panic!("a built-in always has a doc"),
-    }
-}
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[

@@ -147,28 +147,26 @@ struct Reported(AtomicU64);
 /// assert_eq!(context.context_window(), 200_000);
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(context).unwrap();
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct ContextMiddleware {
     warn_at_percent: u8,
     compact_at_percent: u8,
     /// `false` only from the legacy `compact_on_overflow = false`: warn, never compact.
+    #[educe(Debug(ignore))]
     compact: bool,
     /// Deprecation notices of the legacy keys it was built from, reported once per run.
+    #[educe(Debug(ignore))]
     deprecations: Arc<[String]>,
     max_tokens: u64,
+    #[educe(Debug(ignore))]
     keep_messages: usize,
+    #[educe(Debug(ignore))]
     summarizer: Arc<dyn Summarizer>,
+    #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
+    #[educe(Debug(ignore))]
     key: u64,
-}
-
-impl std::fmt::Debug for ContextMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextMiddleware")
-            .field("warn_at_percent", &self.warn_at_percent)
-            .field("compact_at_percent", &self.compact_at_percent)
-            .field("max_tokens", &self.max_tokens)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ContextMiddleware {

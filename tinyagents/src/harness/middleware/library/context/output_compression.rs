@@ -96,20 +96,18 @@ struct Summaries(Mutex<HashMap<MessageId, String>>);
 ///     .with_stack(MiddlewareStack::new().with(compress).unwrap());
 /// assert_eq!(agent.tools().names().collect::<Vec<_>>(), ["read_artifact"]);
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct OutputCompressionMiddleware {
+    #[educe(Debug(ignore))]
     reader: bool,
     config: OutputCompressionConfig,
+    #[educe(Debug(ignore))]
     store: Arc<ArtifactStore>,
+    #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
+    #[educe(Debug(ignore))]
     summarizer: Option<Arc<dyn Summarizer>>,
-}
-
-impl std::fmt::Debug for OutputCompressionMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutputCompressionMiddleware")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
 }
 
 impl OutputCompressionMiddleware {

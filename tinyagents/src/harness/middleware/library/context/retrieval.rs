@@ -116,17 +116,12 @@ struct Recorded(Mutex<HashSet<(MessageId, String)>>);
 ///     from_toml_str::<RetrievalCompressionConfig>("tools = [\"search\"]").unwrap().build();
 /// let _stack: MiddlewareStack<()> = MiddlewareStack::new().with(squeeze).unwrap();
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct RetrievalCompressionMiddleware {
     config: RetrievalCompressionConfig,
+    #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
-}
-
-impl std::fmt::Debug for RetrievalCompressionMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RetrievalCompressionMiddleware")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
 }
 
 impl RetrievalCompressionMiddleware {

@@ -179,19 +179,16 @@ impl Summarizer for ConcatSummarizer {
 /// assert_eq!(s.text, "The user greeted.");
 /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct ModelSummarizer {
+    #[educe(Debug(ignore))]
     model: Arc<dyn ChatModel>,
+    #[educe(Debug(ignore))]
     model_id: String,
     id: String,
+    #[educe(Debug(ignore))]
     instructions: String,
-}
-
-impl std::fmt::Debug for ModelSummarizer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelSummarizer")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ModelSummarizer {

@@ -81,17 +81,12 @@ pub struct MessageTrimConfig {
 ///     MiddlewareStack::new().with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(10))).unwrap();
 /// assert!(stack.names().contains(&"message_trimming"));
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct MessageTrimMiddleware {
     strategy: TrimStrategy,
+    #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
-}
-
-impl std::fmt::Debug for MessageTrimMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MessageTrimMiddleware")
-            .field("strategy", &self.strategy)
-            .finish_non_exhaustive()
-    }
 }
 
 impl MessageTrimMiddleware {

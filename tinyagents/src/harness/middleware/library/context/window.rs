@@ -150,7 +150,7 @@ where
     // A new or extended summary is a compaction: the run's `pre_compact` hooks may block it.
     if !matches!(previous, Previous::Same(_)) {
         let mut plan = CompactionPlan::new(middleware, policy, old.len());
-        crate::harness::compression::pre_compact(ctx, state, &mut plan).await?;
+        crate::harness::middleware::pre_compact(ctx, state, &mut plan).await?;
         if let Some(reason) = plan.blocked() {
             ctx.emit(AgentEvent::Notice {
                 source: "pre_compact".into(),

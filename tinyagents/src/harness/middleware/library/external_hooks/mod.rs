@@ -31,7 +31,7 @@
 //! | `permission_request` | `on_tool_batch` (before any `pre_tool_use`) | `tool_*` | block (that call gets an error result), approve, rewrite input (applied in `before_tool`, before `pre_tool_use` hooks and the guards see it), context (appended to the call's result), stop, message |
 //! | `pre_tool_use` | `before_tool` | `tool_*` | block (that call gets an error result), approve, rewrite input, context (appended to the call's result), stop, message |
 //! | `post_tool_use` | `after_tool` | `tool_*`, `tool_output`, `tool_error` | block (the result becomes an error result with the reason), context (appended to the result), stop, message |
-//! | `pre_compact` | the `pre_compact` hook point: a compacting middleware (summarization, context) dispatches it through the stack before it compacts ([`compression::pre_compact`](crate::harness::compression::pre_compact)) | `compaction` | block (the context is not compacted), message |
+//! | `pre_compact` | the `pre_compact` hook point: a compacting middleware (summarization, context) dispatches it through the stack before it compacts ([`middleware::pre_compact`](crate::harness::middleware::pre_compact)) | `compaction` | block (the context is not compacted), message |
 //! | `post_compact` | `before_model` and `after_model`, once per new entry of the run's [`CompressionLog`] (a compaction made during a model call is seen after it) | `compaction` | context, stop, message |
 //! | `stop` | `after_agent` | `final_text`, `stop_reason` | message (the run has ended: a block is reported as a `Notice`) |
 //!
@@ -158,7 +158,6 @@ pub use process::{
     DEFAULT_MAX_STDOUT, ENV_ALLOW, MAX_STDERR_LIMIT, MAX_STDOUT_LIMIT, SCHEMA, SHOWN_MAX,
 };
 
-use crate::docs::MiddlewareMetadata;
 use crate::harness::compression::CompressionLog;
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
@@ -171,10 +170,7 @@ use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolResult};
 
 /// The docs of the hooks built-in, for a catalog.
-pub const CATALOG: &[&MiddlewareDoc] = &[match <ExternalHooksMiddleware as MiddlewareMetadata>::DOC {
-    Some(doc) => doc,
-    None => panic!("a built-in always has a doc"),
-}];
+pub const CATALOG: &[&MiddlewareDoc] = &[super::doc_of::<ExternalHooksMiddleware>()];
 
 /// The answers of every hook of one event, combined (see [the rules](self#several-hooks-on-one-event)).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -48,22 +48,16 @@ pub(super) struct ThreadCounts {
 }
 
 /// A shared ledger holding the thread counts.
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 struct SharedCounts {
+    #[educe(Debug(ignore))]
     ledger: Arc<dyn LedgerStore>,
     prefix: String,
     ttl: Duration,
     /// The middleware and its option named in a store error.
+    #[educe(Debug(ignore))]
     owner: (&'static str, &'static str),
-}
-
-impl std::fmt::Debug for SharedCounts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedCounts")
-            .field("prefix", &self.prefix)
-            .field("ttl", &self.ttl)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ThreadCounts {

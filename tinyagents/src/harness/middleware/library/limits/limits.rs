@@ -9,7 +9,6 @@ use super::budget::{AccountingJournal, Basis, BudgetSnapshot, PriceBudget};
 use super::counts::ThreadCounts;
 use super::pricing::TokenRates;
 use crate::config::{ConfigError, ConfigErrors, MiddlewareConfig};
-use crate::harness::agent::FailedAttemptUsage;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
@@ -448,7 +447,7 @@ impl LimitsMiddleware {
             .or_else(|| request.model.clone())
             .unwrap_or_default();
         // Usage of attempts that failed before this one was dispatched is not this attempt's.
-        let _ = FailedAttemptUsage::take(ctx);
+        let _ = ctx.take_failed_attempt_usage();
         match next.run(ctx, state, request).await {
             Ok(outcome) => {
                 let response = outcome.response();
@@ -460,7 +459,7 @@ impl LimitsMiddleware {
                         &format!("model `{model}` reported no usage, so the cost of its calls is unknown"),
                     );
                 }
-                let failed = FailedAttemptUsage::take(ctx);
+                let failed = ctx.take_failed_attempt_usage();
                 let usd = ticket.settle_usd(ctx, &model, response.usage + failed);
                 if let (Some(shared), Some(hold)) = (&self.shared, hold) {
                     // A charge the local journal could not record is charged its reservation.
@@ -470,7 +469,7 @@ impl LimitsMiddleware {
                 Ok(outcome)
             }
             Err(e) => {
-                let failed = FailedAttemptUsage::take(ctx);
+                let failed = ctx.take_failed_attempt_usage();
                 let usd = if failed.is_zero() {
                     ticket.settle_unknown(ctx, &e);
                     Ok(None)

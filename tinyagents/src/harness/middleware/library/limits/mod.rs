@@ -21,16 +21,8 @@ pub use model_call_limit::{ModelCallLimitConfig, ModelCallLimitMiddleware};
 pub use pricing::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};
 pub use tool_call_limit::{ToolCallLimitConfig, ToolCallLimitMiddleware};
 
-use crate::docs::MiddlewareMetadata;
+use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
-
-/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
-const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
-    match M::DOC {
-        Some(doc) => doc,
-        None => panic!("a built-in always has a doc"),
-    }
-}
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[

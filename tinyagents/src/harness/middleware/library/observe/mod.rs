@@ -12,16 +12,8 @@ pub use logging::{HookCounts, LogLevel, LoggingConfig, LoggingMiddleware};
 pub use tracing_spans::{TracingConfig, TracingMiddleware};
 pub use usage::{RunUsage, UsageAccountingMiddleware, UsageTotals};
 
-use crate::docs::MiddlewareMetadata;
+use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
-
-/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
-const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
-    match M::DOC {
-        Some(doc) => doc,
-        None => panic!("a built-in always has a doc"),
-    }
-}
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[

@@ -9,16 +9,8 @@ pub use output_limit_recovery::{
 };
 pub use structured_output::{StructuredOutputConfig, StructuredOutputMiddleware, STRUCTURED_OUTPUT_SEGMENT};
 
-use crate::docs::MiddlewareMetadata;
+use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
-
-/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
-const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
-    match M::DOC {
-        Some(doc) => doc,
-        None => panic!("a built-in always has a doc"),
-    }
-}
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[

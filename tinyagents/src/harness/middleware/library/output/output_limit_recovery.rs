@@ -112,17 +112,12 @@ struct StreamWatch {
 /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(recovery).unwrap();
 /// assert_eq!(stack.implementors(HookKind::WrapModel), ["output_limit_recovery"]);
 /// ```
+#[derive(educe::Educe)]
+#[educe(Debug)]
 pub struct OutputLimitRecoveryMiddleware {
     config: OutputLimitRecoveryConfig,
+    #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
-}
-
-impl std::fmt::Debug for OutputLimitRecoveryMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutputLimitRecoveryMiddleware")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
 }
 
 /// The output limit used when the model's is unknown (seed 002).

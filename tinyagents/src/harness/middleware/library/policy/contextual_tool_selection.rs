@@ -81,18 +81,12 @@ impl From<ContextualToolSelectionConfig> for ContextualToolSelectionMiddleware {
 /// let _mw = ContextualToolSelectionMiddleware::new(|tool, cx| cx.depth == 0 || !tool.name.starts_with("spawn_"));
 /// # });
 /// ```
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 pub struct ContextualToolSelectionMiddleware {
+    #[educe(Debug(ignore))]
     predicate: Arc<Predicate>,
     lists: Option<ToolLists>,
-}
-
-impl std::fmt::Debug for ContextualToolSelectionMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContextualToolSelectionMiddleware")
-            .field("lists", &self.lists)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ContextualToolSelectionMiddleware {

@@ -20,16 +20,8 @@ pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG
 pub use tool_lists::ToolLists;
 pub use tool_policy::{ToolPolicyConfig, ToolPolicyMiddleware};
 
-use crate::docs::MiddlewareMetadata;
+use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
-
-/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
-const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
-    match M::DOC {
-        Some(doc) => doc,
-        None => panic!("a built-in always has a doc"),
-    }
-}
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[

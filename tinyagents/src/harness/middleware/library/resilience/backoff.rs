@@ -41,30 +41,6 @@ pub(super) fn parse_kinds(labels: &[String]) -> Vec<ErrorKind> {
         .collect()
 }
 
-/// The backoff, classifier and failure behaviour of a retry config's shared
-/// fields (both retry built-ins read them the same way).
-pub(super) fn retry_parts(
-    initial_delay_ms: u64,
-    backoff_factor: f64,
-    max_delay_ms: u64,
-    jitter: f64,
-    retry_on: &[String],
-    on_failure: OnFailure,
-) -> (Backoff, ErrorClassifier, OnFailure) {
-    let backoff = Backoff {
-        initial: Duration::from_millis(initial_delay_ms),
-        factor: backoff_factor,
-        max: Duration::from_millis(max_delay_ms),
-        jitter,
-    };
-    let classifier = if retry_on.is_empty() {
-        default_classifier()
-    } else {
-        kinds_classifier(parse_kinds(retry_on))
-    };
-    (backoff, classifier, on_failure)
-}
-
 crate::config_enum! {
     /// What a retry middleware does when the last attempt failed with an error it retries.
     pub enum OnFailure {

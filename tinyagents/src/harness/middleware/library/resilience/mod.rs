@@ -13,6 +13,7 @@ mod backoff;
 mod model_fallback;
 mod model_retry;
 mod rate_limiter;
+mod retry;
 mod timeout;
 mod tool_retry;
 
@@ -26,16 +27,8 @@ pub use rate_limiter::{
 pub use timeout::{TimeoutConfig, TimeoutMiddleware};
 pub use tool_retry::{ToolRetryConfig, ToolRetryMiddleware};
 
-use crate::docs::MiddlewareMetadata;
+use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
-
-/// The docs of a DSL built-in (every built-in has one: `builtin` requires it).
-const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
-    match M::DOC {
-        Some(doc) => doc,
-        None => panic!("a built-in always has a doc"),
-    }
-}
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
 pub(super) const CATALOG: &[&MiddlewareDoc] = &[

@@ -1,12 +1,11 @@
 //! [`ModelRetryMiddleware`]: retries failed model calls with exponential backoff.
 
-use super::backoff::{check_retry, pause, retry_parts};
-use super::timeout::is_run_deadline;
-use super::{Backoff, ErrorClassifier, OnFailure};
+use super::backoff::check_retry;
+use super::retry::{retry_builders, AfterFailure, Retry};
+use super::{Backoff, OnFailure};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::{ModelRequest, ModelResponse};
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -54,19 +53,13 @@ fn check_model_retry(c: &ModelRetryConfig) -> std::result::Result<(), ConfigViol
 
 impl From<ModelRetryConfig> for ModelRetryMiddleware {
     fn from(c: ModelRetryConfig) -> Self {
-        let (backoff, retry_on, on_failure) = retry_parts(
-            c.initial_delay_ms,
-            c.backoff_factor,
-            c.max_delay_ms,
-            c.jitter,
-            &c.retry_on,
-            c.on_failure,
-        );
         Self {
-            max_attempts: c.max_attempts,
-            backoff,
-            retry_on,
-            on_failure,
+            retry: Retry::from_config(
+                c.max_attempts,
+                (c.initial_delay_ms, c.backoff_factor, c.max_delay_ms, c.jitter),
+                &c.retry_on,
+                c.on_failure,
+            ),
         }
     }
 }
@@ -92,22 +85,10 @@ impl From<ModelRetryConfig> for ModelRetryMiddleware {
 /// assert_eq!(run.final_text(), "hello");
 /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
 /// ```
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 pub struct ModelRetryMiddleware {
-    max_attempts: u32,
-    backoff: Backoff,
-    retry_on: ErrorClassifier,
-    on_failure: OnFailure,
-}
-
-impl std::fmt::Debug for ModelRetryMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelRetryMiddleware")
-            .field("max_attempts", &self.max_attempts)
-            .field("backoff", &self.backoff)
-            .field("on_failure", &self.on_failure)
-            .finish_non_exhaustive()
-    }
+    retry: Retry,
 }
 
 impl Default for ModelRetryMiddleware {
@@ -129,74 +110,9 @@ impl ModelRetryMiddleware {
         config.check("")?;
         Ok(config.into())
     }
-
-    /// The same middleware retrying the errors `classify` accepts (interrupts
-    /// and cancellations are still never retried).
-    pub fn retry_on(mut self, classify: impl Fn(&TinyAgentsError) -> bool + Send + Sync + 'static) -> Self {
-        self.retry_on = std::sync::Arc::new(classify);
-        self
-    }
-
-    /// The same middleware making at most `attempts` attempts (clamped to
-    /// 1..=100, the config's `max_attempts` range).
-    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts.clamp(1, 100);
-        self
-    }
-
-    /// The same middleware waiting by `backoff` between attempts (kept within
-    /// the config's bounds by [`Backoff::bounded`]).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tinyagents::middleware::{Backoff, ModelRetryMiddleware};
-    ///
-    /// let backoff = Backoff { initial: Duration::from_millis(50), factor: 3.0, max: Duration::from_secs(2), jitter: 0.0 };
-    /// let retry = ModelRetryMiddleware::new().with_max_attempts(5).with_backoff(backoff);
-    /// assert_eq!((retry.max_attempts(), retry.backoff()), (5, backoff));
-    /// ```
-    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff.bounded();
-        self
-    }
-
-    /// The same middleware waiting `initial` after the first failed attempt,
-    /// growing by the backoff factor up to `max` (raised to `initial` when below it).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tinyagents::middleware::ModelRetryMiddleware;
-    ///
-    /// let retry = ModelRetryMiddleware::new().with_delays(Duration::from_millis(10), Duration::from_millis(80));
-    /// assert_eq!(retry.backoff().initial, Duration::from_millis(10));
-    /// assert_eq!(retry.backoff().max, Duration::from_millis(80));
-    /// ```
-    pub fn with_delays(mut self, initial: std::time::Duration, max: std::time::Duration) -> Self {
-        self.backoff = Backoff {
-            initial,
-            max,
-            ..self.backoff
-        }
-        .bounded();
-        self
-    }
-
-    /// The same middleware with another failure behaviour.
-    pub fn on_failure(mut self, on_failure: OnFailure) -> Self {
-        self.on_failure = on_failure;
-        self
-    }
-
-    /// The most attempts it makes.
-    pub fn max_attempts(&self) -> u32 {
-        self.max_attempts
-    }
-
-    /// Its backoff.
-    pub fn backoff(&self) -> Backoff {
-        self.backoff
-    }
 }
+
+retry_builders!(ModelRetryMiddleware);
 
 /// Retries failed model calls with exponential backoff, jitter and a cap; interrupts and cancellations are never retried.
 #[middleware(
@@ -226,28 +142,13 @@ impl ModelRetryMiddleware {
             attempt += 1;
             let error = match next.run(ctx, state, request.clone()).await {
                 Ok(outcome) => return Ok(outcome),
-                Err(e) if e.is_control_flow() || is_run_deadline(&e) || !(self.retry_on)(&e) => return Err(e),
                 Err(e) => e,
             };
-            if attempt >= self.max_attempts {
-                return match self.on_failure {
-                    OnFailure::Error => Err(error),
-                    OnFailure::Continue => Ok(ModelResponse::text(format!(
-                        "Model call failed after {attempt} attempt(s): {error}"
-                    ))
-                    .into()),
-                };
+            if let AfterFailure::GiveUp(error) = self.retry.after_failure(ctx, "model", attempt, error).await? {
+                return Ok(
+                    ModelResponse::text(format!("Model call failed after {attempt} attempt(s): {error}")).into(),
+                );
             }
-            let delay = self.backoff.delay(attempt, error.retry_after());
-            ctx.emit_with(EventKind::Retry, || AgentEvent::Retry {
-                run_id: ctx.run_id().clone(),
-                target: "model",
-                attempt,
-                max_attempts: self.max_attempts,
-                delay,
-                error: error.kind(),
-            });
-            pause(ctx, delay).await?;
         }
     }
 }

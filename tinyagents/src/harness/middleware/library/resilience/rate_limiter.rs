@@ -245,22 +245,14 @@ crate::config_enum! {
 /// let limiter = RateLimiterMiddleware::new(10.0, 10).keyed(RateKey::PerModel).reject();
 /// # let _ = limiter;
 /// ```
-#[derive(Clone)]
+#[derive(Clone, educe::Educe)]
+#[educe(Debug)]
 pub struct RateLimiterMiddleware {
     spec: BucketSpec,
     key: RateKey,
     max_wait: Option<Duration>,
+    #[educe(Debug(ignore))]
     store: Arc<dyn RateLimitStore>,
-}
-
-impl std::fmt::Debug for RateLimiterMiddleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RateLimiterMiddleware")
-            .field("spec", &self.spec)
-            .field("key", &self.key)
-            .field("max_wait", &self.max_wait)
-            .finish_non_exhaustive()
-    }
 }
 
 impl RateLimiterMiddleware {

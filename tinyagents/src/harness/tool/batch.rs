@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::harness::tool::{FileAccess, ToolCall, ToolResult};
+use super::{FileAccess, ToolCall, ToolResult};
 
 /// Declares the file access of a call from its effective arguments (the
 /// agent passes its tools' [`Tool::file_access`](crate::harness::tool::Tool::file_access)).
@@ -56,18 +56,12 @@ impl PreparedToolCall {
 /// the call's declared file access is then recomputed from the new effective
 /// arguments, so the reviews after it (`parallel_edit_guard`, `dedup_check`)
 /// and the scheduler see the call as it will run.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, educe::Educe)]
+#[educe(Debug)]
 pub struct PreparedBatch {
     calls: Vec<PreparedToolCall>,
+    #[educe(Debug(ignore))]
     access: Option<AccessFn>,
-}
-
-impl std::fmt::Debug for PreparedBatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PreparedBatch")
-            .field("calls", &self.calls)
-            .finish_non_exhaustive()
-    }
 }
 
 impl PartialEq for PreparedBatch {

@@ -1,6 +1,6 @@
 //! The hook table, and what the runtime derives from it: [`HookKind`],
 //! [`HookSet`], one zero-sized type per hook (module [`hook`]), the
-//! [`Middleware`](super::Middleware) methods, their synchronous forms and the
+//! [`Middleware`](crate::harness::middleware::Middleware) methods, their synchronous forms and the
 //! stack's dispatch.
 //!
 //! Adding a hook is one row here (and one row in the macro crate's table,
@@ -61,7 +61,7 @@ macro_rules! hook_table {
                 /// older messages): may
                 /// [`block`](crate::harness::provenance::CompactionPlan::block) it.
                 /// Compacting middleware dispatch it through the run's stack with
-                /// [`compression::pre_compact`](crate::harness::compression::pre_compact).
+                /// [`middleware::pre_compact`](crate::harness::middleware::pre_compact).
                 PreCompact pre_compact run_pre_compact PRE_COMPACT forward (plan: CompactionPlan);
             }
             error {
@@ -71,10 +71,10 @@ macro_rules! hook_table {
             }
             wraps {
                 /// Around each model call, with a `next` handler
-                /// ([`ModelMiddleware`](super::ModelMiddleware)).
+                /// ([`ModelMiddleware`](crate::harness::middleware::ModelMiddleware)).
                 WrapModel wrap_model WRAP_MODEL;
                 /// Around each tool call, with a `next` handler
-                /// ([`ToolMiddleware`](super::ToolMiddleware)).
+                /// ([`ToolMiddleware`](crate::harness::middleware::ToolMiddleware)).
                 WrapTool wrap_tool WRAP_TOOL;
             }
         }
@@ -183,7 +183,7 @@ macro_rules! define_kinds {
             use super::HookKind;
             use crate::harness::run::AgentRun;
             use crate::harness::error::TinyAgentsError;
-            use crate::harness::middleware::PreparedBatch;
+            use crate::harness::tool::batch::PreparedBatch;
             use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
             use crate::harness::provenance::CompactionPlan;
             use crate::harness::steering::{SteeringCommand, SteeringOutcome};
@@ -250,7 +250,7 @@ impl std::fmt::Display for HookKind {
 
 impl HookSet {
     /// The flag saying a lifecycle hook has a synchronous form the stack calls
-    /// instead of the async one: [`Middleware::on_sync`](super::Middleware::on_sync)
+    /// instead of the async one: [`Middleware::on_sync`](crate::harness::middleware::Middleware::on_sync)
     /// (or `on_model_delta_sync`/`on_tool_delta_sync` for the delta hooks).
     /// A plain (non-async) fn under a hook attribute gets it from the DSL:
     /// such a hook runs with no boxed future and no allocation.
