@@ -181,6 +181,22 @@ fn call(h: &HookDef) -> TokenStream {
     }
 }
 
+/// The call to the user's fn as tinyagents's `Result<#ok>`, through
+/// `HookResult` spanned on the fn's return type: a `Result` of another crate
+/// (a `use anyhow::Result;` in scope) is one error there, naming the rule.
+fn checked_call(h: &HookDef, ok: TokenStream) -> TokenStream {
+    let p = p();
+    let call = call(h);
+    let span = h.sig.returns_span;
+    let value = Ident::new("__hook_value", span);
+    quote_spanned! {span=>
+        {
+            let #value = #call;
+            #p::HookResult::<#ok>::into_result(#value)
+        }
+    }
+}
+
 /// The `Middleware` impl: metadata methods, each lifecycle hook, and the wraps.
 fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
     let p = p();
@@ -203,7 +219,7 @@ fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
                     }
                 });
                 let params = quote!(&self, __ctx: &mut #p::RunContext<#ctx>, __state: &#state #value_param);
-                let body = call(h);
+                let body = checked_call(h, quote!(()));
                 match sync {
                     Some(sync) if !h.sig.is_async => {
                         let sync_method = Ident::new(sync.method, Span::call_site());
@@ -225,10 +241,12 @@ fn lifecycle_impl(def: &MiddlewareDef, r: &Resolved) -> TokenStream {
                 }
             }
             Shape::DynamicPrompt => {
-                let body = call(h);
                 let text = match h.sig.returns {
-                    Returns::Text => body,
-                    Returns::Result => quote!(#body?),
+                    Returns::Text => call(h),
+                    Returns::Result => {
+                        let body = checked_call(h, quote!(#p::String));
+                        quote!(#body?)
+                    }
                 };
                 methods.push(quote! {
                     async fn #method(
@@ -281,7 +299,7 @@ fn wrap_method(h: &HookDef, w: Wrap, state: &Type, ctx: &Type) -> TokenStream {
     let input = Ident::new(w.input, Span::call_site());
     let handler = Ident::new(w.handler, Span::call_site());
     let outcome = Ident::new(w.outcome, Span::call_site());
-    let body = call(h);
+    let body = checked_call(h, quote!(#p::#outcome));
     quote! {
         async fn #method(
             &self,
@@ -290,7 +308,7 @@ fn wrap_method(h: &HookDef, w: Wrap, state: &Type, ctx: &Type) -> TokenStream {
             __input: #p::#input,
             __next: #p::#handler<'_, #state, #ctx>,
         ) -> #p::Result<#p::#outcome> {
-            (#body).map(#p::Into::into)
+            #body
         }
     }
 }

@@ -2,7 +2,7 @@
 //! in any order, any subset), whether the fn is async, what it returns, and
 //! which types pin the state and the context.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::{FnArg, GenericArgument, GenericParam, Ident, PathArguments, PathSegment, ReturnType, Signature, Type};
 
@@ -82,6 +82,9 @@ pub(crate) struct HookSig {
     pub(crate) is_async: bool,
     /// What it returns.
     pub(crate) returns: Returns,
+    /// Where the return type is written (the generated code checks the
+    /// returned value there, so a foreign `Result` is reported on it).
+    pub(crate) returns_span: Span,
     /// The state type, when a parameter names it (with where it was found).
     pub(crate) state: Option<(TypeSlot, TokenStream)>,
     /// The context type, when a parameter names it.
@@ -186,11 +189,16 @@ pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut E
         }
     }
     let returns = an.returns(sig);
+    let returns_span = match &sig.output {
+        ReturnType::Type(_, ty) => syn::spanned::Spanned::span(ty),
+        ReturnType::Default => sig.paren_token.span.close(),
+    };
     let Analyzer { params, state, ctx, .. } = an;
     (errors.count() == before).then_some(HookSig {
         params,
         is_async,
         returns: returns?,
+        returns_span,
         state,
         ctx,
     })

@@ -7,8 +7,9 @@ pub use ::std::sync::Arc;
 pub use crate::harness::context::{JumpSet, RunContext};
 pub use crate::harness::error::{Result, TinyAgentsError};
 pub use crate::harness::middleware::{
-    ConfigFieldDoc, HookKind, HookSet, HookValue, Middleware, MiddlewareDoc, MiddlewareInfo, MiddlewareModelOutcome,
-    MiddlewareToolOutcome, ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler, ToolMiddleware,
+    ConfigFieldDoc, HookKind, HookResult, HookSet, HookValue, Middleware, MiddlewareDoc, MiddlewareInfo,
+    MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler,
+    ToolMiddleware,
 };
 pub use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
 pub use crate::harness::provenance::CompactionPlan;

@@ -24,6 +24,7 @@
 
 mod dispatch;
 mod handler;
+mod hook_result;
 mod info;
 mod invoke;
 pub(crate) mod library;
@@ -41,6 +42,7 @@ pub use crate::harness::hooks::{hook, HookKind, HookSet};
 pub use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 pub use dispatch::{pre_compact, DeltaDispatch};
 pub use handler::{ModelHandler, ToolHandler};
+pub use hook_result::HookResult;
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
 pub use observe::{observe_hook, HookObserver};
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
