@@ -3,7 +3,8 @@
 //!
 //! * dispatching a hook that no middleware implements, on a stack of 10,
 //!   allocates nothing;
-//! * an invoked async hook allocates exactly one block (its boxed future);
+//! * a dispatch reaching one async hook allocates exactly two blocks (the
+//!   hook's boxed future and the boxed pass awaiting it);
 //! * a sync delta hook allocates nothing;
 //! * a plain (non-async) DSL lifecycle hook allocates nothing;
 //! * with a sink that wants nothing, no event is built.
@@ -136,9 +137,12 @@ fn main() {
             idle_blocks - response_blocks
         ));
     }
-    if one_blocks != 1000 {
+    // An async hook is boxed (a `dyn` async method), and so is the pass that
+    // awaits it (the dispatch future stays 16 bytes on every path): exactly
+    // two blocks per dispatch reaching one async hook.
+    if one_blocks != 2000 {
         failures.push(format!(
-            "1000 invoked async hooks allocated {one_blocks} blocks (expected exactly 1000: one boxed future each)"
+            "1000 dispatches of one async hook allocated {one_blocks} blocks (expected exactly 2000: the hook's boxed future and the pass's)"
         ));
     }
     if plain_blocks != 0 {

@@ -72,7 +72,7 @@ fn on_sync(def: &MiddlewareDef, state: &Type, ctx: &Type) -> Option<TokenStream>
         .filter(|h| has_sync_form(h))
         .map(|h| {
             let kind = Ident::new(h.hook.kind, Span::call_site());
-            let body = call(h);
+            let body = checked_call(h, quote!(()));
             match h.hook.shape {
                 Shape::Lifecycle { value: None, .. } => quote!(#p::HookValue::#kind => { #body }),
                 _ => quote!(#p::HookValue::#kind(__value) => { #body }),

@@ -6,24 +6,15 @@
 //!
 //! Run: `cargo bench -p tinyagents --bench dispatch`.
 
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+
+mod common;
 
 use async_trait::async_trait;
+use common::{median_ns, quick_mode, ready};
 use criterion::{criterion_group, Criterion};
 use tinyagents::harness::middleware::ModelBaseCall;
 use tinyagents::prelude::*;
-
-/// Polls a future that completes without waiting.
-fn ready<F: Future>(fut: F) -> F::Output {
-    match pin!(fut).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(out) => out,
-        Poll::Pending => panic!("benchmark futures complete at once"),
-    }
-}
 
 struct Mw(HookSet, &'static str);
 
@@ -77,6 +68,32 @@ impl ModelBaseCall<()> for Base {
     }
 }
 
+/// The body both the DSL hook and the direct call run.
+#[inline(never)]
+fn cap(request: &mut ModelRequest) -> Result<()> {
+    request.params.max_tokens = Some(black_box(100));
+    Ok(())
+}
+
+/// A plain fn through the DSL: the stack calls its synchronous form.
+#[before_model]
+fn plain_cap(request: &mut ModelRequest) -> Result<()> {
+    cap(request)
+}
+
+/// The floor a DSL hook is measured against: the same body behind a vtable.
+trait Direct {
+    fn before_model(&self, request: &mut ModelRequest) -> Result<()>;
+}
+
+struct DirectCap;
+
+impl Direct for DirectCap {
+    fn before_model(&self, request: &mut ModelRequest) -> Result<()> {
+        cap(request)
+    }
+}
+
 const NAMES: [&str; 10] = ["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"];
 
 fn stack_of(n: usize, implementing: impl Fn(usize) -> bool) -> MiddlewareStack<()> {
@@ -93,7 +110,7 @@ fn stack_of(n: usize, implementing: impl Fn(usize) -> bool) -> MiddlewareStack<(
 }
 
 fn before_model_cost(stack: &MiddlewareStack<()>, ctx: &mut RunContext, request: &mut ModelRequest) {
-    ready(stack.run_before_model(ctx, &(), request)).unwrap();
+    ready(black_box(stack).run_before_model(ctx, &(), request)).unwrap();
 }
 
 struct Cases {
@@ -178,21 +195,6 @@ fn bench_dispatch(c: &mut Criterion) {
     });
 }
 
-/// Median ns per call over 21 samples of `iters` calls.
-fn median_ns(iters: u32, mut f: impl FnMut()) -> f64 {
-    let mut samples: Vec<f64> = (0..21)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                f();
-            }
-            start.elapsed().as_nanos() as f64 / f64::from(iters)
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
 fn print_ratios() {
     let cases = cases();
     let mut ctx: RunContext = RunContext::new(RunConfig::new("bench"), ());
@@ -202,13 +204,32 @@ fn print_ratios() {
     let one = median_ns(iters, || before_model_cost(&cases.one_of_ten, &mut ctx, &mut request));
     let alone = median_ns(iters, || before_model_cost(&cases.alone, &mut ctx, &mut request));
     let ten = median_ns(iters, || before_model_cost(&cases.ten_of_ten, &mut ctx, &mut request));
+    let plain_stack = MiddlewareStack::empty().with(PlainCap).unwrap();
+    let direct: &dyn Direct = black_box(&DirectCap);
+    let mut plain = Vec::new();
+    let mut floor = Vec::new();
+    for _ in 0..5 {
+        plain.push(median_ns(iters, || {
+            before_model_cost(&plain_stack, &mut ctx, &mut request)
+        }));
+        floor.push(median_ns(iters, || direct.before_model(&mut request).unwrap()));
+    }
+    plain.sort_by(f64::total_cmp);
+    floor.sort_by(f64::total_cmp);
+    let (plain, floor) = (plain[2], floor[2]);
     println!();
     println!("run_before_model, median ns per call:");
-    println!("  empty stack                  {empty:8.1}");
+    println!("  empty stack                  {empty:8.1}   (target <= 5 ns)");
     println!("  10 registered, 1 implements  {one:8.1}");
     println!("  the 1 alone                  {alone:8.1}");
     println!("  10 of 10 implement           {ten:8.1}");
+    println!("  a plain DSL hook alone       {plain:8.1}");
+    println!("  its body through a vtable    {floor:8.1}");
     println!("ratio 1-of-10 / alone = {:.3} (target <= 1.5)", one / alone);
+    println!(
+        "ratio plain DSL hook / direct call through a vtable = {:.2} (target <= 1.5)",
+        plain / floor
+    );
 }
 
 criterion_group!(benches, bench_dispatch);
@@ -216,7 +237,7 @@ criterion_group!(benches, bench_dispatch);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    if !std::env::args().any(|a| a == "--test" || a == "--list") {
+    if !quick_mode() {
         print_ratios();
     }
 }

@@ -6,23 +6,15 @@
 //!
 //! Run: `cargo bench -p tinyagents --bench macro_vs_hand`.
 
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+mod common;
+
 use async_trait::async_trait;
+use common::ready;
 use criterion::{criterion_group, Criterion};
 use tinyagents::prelude::*;
-
-/// Polls a future that completes without waiting.
-fn ready<F: Future>(fut: F) -> F::Output {
-    match pin!(fut).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(out) => out,
-        Poll::Pending => panic!("benchmark futures complete at once"),
-    }
-}
 
 // ----- the DSL -----
 

@@ -97,6 +97,7 @@ mod sandbox_commands;
 mod sandbox_escapes;
 mod spend_tree;
 mod steering;
+mod sync_dispatch;
 // The shared stores: `store_sql` and `store_redis` are compiled with the
 // `sqlite`/`postgres` and `redis` features (their servers named by
 // TINYAGENTS_POSTGRES_URL and TINYAGENTS_REDIS_URL); `store_processes` is a

@@ -402,28 +402,47 @@ impl<Ctx> RunContext<Ctx> {
     /// (dropped, and the hook's outcome becomes a `Validation` error naming
     /// the middleware, the target and the fix, quoting the hook's own error
     /// when it failed); a declared one is kept, marked as made by `middleware`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn checked_jump<T>(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: Result<T>) -> Result<T> {
-        match &mut self.jump {
-            Some(j) if j.by.is_none() => {
-                if allowed.contains(j.target.as_set()) {
-                    j.by = Some(middleware.clone());
-                    outcome
-                } else {
-                    let target = j.target.as_str();
-                    self.jump = None;
-                    let also = match &outcome {
-                        Ok(_) => String::new(),
-                        Err(e) => format!(" (the hook also failed: {e})"),
-                    };
-                    Err(TinyAgentsError::validation(format!(
-                        "middleware `{middleware}` asked to jump to `{target}` but did not declare it; \
-                         add `can_jump_to = [{target}]` to its attribute{also}"
-                    )))
-                }
-            }
+        // The common case (no jump asked for, or one already claimed) passes
+        // the outcome through untouched: inlined, it is not even moved.
+        match &self.jump {
+            Some(j) if j.by.is_none() => self.claim_jump(middleware, allowed, outcome),
             _ => outcome,
         }
+    }
+
+    /// [`checked_jump`](Self::checked_jump) in place: the outcome is read and
+    /// replaced only when a jump was asked for, so the common case never
+    /// moves it (a moved `Result` costs a store-forwarding stall per hook).
+    #[inline(always)]
+    pub(crate) fn check_jump_in_place(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: &mut Result<()>) {
+        if matches!(&self.jump, Some(j) if j.by.is_none()) {
+            let taken = std::mem::replace(outcome, Ok(()));
+            *outcome = self.claim_jump(middleware, allowed, taken);
+        }
+    }
+
+    /// A jump was asked for by the hook that just returned: keep it if
+    /// declared, refuse it otherwise (see [`checked_jump`](Self::checked_jump)).
+    #[cold]
+    #[inline(never)]
+    fn claim_jump<T>(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: Result<T>) -> Result<T> {
+        let Some(j) = &mut self.jump else { return outcome };
+        if allowed.contains(j.target.as_set()) {
+            j.by = Some(middleware.clone());
+            return outcome;
+        }
+        let target = j.target.as_str();
+        self.jump = None;
+        let also = match &outcome {
+            Ok(_) => String::new(),
+            Err(e) => format!(" (the hook also failed: {e})"),
+        };
+        Err(TinyAgentsError::validation(format!(
+            "middleware `{middleware}` asked to jump to `{target}` but did not declare it; \
+             add `can_jump_to = [{target}]` to its attribute{also}"
+        )))
     }
 
     /// Per-run state of type `T` for middleware, created with `T::default()` on first use.
@@ -512,6 +531,7 @@ impl<Ctx> RunContext<Ctx> {
 
     /// The per-run state of type `T` if some part of the run created it
     /// (with [`local`](Self::local)); never creates it, never allocates.
+    #[inline]
     pub fn try_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         self.locals.try_get::<T>()
     }

@@ -41,11 +41,18 @@ impl RunLocals {
 
     /// The value of type `T` if some part of the run created it; never
     /// creates it, and never locks while the map is empty.
+    #[inline]
     pub(crate) fn try_get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let locals = &self.0;
-        if locals.len.load(Ordering::Acquire) == 0 {
+        if self.0.len.load(Ordering::Acquire) == 0 {
             return None;
         }
+        self.find::<T>()
+    }
+
+    /// The lookup behind [`try_get`](Self::try_get), once the map is known not to be empty.
+    #[inline(never)]
+    fn find<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let locals = &self.0;
         let map = locals.map.lock().expect("run locals lock");
         let entry = map.get(&TypeId::of::<T>())?;
         Arc::clone(entry).downcast::<T>().ok()

@@ -96,20 +96,37 @@ macro_rules! impl_call {
 macro_rules! run_method {
     (forward $kind:ident $method:ident $run:ident ()) => {
         #[doc = concat!("Runs `", stringify!($method), "` hooks in registration order.")]
-        pub async fn $run(&self, ctx: &mut RunContext<C>, state: &S) -> Result<()> {
-            self.dispatch::<hook::$kind>(false, ctx, state, &mut ()).await
+        ///
+        /// When every implementor is synchronous (what the DSL gives a plain
+        /// fn) they run right here and the returned future is already
+        /// complete; otherwise it runs them when awaited.
+        #[inline]
+        pub fn $run<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S) -> HookDispatch<'a> {
+            // A hook without a value passes `&mut ()`: a leaked box of a
+            // zero-sized value, which allocates nothing.
+            self.run_lifecycle::<hook::$kind>(false, ctx, state, Box::leak(Box::new(())))
         }
     };
     (forward $kind:ident $method:ident $run:ident ($arg:ident : $value:ty)) => {
         #[doc = concat!("Runs `", stringify!($method), "` hooks in registration order.")]
-        pub async fn $run(&self, ctx: &mut RunContext<C>, state: &S, $arg: &mut $value) -> Result<()> {
-            self.dispatch::<hook::$kind>(false, ctx, state, $arg).await
+        ///
+        /// When every implementor is synchronous (what the DSL gives a plain
+        /// fn) they run right here and the returned future is already
+        /// complete; otherwise it runs them when awaited.
+        #[inline]
+        pub fn $run<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, $arg: &'a mut $value) -> HookDispatch<'a> {
+            self.run_lifecycle::<hook::$kind>(false, ctx, state, $arg)
         }
     };
     (reverse $kind:ident $method:ident $run:ident ($arg:ident : $value:ty)) => {
         #[doc = concat!("Runs `", stringify!($method), "` hooks in reverse registration order.")]
-        pub async fn $run(&self, ctx: &mut RunContext<C>, state: &S, $arg: &mut $value) -> Result<()> {
-            self.dispatch::<hook::$kind>(true, ctx, state, $arg).await
+        ///
+        /// When every implementor is synchronous (what the DSL gives a plain
+        /// fn) they run right here and the returned future is already
+        /// complete; otherwise it runs them when awaited.
+        #[inline]
+        pub fn $run<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, $arg: &'a mut $value) -> HookDispatch<'a> {
+            self.run_lifecycle::<hook::$kind>(true, ctx, state, $arg)
         }
     };
     (delta $kind:ident $method:ident $run:ident ($arg:ident : $value:ty)) => {
@@ -122,7 +139,7 @@ macro_rules! run_method {
         /// complete: no boxed future, no allocation per delta. Otherwise the
         /// returned future runs them when awaited.
         #[inline]
-        pub fn $run<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, $arg: &'a mut $value) -> DeltaDispatch<'a> {
+        pub fn $run<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, $arg: &'a mut $value) -> HookDispatch<'a> {
             self.run_delta::<hook::$kind>(ctx, state, $arg)
         }
     };
@@ -166,7 +183,7 @@ where
         state: &S,
         value: &mut H::Value,
     ) -> Result<()> {
-        let bracket = Bracket::open(ctx, &slot.name, H::KIND);
+        let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
         let (res, panicked) = if slot.sync {
             let res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
             let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
@@ -217,7 +234,7 @@ where
     /// Every `on_error` hook, in registration order; their own errors and panics are swallowed.
     async fn error_pass(&self, ctx: &mut RunContext<C>, state: &S, error: &TinyAgentsError) {
         for slot in self.list(HookKind::OnError) {
-            let bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
+            let mut bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
             let (res, panicked) = if slot.sync {
                 let res = catch_sync(
                     || slot.mw.on_sync(ctx, state, HookValue::OnError(error)),
@@ -278,37 +295,33 @@ impl Suppressible for ToolDelta {
     }
 }
 
-/// The future of a delta dispatch ([`MiddlewareStack::run_on_model_delta`]):
-/// already complete when every delta hook was synchronous.
-#[must_use = "a delta dispatch does nothing more unless awaited (its synchronous hooks already ran)"]
-pub struct DeltaDispatch<'a>(DeltaState<'a>);
+/// The future of one hook dispatch ([`MiddlewareStack::run_before_model`],
+/// [`MiddlewareStack::run_on_model_delta`], …): already complete when the
+/// hook has no implementor or every implementor was synchronous (16 bytes,
+/// nothing to poll); otherwise a boxed pass that runs when awaited.
+#[must_use = "a hook dispatch does nothing more unless awaited (its synchronous hooks already ran)"]
+pub struct HookDispatch<'a>(Option<BoxFuture<'a, Result<()>>>);
 
-enum DeltaState<'a> {
-    Done(Option<Result<()>>),
-    Later(BoxFuture<'a, Result<()>>),
-}
-
-impl<'a> DeltaDispatch<'a> {
+impl<'a> HookDispatch<'a> {
+    /// A dispatch that already completed with `Ok(())`.
     #[inline]
     fn done() -> Self {
-        Self(DeltaState::Done(Some(Ok(()))))
+        Self(None)
     }
 
     fn later(fut: BoxFuture<'a, Result<()>>) -> Self {
-        Self(DeltaState::Later(fut))
+        Self(Some(fut))
     }
 }
 
-impl std::future::Future for DeltaDispatch<'_> {
+impl std::future::Future for HookDispatch<'_> {
     type Output = Result<()>;
 
     #[inline]
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<()>> {
         match &mut self.0 {
-            DeltaState::Done(out) => {
-                std::task::Poll::Ready(out.take().expect("a delta dispatch polled after it completed"))
-            }
-            DeltaState::Later(fut) => fut.as_mut().poll(cx),
+            None => std::task::Poll::Ready(Ok(())),
+            Some(fut) => fut.as_mut().poll(cx),
         }
     }
 }
@@ -318,38 +331,160 @@ where
     S: Send + Sync + 'static,
     C: Send + Sync + 'static,
 {
+    /// A lifecycle hook with a value: nothing to do, the synchronous pass
+    /// right now, or the async pass when awaited.
     #[inline]
-    fn run_delta<'a, H>(
+    fn run_lifecycle<'a, H: HookCall>(
         &'a self,
+        reverse: bool,
         ctx: &'a mut RunContext<C>,
         state: &'a S,
-        delta: &'a mut H::Value,
-    ) -> DeltaDispatch<'a>
+        value: &'a mut H::Value,
+    ) -> HookDispatch<'a> {
+        let list = self.list(H::KIND);
+        if list.is_empty() {
+            return HookDispatch::done();
+        }
+        if !self.all_sync(H::KIND) {
+            return self.pass_later::<H>(reverse, ctx, state, value);
+        }
+        match Self::pass_now::<H>(list, reverse, ctx, state, value) {
+            Ok(()) => HookDispatch::done(),
+            Err(e) => self.failed(ctx, state, e),
+        }
+    }
+
+    /// Some implementor is async: the whole pass runs when the dispatch is awaited.
+    #[inline(never)]
+    fn pass_later<'a, H: HookCall>(
+        &'a self,
+        reverse: bool,
+        ctx: &'a mut RunContext<C>,
+        state: &'a S,
+        value: &'a mut H::Value,
+    ) -> HookDispatch<'a> {
+        HookDispatch::later(Box::pin(self.dispatch::<H>(reverse, ctx, state, value)))
+    }
+
+    /// Every implementor takes the synchronous form: the pass runs here, with
+    /// the same brackets, jump checks and observers as the async pass, and no
+    /// future per hook.
+    fn pass_now<H: HookCall>(
+        list: &[Slot<dyn Middleware<S, C>>],
+        reverse: bool,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut H::Value,
+    ) -> Result<()> {
+        let observers = observers_of::<H, C>(ctx);
+        if observers.is_none() && !ctx.wants(EventKind::MiddlewareStarted) && !ctx.wants(EventKind::MiddlewareCompleted)
+        {
+            return Self::pass_quiet::<H>(list, reverse, ctx, state, value);
+        }
+        for o in observers.iter().flatten() {
+            o.begin(value);
+        }
+        let n = list.len();
+        for i in 0..n {
+            let slot = &list[if reverse { n - 1 - i } else { i }];
+            let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
+            let mut res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
+            let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
+            ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
+            bracket.close(outcome_of(&res, panicked));
+            for o in observers.iter().flatten() {
+                o.after(&slot.name, value);
+            }
+            // Not `res?`: that rebuilds the error; returning `res` keeps it in place.
+            #[allow(clippy::question_mark)]
+            if res.is_err() {
+                return res;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`pass_now`](Self::pass_now) when nothing watches it (no observer, a
+    /// sink that wants no bracketing event): one panic guard for the pass,
+    /// nothing around each hook but its jump check.
+    #[inline]
+    fn pass_quiet<H: HookCall>(
+        list: &[Slot<dyn Middleware<S, C>>],
+        reverse: bool,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut H::Value,
+    ) -> Result<()> {
+        let n = list.len();
+        Self::guarded::<H>(list, ctx, |ctx, at| {
+            for i in 0..n {
+                *at = if reverse { n - 1 - i } else { i };
+                let slot = &list[*at];
+                let mut res = H::call_sync(&*slot.mw, ctx, state, value);
+                ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
+                // Not `res?`: that rebuilds the error; returning `res` keeps it in place.
+                #[allow(clippy::question_mark)]
+                if res.is_err() {
+                    return res;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs a synchronous pass over `list` under one panic guard. The pass
+    /// keeps in `at` the index of the slot it is calling, so a panic becomes
+    /// that middleware's classified error (and a jump it asked for is checked
+    /// like any other).
+    #[inline(always)]
+    fn guarded<H: Hook>(
+        list: &[Slot<dyn Middleware<S, C>>],
+        ctx: &mut RunContext<C>,
+        pass: impl FnOnce(&mut RunContext<C>, &mut usize) -> Result<()>,
+    ) -> Result<()> {
+        let mut at = 0;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pass(ctx, &mut at))) {
+            Ok(res) => res,
+            Err(payload) => {
+                let e = panic_error(&list[at].name, H::KIND, payload);
+                ctx.checked_jump(&list[at].name, list[at].jumps, Err(e))
+            }
+        }
+    }
+
+    /// A synchronous hook failed: every `on_error` sees it when the dispatch is awaited.
+    #[cold]
+    #[inline(never)]
+    fn failed<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, e: TinyAgentsError) -> HookDispatch<'a> {
+        HookDispatch::later(Box::pin(async move {
+            self.run_on_error(ctx, state, &e).await;
+            Err(e)
+        }))
+    }
+}
+
+impl<S, C> MiddlewareStack<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    #[inline]
+    fn run_delta<'a, H>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, delta: &'a mut H::Value) -> HookDispatch<'a>
     where
         H: HookCall,
         H::Value: Suppressible,
     {
         let list = self.list(H::KIND);
         if list.is_empty() {
-            return DeltaDispatch::done();
+            return HookDispatch::done();
         }
         if !self.all_sync(H::KIND) {
             return self.deltas_later::<H>(ctx, state, delta);
         }
         match Self::deltas_now::<H>(list, ctx, state, delta) {
-            Ok(()) => DeltaDispatch::done(),
-            Err(e) => self.delta_failed(ctx, state, e),
+            Ok(()) => HookDispatch::done(),
+            Err(e) => self.failed(ctx, state, e),
         }
-    }
-
-    /// A delta hook failed: every `on_error` sees it when the dispatch is awaited.
-    #[cold]
-    #[inline(never)]
-    fn delta_failed<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, e: TinyAgentsError) -> DeltaDispatch<'a> {
-        DeltaDispatch::later(Box::pin(async move {
-            self.run_on_error(ctx, state, &e).await;
-            Err(e)
-        }))
     }
 
     /// Some delta hook is async: the whole pass runs when the dispatch is awaited.
@@ -359,50 +494,53 @@ where
         ctx: &'a mut RunContext<C>,
         state: &'a S,
         delta: &'a mut H::Value,
-    ) -> DeltaDispatch<'a>
+    ) -> HookDispatch<'a>
     where
         H: HookCall,
         H::Value: Suppressible,
     {
         let list = self.list(H::KIND);
-        DeltaDispatch::later(Box::pin(async move {
+        HookDispatch::later(Box::pin(async move {
             for slot in list {
-                let res = if slot.sync {
+                let mut res = if slot.sync {
                     catch_sync(|| H::call_sync(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
                 } else {
                     catch(H::call(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
                         .await
                         .0
                 };
-                match Self::delta_step(ctx, slot, H::KIND, delta, res) {
-                    Ok(true) => break,
-                    Ok(false) => {}
-                    Err(e) => {
+                if Self::delta_step(ctx, slot, H::KIND, delta, &mut res) {
+                    if let Err(e) = res {
                         self.run_on_error(ctx, state, &e).await;
                         return Err(e);
                     }
+                    break;
                 }
             }
             Ok(())
         }))
     }
 
-    /// After one delta hook: its error (or a jump it may not ask for) stops
-    /// the pass as `Err`; a delta it suppressed stops it as `Ok(true)`.
-    #[inline]
+    /// After one delta hook: whether the pass stops, because the hook failed
+    /// (or asked for a jump it may not: `res` then holds the error) or
+    /// suppressed the delta. `res` is checked in place, never moved.
+    #[inline(always)]
     fn delta_step<D: Suppressible>(
         ctx: &mut RunContext<C>,
         slot: &Slot<dyn Middleware<S, C>>,
         hook: HookKind,
         delta: &D,
-        res: Result<()>,
-    ) -> Result<bool> {
-        ctx.checked_jump(&slot.name, slot.jumps, res)?;
+        res: &mut Result<()>,
+    ) -> bool {
+        ctx.check_jump_in_place(&slot.name, slot.jumps, res);
+        if res.is_err() {
+            return true;
+        }
         let suppressed = delta.is_suppressed();
         if suppressed {
             Self::suppressed(ctx, slot, hook);
         }
-        Ok(suppressed)
+        suppressed
     }
 
     /// Every delta hook is synchronous: one panic guard for the whole pass.
@@ -417,25 +555,16 @@ where
         H: HookCall,
         H::Value: Suppressible,
     {
-        let mut at = 0;
-        let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Self::guarded::<H>(list, ctx, |ctx, at| {
             for (i, slot) in list.iter().enumerate() {
-                at = i;
-                let res = H::call_sync(&*slot.mw, ctx, state, delta);
-                if Self::delta_step(ctx, slot, H::KIND, delta, res)? {
-                    break;
+                *at = i;
+                let mut res = H::call_sync(&*slot.mw, ctx, state, delta);
+                if Self::delta_step(ctx, slot, H::KIND, delta, &mut res) {
+                    return res;
                 }
             }
             Ok(())
-        }));
-        match pass {
-            Ok(res) => res,
-            Err(payload) => {
-                // A jump the panicking hook asked for is checked like any other.
-                let e = panic_error(&list[at].name, H::KIND, payload);
-                ctx.checked_jump(&list[at].name, list[at].jumps, Err(e))
-            }
-        }
+        })
     }
 
     #[cold]

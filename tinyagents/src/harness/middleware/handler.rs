@@ -60,7 +60,7 @@ macro_rules! handler {
                     return self.base.call(ctx, state, input).await.map(Into::into);
                 };
                 let next = Self { layers: rest, base: self.base };
-                let bracket = Bracket::open(ctx, &slot.name, $hook);
+                let mut bracket = Bracket::open(ctx, &slot.name, $hook);
                 let (res, panicked) = catch(Middleware::$method(&*slot.mw, ctx, state, input, next), &slot.name, $hook).await;
                 let res = ctx.checked_jump(&slot.name, slot.jumps, res);
                 bracket.close(outcome_of(&res, panicked));

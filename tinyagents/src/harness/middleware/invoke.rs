@@ -50,7 +50,7 @@ pub(crate) struct Bracket {
 }
 
 impl Bracket {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn open<C>(ctx: &RunContext<C>, name: &Arc<str>, hook: HookKind) -> Self {
         if ctx.wants(EventKind::MiddlewareStarted) {
             ctx.sink().emit(AgentEvent::MiddlewareStarted {
@@ -67,8 +67,11 @@ impl Bracket {
         Self { pending, hook }
     }
 
-    #[inline]
-    pub(crate) fn close(mut self, outcome: HookOutcome) {
+    /// Emits `MiddlewareCompleted` with `outcome` (once: the drop then emits
+    /// nothing). Takes the bracket by reference: moving it into the call
+    /// would copy it on every hook, the hot path of a dispatch.
+    #[inline(always)]
+    pub(crate) fn close(&mut self, outcome: HookOutcome) {
         if let Some(p) = self.pending.take() {
             p.sink.emit(AgentEvent::MiddlewareCompleted {
                 run_id: p.run_id,

@@ -40,7 +40,7 @@ mod tests;
 
 pub use crate::harness::hooks::{hook, HookKind, HookSet};
 pub use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
-pub use dispatch::{pre_compact, DeltaDispatch};
+pub use dispatch::{pre_compact, HookDispatch};
 pub use handler::{ModelHandler, ToolHandler};
 pub use hook_result::HookResult;
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};

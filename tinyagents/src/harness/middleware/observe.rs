@@ -80,6 +80,7 @@ pub fn observe_hook<H: Hook, C>(ctx: &RunContext<C>, observer: Arc<dyn HookObser
 }
 
 /// The observers installed on hook `H`, when there are any.
+#[inline]
 pub(crate) fn observers_of<H: Hook, C>(ctx: &RunContext<C>) -> Option<Vec<Arc<dyn HookObserver<H::Value>>>> {
     let observers = ctx.try_local::<Observers<H>>()?;
     let list = observers.0.lock().expect("hook observers lock");

@@ -10,9 +10,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use super::{FileAccess, FileAccessMode, ToolDelta, ToolPolicy, ToolSchema};
-use crate::harness::context::RunLocalsHandle;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::EventSink;
+use crate::harness::locals::RunLocalsHandle;
 use crate::harness::model::Usage;
 use crate::harness::steering::SteeringHandle;
 use crate::harness::workspace::WorkspaceDescriptor;
