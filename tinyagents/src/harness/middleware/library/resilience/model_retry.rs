@@ -68,7 +68,7 @@ impl From<ModelRetryConfig> for ModelRetryMiddleware {
 /// up to `max_attempts` attempts with exponential backoff, jitter and a cap,
 /// for errors its classifier accepts (default: [`TinyAgentsError::is_retryable`]).
 /// Interrupts and cancellations are never retried. Each retry emits
-/// [`AgentEvent::Retry`]; the failed attempt's streamed deltas were already
+/// [`AgentEvent::Retry`](crate::harness::event::AgentEvent::Retry); the failed attempt's streamed deltas were already
 /// marked by an `AttemptDiscarded` event from the model call.
 ///
 /// ```

@@ -73,7 +73,7 @@ impl From<ToolRetryConfig> for ToolRetryMiddleware {
 /// errors its classifier accepts (default: [`TinyAgentsError::is_retryable`],
 /// so a `Timeout` or `RateLimited` error; a plain tool failure is retried only
 /// when `retry_on` names `tool`). Interrupts and cancellations are never
-/// retried. Each retry emits [`AgentEvent::Retry`]. By default a call that
+/// retried. Each retry emits [`AgentEvent::Retry`](crate::harness::event::AgentEvent::Retry). By default a call that
 /// still fails gets an error result (`on_failure = "continue"`), so every
 /// call keeps exactly one result.
 ///
