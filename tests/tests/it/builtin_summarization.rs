@@ -348,3 +348,25 @@ async fn one_stack_serves_concurrent_runs_with_separate_summaries() {
     }
     assert_eq!(recorder.calls.lock().unwrap().len(), 8);
 }
+
+/// When the run ends its compression records move onto `AgentRun::compressions`
+/// (kept once, not copied): the log still counts them, and a reader keeping
+/// its place with `since` is not handed them again.
+#[tokio::test]
+async fn the_run_record_takes_the_logs_compressions_without_a_copy() {
+    use tinyagents::harness::compression::CompressionLog;
+    let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
+    let agent: Agent<()> = Agent::new(model).with_system_prompt("You are helpful.").with_stack(
+        MiddlewareStack::new()
+            .with(SummarizationMiddleware::new(SummaryTrigger::messages(5)).keep_messages(1))
+            .unwrap(),
+    );
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
+    assert_eq!(run.compressions.len(), 1, "{:?}", run.compressions);
+    assert_eq!(run.compressions[0].middleware, "summarization");
+    let log = ctx.local::<CompressionLog>();
+    assert_eq!(log.len(), 1, "the log still counts what the run recorded");
+    assert!(log.entries().is_empty(), "moved, not kept twice");
+    assert!(log.since(0).is_empty() && log.since(1).is_empty());
+}

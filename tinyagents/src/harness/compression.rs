@@ -13,21 +13,53 @@ use crate::harness::provenance::CompressionProvenance;
 use crate::harness::run::AgentRun;
 
 /// The compressions of one run, in order (a run local: `ctx.local::<CompressionLog>()`).
+///
+/// When the run ends the agent moves the records onto the run's record
+/// ([`attach`]), so a long run keeps each record once: after that,
+/// [`entries`](Self::entries) holds only what was recorded later, while
+/// [`len`](Self::len) and the positions [`since`](Self::since) takes keep
+/// counting every compression of the run. During the run (every hook
+/// before the agent's end) the log holds them all.
+///
+/// ```
+/// use tinyagents::harness::compression::{attach, record, CompressionLog};
+/// use tinyagents::harness::provenance::CompressionProvenance;
+/// use tinyagents::harness::run::AgentRun;
+/// use tinyagents::prelude::*;
+///
+/// let ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
+/// record(&ctx, CompressionProvenance::new("summarization", "summarization/1"));
+/// assert_eq!(ctx.local::<CompressionLog>().entries().len(), 1);
+/// let mut run = AgentRun::new("r".into());
+/// attach(&ctx, &mut run);
+/// assert_eq!(run.compressions.len(), 1);
+/// let log = ctx.local::<CompressionLog>();
+/// assert_eq!((log.len(), log.entries().len()), (1, 0), "moved, still counted");
+/// ```
 #[derive(Debug, Default)]
 pub struct CompressionLog {
-    entries: Mutex<Vec<CompressionProvenance>>,
-    attached: Mutex<usize>,
+    log: Mutex<Log>,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    /// The compressions not yet moved onto the run's record.
+    entries: Vec<CompressionProvenance>,
+    /// How many were moved (the position of `entries[0]` in the run).
+    attached: usize,
 }
 
 impl CompressionLog {
-    /// Every compression recorded so far in the run.
+    /// The compressions recorded in the run and not yet moved onto its
+    /// record: every one so far, until the run ends.
     pub fn entries(&self) -> Vec<CompressionProvenance> {
-        self.entries.lock().expect("compression log lock").clone()
+        self.log.lock().expect("compression log lock").entries.clone()
     }
 
-    /// How many compressions were recorded so far in the run.
+    /// How many compressions were recorded so far in the run (moved ones included).
     pub fn len(&self) -> usize {
-        self.entries.lock().expect("compression log lock").len()
+        let log = self.log.lock().expect("compression log lock");
+        log.attached + log.entries.len()
     }
 
     /// Whether none was recorded yet.
@@ -35,15 +67,18 @@ impl CompressionLog {
         self.len() == 0
     }
 
-    /// The compressions recorded after the first `from` (a reader that keeps
-    /// its place copies only what is new, not the whole log each time).
+    /// The compressions recorded after the first `from` of the run (a
+    /// reader that keeps its place copies only what is new, not the whole
+    /// log each time); those already moved onto the run's record are not
+    /// returned.
     pub fn since(&self, from: usize) -> Vec<CompressionProvenance> {
-        let entries = self.entries.lock().expect("compression log lock");
-        entries.get(from..).map(<[_]>::to_vec).unwrap_or_default()
+        let log = self.log.lock().expect("compression log lock");
+        let start = from.saturating_sub(log.attached);
+        log.entries.get(start..).map(<[_]>::to_vec).unwrap_or_default()
     }
 
     fn push(&self, p: CompressionProvenance) {
-        self.entries.lock().expect("compression log lock").push(p);
+        self.log.lock().expect("compression log lock").entries.push(p);
     }
 }
 
@@ -58,13 +93,19 @@ pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
     ctx.local::<CompressionLog>().push(provenance);
 }
 
-/// Copies the compressions not yet attached onto `run.compressions`
-/// (idempotent). The agent calls it when a run ends, before and after the
-/// `after_agent` hooks, so compression middleware need not.
+/// Moves the compressions not yet attached onto `run.compressions`
+/// (idempotent: a second call moves only what was recorded since). The
+/// agent calls it when a run ends, before and after the `after_agent`
+/// hooks, so compression middleware need not. Moved, not copied: a long
+/// run's records are kept once.
 pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
     let log: Arc<CompressionLog> = ctx.local::<CompressionLog>();
-    let entries = log.entries.lock().expect("compression log lock");
-    let mut attached = log.attached.lock().expect("compression log lock");
-    run.compressions.extend(entries[*attached..].iter().cloned());
-    *attached = entries.len();
+    let mut log = log.log.lock().expect("compression log lock");
+    let moved = std::mem::take(&mut log.entries);
+    log.attached += moved.len();
+    if run.compressions.is_empty() {
+        run.compressions = moved;
+    } else {
+        run.compressions.extend(moved);
+    }
 }

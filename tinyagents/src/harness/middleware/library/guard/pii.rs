@@ -169,8 +169,10 @@ struct InstanceVerdicts {
 struct Verdict {
     /// The message as scanned (kept, so its address is not reused).
     _scanned: Message,
-    /// `None`: nothing detected. Otherwise the scrubbed message and what was found.
-    scrubbed: Option<(Message, PiiCounts)>,
+    /// `None`: nothing detected. Otherwise the scrubbed message and what was
+    /// found (boxed: most messages hold nothing, and a long run keeps a
+    /// verdict per message, so the common entry stays 16 bytes).
+    scrubbed: Option<Box<(Message, PiiCounts)>>,
 }
 
 fn result_digest(result: &ToolResult) -> Digest {
@@ -575,7 +577,8 @@ impl PiiMiddleware {
         for (i, message) in messages.iter_mut().enumerate().skip(same) {
             now.push(message.addr());
             if let Some(v) = mine.by_message.get(&message.addr()) {
-                if let Some((scrubbed, found)) = &v.scrubbed {
+                if let Some(hit) = &v.scrubbed {
+                    let (scrubbed, found) = &**hit;
                     scrubbed_now.push((i, scrubbed.clone(), found.clone()));
                     *message = scrubbed.clone();
                     merge(&mut counts, found.clone());
@@ -592,7 +595,7 @@ impl PiiMiddleware {
                 None
             } else {
                 scrubbed_now.push((i, message.clone(), found.clone()));
-                Some((message.clone(), found.clone()))
+                Some(Box::new((message.clone(), found.clone())))
             };
             mine.by_message.insert(
                 scanned.addr(),
