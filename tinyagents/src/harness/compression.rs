@@ -86,6 +86,11 @@ impl CompressionLog {
 /// the run's [`CompressionLog`]. The step is filled from the run's counters.
 pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
     provenance.step = ctx.counters().steps;
+    // The run keeps every record until it ends (one or two per turn in a
+    // long run): no spare capacity from the lists' growth.
+    provenance.source_message_ids.shrink_to_fit();
+    provenance.source_artifact_ids.shrink_to_fit();
+    provenance.prompt_segment_ids.shrink_to_fit();
     ctx.emit_with(EventKind::Compressed, || AgentEvent::Compressed {
         run_id: ctx.run_id().clone(),
         provenance: Box::new(provenance.clone()),
