@@ -120,25 +120,32 @@ fn describe(result: Result<()>) -> String {
     }
 }
 
+/// A stack of one `wrap`ped step per `(name, act)`, in order, each logging into `log`.
+fn stack_of<M: Middleware<()> + 'static>(
+    wrap: impl Fn(Step) -> M,
+    steps: &[(&'static str, Act)],
+    log: &Log,
+) -> MiddlewareStack<()> {
+    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
+    for &(name, act) in steps {
+        let step = Step {
+            name,
+            act,
+            log: log.clone(),
+        };
+        stack.add_named(name, wrap(step)).unwrap();
+    }
+    stack
+}
+
 /// Runs `before_agent`, `before_model` and `after_model` on three
 /// middleware acting as `acts` say. With `watched`, the sink wants every
 /// event (the bracketed pass); without, it wants none (the quiet pass, one
 /// panic guard and no brackets).
 async fn scenario<M: Middleware<()> + 'static>(wrap: impl Fn(Step) -> M, acts: [Act; 3], watched: bool) -> Trace {
     let log: Log = Arc::default();
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
-    for (name, act) in ["a", "b", "c"].into_iter().zip(acts) {
-        stack
-            .add_named(
-                name,
-                wrap(Step {
-                    name,
-                    act,
-                    log: log.clone(),
-                }),
-            )
-            .unwrap();
-    }
+    let [a, b, c] = acts;
+    let stack = stack_of(wrap, &[("a", a), ("b", b), ("c", c)], &log);
     let sink = Arc::new(if watched {
         CollectingSink::new()
     } else {
@@ -311,16 +318,7 @@ impl HookObserver<ModelRequest> for Seen {
 
 #[tokio::test]
 async fn observers_watch_the_synchronous_pass_too() {
-    let log: Log = Arc::default();
-    let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
-    for name in ["a", "b"] {
-        let step = Step {
-            name,
-            act: Act::Pass,
-            log: log.clone(),
-        };
-        stack.add_named(name, Plain(step)).unwrap();
-    }
+    let stack = stack_of(Plain, &[("a", Act::Pass), ("b", Act::Pass)], &Log::default());
     let mut ctx: RunContext = RunContext::new(RunConfig::new("observed"), ());
     let seen = Arc::new(Seen::default());
     observe_hook::<BeforeModel, _>(&ctx, seen.clone());

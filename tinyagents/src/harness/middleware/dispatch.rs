@@ -176,6 +176,8 @@ where
     S: Send + Sync + 'static,
     C: Send + Sync + 'static,
 {
+    /// One hook of a watched pass: bracketed by its events, its panic
+    /// caught, its jump checked.
     #[inline]
     async fn call_slot<H: HookCall>(
         slot: &Slot<dyn Middleware<S, C>>,
@@ -183,15 +185,29 @@ where
         state: &S,
         value: &mut H::Value,
     ) -> Result<()> {
+        if slot.sync {
+            return Self::call_slot_sync::<H>(slot, ctx, state, value);
+        }
         let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
-        let (res, panicked) = if slot.sync {
-            let res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
-            let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
-            (res, panicked)
-        } else {
-            catch(H::call(&*slot.mw, ctx, state, value), &slot.name, H::KIND).await
-        };
+        let (res, panicked) = catch(H::call(&*slot.mw, ctx, state, value), &slot.name, H::KIND).await;
         let res = ctx.checked_jump(&slot.name, slot.jumps, res);
+        bracket.close(outcome_of(&res, panicked));
+        res
+    }
+
+    /// [`call_slot`](Self::call_slot) for a hook that takes its synchronous
+    /// form: no future, and its result checked where it was written.
+    #[inline(always)]
+    fn call_slot_sync<H: HookCall>(
+        slot: &Slot<dyn Middleware<S, C>>,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        value: &mut H::Value,
+    ) -> Result<()> {
+        let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
+        let mut res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
+        let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
+        ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
         bracket.close(outcome_of(&res, panicked));
         res
     }
@@ -387,11 +403,7 @@ where
         let n = list.len();
         for i in 0..n {
             let slot = &list[if reverse { n - 1 - i } else { i }];
-            let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
-            let mut res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
-            let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
-            ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
-            bracket.close(outcome_of(&res, panicked));
+            let res = Self::call_slot_sync::<H>(slot, ctx, state, value);
             for o in observers.iter().flatten() {
                 o.after(&slot.name, value);
             }
