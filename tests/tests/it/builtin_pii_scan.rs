@@ -1,6 +1,6 @@
-//! `pii`'s combined scan against the reference scanner (every detector over
-//! each text on its own, every non-ASCII text folded into a copy: the scanner
-//! before the one-pass prefilter), on random and adversarial text, whole and
+//! `pii`'s gated scan against the reference scanner (every detector over
+//! each text on its own, every non-ASCII text folded into a copy, the patterns
+//! as they were: the scanner before the gates), on random and adversarial text, whole and
 //! streamed; and the per-message verdicts `before_model` keeps between model
 //! calls: a message is skipped only when its id and every field are as they
 //! were scanned, so an edited message is scanned again.
@@ -121,7 +121,7 @@ fn assert_same(fast: &PiiMiddleware, reference: &PiiMiddleware, text: &str) {
     assert_eq!(
         fast.redact_text(text),
         reference.redact_text(text),
-        "the combined scan and the reference differ on {text:?}"
+        "the gated scan and the reference differ on {text:?}"
     );
 }
 
@@ -130,7 +130,7 @@ proptest! {
 
     /// Text built from pieces that make, break and disguise values.
     #[test]
-    fn the_combined_scan_finds_exactly_what_each_detector_finds(
+    fn the_gated_scan_finds_exactly_what_each_detector_finds(
         picks in proptest::collection::vec(0usize..1000, 0..40),
         s in 0usize..4,
     ) {
@@ -141,7 +141,7 @@ proptest! {
 
     /// Any characters at all (ASCII-heavy, with any Unicode mixed in).
     #[test]
-    fn the_combined_scan_agrees_on_arbitrary_text(text in "(?s)[ -~\n\t]{0,80}|.{0,60}", s in 0usize..4) {
+    fn the_gated_scan_agrees_on_arbitrary_text(text in "(?s)[ -~\n\t]{0,80}|.{0,60}", s in 0usize..4) {
         let (fast, reference) = pair(STRATEGIES[s]);
         prop_assert_eq!(fast.redact_text(&text), reference.redact_text(&text), "text {:?}", text);
     }
@@ -181,7 +181,7 @@ proptest! {
 }
 
 #[test]
-fn the_combined_scan_agrees_on_adversarial_text() {
+fn the_gated_scan_agrees_on_adversarial_text() {
     let values = [
         "ann.lee+x@mail.example.co.uk",
         "jörg@bücher.de",

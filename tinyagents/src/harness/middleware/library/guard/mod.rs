@@ -4,6 +4,7 @@ mod commands;
 mod path_check;
 mod pii;
 mod pii_detect;
+mod pii_gate;
 mod shell_check;
 mod shell_fs_guard;
 

@@ -292,9 +292,10 @@ impl PiiMiddleware {
         self.engine.redact(text)
     }
 
-    /// The same middleware with the reference scanner: every detector scans
-    /// each text on its own (no combined pass, no in-place read of non-ASCII
-    /// text), and no per-message verdicts are kept between model calls. It
+    /// The same middleware with the reference scanner: every detector the
+    /// census lets through scans each text (no gates, no in-place read of
+    /// non-ASCII text, the patterns as they were before a rewrite for speed),
+    /// and no per-message verdicts are kept between model calls. It
     /// detects exactly what the default scanner does, slower: it is the oracle
     /// of the equivalence tests and the "before" side of the PII bench, not a setting.
     #[doc(hidden)]
