@@ -168,3 +168,65 @@ fn bad_configuration_is_rejected() {
     let err = from_toml_str::<RetrievalCompressionConfig>("budget_tokens = 10").unwrap_err();
     assert!(err.to_string().contains("tools"), "{err}");
 }
+
+/// Counts every text it measures (4 characters a token).
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl tinyagents::harness::tokens::TokenCounter for Counting {
+    fn count_text(&self, text: &str) -> u64 {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        text.chars().count().div_ceil(4) as u64
+    }
+}
+
+fn search_result(id: &str, docs: Value) -> Message {
+    let mut m = Message::new(Role::Tool, docs.to_string());
+    m.name = Some("search".into());
+    m.tool_call_id = Some(id.into());
+    m
+}
+
+/// A result is read (parsed, its documents counted) once in a run, and squeezed
+/// again only when its shares change: a later call with the same history
+/// measures nothing, and the request it sends is the same.
+#[tokio::test]
+async fn a_result_is_read_once_per_run_and_squeezed_again_only_when_its_shares_change() {
+    let counter = Arc::new(Counting::default());
+    let mw = from_toml_str::<RetrievalCompressionConfig>("tools = [\"search\"]\nbudget_tokens = 300")
+        .unwrap()
+        .build()
+        .with_counter(counter.clone());
+    let mut h: tinyagents::testing::MiddlewareHarness = tinyagents::testing::MiddlewareHarness::new(mw);
+    let counted = || counter.0.load(std::sync::atomic::Ordering::Relaxed);
+    let history = vec![Message::user("find x"), search_result("c1", documents())];
+    let first = h.before_model(ModelRequest::new(history.clone())).await.unwrap();
+    let after_first = counted();
+    // three documents read, two cut (their cuts measured)
+    assert_eq!(after_first, 3 + 2);
+    let again = h.before_model(ModelRequest::new(history.clone())).await.unwrap();
+    assert_eq!(
+        counted(),
+        after_first,
+        "a later call with the same history measures nothing again"
+    );
+    assert_eq!(again.messages[1].text(), first.messages[1].text());
+
+    // a new result changes every share: the old result is squeezed again (not read again)
+    let mut longer = history.clone();
+    longer.push(search_result("c2", json!([{"id": "more", "text": text('x', 4000)}])));
+    let third = h.before_model(ModelRequest::new(longer)).await.unwrap();
+    let old: Value = serde_json::from_str(&third.messages[1].text()).unwrap();
+    let before: Value = serde_json::from_str(&first.messages[1].text()).unwrap();
+    let cut = |v: &Value, k: usize| v[k]["text"].as_str().unwrap().chars().count();
+    assert!(
+        cut(&old, 2) < cut(&before, 2),
+        "the large document's share shrank: {old}"
+    );
+    // one new document read; the old three not read again; the new cuts measured
+    assert!(
+        counted() > after_first + 1 && counted() <= after_first + 1 + 3,
+        "{}",
+        counted()
+    );
+}

@@ -1,7 +1,7 @@
 //! [`RetrievalCompressionMiddleware`]: retrieved documents in the model-visible context
 //! squeezed to a token budget, with provenance per document.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -10,7 +10,7 @@ use crate::config::ConfigViolation;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
-use crate::harness::message::{MessageId, Role};
+use crate::harness::message::{AddrMap, Message, MessageId, Role};
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
@@ -58,6 +58,7 @@ impl From<RetrievalCompressionConfig> for RetrievalCompressionMiddleware {
         Self {
             config: c,
             counter: default_counter(),
+            key: super::window::instance_key(),
         }
     }
 }
@@ -67,20 +68,156 @@ const TEXT_FIELDS: &[&str] = &["text", "content", "page_content"];
 
 /// One document found in a retrieval result.
 struct Doc {
-    message: usize,
     /// Where it is in the parsed result: `None` for a plain-text result.
     slot: Option<usize>,
     id: String,
     field: &'static str,
-    text: String,
     tokens: u64,
 }
 
-/// A parsed retrieval result: its JSON (an array of documents, or an object
-/// with a `documents` array), or plain text.
-enum Parsed {
-    Json(Value),
-    Text,
+/// One retrieval result as read: its documents, and its JSON (an array of
+/// documents, or an object with a `documents` array); `None` for plain text.
+struct Found {
+    /// The message as it came (kept, so its address is not reused).
+    original: Message,
+    json: Option<Value>,
+    docs: Vec<Doc>,
+    /// The last form it was squeezed to.
+    squeezed: Option<Squeezed>,
+}
+
+/// A retrieval result squeezed to the shares of its documents.
+struct Squeezed {
+    /// The shares it was squeezed to.
+    shares: Vec<u64>,
+    message: Message,
+    /// The documents cut or omitted.
+    changes: Vec<Change>,
+}
+
+/// One document cut or omitted: which, and its tokens before and after.
+#[derive(Clone, Copy)]
+struct Change {
+    doc: usize,
+    before: u64,
+    after: u64,
+}
+
+impl Found {
+    /// Reads one retrieval result (a result it cannot parse as documents is one
+    /// plain-text document named by its tool call id).
+    fn read(m: &Message, counter: &dyn TokenCounter) -> Self {
+        let text = m.text();
+        let mut value: Option<Value> = serde_json::from_str(&text).ok();
+        let found = value.as_mut().and_then(docs_of).map(|list| {
+            list.iter()
+                .enumerate()
+                .filter_map(|(slot, d)| {
+                    let field = TEXT_FIELDS
+                        .iter()
+                        .copied()
+                        .find(|f| d.get(*f).is_some_and(Value::is_string))?;
+                    let id = match d.get("id") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => format!("{}#{slot}", m.tool_call_id.as_deref().unwrap_or("?")),
+                    };
+                    let tokens = counter.count_text(d[field].as_str().unwrap_or_default());
+                    Some(Doc {
+                        slot: Some(slot),
+                        id,
+                        field,
+                        tokens,
+                    })
+                })
+                .collect::<Vec<_>>()
+        });
+        let (json, docs) = match (value, found) {
+            (Some(v), Some(docs)) => (Some(v), docs),
+            _ => (
+                None,
+                vec![Doc {
+                    slot: None,
+                    id: m.tool_call_id.clone().unwrap_or_else(|| m.id.to_string()),
+                    field: "text",
+                    tokens: counter.count_text(&text),
+                }],
+            ),
+        };
+        Self {
+            original: m.clone(),
+            json,
+            docs,
+            squeezed: None,
+        }
+    }
+
+    /// The result with each document cut to its share (or omitted below `min_tokens`).
+    fn squeeze(&self, shares: &[u64], min_tokens: u64, counter: &dyn TokenCounter) -> Squeezed {
+        let mut out = self.original.clone();
+        let mut json = self.json.clone();
+        let mut changes = Vec::new();
+        for (k, (doc, &share)) in self.docs.iter().zip(shares).enumerate() {
+            if share >= doc.tokens {
+                continue;
+            }
+            let omit = share < min_tokens;
+            let text: String = match (&json, doc.slot) {
+                (Some(v), Some(slot)) => docs_of_ref(v)
+                    .and_then(|l| l[slot][doc.field].as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+                _ => self.original.text().into_owned(),
+            };
+            let chars = text.chars().count();
+            let keep = if omit {
+                0
+            } else {
+                (chars as u64 * share / doc.tokens.max(1)) as usize
+            };
+            let cut: String = text.chars().take(keep).collect();
+            let new_tokens = match (json.as_mut(), doc.slot) {
+                (Some(v), Some(slot)) => {
+                    let list = docs_of(v).expect("parsed as documents");
+                    if omit {
+                        let id = list[slot]
+                            .get("id")
+                            .cloned()
+                            .unwrap_or_else(|| Value::from(doc.id.as_str()));
+                        list[slot] = json!({"id": id, "omitted": "retrieval budget"});
+                        0
+                    } else {
+                        list[slot][doc.field] = Value::String(format!("{cut}…"));
+                        list[slot]["truncated"] = json!({"original_chars": chars});
+                        counter.count_text(&cut)
+                    }
+                }
+                _ => {
+                    let text = if omit {
+                        format!("[document `{}` omitted: retrieval budget; {chars} characters]", doc.id)
+                    } else {
+                        format!("{cut}… [truncated: {chars} characters]")
+                    };
+                    let n = counter.count_text(&text);
+                    out.set_text(text);
+                    n
+                }
+            };
+            changes.push(Change {
+                doc: k,
+                before: doc.tokens,
+                after: new_tokens,
+            });
+        }
+        if let (Some(v), false) = (json, changes.is_empty()) {
+            out.set_text(v.to_string());
+        }
+        Squeezed {
+            shares: shares.to_vec(),
+            message: out,
+            changes,
+        }
+    }
 }
 
 fn docs_of(value: &mut Value) -> Option<&mut Vec<Value>> {
@@ -91,9 +228,24 @@ fn docs_of(value: &mut Value) -> Option<&mut Vec<Value>> {
     }
 }
 
+fn docs_of_ref(value: &Value) -> Option<&Vec<Value>> {
+    match value {
+        Value::Array(a) => Some(a),
+        Value::Object(o) => o.get("documents").and_then(Value::as_array),
+        _ => None,
+    }
+}
+
 /// Per-run: the documents already recorded.
 #[derive(Debug, Default)]
 struct Recorded(Mutex<HashSet<(MessageId, String)>>);
+
+/// Per-run, by instance: each retrieval result read once (parsed, its
+/// documents counted) and its last squeezed form, by the message's
+/// [`Message::addr`]; so a long history is not parsed again every turn, and a
+/// result whose shares did not change is not rebuilt.
+#[derive(Default)]
+struct Memo(Mutex<HashMap<u64, AddrMap<Found>>>);
 
 /// Squeezes retrieved documents (the results of the configured retrieval
 /// tools) in the model-visible context to `budget_tokens` in total: each
@@ -122,6 +274,8 @@ pub struct RetrievalCompressionMiddleware {
     config: RetrievalCompressionConfig,
     #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
+    #[educe(Debug(ignore))]
+    key: u64,
 }
 
 impl RetrievalCompressionMiddleware {
@@ -136,13 +290,15 @@ impl RetrievalCompressionMiddleware {
 
     /// Max-min fair shares of `budget` for documents of these sizes.
     fn shares(sizes: &[u64], budget: u64) -> Vec<u64> {
-        let mut order: Vec<usize> = (0..sizes.len()).collect();
-        order.sort_by_key(|&i| (sizes[i], i));
+        // smallest first, ties by place: the keys are unique, so an unstable sort of
+        // the pairs themselves (no lookup per comparison) gives the one order
+        let mut order: Vec<(u64, usize)> = sizes.iter().copied().zip(0..).collect();
+        order.sort_unstable();
         let mut shares = vec![0; sizes.len()];
         let mut left = budget;
-        for (k, &i) in order.iter().enumerate() {
+        for (k, &(size, i)) in order.iter().enumerate() {
             let fair = left / (order.len() - k) as u64;
-            shares[i] = sizes[i].min(fair);
+            shares[i] = size.min(fair);
             left -= shares[i];
         }
         shares
@@ -166,127 +322,66 @@ impl RetrievalCompressionMiddleware {
 impl RetrievalCompressionMiddleware {
     #[before_model]
     fn squeeze<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
-        let mut parsed: Vec<(usize, Parsed)> = Vec::new();
-        let mut docs: Vec<Doc> = Vec::new();
+        let memo = ctx.local::<Memo>();
+        let mut all = memo.0.lock().expect("retrieval memo lock");
+        let mine = all.entry(self.key).or_default();
+        // The retrieval results, in message order: place and address.
+        let mut results: Vec<(usize, usize)> = Vec::new();
         for (i, m) in request.messages.iter().enumerate() {
             if m.role != Role::Tool || !m.name.as_ref().is_some_and(|n| self.config.tools.contains(n)) {
                 continue;
             }
-            let text = m.text();
-            let mut value: Option<Value> = serde_json::from_str(&text).ok();
-            let found = value.as_mut().and_then(docs_of).map(|list| {
-                list.iter()
-                    .enumerate()
-                    .filter_map(|(slot, d)| {
-                        let field = TEXT_FIELDS
-                            .iter()
-                            .copied()
-                            .find(|f| d.get(*f).is_some_and(Value::is_string))?;
-                        let body = d[field].as_str().unwrap_or_default().to_owned();
-                        let id = match d.get("id") {
-                            Some(Value::String(s)) => s.clone(),
-                            Some(other) => other.to_string(),
-                            None => format!("{}#{slot}", m.tool_call_id.as_deref().unwrap_or("?")),
-                        };
-                        Some((slot, id, field, body))
-                    })
-                    .collect::<Vec<_>>()
-            });
-            match (value, found) {
-                (Some(v), Some(found)) => {
-                    for (slot, id, field, body) in found {
-                        let tokens = self.counter.count_text(&body);
-                        docs.push(Doc {
-                            message: i,
-                            slot: Some(slot),
-                            id,
-                            field,
-                            text: body,
-                            tokens,
-                        });
-                    }
-                    parsed.push((i, Parsed::Json(v)));
-                }
-                _ => {
-                    let tokens = self.counter.count_text(&text);
-                    let id = m.tool_call_id.clone().unwrap_or_else(|| m.id.to_string());
-                    docs.push(Doc {
-                        message: i,
-                        slot: None,
-                        id,
-                        field: "text",
-                        text: text.into_owned(),
-                        tokens,
-                    });
-                    parsed.push((i, Parsed::Text));
-                }
-            }
+            let addr = m.addr();
+            mine.entry(addr)
+                .or_insert_with(|| Found::read(m, self.counter.as_ref()));
+            results.push((i, addr));
         }
-        let total: u64 = docs.iter().map(|d| d.tokens).sum();
+        // Results no longer in the request go (checked when they outnumber
+        // the request's results twice, so the cost is spread thin).
+        if mine.len() > 2 * results.len() + 64 {
+            let keep: HashSet<usize> = results.iter().map(|(_, addr)| *addr).collect();
+            mine.retain(|addr, _| keep.contains(addr));
+        }
+        let sizes: Vec<u64> = results
+            .iter()
+            .flat_map(|(_, addr)| mine[addr].docs.iter().map(|d| d.tokens))
+            .collect();
+        let total: u64 = sizes.iter().sum();
         if total <= self.config.budget_tokens {
             return Ok(());
         }
         let prefix_before = cache::fingerprint(request);
-        let sizes: Vec<u64> = docs.iter().map(|d| d.tokens).collect();
         let shares = Self::shares(&sizes, self.config.budget_tokens);
-        let mut changes = Vec::new();
-        let mut changed = vec![false; parsed.len()];
-        for (doc, share) in docs.iter().zip(shares) {
-            if share >= doc.tokens {
-                continue;
+        // What changed and was not squeezed so before: (place, document id, tokens before, after).
+        let mut fresh: Vec<(usize, String, u64, u64)> = Vec::new();
+        let mut at = 0;
+        for &(i, addr) in &results {
+            let found = mine.get_mut(&addr).expect("read above");
+            let mine_shares = &shares[at..at + found.docs.len()];
+            at += found.docs.len();
+            if found.squeezed.as_ref().is_none_or(|s| s.shares != mine_shares) {
+                let squeezed = found.squeeze(mine_shares, self.config.min_doc_tokens, self.counter.as_ref());
+                fresh.extend(
+                    squeezed
+                        .changes
+                        .iter()
+                        .map(|c| (i, found.docs[c.doc].id.clone(), c.before, c.after)),
+                );
+                found.squeezed = Some(squeezed);
             }
-            let omit = share < self.config.min_doc_tokens;
-            let chars = doc.text.chars().count();
-            let keep = if omit {
-                0
-            } else {
-                (chars as u64 * share / doc.tokens.max(1)) as usize
-            };
-            let cut: String = doc.text.chars().take(keep).collect();
-            // `parsed` is in message order: a binary search, not a scan per document.
-            let Ok(at) = parsed.binary_search_by_key(&doc.message, |(i, _)| *i) else {
-                continue;
-            };
-            changed[at] = true;
-            let p = &mut parsed[at].1;
-            let new_tokens = match (p, doc.slot) {
-                (Parsed::Json(v), Some(slot)) => {
-                    let list = docs_of(v).expect("parsed as documents");
-                    if omit {
-                        let id = list[slot]
-                            .get("id")
-                            .cloned()
-                            .unwrap_or_else(|| Value::from(doc.id.as_str()));
-                        list[slot] = json!({"id": id, "omitted": "retrieval budget"});
-                        0
-                    } else {
-                        list[slot][doc.field] = Value::String(format!("{cut}…"));
-                        list[slot]["truncated"] = json!({"original_chars": chars});
-                        self.counter.count_text(&cut)
-                    }
-                }
-                _ => {
-                    let text = if omit {
-                        format!("[document `{}` omitted: retrieval budget; {chars} characters]", doc.id)
-                    } else {
-                        format!("{cut}… [truncated: {chars} characters]")
-                    };
-                    let n = self.counter.count_text(&text);
-                    request.messages[doc.message].set_text(text);
-                    n
-                }
-            };
-            changes.push((doc.message, doc.id.clone(), doc.tokens, new_tokens));
+            let squeezed = found.squeezed.as_ref().expect("squeezed above");
+            if !squeezed.changes.is_empty() {
+                request.messages[i] = squeezed.message.clone();
+            }
         }
-        for ((i, p), changed) in parsed.iter().zip(changed) {
-            if let (Parsed::Json(v), true) = (p, changed) {
-                request.messages[*i].set_text(v.to_string());
-            }
+        drop(all);
+        if fresh.is_empty() {
+            return Ok(());
         }
         let prefix_after = cache::fingerprint(request);
         let segments: Vec<String> = request.system.iter().map(|s| s.id.clone()).collect();
         let recorded = ctx.local::<Recorded>();
-        for (i, doc_id, original, compressed) in changes {
+        for (i, doc_id, original, compressed) in fresh {
             let m = &request.messages[i];
             if !recorded
                 .0
