@@ -160,6 +160,14 @@ fn bench_dispatch(c: &mut Criterion) {
     g.bench_function("10 of 10 implement", |b| {
         b.iter(|| before_model_cost(&cases.ten_of_ten, &mut ctx, &mut request))
     });
+    let plain_stack = MiddlewareStack::empty().with(PlainCap).unwrap();
+    g.bench_function("a plain DSL hook alone", |b| {
+        b.iter(|| before_model_cost(&plain_stack, &mut ctx, &mut request))
+    });
+    let direct: &dyn Direct = black_box(&DirectCap);
+    g.bench_function("its body through a vtable", |b| {
+        b.iter(|| direct.before_model(&mut request).unwrap())
+    });
     g.finish();
 
     let base = Base(ModelResponse::text("ok"));
@@ -217,6 +225,11 @@ fn print_ratios() {
     plain.sort_by(f64::total_cmp);
     floor.sort_by(f64::total_cmp);
     let (plain, floor) = (plain[2], floor[2]);
+    // A run whose middleware keep state (every real run): the dispatch must
+    // not look its hook observers up in that state each time.
+    let mut busy: RunContext = RunContext::new(RunConfig::new("bench"), ());
+    busy.local::<std::sync::atomic::AtomicU64>();
+    let with_locals = median_ns(iters, || before_model_cost(&plain_stack, &mut busy, &mut request));
     println!();
     println!("run_before_model, median ns per call:");
     println!("  empty stack                  {empty:8.1}   (target <= 5 ns)");
@@ -225,6 +238,7 @@ fn print_ratios() {
     println!("  10 of 10 implement           {ten:8.1}");
     println!("  a plain DSL hook alone       {plain:8.1}");
     println!("  its body through a vtable    {floor:8.1}");
+    println!("  the plain hook, run state    {with_locals:8.1}   (a run with middleware state, no observer)");
     println!("ratio 1-of-10 / alone = {:.3} (target <= 1.5)", one / alone);
     println!(
         "ratio plain DSL hook / direct call through a vtable = {:.2} (target <= 1.5)",

@@ -328,3 +328,33 @@ async fn observers_watch_the_synchronous_pass_too() {
         .unwrap();
     assert_eq!(*seen.0.lock().unwrap(), ["begin", "after a", "after b"]);
 }
+
+/// An observer installed mid-run (in a run with middleware state, through a
+/// branch of it) is seen from the next dispatch on, by the synchronous pass
+/// and the async one: the dispatch skips the observer lookup only while the
+/// run has installed none.
+async fn observed_mid_run<M: Middleware<()> + 'static>(wrap: impl Fn(Step) -> M) -> Vec<String> {
+    let stack = stack_of(wrap, &[("a", Act::Pass), ("b", Act::Pass)], &Log::default());
+    let mut ctx: RunContext = RunContext::new(RunConfig::new("observed"), ());
+    // middleware state, as every real run has
+    ctx.local::<std::sync::atomic::AtomicU64>();
+    stack
+        .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
+        .await
+        .unwrap();
+    let seen = Arc::new(Seen::default());
+    let branch = ctx.fork(());
+    observe_hook::<BeforeModel, _>(&branch, seen.clone());
+    stack
+        .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
+        .await
+        .unwrap();
+    let seen = seen.0.lock().unwrap().clone();
+    seen
+}
+
+#[tokio::test]
+async fn an_observer_installed_mid_run_is_seen_from_the_next_dispatch_on() {
+    assert_eq!(observed_mid_run(Plain).await, ["begin", "after a", "after b"]);
+    assert_eq!(observed_mid_run(Awaited).await, ["begin", "after a", "after b"]);
+}

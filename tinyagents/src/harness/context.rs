@@ -536,6 +536,11 @@ impl<Ctx> RunContext<Ctx> {
         self.locals.try_get::<T>()
     }
 
+    /// The run's locals (for the hook observers' flag).
+    pub(crate) fn run_locals(&self) -> &RunLocals {
+        &self.locals
+    }
+
     /// Takes (and clears) the usage the run's failed model attempts reported
     /// and no budget has charged yet (`FailedAttemptUsage`).
     pub(crate) fn take_failed_attempt_usage(&self) -> Usage {

@@ -3,7 +3,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
@@ -18,6 +18,9 @@ struct Locals {
     map: Mutex<LocalMap>,
     /// How many entries the map has: lets a lookup in an empty map skip the lock.
     len: AtomicUsize,
+    /// Whether any hook observer was installed: lets every dispatch of a run
+    /// with none skip the lookup (one load instead of a lock and a search).
+    observed: AtomicBool,
 }
 
 impl RunLocals {
@@ -47,6 +50,17 @@ impl RunLocals {
             return None;
         }
         self.find::<T>()
+    }
+
+    /// Notes that a hook observer is installed in the run (set before the observer is added).
+    pub(crate) fn note_observer(&self) {
+        self.0.observed.store(true, Ordering::Release);
+    }
+
+    /// Whether any hook observer was ever installed in the run.
+    #[inline]
+    pub(crate) fn observed(&self) -> bool {
+        self.0.observed.load(Ordering::Acquire)
     }
 
     /// The lookup behind [`try_get`](Self::try_get), once the map is known not to be empty.

@@ -71,6 +71,7 @@ impl<H: Hook> Default for Observers<H> {
 /// it forks for concurrent tool calls). Installing the same observer twice
 /// installs it once.
 pub fn observe_hook<H: Hook, C>(ctx: &RunContext<C>, observer: Arc<dyn HookObserver<H::Value>>) {
+    ctx.run_locals().note_observer();
     let observers = ctx.local::<Observers<H>>();
     let mut list = observers.0.lock().expect("hook observers lock");
     let new = Arc::as_ptr(&observer).cast::<()>();
@@ -79,9 +80,19 @@ pub fn observe_hook<H: Hook, C>(ctx: &RunContext<C>, observer: Arc<dyn HookObser
     }
 }
 
-/// The observers installed on hook `H`, when there are any.
-#[inline]
+/// The observers installed on hook `H`, when there are any (a run with none
+/// pays one load).
+#[inline(always)]
 pub(crate) fn observers_of<H: Hook, C>(ctx: &RunContext<C>) -> Option<Vec<Arc<dyn HookObserver<H::Value>>>> {
+    if !ctx.run_locals().observed() {
+        return None;
+    }
+    installed::<H, C>(ctx)
+}
+
+/// [`observers_of`] once the run has some observer.
+#[inline(never)]
+fn installed<H: Hook, C>(ctx: &RunContext<C>) -> Option<Vec<Arc<dyn HookObserver<H::Value>>>> {
     let observers = ctx.try_local::<Observers<H>>()?;
     let list = observers.0.lock().expect("hook observers lock");
     (!list.is_empty()).then(|| list.clone())
