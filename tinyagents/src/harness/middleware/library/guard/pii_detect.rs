@@ -477,10 +477,8 @@ fn spec_for(name: &str) -> Option<Spec> {
     let needs_digits = |n: usize| -> Needs {
         match n {
             13 => |c| c.digits >= 13,
-            10 => |c| c.digits >= 10,
             9 => |c| c.digits >= 9,
-            7 => |c| c.digits >= 7,
-            _ => |c| c.digits >= 4,
+            _ => |c| c.digits >= 2,
         }
     };
     Some(match name {
@@ -517,7 +515,8 @@ fn spec_for(name: &str) -> Option<Spec> {
             r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}",
             Check::Windows(iban_windows),
             Edge::Both,
-            Some(needs_digits(10)),
+            // two check digits: the rest may be letters
+            Some(needs_digits(2)),
             true,
         )
         .gated(Gate::Iban),
@@ -563,7 +562,8 @@ fn spec_for(name: &str) -> Option<Spec> {
             ),
             Check::Valid(phone),
             Edge::Run,
-            Some(needs_digits(7)),
+            // a raw match (which holds a stream's cut) needs two: `+1 2`
+            Some(needs_digits(2)),
             true,
         )
         .gated(Gate::Numbers)
@@ -1198,6 +1198,24 @@ const BATCH_CHARS: usize = 64;
 /// Context characters kept before the pending text (edges, and a JSON escape cut in two).
 const CONTEXT_CHARS: usize = 16;
 
+/// The longest escape a stream may end in the middle of (`\uD83D\uDE00`),
+/// with room for one more level of escaping: held back beyond the hold, since
+/// its characters count one each until it is whole.
+const ESCAPE_CHARS: usize = 16;
+
+/// Where the last `keep` characters of `text` begin, counted as the detectors
+/// see them (normalised: a zero-width character counts for nothing, an escape
+/// for one); 0 when it has no more.
+fn tail_start(text: &str, keep: usize) -> usize {
+    let norm = normalise(text);
+    let n = norm.text.chars().count();
+    if n <= keep {
+        return 0;
+    }
+    let (at, _) = norm.text.char_indices().nth(n - keep).expect("n > keep");
+    norm.orig(at)
+}
+
 impl StreamBuffer {
     /// Adds `piece` and returns the replaced text that is safe to emit now;
     /// `flush` emits everything. `Err(())` for `Block` when a value was found.
@@ -1225,15 +1243,13 @@ impl StreamBuffer {
         let mut hay = std::mem::take(&mut self.context);
         hay.push_str(&self.pending);
         let cands = engine.candidates(&hay, from, Scope::Stream);
+        // Hold back `hold` characters *as the detectors see them*: zero-width
+        // characters and escapes take no or one place there, however long
+        // they are here (plus room for an escape cut off at the end).
         let mut cut = if flush {
             hay.len()
         } else {
-            let n = self.pending.chars().count();
-            if n <= hold + 1 {
-                from
-            } else {
-                from + self.pending.char_indices().nth(n - hold - 1).map_or(0, |(i, _)| i)
-            }
+            from + tail_start(&self.pending, hold + 1 + ESCAPE_CHARS)
         };
         if !flush {
             // Move the cut before any candidate straddling it (repeat: moving can land inside another).
@@ -1258,12 +1274,7 @@ impl StreamBuffer {
         // Keep the tail pending and a little emitted context.
         self.pending = hay[cut..].to_owned();
         let emitted = &hay[..cut];
-        let keep_from = emitted
-            .char_indices()
-            .rev()
-            .nth(CONTEXT_CHARS.saturating_sub(1))
-            .map_or(0, |(i, _)| i);
-        self.context = emitted[keep_from..].to_owned();
+        self.context = emitted[tail_start(emitted, CONTEXT_CHARS)..].to_owned();
         // A long held value: scan again only once it has grown by a quarter (or a batch).
         self.next_scan = self.pending.len() + BATCH_CHARS.max(self.pending.len() / 4);
         if let Ok(text) = &out {
