@@ -358,3 +358,73 @@ async fn an_observer_installed_mid_run_is_seen_from_the_next_dispatch_on() {
     assert_eq!(observed_mid_run(Plain).await, ["begin", "after a", "after b"]);
     assert_eq!(observed_mid_run(Awaited).await, ["begin", "after a", "after b"]);
 }
+
+/// A delta hook as a plain fn: the stream takes its synchronous form.
+struct PlainDelta(Step);
+
+#[middleware]
+impl PlainDelta {
+    #[on_model_delta]
+    fn delta(&self, ctx: &mut RunContext, _delta: &mut ModelDelta) -> Result<()> {
+        self.0.run(ctx, "on_model_delta")
+    }
+
+    #[on_error]
+    fn failed(&self, error: &TinyAgentsError) -> Result<()> {
+        self.0.saw(error)
+    }
+}
+
+/// The same delta hook as an `async fn`.
+struct AwaitedDelta(Step);
+
+#[middleware]
+impl AwaitedDelta {
+    #[on_model_delta]
+    async fn delta(&self, ctx: &mut RunContext, _delta: &mut ModelDelta) -> Result<()> {
+        self.0.run(ctx, "on_model_delta")
+    }
+
+    #[on_error]
+    async fn failed(&self, error: &TinyAgentsError) -> Result<()> {
+        self.0.saw(error)
+    }
+}
+
+async fn delta_scenario<M: Middleware<()> + 'static>(wrap: impl Fn(Step) -> M, b: Act) -> (Vec<String>, String) {
+    let log: Log = Arc::default();
+    let stack = stack_of(wrap, &[("a", Act::Pass), ("b", b), ("c", Act::Pass)], &log);
+    let mut ctx: RunContext = RunContext::new(RunConfig::new("deltas"), ());
+    let result = describe(
+        stack
+            .run_on_model_delta(&mut ctx, &(), &mut ModelDelta::text("x"))
+            .await,
+    );
+    let log = log.lock().unwrap().clone();
+    (log, result)
+}
+
+/// A delta hook that fails, panics or asks for an undeclared jump stops the
+/// pass with a classified error every `on_error` sees, the same whether the
+/// hooks are plain fns (one panic guard for the pass) or `async fn`s.
+#[tokio::test]
+async fn a_delta_hook_that_fails_panics_or_jumps_stops_the_pass_the_same_on_both_paths() {
+    for (act, expect) in [
+        (Act::Fail, "b refused"),
+        (Act::Panic, "b panicked"),
+        (Act::Jump, "did not declare it"),
+    ] {
+        let plain = delta_scenario(PlainDelta, act).await;
+        let awaited = delta_scenario(AwaitedDelta, act).await;
+        assert_eq!(plain, awaited, "the sync and async delta paths disagree for {act:?}");
+        let (log, result) = plain;
+        assert!(result.contains(expect), "{act:?}: {result}");
+        assert!(!log.contains(&"on_model_delta:c".to_string()), "{act:?}: {log:?}");
+        for name in ["a", "b", "c"] {
+            assert!(
+                log.iter().any(|l| l.starts_with(&format!("on_error:{name}:"))),
+                "{act:?}: on_error of {name} did not see the failure: {log:?}"
+            );
+        }
+    }
+}

@@ -364,7 +364,17 @@ where
         if !self.all_sync(H::KIND) {
             return self.pass_later::<H>(reverse, ctx, state, value);
         }
-        match Self::pass_now::<H>(list, reverse, ctx, state, value) {
+        let mut res = Ok(());
+        Self::pass_now::<H>(list, reverse, ctx, state, value, &mut res);
+        self.settled(ctx, state, res)
+    }
+
+    /// The dispatch of a synchronous pass that ended with `res`: done, or the
+    /// failure every `on_error` sees when it is awaited. Inlined, so the
+    /// common case only tests `res` where the pass wrote it.
+    #[inline(always)]
+    fn settled<'a>(&'a self, ctx: &'a mut RunContext<C>, state: &'a S, res: Result<()>) -> HookDispatch<'a> {
+        match res {
             Ok(()) => HookDispatch::done(),
             Err(e) => self.failed(ctx, state, e),
         }
@@ -384,18 +394,19 @@ where
 
     /// Every implementor takes the synchronous form: the pass runs here, with
     /// the same brackets, jump checks and observers as the async pass, and no
-    /// future per hook.
+    /// future per hook. A failure is written to `out` (which starts `Ok`).
     fn pass_now<H: HookCall>(
         list: &[Slot<dyn Middleware<S, C>>],
         reverse: bool,
         ctx: &mut RunContext<C>,
         state: &S,
         value: &mut H::Value,
-    ) -> Result<()> {
+        out: &mut Result<()>,
+    ) {
         let observers = observers_of::<H, C>(ctx);
         if observers.is_none() && !ctx.wants(EventKind::MiddlewareStarted) && !ctx.wants(EventKind::MiddlewareCompleted)
         {
-            return Self::pass_quiet::<H>(list, reverse, ctx, state, value);
+            return Self::pass_quiet::<H>(list, reverse, ctx, state, value, out);
         }
         for o in observers.iter().flatten() {
             o.begin(value);
@@ -407,18 +418,20 @@ where
             for o in observers.iter().flatten() {
                 o.after(&slot.name, value);
             }
-            // Not `res?`: that rebuilds the error; returning `res` keeps it in place.
-            #[allow(clippy::question_mark)]
             if res.is_err() {
-                return res;
+                *out = res;
+                return;
             }
         }
-        Ok(())
     }
 
     /// [`pass_now`](Self::pass_now) when nothing watches it (no observer, a
     /// sink that wants no bracketing event): one panic guard for the pass,
-    /// nothing around each hook but its jump check.
+    /// nothing around each hook but its jump check. The pass keeps in `at`
+    /// the index of the slot it is calling, so a panic becomes that
+    /// middleware's classified error; it writes a failure to `out` where it
+    /// happened and returns nothing (a `Result` moved out of the guard on
+    /// every pass cost more than a hook: a 72-byte copy read back at once).
     #[inline]
     fn pass_quiet<H: HookCall>(
         list: &[Slot<dyn Middleware<S, C>>],
@@ -426,42 +439,40 @@ where
         ctx: &mut RunContext<C>,
         state: &S,
         value: &mut H::Value,
-    ) -> Result<()> {
+        out: &mut Result<()>,
+    ) {
         let n = list.len();
-        Self::guarded::<H>(list, ctx, |ctx, at| {
+        let mut at = 0;
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             for i in 0..n {
-                *at = if reverse { n - 1 - i } else { i };
-                let slot = &list[*at];
+                at = if reverse { n - 1 - i } else { i };
+                let slot = &list[at];
                 let mut res = H::call_sync(&*slot.mw, ctx, state, value);
                 ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
-                // Not `res?`: that rebuilds the error; returning `res` keeps it in place.
-                #[allow(clippy::question_mark)]
                 if res.is_err() {
-                    return res;
+                    *out = res;
+                    return;
                 }
             }
-            Ok(())
-        })
+        }));
+        if let Err(payload) = caught {
+            Self::panicked::<H>(list, at, ctx, out, payload);
+        }
     }
 
-    /// Runs a synchronous pass over `list` under one panic guard. The pass
-    /// keeps in `at` the index of the slot it is calling, so a panic becomes
-    /// that middleware's classified error (and a jump it asked for is checked
-    /// like any other).
-    #[inline(always)]
-    fn guarded<H: Hook>(
+    /// The hook at `list[at]` panicked: its classified error (a jump it asked
+    /// for is checked like any other) goes to `out`.
+    #[cold]
+    #[inline(never)]
+    fn panicked<H: Hook>(
         list: &[Slot<dyn Middleware<S, C>>],
+        at: usize,
         ctx: &mut RunContext<C>,
-        pass: impl FnOnce(&mut RunContext<C>, &mut usize) -> Result<()>,
-    ) -> Result<()> {
-        let mut at = 0;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pass(ctx, &mut at))) {
-            Ok(res) => res,
-            Err(payload) => {
-                let e = panic_error(&list[at].name, H::KIND, payload);
-                ctx.checked_jump(&list[at].name, list[at].jumps, Err(e))
-            }
-        }
+        out: &mut Result<()>,
+        payload: Box<dyn std::any::Any + Send>,
+    ) {
+        let e = panic_error(&list[at].name, H::KIND, payload);
+        *out = ctx.checked_jump(&list[at].name, list[at].jumps, Err(e));
     }
 
     /// A synchronous hook failed: every `on_error` sees it when the dispatch is awaited.
@@ -493,10 +504,9 @@ where
         if !self.all_sync(H::KIND) {
             return self.deltas_later::<H>(ctx, state, delta);
         }
-        match Self::deltas_now::<H>(list, ctx, state, delta) {
-            Ok(()) => HookDispatch::done(),
-            Err(e) => self.failed(ctx, state, e),
-        }
+        let mut res = Ok(());
+        Self::deltas_now::<H>(list, ctx, state, delta, &mut res);
+        self.settled(ctx, state, res)
     }
 
     /// Some delta hook is async: the whole pass runs when the dispatch is awaited.
@@ -556,27 +566,36 @@ where
     }
 
     /// Every delta hook is synchronous: one panic guard for the whole pass.
+    /// A failure is written to `out` where it happened; the pass itself
+    /// returns nothing, so the common case moves no `Result` out of the guard.
     #[inline]
     fn deltas_now<H>(
         list: &[Slot<dyn Middleware<S, C>>],
         ctx: &mut RunContext<C>,
         state: &S,
         delta: &mut H::Value,
-    ) -> Result<()>
-    where
+        out: &mut Result<()>,
+    ) where
         H: HookCall,
         H::Value: Suppressible,
     {
-        Self::guarded::<H>(list, ctx, |ctx, at| {
+        // One panic guard for the pass (see `pass_quiet`).
+        let mut at = 0;
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             for (i, slot) in list.iter().enumerate() {
-                *at = i;
+                at = i;
                 let mut res = H::call_sync(&*slot.mw, ctx, state, delta);
                 if Self::delta_step(ctx, slot, H::KIND, delta, &mut res) {
-                    return res;
+                    if res.is_err() {
+                        *out = res;
+                    }
+                    return;
                 }
             }
-            Ok(())
-        })
+        }));
+        if let Err(payload) = caught {
+            Self::panicked::<H>(list, at, ctx, out, payload);
+        }
     }
 
     #[cold]
