@@ -4,11 +4,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use super::window::instance_key;
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{AddrMap, Message, MessageId, Role};
+use crate::harness::middleware::library::instance_key;
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::summarizer::{ConcatSummarizer, Summarizer};
-use super::window::{compact, instance_key};
+use super::window::compact;
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::middleware::library::instance_key;
 use crate::harness::model::{ModelRequest, ModelResponse};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};

@@ -1,6 +1,7 @@
 //! [`RetrievalCompressionMiddleware`]: retrieved documents in the model-visible context
 //! squeezed to a token budget, with provenance per document.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -58,7 +59,7 @@ impl From<RetrievalCompressionConfig> for RetrievalCompressionMiddleware {
         Self {
             config: c,
             counter: default_counter(),
-            key: super::window::instance_key(),
+            key: crate::harness::middleware::library::instance_key(),
         }
     }
 }
@@ -155,19 +156,21 @@ impl Found {
     /// The result with each document cut to its share (or omitted below `min_tokens`).
     fn squeeze(&self, shares: &[u64], min_tokens: u64, counter: &dyn TokenCounter) -> Squeezed {
         let mut out = self.original.clone();
-        let mut json = self.json.clone();
+        // the JSON, copied at the first document that changes
+        let mut json: Option<Value> = None;
         let mut changes = Vec::new();
         for (k, (doc, &share)) in self.docs.iter().zip(shares).enumerate() {
             if share >= doc.tokens {
                 continue;
             }
             let omit = share < min_tokens;
-            let text: String = match (&json, doc.slot) {
-                (Some(v), Some(slot)) => docs_of_ref(v)
-                    .and_then(|l| l[slot][doc.field].as_str())
-                    .unwrap_or_default()
-                    .to_owned(),
-                _ => self.original.text().into_owned(),
+            let text: Cow<'_, str> = match (&self.json, doc.slot) {
+                (Some(v), Some(slot)) => Cow::Borrowed(
+                    docs_of_ref(v)
+                        .and_then(|l| l[slot][doc.field].as_str())
+                        .unwrap_or_default(),
+                ),
+                _ => self.original.text(),
             };
             let chars = text.chars().count();
             let keep = if omit {
@@ -176,9 +179,9 @@ impl Found {
                 (chars as u64 * share / doc.tokens.max(1)) as usize
             };
             let cut: String = text.chars().take(keep).collect();
-            let new_tokens = match (json.as_mut(), doc.slot) {
-                (Some(v), Some(slot)) => {
-                    let list = docs_of(v).expect("parsed as documents");
+            let new_tokens = match (&self.json, doc.slot) {
+                (Some(original), Some(slot)) => {
+                    let list = docs_of(json.get_or_insert_with(|| original.clone())).expect("parsed as documents");
                     if omit {
                         let id = list[slot]
                             .get("id")
@@ -209,7 +212,7 @@ impl Found {
                 after: new_tokens,
             });
         }
-        if let (Some(v), false) = (json, changes.is_empty()) {
+        if let Some(v) = json {
             out.set_text(v.to_string());
         }
         Squeezed {
@@ -357,10 +360,10 @@ impl RetrievalCompressionMiddleware {
         let mut at = 0;
         for &(i, addr) in &results {
             let found = mine.get_mut(&addr).expect("read above");
-            let mine_shares = &shares[at..at + found.docs.len()];
+            let its_shares = &shares[at..at + found.docs.len()];
             at += found.docs.len();
-            if found.squeezed.as_ref().is_none_or(|s| s.shares != mine_shares) {
-                let squeezed = found.squeeze(mine_shares, self.config.min_doc_tokens, self.counter.as_ref());
+            if found.squeezed.as_ref().is_none_or(|s| s.shares != its_shares) {
+                let squeezed = found.squeeze(its_shares, self.config.min_doc_tokens, self.counter.as_ref());
                 fresh.extend(
                     squeezed
                         .changes

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use super::summarizer::{ConcatSummarizer, Summarizer};
-use super::window::{compact, instance_key};
+use super::window::compact;
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
+use crate::harness::middleware::library::instance_key;
 use crate::harness::model::ModelRequest;
 use crate::harness::run::{AgentRun, StopReason};
 use crate::harness::tokens::{default_counter, TokenCounter};

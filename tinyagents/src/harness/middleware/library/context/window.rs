@@ -3,7 +3,6 @@
 //! results, and the summarising compaction used by `summarization` and `context`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::summarizer::{summarize_charged, Summarizer};
@@ -40,12 +39,6 @@ pub(crate) fn units(messages: &[Message], from: usize) -> Vec<(usize, usize)> {
         }
     }
     out
-}
-
-/// A fresh key for one middleware instance's per-run state.
-pub(crate) fn instance_key() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The summary one instance keeps for a run: which messages it covers, and

@@ -21,7 +21,7 @@
 //! gate (the secret key words) is itself a regex, with the patterns' own
 //! Unicode case folding.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::sync::OnceLock;
 
 use memchr::memmem;
@@ -276,7 +276,7 @@ pub(super) struct Gates<'a> {
     digits: OnceCell<Digits>,
     key_word: OnceCell<bool>,
     /// The longest run length known to exist, and the shortest known not to.
-    runs: std::cell::Cell<(usize, usize)>,
+    runs: Cell<(usize, usize)>,
 }
 
 impl<'a> Gates<'a> {
@@ -285,7 +285,7 @@ impl<'a> Gates<'a> {
             text,
             digits: OnceCell::new(),
             key_word: OnceCell::new(),
-            runs: std::cell::Cell::new((0, usize::MAX)),
+            runs: Cell::new((0, usize::MAX)),
         }
     }
 

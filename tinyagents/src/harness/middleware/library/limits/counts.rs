@@ -3,19 +3,12 @@
 //! instance or in a shared ledger, and the exit behaviours.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::store::{LedgerStore, Reservation};
-
-/// A fresh key for one middleware instance's per-run counts.
-pub(super) fn instance_key() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
 
 /// Per-run counts of every call-limit instance, by instance key.
 #[derive(Default)]

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::counts::{describe, instance_key, ExitBehavior, RunCounts, ThreadCounts};
+use super::counts::{describe, ExitBehavior, RunCounts, ThreadCounts};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::middleware::library::instance_key;
 use crate::harness::middleware::PreparedBatch;
 use crate::store::LedgerStore;
 use tinyagents_macros::{middleware, MiddlewareConfig};
