@@ -458,3 +458,136 @@ async fn a_fallback_after_a_failed_stream_gets_none_of_its_held_back_text() {
     assert_eq!(run.final_text(), "from the fallback");
     assert!(!events_text(&sink.events()).contains("4111"));
 }
+
+/// A `pii` whose streams may hold back at most 64 KiB (the least the setting takes).
+fn capped(strategy: &str) -> PiiMiddleware {
+    let toml = format!("strategy = \"{strategy}\"\nmax_held_bytes = 65536");
+    PiiMiddleware::from(tinyagents::config::from_toml_str::<PiiConfig>(&toml).unwrap())
+}
+
+/// Streams `head` then `body` `times` times as text deltas through `pii`
+/// alone; what reached the sink, and how it ended.
+async fn stream_endless(pii: PiiMiddleware, head: &str, body: &str, times: usize) -> (Result<()>, String) {
+    let mut h: tinyagents::testing::MiddlewareHarness = tinyagents::testing::MiddlewareHarness::new(pii);
+    let mut sent = String::new();
+    let pieces = std::iter::once(head.to_owned()).chain(std::iter::repeat_n(body.to_owned(), times));
+    for piece in pieces {
+        match h.model_deltas([piece.as_str()]).await {
+            Ok(deltas) => sent.extend(deltas.iter().filter_map(|d| d.as_text().map(str::to_owned))),
+            Err(e) => return (Err(e), sent),
+        }
+    }
+    let mut finish = ModelDelta::finish(FinishReason::Stop);
+    let end = h.stack.run_on_model_delta(&mut h.ctx, &h.state, &mut finish).await;
+    sent.extend(
+        finish
+            .take_released()
+            .iter()
+            .filter_map(|d| d.as_text().map(str::to_owned)),
+    );
+    (end, sent)
+}
+
+fn assert_held_too_long(end: Result<()>, what: &str) {
+    let err = end.expect_err(what);
+    match &err {
+        TinyAgentsError::LimitExceeded { limit, message } => {
+            assert_eq!(limit, "max_held_bytes", "{what}");
+            assert!(
+                message.contains("the streamed reply") && message.contains("Raise `max_held_bytes`"),
+                "{what}: the error names the place and the fix: {message}"
+            );
+        }
+        other => panic!("{what}: expected LimitExceeded, got {other}"),
+    }
+}
+
+/// Text a stream holds back waiting for a value to end, or that its detectors
+/// do not count, is bounded: past `max_held_bytes` the stream fails closed and
+/// none of the held text is sent.
+#[tokio::test]
+async fn a_stream_that_holds_back_more_than_max_held_bytes_fails_closed() {
+    let zw = "\u{200b}".repeat(1000); // 3,000 bytes the detectors see as nothing
+    let cases: [(&str, &str, &str); 4] = [
+        ("a url that never ends", "see https://example.com/", "abcdefghij"),
+        (
+            "a private key that never ends",
+            "-----BEGIN RSA PRIVATE KEY-----\n",
+            "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8\n",
+        ),
+        ("invisible characters", "hello ", &zw),
+        ("a digit run that never ends", "n ", "1234567890"),
+    ];
+    for (what, head, body) in cases {
+        let times = 200_000 / body.len(); // about 200 KB, three times the cap
+        let (end, sent) = stream_endless(capped("redact"), head, body, times).await;
+        assert_held_too_long(end, what);
+        // nothing after the start of the held text was sent
+        assert!(
+            sent.len() <= head.len() + 64 * 1024,
+            "{what}: {} bytes sent",
+            sent.len()
+        );
+        assert!(
+            !sent.contains(&body[..body.len().min(30)]),
+            "{what}: held text was sent"
+        );
+    }
+}
+
+/// The cap bounds what is *held*, not what passes: long plain text, in small
+/// deltas or in one large one, streams through whole under the smallest cap.
+#[tokio::test]
+async fn long_plain_text_streams_through_under_the_smallest_cap() {
+    let line = "The quick brown fox jumps over the lazy dog, again and again.\n";
+    let (end, sent) = stream_endless(capped("redact"), "", line, 300_000 / line.len()).await;
+    end.unwrap();
+    assert_eq!(sent, line.repeat(300_000 / line.len()));
+    let (end, sent) = stream_endless(capped("redact"), &line.repeat(5000), "", 0).await;
+    end.unwrap();
+    assert_eq!(sent, line.repeat(5000));
+    // a value inside long text is still redacted
+    let (end, sent) = stream_endless(capped("redact"), "mail ann@example.com ", line, 2000).await;
+    end.unwrap();
+    assert!(sent.starts_with("mail [REDACTED_EMAIL] The quick"), "{}", &sent[..60]);
+}
+
+#[tokio::test]
+async fn tool_progress_that_never_lets_a_value_end_fails_the_call_at_the_cap() {
+    let pieces: Vec<String> = std::iter::once("see https://example.com/".to_owned())
+        .chain(std::iter::repeat_n("abcdefghij".to_owned(), 20_000))
+        .collect();
+    let (run, events) = run_with_tool(capped("redact"), progress_tool(pieces, "ok")).await;
+    let all = events_text(&events);
+    assert!(!all.contains("abcdefghij"), "no held progress reached the sink");
+    let text = match run {
+        Ok(run) => run
+            .messages
+            .iter()
+            .find(|m| m.role == Role::Tool)
+            .unwrap()
+            .text()
+            .into_owned(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        text.contains("max_held_bytes") && text.contains("a tool's progress"),
+        "{text}"
+    );
+}
+
+#[test]
+fn max_held_bytes_must_cover_the_characters_held() {
+    use tinyagents::config::from_toml_str;
+    let err = from_toml_str::<PiiConfig>("max_match_chars = 8192\nmax_held_bytes = 65536").unwrap_err();
+    assert_eq!(err.errors()[0].path, "max_held_bytes");
+    assert_eq!(err.errors()[0].value, Some(json!(65536)));
+    assert!(
+        err.errors()[0].rule.contains("131072") && err.errors()[0].rule.contains("max_match_chars"),
+        "{}",
+        err.errors()[0].rule
+    );
+    let err = from_toml_str::<PiiConfig>("max_held_bytes = 1000").unwrap_err();
+    assert_eq!(err.errors()[0].path, "max_held_bytes");
+    assert!(from_toml_str::<PiiConfig>("max_match_chars = 8192\nmax_held_bytes = 131072").is_ok());
+}

@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use super::pii_detect::{
-    builtin, custom, is_secret_key, Digest, Engine, PiiCounts, PiiStrategy, StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
+    builtin, custom, is_secret_key, Digest, Engine, Hold, PiiCounts, PiiStrategy, Stop, StreamBuffer,
+    BUILTIN_MAX_CHARS, PII_TYPES,
 };
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
@@ -61,6 +62,9 @@ pub struct PiiConfig {
     /// How many characters each stream holds back (at least the longest bounded built-in value, 250); a match that reaches the end of the stream is held however long.
     #[config(default = 256, range = 256..=65536)]
     pub max_match_chars: usize,
+    /// How many bytes one stream may hold back waiting for a value to end (an endless digit run or URL, a flood of invisible characters); past it the stream fails closed with a `LimitExceeded` error and the held text is dropped. At least 16 bytes per `max_match_chars` character.
+    #[config(default = 1048576, range = 65536..=134217728)]
+    pub max_held_bytes: usize,
 }
 
 fn check_pii_config(c: &PiiConfig) -> std::result::Result<(), ConfigViolation> {
@@ -88,8 +92,23 @@ fn check_pii_config(c: &PiiConfig) -> std::result::Result<(), ConfigViolation> {
             .with_value(pattern));
         }
     }
+    if c.max_held_bytes < HELD_BYTES_PER_CHAR * c.max_match_chars {
+        return Err(ConfigViolation::new(
+            "max_held_bytes",
+            format!(
+                "must be at least {HELD_BYTES_PER_CHAR} bytes per `max_match_chars` character ({} for {}): raise it or lower `max_match_chars`",
+                HELD_BYTES_PER_CHAR * c.max_match_chars,
+                c.max_match_chars
+            ),
+        )
+        .with_value(c.max_held_bytes));
+    }
     Ok(())
 }
+
+/// The bytes one held character may take in the original text: an escaped
+/// surrogate pair (`\uD83D\uDE00`) is 12, with room to spare.
+const HELD_BYTES_PER_CHAR: usize = 16;
 
 impl From<PiiConfig> for PiiMiddleware {
     fn from(c: PiiConfig) -> Self {
@@ -108,7 +127,10 @@ impl From<PiiConfig> for PiiMiddleware {
             apply_to_output: c.apply_to_output,
             apply_to_tool_args: c.apply_to_tool_args,
             apply_to_tool_results: c.apply_to_tool_results,
-            hold: c.max_match_chars.max(BUILTIN_MAX_CHARS),
+            hold: Hold {
+                chars: c.max_match_chars.max(BUILTIN_MAX_CHARS),
+                max_bytes: c.max_held_bytes,
+            },
             remember: true,
         }
     }
@@ -202,8 +224,10 @@ fn result_digest(result: &ToolResult) -> Digest {
 /// last `max_match_chars` characters, and any match that reaches its end
 /// however long (a private-key block, a JWT, a long URL), and releases the
 /// tail at the finish delta (a tool's progress: when the call ends), so the
-/// redacted stream, concatenated, equals redacting the whole text. Events
-/// report counts by type, never values.
+/// redacted stream, concatenated, equals redacting the whole text. What a
+/// stream holds back is bounded: past `max_held_bytes` (1 MiB by default) the
+/// stream fails with [`TinyAgentsError::LimitExceeded`] and the held text is
+/// dropped, never sent. Events report counts by type, never values.
 ///
 /// Detection runs on a normalised copy of the text (fullwidth forms and
 /// other Unicode digits folded to ASCII, Unicode spaces to a space,
@@ -230,7 +254,7 @@ pub struct PiiMiddleware {
     apply_to_output: bool,
     apply_to_tool_args: bool,
     apply_to_tool_results: bool,
-    hold: usize,
+    hold: Hold,
     /// Keep per-message verdicts between model calls (off only for the reference scanner).
     remember: bool,
 }
@@ -512,6 +536,21 @@ fn blocked(place: &str, counts: &PiiCounts) -> TinyAgentsError {
     ))
 }
 
+/// The error for a stream stopped by `push`: a value found under `Block`, or more held back than the cap.
+fn stopped(place: &str, stop: Stop, counts: &PiiCounts) -> TinyAgentsError {
+    match stop {
+        Stop::Blocked => blocked(place, counts),
+        Stop::Overflow { held } => TinyAgentsError::limit(
+            "max_held_bytes",
+            format!(
+                "the pii middleware held back {held} bytes of {place} waiting for a value to end, more than \
+                 `max_held_bytes` allows; the stream is stopped and the held text dropped unsent. Raise \
+                 `max_held_bytes` in the pii config if such text is expected"
+            ),
+        ),
+    }
+}
+
 fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
     if counts.is_empty() {
         return;
@@ -532,7 +571,7 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
         mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: a number or nested value under a secret-named key in the *streamed* argument text (it is replaced in the arguments, the reply and the history), image parts, values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
         events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` (`where`: request, stream, response, tool_args, tool_delta, tool_result, transcript) with counts by type, never values. A stream's held-back tail is released as deltas just before the finish delta (`ModelDelta::release_before`: forwarded to the sink and accumulated into the reply); a tool's held-back progress as one `ToolDelta` when the call ends.",
         failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); a tool result (before the model sees it) becomes the call's error result under the agent's default tool-error policy; in the request, the stream (text or tool-call arguments: before any call of the reply runs) or the reply it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
-        streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",
+        streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). A stream holding back more than `max_held_bytes` (a value that never ends, a flood of invisible characters) fails with a `LimitExceeded` error and its held text is dropped unsent. The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",
         cache = "Redacting the request is deterministic, so the same history gives the same prefix and the provider cache keeps working; it does not touch system segments.",
         retries = "Per-attempt stream buffers are reset when a new attempt starts, so a failed attempt's held-back text never leaks into the next; the reply of every attempt (also one produced by an inner fallback or cache without streaming) is scrubbed in `wrap_model`."
     )
@@ -674,7 +713,7 @@ impl PiiMiddleware {
                     .text
                     .push(engine, &piece, hold, false, &mut counts)
                     .map(|out| *text = out)
-                    .map_err(|()| "the streamed reply")
+                    .map_err(|stop| ("the streamed reply", stop))
             }
             DeltaContent::Reasoning { text } if self.apply_to_output => {
                 let piece = std::mem::take(text);
@@ -682,7 +721,7 @@ impl PiiMiddleware {
                     .reasoning
                     .push(engine, &piece, hold, false, &mut counts)
                     .map(|out| *text = out)
-                    .map_err(|()| "the streamed reply")
+                    .map_err(|stop| ("the streamed reply", stop))
             }
             DeltaContent::ToolCall {
                 index,
@@ -707,7 +746,7 @@ impl PiiMiddleware {
                     .or_default()
                     .push(engine, &piece, hold, false, &mut counts)
                     .map(|out| *arguments = out)
-                    .map_err(|()| "the streamed tool-call arguments")
+                    .map_err(|stop| ("the streamed tool-call arguments", stop))
             }
             DeltaContent::Finish { .. } => {
                 // Release every held-back tail ahead of the finish delta: the
@@ -722,8 +761,8 @@ impl PiiMiddleware {
             _ => Ok(()),
         };
         drop(map);
-        if let Err(place) = result {
-            return Err(blocked(place, &counts));
+        if let Err((place, stop)) = result {
+            return Err(stopped(place, stop, &counts));
         }
         report(ctx, "stream", &counts);
         Ok(())
@@ -766,7 +805,7 @@ impl PiiMiddleware {
             let mut tail_counts = PiiCounts::new();
             let released = match flush_all(&mut s, &self.engine, self.hold, &mut tail_counts) {
                 Ok(released) => released,
-                Err(place) => return Err(blocked(place, &tail_counts)),
+                Err((place, stop)) => return Err(stopped(place, stop, &tail_counts)),
             };
             let released: Vec<ModelDelta> = released
                 .into_iter()
@@ -834,7 +873,7 @@ impl PiiMiddleware {
         drop(map);
         match result {
             Ok(out) => delta.content = out,
-            Err(()) => return Err(blocked("a tool's progress", &counts)),
+            Err(stop) => return Err(stopped("a tool's progress", stop, &counts)),
         }
         report(ctx, "tool_delta", &counts);
         Ok(())
@@ -871,8 +910,8 @@ impl PiiMiddleware {
                     report(ctx, "tool_delta", &counts);
                 }
                 // The tail is dropped, never sent; the call's outcome stands unless it succeeded.
-                Err(()) if outcome.is_ok() => return Err(blocked("a tool's progress", &counts)),
-                Err(()) => {}
+                Err(stop) if outcome.is_ok() => return Err(stopped("a tool's progress", stop, &counts)),
+                Err(_) => {}
             }
         }
         // Scrub the result here, so every wrap outside this one and every
@@ -893,26 +932,29 @@ impl PiiMiddleware {
 fn flush_all(
     state: &mut StreamState,
     engine: &Engine,
-    hold: usize,
+    hold: Hold,
     counts: &mut PiiCounts,
-) -> std::result::Result<Vec<ModelDelta>, &'static str> {
+) -> std::result::Result<Vec<ModelDelta>, (&'static str, Stop)> {
     const REPLY: &str = "the streamed reply";
     let mut out = Vec::new();
     let reasoning = state
         .reasoning
         .push(engine, "", hold, true, counts)
-        .map_err(|()| REPLY)?;
+        .map_err(|stop| (REPLY, stop))?;
     if !reasoning.is_empty() {
         out.push(ModelDelta::reasoning(reasoning));
     }
-    let text = state.text.push(engine, "", hold, true, counts).map_err(|()| REPLY)?;
+    let text = state
+        .text
+        .push(engine, "", hold, true, counts)
+        .map_err(|stop| (REPLY, stop))?;
     if !text.is_empty() {
         out.push(ModelDelta::text(text));
     }
     for (&index, buffer) in &mut state.args {
         let arguments = buffer
             .push(engine, "", hold, true, counts)
-            .map_err(|()| "the streamed tool-call arguments")?;
+            .map_err(|stop| ("the streamed tool-call arguments", stop))?;
         if !arguments.is_empty() {
             out.push(ModelDelta::new(DeltaContent::ToolCall {
                 index,

@@ -1177,6 +1177,30 @@ impl Engine {
     }
 }
 
+/// How much a [`StreamBuffer`] holds back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Hold {
+    /// Characters (as the detectors see them) always held back, so no later
+    /// text can complete a match that starts before the cut.
+    pub(super) chars: usize,
+    /// Bytes a buffer may hold at most after a scan; past it the stream fails.
+    pub(super) max_bytes: usize,
+}
+
+/// Why [`StreamBuffer::push`] emitted nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// A value was found and the strategy is `Block`.
+    Blocked,
+    /// More than the cap was held back waiting for a value to end (an
+    /// endless digit run, a flood of invisible characters): the held text is
+    /// dropped, never emitted, and the stream must fail.
+    Overflow {
+        /// The bytes held when the cap was passed.
+        held: usize,
+    },
+}
+
 /// The held-back tail of one streamed channel (answer text, reasoning, one
 /// tool call's argument text, one tool's progress).
 #[derive(Debug, Default)]
@@ -1218,7 +1242,9 @@ fn tail_start(text: &str, keep: usize) -> usize {
 
 impl StreamBuffer {
     /// Adds `piece` and returns the replaced text that is safe to emit now;
-    /// `flush` emits everything. `Err(())` for `Block` when a value was found.
+    /// `flush` emits everything. [`Stop::Blocked`] for `Block` when a value
+    /// was found; [`Stop::Overflow`] when more than `hold.max_bytes` bytes would stay
+    /// held back after the scan (what was held is dropped, never emitted).
     ///
     /// Safe means: no raw candidate match of the pending text straddles the
     /// cut (a match reaching the end of the buffer may still grow, so it is
@@ -1230,12 +1256,14 @@ impl StreamBuffer {
         &mut self,
         engine: &Engine,
         piece: &str,
-        hold: usize,
+        hold: Hold,
         flush: bool,
         counts: &mut PiiCounts,
-    ) -> Result<String, ()> {
+    ) -> Result<String, Stop> {
         self.pending.push_str(piece);
-        if !flush && (self.pending.len() <= hold + 1 + BATCH_CHARS || self.pending.len() < self.next_scan) {
+        let (max_held, hold) = (hold.max_bytes, hold.chars);
+        let over = self.pending.len() > max_held;
+        if !flush && !over && (self.pending.len() <= hold + 1 + BATCH_CHARS || self.pending.len() < self.next_scan) {
             // Nothing can be emitted yet (fewer bytes than characters to hold back, plus a batch).
             return Ok(String::new());
         }
@@ -1270,7 +1298,15 @@ impl StreamBuffer {
             }
         }
         let matches = Engine::select(cands.into_iter().filter(|c| c.hold_end <= cut).collect());
-        let out = engine.replace(&hay, from, cut, &matches, counts);
+        let out = engine
+            .replace(&hay, from, cut, &matches, counts)
+            .map_err(|()| Stop::Blocked);
+        if hay.len() - cut > max_held {
+            // Fail closed: the held text is never emitted, and not kept either.
+            let held = hay.len() - cut;
+            *self = Self::default();
+            return out.and(Err(Stop::Overflow { held }));
+        }
         // Keep the tail pending and a little emitted context.
         self.pending = hay[cut..].to_owned();
         let emitted = &hay[..cut];
