@@ -81,6 +81,44 @@ fn plain_cap(request: &mut ModelRequest) -> Result<()> {
     cap(request)
 }
 
+/// Eight plain DSL hooks of eight types, for the cost of a hook in a pass.
+macro_rules! plain_hooks {
+    ($($f:ident $t:ident),*) => {
+        $(
+            /// One of eight plain DSL hooks with the same body.
+            #[before_model]
+            fn $f(request: &mut ModelRequest) -> Result<()> {
+                cap(request)
+            }
+        )*
+        fn eight_plain() -> MiddlewareStack<()> {
+            let mut stack = MiddlewareStack::empty();
+            $( stack.add($t).unwrap(); )*
+            stack
+        }
+        $(
+            impl Direct for $t {
+                fn before_model(&self, request: &mut ModelRequest) -> Result<()> {
+                    cap(request)
+                }
+            }
+        )*
+        /// The same eight bodies behind eight vtables.
+        fn eight_direct() -> Vec<Box<dyn Direct>> {
+            vec![$(Box::new($t)),*]
+        }
+    };
+}
+
+plain_hooks!(p0 P0, p1 P1, p2 P2, p3 P3, p4 P4, p5 P5, p6 P6, p7 P7);
+
+/// Calls each of `direct` once: the floor of a pass of eight hooks.
+fn direct_pass(direct: &[Box<dyn Direct>], request: &mut ModelRequest) {
+    for d in black_box(direct) {
+        d.before_model(request).unwrap();
+    }
+}
+
 /// The floor a DSL hook is measured against: the same body behind a vtable.
 trait Direct {
     fn before_model(&self, request: &mut ModelRequest) -> Result<()>;
@@ -225,6 +263,22 @@ fn print_ratios() {
     plain.sort_by(f64::total_cmp);
     floor.sort_by(f64::total_cmp);
     let (plain, floor) = (plain[2], floor[2]);
+    // The cost of a hook in a pass: eight plain hooks, less the empty
+    // stack's dispatch (its own target), per hook; against eight bodies
+    // behind eight vtables, per call.
+    let eight_stack = eight_plain();
+    let eight_floor = eight_direct();
+    let mut per_hook = Vec::new();
+    let mut per_call = Vec::new();
+    for _ in 0..5 {
+        let empty = median_ns(iters, || before_model_cost(&cases.empty, &mut ctx, &mut request));
+        let eight = median_ns(iters, || before_model_cost(&eight_stack, &mut ctx, &mut request));
+        per_hook.push((eight - empty) / 8.0);
+        per_call.push(median_ns(iters, || direct_pass(&eight_floor, &mut request)) / 8.0);
+    }
+    per_hook.sort_by(f64::total_cmp);
+    per_call.sort_by(f64::total_cmp);
+    let (per_hook, per_call) = (per_hook[2], per_call[2]);
     // A run whose middleware keep state (every real run): the dispatch must
     // not look its hook observers up in that state each time.
     let mut busy: RunContext = RunContext::new(RunConfig::new("bench"), ());
@@ -239,10 +293,16 @@ fn print_ratios() {
     println!("  a plain DSL hook alone       {plain:8.1}");
     println!("  its body through a vtable    {floor:8.1}");
     println!("  the plain hook, run state    {with_locals:8.1}   (a run with middleware state, no observer)");
+    println!("  8 plain DSL hooks, per hook  {per_hook:8.1}   (the pass less the empty stack's dispatch, / 8)");
+    println!("  8 bodies, 8 vtables, per call{per_call:8.1}");
     println!("ratio 1-of-10 / alone = {:.3} (target <= 1.5)", one / alone);
     println!(
         "ratio plain DSL hook / direct call through a vtable = {:.2} (target <= 1.5)",
         plain / floor
+    );
+    println!(
+        "ratio a plain DSL hook in a pass / a direct call through a vtable = {:.2} (target <= 1.5)",
+        per_hook / per_call
     );
 }
 

@@ -128,6 +128,10 @@ pub struct RunContext<Ctx = ()> {
     state_updates: Vec<StateUpdate>,
     control: Option<MiddlewareControl>,
     jump: Option<JumpRequest>,
+    /// Whether `jump` holds a request no hook has claimed yet: the one flag
+    /// every hook dispatch reads after each hook (kept equal to
+    /// `matches!(jump, Some(j) if j.by.is_none())`).
+    jump_unclaimed: bool,
     cancellation: CancellationToken,
     locals: RunLocals,
     parent_locals: Option<RunLocals>,
@@ -166,6 +170,7 @@ impl<Ctx> RunContext<Ctx> {
             state_updates: Vec::new(),
             control: None,
             jump: None,
+            jump_unclaimed: false,
             cancellation: CancellationToken::new(),
             locals: RunLocals::default(),
             parent_locals: None,
@@ -374,6 +379,7 @@ impl<Ctx> RunContext<Ctx> {
     /// `Validation` error naming the middleware and the target.
     pub fn jump_to(&mut self, target: JumpTarget) {
         self.jump = Some(JumpRequest { target, by: None });
+        self.jump_unclaimed = true;
     }
 
     /// The pending jump, if any.
@@ -383,6 +389,7 @@ impl<Ctx> RunContext<Ctx> {
 
     /// Takes the pending jump (the loop does this at its safe points).
     pub(crate) fn take_jump(&mut self) -> Option<JumpRequest> {
+        self.jump_unclaimed = false;
         self.jump.take()
     }
 
@@ -406,9 +413,11 @@ impl<Ctx> RunContext<Ctx> {
     pub(crate) fn checked_jump<T>(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: Result<T>) -> Result<T> {
         // The common case (no jump asked for, or one already claimed) passes
         // the outcome through untouched: inlined, it is not even moved.
-        match &self.jump {
-            Some(j) if j.by.is_none() => self.claim_jump(middleware, allowed, outcome),
-            _ => outcome,
+        debug_assert_eq!(self.jump_unclaimed, matches!(&self.jump, Some(j) if j.by.is_none()));
+        if self.jump_unclaimed {
+            self.claim_jump(middleware, allowed, outcome)
+        } else {
+            outcome
         }
     }
 
@@ -417,7 +426,8 @@ impl<Ctx> RunContext<Ctx> {
     /// moves it (a moved `Result` costs a store-forwarding stall per hook).
     #[inline(always)]
     pub(crate) fn check_jump_in_place(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: &mut Result<()>) {
-        if matches!(&self.jump, Some(j) if j.by.is_none()) {
+        debug_assert_eq!(self.jump_unclaimed, matches!(&self.jump, Some(j) if j.by.is_none()));
+        if self.jump_unclaimed {
             let taken = std::mem::replace(outcome, Ok(()));
             *outcome = self.claim_jump(middleware, allowed, taken);
         }
@@ -428,6 +438,7 @@ impl<Ctx> RunContext<Ctx> {
     #[cold]
     #[inline(never)]
     fn claim_jump<T>(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: Result<T>) -> Result<T> {
+        self.jump_unclaimed = false;
         let Some(j) = &mut self.jump else { return outcome };
         if allowed.contains(j.target.as_set()) {
             j.by = Some(middleware.clone());
@@ -735,6 +746,7 @@ impl<Ctx> RunContext<Ctx> {
             state_updates: Vec::new(),
             control: None,
             jump: None,
+            jump_unclaimed: false,
             cancellation: self.cancellation.clone(),
             locals: self.locals.clone(),
             parent_locals: self.parent_locals.clone(),
@@ -760,6 +772,7 @@ impl<Ctx> RunContext<Ctx> {
         }
         if self.jump.is_none() {
             self.jump = branch.jump;
+            self.jump_unclaimed = branch.jump_unclaimed;
         }
         if self.checkpoint_request.is_none() {
             self.checkpoint_request = branch.checkpoint_request;

@@ -365,8 +365,22 @@ where
             return self.pass_later::<H>(reverse, ctx, state, value);
         }
         let mut res = Ok(());
-        Self::pass_now::<H>(list, reverse, ctx, state, value, &mut res);
+        if Self::watched::<H>(ctx) {
+            Self::pass_watched::<H>(list, reverse, ctx, state, value, &mut res);
+        } else {
+            Self::pass_quiet::<H>(list, reverse, ctx, state, value, &mut res);
+        }
         self.settled(ctx, state, res)
+    }
+
+    /// Whether anything watches a synchronous pass: an observer the run
+    /// installed (on any hook: one load when there is none), or a sink that
+    /// wants the bracketing events.
+    #[inline(always)]
+    fn watched<H: Hook>(ctx: &RunContext<C>) -> bool {
+        ctx.run_locals().observed()
+            || ctx.wants(EventKind::MiddlewareStarted)
+            || ctx.wants(EventKind::MiddlewareCompleted)
     }
 
     /// The dispatch of a synchronous pass that ended with `res`: done, or the
@@ -392,10 +406,12 @@ where
         HookDispatch::later(Box::pin(self.dispatch::<H>(reverse, ctx, state, value)))
     }
 
-    /// Every implementor takes the synchronous form: the pass runs here, with
-    /// the same brackets, jump checks and observers as the async pass, and no
-    /// future per hook. A failure is written to `out` (which starts `Ok`).
-    fn pass_now<H: HookCall>(
+    /// Every implementor takes the synchronous form and something
+    /// [watches](Self::watched) the pass: it runs here, with the same
+    /// brackets, jump checks and observers as the async pass, and no future
+    /// per hook. A failure is written to `out` (which starts `Ok`).
+    #[inline(never)]
+    fn pass_watched<H: HookCall>(
         list: &[Slot<dyn Middleware<S, C>>],
         reverse: bool,
         ctx: &mut RunContext<C>,
@@ -404,10 +420,6 @@ where
         out: &mut Result<()>,
     ) {
         let observers = observers_of::<H, C>(ctx);
-        if observers.is_none() && !ctx.wants(EventKind::MiddlewareStarted) && !ctx.wants(EventKind::MiddlewareCompleted)
-        {
-            return Self::pass_quiet::<H>(list, reverse, ctx, state, value, out);
-        }
         for o in observers.iter().flatten() {
             o.begin(value);
         }
@@ -425,7 +437,7 @@ where
         }
     }
 
-    /// [`pass_now`](Self::pass_now) when nothing watches it (no observer, a
+    /// [`pass_watched`](Self::pass_watched) when nothing watches it (no observer, a
     /// sink that wants no bracketing event): one panic guard for the pass,
     /// nothing around each hook but its jump check. The pass keeps in `at`
     /// the index of the slot it is calling, so a panic becomes that
