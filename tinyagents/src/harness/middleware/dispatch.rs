@@ -365,7 +365,7 @@ where
             return self.pass_later::<H>(reverse, ctx, state, value);
         }
         let mut res = Ok(());
-        if Self::watched::<H>(ctx) {
+        if Self::watched(ctx) {
             Self::pass_watched::<H>(list, reverse, ctx, state, value, &mut res);
         } else {
             Self::pass_quiet::<H>(list, reverse, ctx, state, value, &mut res);
@@ -377,7 +377,7 @@ where
     /// installed (on any hook: one load when there is none), or a sink that
     /// wants the bracketing events.
     #[inline(always)]
-    fn watched<H: Hook>(ctx: &RunContext<C>) -> bool {
+    fn watched(ctx: &RunContext<C>) -> bool {
         ctx.run_locals().observed()
             || ctx.wants(EventKind::MiddlewareStarted)
             || ctx.wants(EventKind::MiddlewareCompleted)
