@@ -74,6 +74,7 @@ mod external_hooks;
 mod graph;
 mod graph_boundary;
 mod guard_corpus;
+mod guard_escapes;
 mod hook_order;
 mod hooks_fail_closed;
 mod hooks_sandboxed;

@@ -186,12 +186,14 @@ pub(super) const WALK_LIMIT: usize = 50_000;
 /// directories (as glob tools do; the shell, without `globstar`, treats it
 /// as `*`); the recursion does not descend through symlinks, and one that
 /// leaves `root` is refused. Bounded: at most [`WALK_LIMIT`] entries
-/// visited and [`EXPANSION_LIMIT`] matches.
+/// visited, counted in `walked` (so one budget can span every glob of a
+/// command line), and [`EXPANSION_LIMIT`] matches.
 pub(super) fn expand_glob(
     root: &Path,
     base: &Path,
     pattern: &str,
     recursive: bool,
+    walked: &mut usize,
 ) -> Result<Option<Vec<String>>, String> {
     let options = glob::MatchOptions {
         case_sensitive: true,
@@ -207,9 +209,12 @@ pub(super) fn expand_glob(
     // (the path on disk, the path as shown)
     let mut current: Vec<(PathBuf, String)> = vec![(start, if absolute { "/".to_owned() } else { String::new() })];
     let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
-    let mut visited = 0usize;
+    let visited = walked;
     let too_many = |pattern: &str| {
-        format!("the glob `{pattern}` reaches more than {WALK_LIMIT} entries (too many to check): narrow it")
+        format!(
+            "the glob `{pattern}` reaches more than {WALK_LIMIT} entries, with the other globs of the command \
+             (too many to check): narrow it"
+        )
     };
     let join = |shown: &str, name: &str| {
         if shown.is_empty() {
@@ -238,8 +243,8 @@ pub(super) fn expand_glob(
                     next.push((d.clone(), s.clone()));
                     let Ok(entries) = std::fs::read_dir(&d) else { continue };
                     for entry in entries.flatten() {
-                        visited += 1;
-                        if visited > WALK_LIMIT {
+                        *visited += 1;
+                        if *visited > WALK_LIMIT {
                             return Err(too_many(pattern));
                         }
                         let name = utf8_name(&entry, pattern)?;
@@ -268,6 +273,7 @@ pub(super) fn expand_glob(
                 }
             }
         } else {
+            brackets_understood(part).map_err(|what| format!("the glob `{pattern}` has {what}"))?;
             let matcher =
                 glob::Pattern::new(part).map_err(|e| format!("the glob `{pattern}` is not understood ({e})"))?;
             for (dir, shown) in &current {
@@ -284,8 +290,8 @@ pub(super) fn expand_glob(
                     );
                 }
                 for entry in entries.flatten() {
-                    visited += 1;
-                    if visited > WALK_LIMIT {
+                    *visited += 1;
+                    if *visited > WALK_LIMIT {
                         return Err(too_many(pattern));
                     }
                     let name = utf8_name(&entry, pattern)?;
@@ -317,6 +323,52 @@ pub(super) fn expand_glob(
         .map(|(_, shown)| if shown.is_empty() { ".".to_owned() } else { shown })
         .collect();
     Ok((!out.is_empty()).then_some(out))
+}
+
+/// Whether every bracket expression of a glob component means the same to
+/// the matcher here as to the shells that run the command (dash and bash):
+/// a plain set or range, negated with `!`, a `]` first taken literally.
+/// `Err` names what is not: a character class, equivalence class or
+/// collating symbol (`[[:alpha:]]`, `[[=a=]]`, `[[.a.]]`: the shells expand
+/// them, the matcher reads a set and a literal `]`), a `^` negation (bash
+/// negates, dash matches `^`), a backslash, or a `[` never closed.
+pub(super) fn brackets_understood(part: &str) -> Result<(), String> {
+    let c: Vec<char> = part.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] != '[' {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        match c.get(j) {
+            Some('!') => j += 1,
+            Some('^') => {
+                return Err("a `[^...]` bracket (bash negates it, `/bin/sh` may match `^`): write `[!...]`".to_owned())
+            }
+            _ => {}
+        }
+        if c.get(j) == Some(&']') {
+            j += 1; // a `]` first is a member
+        }
+        loop {
+            match c.get(j) {
+                None => return Err("a `[` that is never closed (quote it if it is literal)".to_owned()),
+                Some(']') => break,
+                Some('[') if matches!(c.get(j + 1), Some(':' | '=' | '.')) => {
+                    return Err(
+                        "a character class, equivalence class or collating symbol inside `[...]` (such as \
+                         `[[:alpha:]]`): list the characters, as in `[a-z]`"
+                            .to_owned(),
+                    )
+                }
+                Some('\\') => return Err("a backslash inside `[...]`".to_owned()),
+                Some(_) => j += 1,
+            }
+        }
+        i = j + 1;
+    }
+    Ok(())
 }
 
 /// A directory entry's name, or a refusal when it is not UTF-8 (it could
@@ -460,7 +512,7 @@ mod tests {
             std::fs::write(dir.join(f), "").unwrap();
         }
         let root = std::fs::canonicalize(&dir).unwrap();
-        let got = |p: &str, rec: bool| expand_glob(&root, &root, p, rec).unwrap();
+        let got = |p: &str, rec: bool| expand_glob(&root, &root, p, rec, &mut 0).unwrap();
         assert_eq!(got("a/*.rs", false).unwrap(), ["a/*.rs", "a/x.rs", "a/y.rs"]);
         assert_eq!(got("a/[*].rs", false).unwrap(), ["a/*.rs"], "a quoted `*` is literal");
         assert_eq!(got("a/.*.rs", false).unwrap(), ["a/.hidden.rs"]);

@@ -1,5 +1,6 @@
-//! Judging a shell command line: a lexer that follows `bash` quoting
-//! exactly and refuses every construct it does not fully understand
+//! Judging a shell command line: a lexer that follows the quoting `bash`
+//! and POSIX `sh` share exactly and refuses every construct it does not
+//! fully understand, or that the two read differently
 //! (chaining, substitution, expansion, subshells, here-documents), glob
 //! expansion with every match confined, redirections confined, then each
 //! pipeline stage checked against its program's argv-level specification
@@ -8,7 +9,7 @@
 use std::path::Path;
 
 use super::commands::{self, intrinsic_refusal, Ctx};
-use super::path_check::{confine_from, expand_glob, protected_hit};
+use super::path_check::{confine_from, expand_glob, protected_hit, EXPANSION_LIMIT};
 
 /// The longest command line judged.
 const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -40,8 +41,8 @@ pub(super) struct Word {
 pub(super) enum Token {
     Word(Word),
     Pipe,
-    /// A redirection: the descriptor, the operator (`>`, `>>`, `<`, `&>`,
-    /// `&>>`, `>&`), and for `>&` the descriptor duplicated.
+    /// A redirection: the descriptor, the operator (`>`, `>>`, `<`, `>&`),
+    /// and for `>&` the descriptor duplicated.
     Redirect {
         fd: Option<u32>,
         op: &'static str,
@@ -49,7 +50,8 @@ pub(super) enum Token {
     },
 }
 
-/// Splits a command line into tokens as `bash` would, refusing what is not understood.
+/// Splits a command line into tokens as `bash` and POSIX `sh` both would,
+/// refusing what is not understood or what the two read differently.
 pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
     let c: Vec<char> = cmd.chars().collect();
     let mut tokens = Vec::new();
@@ -98,22 +100,14 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
             ';' => return Err("command chaining with `;`: send one command per call".to_owned()),
             '&' => match c.get(i) {
                 Some('&') => return Err("command chaining with `&&`: send one command per call".to_owned()),
+                // bash reads `&>` as "stdout and stderr to a file"; POSIX sh (dash, the
+                // `/bin/sh` of Debian) reads a background `&` and a second command
                 Some('>') => {
-                    if in_word {
-                        return Err("a `&>` redirection glued to a word is not understood".to_owned());
-                    }
-                    i += 1;
-                    let op = if c.get(i) == Some(&'>') {
-                        i += 1;
-                        "&>>"
-                    } else {
-                        "&>"
-                    };
-                    tokens.push(Token::Redirect {
-                        fd: None,
-                        op,
-                        dup: None,
-                    });
+                    return Err(
+                        "a `&>` redirection (`/bin/sh` may read it as a background `&` and a second command): \
+                         write `> FILE 2>&1`"
+                            .to_owned(),
+                    )
                 }
                 _ => return Err("a background `&` (the command would outlive the call)".to_owned()),
             },
@@ -312,13 +306,31 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), Str
         return Err("a pipe (`allow_pipes` is off)".to_owned());
     }
     let pipeline = stages.len() > 1;
+    // one budget for every glob of the line: what a word may walk and yield
+    // is bounded, and so is what all of them together may
+    let mut budget = GlobBudget::default();
     for stage in stages {
-        check_stage(stage, rules, pipeline)?;
+        check_stage(stage, rules, pipeline, &mut budget)?;
     }
     Ok(())
 }
 
-fn check_stage(tokens: &[Token], rules: &ShellRules<'_>, pipeline: bool) -> Result<(), String> {
+/// What the globs of one command line have used so far: the entries their
+/// expansion visited (at most [`WALK_LIMIT`](super::path_check::WALK_LIMIT))
+/// and the words they became (at most
+/// [`EXPANSION_LIMIT`](super::path_check::EXPANSION_LIMIT)).
+#[derive(Debug, Default)]
+struct GlobBudget {
+    walked: usize,
+    words: usize,
+}
+
+fn check_stage(
+    tokens: &[Token],
+    rules: &ShellRules<'_>,
+    pipeline: bool,
+    budget: &mut GlobBudget,
+) -> Result<(), String> {
     let mut words: Vec<&Word> = Vec::new();
     let mut redirects = Vec::new();
     let mut iter = tokens.iter();
@@ -400,7 +412,20 @@ fn check_stage(tokens: &[Token], rules: &ShellRules<'_>, pipeline: bool) -> Resu
     for w in args {
         match &w.glob {
             None => argv.push(w.text.clone()),
-            Some(pattern) => argv.extend(expand_word(&w.text, pattern, rules, &cx)?),
+            Some(pattern) => {
+                let words = expand_word(&w.text, pattern, rules, &cx, &mut budget.walked)?;
+                budget.words += words.len();
+                if budget.words > EXPANSION_LIMIT {
+                    return Err(cx.refuse(
+                        &w.text,
+                        format!(
+                            "the globs of this command expand to more than {EXPANSION_LIMIT} words (too many to \
+                             check): narrow them"
+                        ),
+                    ));
+                }
+                argv.extend(words);
+            }
         }
     }
     for (fd, op, target) in redirects {
@@ -411,7 +436,13 @@ fn check_stage(tokens: &[Token], rules: &ShellRules<'_>, pipeline: bool) -> Resu
 
 /// The words an unquoted glob word becomes, each confined: its matches, or
 /// the word itself when nothing matches.
-fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) -> Result<Vec<String>, String> {
+fn expand_word(
+    text: &str,
+    pattern: &str,
+    rules: &ShellRules<'_>,
+    cx: &Ctx<'_>,
+    walked: &mut usize,
+) -> Result<Vec<String>, String> {
     if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS {
         return Err(cx.refuse(
             text,
@@ -428,7 +459,7 @@ fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) 
         confine_from(rules.root, rules.cwd, &literal)
             .map_err(|e| cx.refuse(text, format!("a glob outside the workspace: {e}")))?;
     }
-    match expand_glob(rules.root, rules.cwd, pattern, false).map_err(|e| cx.refuse(text, e))? {
+    match expand_glob(rules.root, rules.cwd, pattern, false, walked).map_err(|e| cx.refuse(text, e))? {
         Some(matches) => {
             for m in &matches {
                 confine_from(rules.root, rules.cwd, m)

@@ -758,7 +758,7 @@ impl ShellFsGuardMiddleware {
             let literal: String = raw.split(['*', '?', '[']).next().unwrap_or("/").to_owned();
             confine_from(root, cwd, &literal).map_err(|e| format!("`{key}`: the glob `{raw}`: {e}"))?;
         }
-        let matches = expand_glob(root, cwd, raw, true).map_err(|e| format!("`{key}`: {e}"))?;
+        let matches = expand_glob(root, cwd, raw, true, &mut 0).map_err(|e| format!("`{key}`: {e}"))?;
         for m in matches.unwrap_or_default() {
             let path =
                 confine_from(root, cwd, &m).map_err(|e| format!("`{key}`: the glob `{raw}` matches `{m}`: {e}"))?;

@@ -1,7 +1,10 @@
-//! `file`: guesses file types. `-C` compiles a magic file (writes), `-m`
-//! reads magic files, `-f` takes names from a file (refused).
+//! `file`: guesses file types. `-C` compiles a magic file (it writes
+//! `NAME.mgc` into the working directory), `-m` reads magic files, `-f`
+//! takes names from a file (refused).
 
-use super::{flag, fx, req, Fx, Operands, Spec, Val, BASE};
+use std::path::Path;
+
+use super::{flag, fx, req, Ctx, Fx, Operands, Parsed, Spec, Val, BASE};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "file",
@@ -50,5 +53,30 @@ pub(crate) const SPEC: Spec = Spec {
         ),
     ],
     operands: Operands::Read,
+    check: Some(compiled_outputs),
     ..BASE
 };
+
+/// `-C` writes one `NAME.mgc` into the working directory per magic file
+/// `-m` names (`magic.mgc` without `-m`): each is a write target, confined
+/// and refused under a protected path like any other.
+fn compiled_outputs(parsed: &Parsed, cx: &Ctx<'_>) -> Result<(), String> {
+    if !parsed.has(&["-C", "--compile"]) {
+        return Ok(());
+    }
+    let mut sources: Vec<&str> = parsed
+        .values(&["-m", "--magic-file"])
+        .flat_map(|v| v.split(':'))
+        .collect();
+    if sources.is_empty() {
+        sources.push("magic");
+    }
+    for source in sources {
+        let name = Path::new(source)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "magic".to_owned());
+        cx.write(&format!("{name}.mgc"), "-C")?;
+    }
+    Ok(())
+}

@@ -937,7 +937,11 @@ fn repository_inside_root(cx: &Ctx<'_>) -> Result<(), String> {
         if dir.join(".git").symlink_metadata().is_ok() {
             return Ok(());
         }
-        if dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir() {
+        // git's own test (`is_git_directory`): a `HEAD`, and `objects` and
+        // `refs` it can enter, which an executable file or a symlink passes
+        // as well as a directory; any entry of those names counts here.
+        let entry = |name: &str| dir.join(name).symlink_metadata().is_ok();
+        if entry("HEAD") && entry("objects") && entry("refs") {
             return Err(format!(
                 "`git` would take `{}` for a bare repository (its config could name programs to run); refused",
                 dir.display()

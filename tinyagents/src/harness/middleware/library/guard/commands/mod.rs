@@ -221,6 +221,22 @@ pub(crate) enum Parse {
     Custom(fn(&'static Spec, &[String], &Ctx<'_>) -> Result<(), String>),
 }
 
+/// How a program reads a value glued to a short option in a cluster
+/// (`-oFILE`, `-o=FILE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Glued {
+    /// GNU `getopt`: the rest of the cluster is the value, `=` included.
+    Getopt,
+    /// clap (`rg`): the rest of the cluster is the value, a leading `=`
+    /// dropped. A value that starts with `=` is refused: the guard would
+    /// otherwise check a path the program does not open.
+    DropsEquals,
+    /// The program's own loop (`tree`): a value always comes from the next
+    /// argument and the rest of the cluster is more options. A short option
+    /// taking a value must end its cluster.
+    NextArgument,
+}
+
 /// The argv-level specification of one program.
 #[derive(Debug)]
 pub(crate) struct Spec {
@@ -244,6 +260,8 @@ pub(crate) struct Spec {
     pub(crate) pattern_opts: &'static [&'static str],
     /// Options may follow operands (GNU permutation).
     pub(crate) permute: bool,
+    /// How a value glued to a short option is read.
+    pub(crate) glued: Glued,
     /// Only admitted when named in `allow_commands` explicitly (it runs workspace code).
     pub(crate) opt_in: bool,
     /// Extra checks on the parsed arguments.
@@ -263,6 +281,7 @@ pub(crate) const BASE: Spec = Spec {
     numeric: None,
     pattern_opts: &[],
     permute: true,
+    glued: Glued::Getopt,
     opt_in: false,
     check: None,
 };
@@ -487,8 +506,13 @@ pub(crate) fn getopt(spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Resu
             let rest = &cluster[at + c.len_utf8()..];
             match o.takes {
                 Takes::No => given(&mut parsed, cx, name, o, None)?,
+                Takes::Opt(_) | Takes::Req(_) if !rest.is_empty() => {
+                    let value = glued_value(spec, cx, arg, &short, rest)?;
+                    given(&mut parsed, cx, name, o, Some(value))?;
+                    break;
+                }
                 Takes::Opt(_) => {
-                    given(&mut parsed, cx, name, o, (!rest.is_empty()).then(|| rest.to_owned()))?;
+                    given(&mut parsed, cx, name, o, None)?;
                     break;
                 }
                 Takes::Req(_) => {
@@ -508,6 +532,30 @@ pub(crate) fn getopt(spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Resu
         }
     }
     Ok(parsed)
+}
+
+/// The value `rest`, glued to the short option `short` in `arg`, as the
+/// program reads it; refused where the program reads something else.
+fn glued_value(spec: &Spec, cx: &Ctx<'_>, arg: &str, short: &str, rest: &str) -> Result<String, String> {
+    match spec.glued {
+        Glued::Getopt => Ok(rest.to_owned()),
+        Glued::DropsEquals if rest.starts_with('=') => Err(cx.refuse(
+            arg,
+            format!(
+                "`{}` drops the `=` of a value glued to `{short}`: write `{short} VALUE` as two arguments",
+                spec.name
+            ),
+        )),
+        Glued::DropsEquals => Ok(rest.to_owned()),
+        Glued::NextArgument => Err(cx.refuse(
+            arg,
+            format!(
+                "`{}` reads the value of `{short}` from the next argument and the rest of `{arg}` as more \
+                 options: write `{short} VALUE` as two arguments",
+                spec.name
+            ),
+        )),
+    }
 }
 
 fn given(

@@ -3,7 +3,7 @@
 //! stay in the root); `--pre` runs a program per file and `-z` runs
 //! decompression programs (both refused).
 
-use super::{flag, fx, req, Fx, Operands, Spec, Val, BASE, WHEN};
+use super::{flag, fx, req, Fx, Glued, Operands, Spec, Val, BASE, WHEN};
 
 const RUNS: &str = "it runs another program for every file searched";
 
@@ -106,5 +106,6 @@ pub(crate) const SPEC: Spec = Spec {
     operands: Operands::PatternThenRead,
     // with these there is no pattern operand: every operand is a path
     pattern_opts: &["-e", "--regexp", "-f", "--file", "--files", "--type-list"],
+    glued: Glued::DropsEquals,
     ..BASE
 };

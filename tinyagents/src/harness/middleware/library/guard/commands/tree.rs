@@ -2,7 +2,7 @@
 //! must stay in the root); `-o` writes; `-R` writes a file in every
 //! directory and `--fromfile` takes the listing from files (both refused).
 
-use super::{flag, fx, req, Fx, Operands, Spec, Val, BASE};
+use super::{flag, fx, req, Fx, Glued, Operands, Spec, Val, BASE};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "tree",
@@ -66,5 +66,6 @@ pub(crate) const SPEC: Spec = Spec {
     ],
     operands: Operands::Read,
     permute: true,
+    glued: Glued::NextArgument,
     ..BASE
 };
