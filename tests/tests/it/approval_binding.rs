@@ -707,3 +707,60 @@ async fn a_sibling_that_ran_before_a_sub_agent_paused_is_not_run_again() {
         .collect();
     assert_eq!(results, ["notified", "child done"]);
 }
+
+/// A person's approval is good for the batch it was given in. Here the
+/// person edits a gated payment of 500 down to 50; the edited call runs.
+/// On a later turn the model sends a *new* call that reuses the call id and
+/// carries the edited arguments: the gate's condition (`amount > 100`) does
+/// not hold, so nobody is asked, and `tool_policy`'s `approval_required` is
+/// satisfied by the old grant (keyed by call id, never spent). The payment
+/// runs a second time on one approval.
+#[tokio::test]
+async fn an_edited_approval_is_not_reused_by_a_later_call_with_the_same_id() {
+    let pay = RecordingTool::new("pay")
+        .returning("paid")
+        .with_policy(ToolPolicy::classified().with_access(ToolAccess {
+            approval_required: true,
+            read_only: false,
+        }));
+    let registry = ToolRegistry::new().with(pay.clone()).unwrap();
+    let stack = MiddlewareStack::new()
+        .with(ToolPolicyMiddleware::new(registry.policies()))
+        .unwrap()
+        .with(HumanInTheLoopMiddleware::new().interrupt_on(
+            "pay",
+            InterruptOn::new().when(|call| call.arguments["amount"].as_u64().unwrap_or(u64::MAX) > 100),
+        ))
+        .unwrap();
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("p1", "pay", json!({"amount": 500}))]),
+        // a later turn: a new call, the same id, the arguments the person chose
+        ScriptedTurn::tool_calls(vec![ToolCall::new("p1", "pay", json!({"amount": 50}))]),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(registry)
+    .with_stack(stack);
+
+    let mut ctx = RunContext::new(RunConfig::new("first"), ());
+    let err = agent.run(&mut ctx, &(), "pay").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted, "{err}");
+    let resume = HumanInTheLoopMiddleware::take_interrupt(&ctx)
+        .unwrap()
+        .decide([(
+            "p1",
+            Decision::Edit {
+                arguments: json!({"amount": 50}),
+            },
+        )])
+        .unwrap();
+    let input = resume.input();
+    let mut ctx2 = RunContext::new(RunConfig::new("second"), ());
+    resume.attach(&ctx2);
+    let run = agent.run(&mut ctx2, &(), input).await.unwrap();
+    assert_eq!(
+        pay.calls(),
+        [json!({"amount": 50})],
+        "one approval ran one payment; the later call was never approved: {:?}",
+        run.messages.iter().map(|m| m.text().into_owned()).collect::<Vec<_>>()
+    );
+}

@@ -626,6 +626,16 @@ impl<Ctx> RunContext<Ctx> {
         );
     }
 
+    /// Spends every approval granted so far: the agent loop does this when
+    /// the batch the approvals were given for has run, so an approval never
+    /// outlives the calls it was given for (a later call reusing an approved
+    /// call's id is not approved).
+    pub(crate) fn spend_approvals(&self) {
+        if let Some(grants) = self.try_local::<Grants>() {
+            grants.0.lock().expect("grants lock").clear();
+        }
+    }
+
     /// Whether a person approved this exact call. `strict` accepts only the
     /// call as it will run (after an edit); otherwise the call as shown is
     /// accepted too (a guard that runs before the edit is applied).

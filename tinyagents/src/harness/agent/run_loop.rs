@@ -310,7 +310,11 @@ where
             Next::Model => return Ok(None),
             Next::Continue | Next::Tools(_) => {}
         }
-        let results = self.run_batch(ctx, state, batch).await?;
+        let results = self.run_batch(ctx, state, batch).await;
+        // A person's approval is good for the batch it was given in, and no
+        // longer: a later call that reuses the id needs its own.
+        ctx.spend_approvals();
+        let results = results?;
         run.messages
             .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
         Ok(

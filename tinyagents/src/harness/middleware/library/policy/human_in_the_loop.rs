@@ -820,12 +820,17 @@ impl HumanInTheLoopMiddleware {
                 let asked: Vec<&str> = r.interrupt.reply.tool_calls.iter().map(|c| c.id.as_str()).collect();
                 ids == asked
             });
-            if s.replayed || paused_batch {
+            let resume = if s.replayed || paused_batch {
                 s.replayed = true;
                 s.resume.take()
             } else {
                 None
+            };
+            if resume.is_none() {
+                // decisions are for the batch they were made on: none carries over
+                s.admitted.clear();
             }
+            resume
         };
         if let Some(resume) = resume {
             // The replayed batch: the decisions must match its gated calls exactly, each the call the person saw.
