@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tinyagents::config::from_toml_str;
+use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
@@ -152,4 +152,103 @@ fn config_is_checked_naming_field_value_and_rule() {
     assert_eq!(err.errors()[0].path, "max_tools");
     assert_eq!(err.errors()[0].value, Some(json!(0)));
     assert_eq!(err.errors()[0].rule, "must be in 1..=128");
+}
+
+fn limits(toml: &str) -> LimitsMiddleware {
+    from_toml_str::<LimitsConfig>(toml).unwrap().build()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// The selector model of `dynamic_tool_selection` is a paid model call made
+/// before every turn: checked against the price cap and charged to it, as
+/// the built-in summarisers are.
+#[tokio::test]
+async fn the_tool_selector_s_model_calls_are_charged_to_the_price_budget() {
+    let selector = Arc::new(
+        ScriptedModel::from_fn(|_| {
+            ScriptedTurn::Reply(ModelResponse::text(r#"{"tools": ["ping"]}"#).with_usage(Usage::new(1_000_000, 0)))
+        })
+        .with_id("selector"),
+    );
+    let model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
+        ModelResponse::text("done").with_usage(Usage::new(0, 0)),
+    )]));
+    let tools = ToolRegistry::new()
+        .with(tool_fn("ping", "Pong.", |_cx, _a| async move { Ok("pong".into()) }))
+        .unwrap()
+        .with(tool_fn("pong", "Ping.", |_cx, _a| async move { Ok("ping".into()) }))
+        .unwrap();
+    let stack = MiddlewareStack::new()
+        .with(limits(
+            "max_price_usd = 100.0\ninput_cost_per_million = 1.0\noutput_cost_per_million = 0.0",
+        ))
+        .unwrap()
+        .with(DynamicToolSelectionMiddleware::from_model(selector, 1))
+        .unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    Agent::<()>::new(model)
+        .with_tools(tools)
+        .with_stack(stack)
+        .run(&mut ctx, &(), "go")
+        .await
+        .unwrap();
+    assert_eq!(ctx.usage().input_tokens, 1_000_000, "the selector's call was paid");
+    let budget = LimitsMiddleware::budget(&ctx);
+    assert!(
+        close(budget.spent_usd.unwrap_or(0.0), 1.0),
+        "the selector's $1 counts against max_price_usd: {budget:?}"
+    );
+}
+
+/// At the price cap the selector is not asked: its call is refused like any
+/// other paid attempt (here the run's first reply spent past the cap; the
+/// selector, free so far, is not asked for the second turn).
+#[tokio::test]
+async fn the_tool_selector_is_not_asked_past_the_price_cap() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let selector = Arc::new(
+        ScriptedModel::from_fn(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+            ScriptedTurn::Reply(ModelResponse::text(r#"{"tools": ["ping"]}"#).with_usage(Usage::new(0, 0)))
+        })
+        .with_id("selector"),
+    );
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::Reply(
+            ModelResponse::tool_calls(vec![ToolCall::new("c1", "ping", json!({}))])
+                .with_usage(Usage::new(1_000_000, 0)),
+        ),
+        ScriptedTurn::text("done"),
+    ]));
+    let tools = ToolRegistry::new()
+        .with(tool_fn("ping", "Pong.", |_cx, _a| async move { Ok("pong".into()) }))
+        .unwrap()
+        .with(tool_fn("pong", "Ping.", |_cx, _a| async move { Ok("ping".into()) }))
+        .unwrap();
+    let stack = MiddlewareStack::new()
+        .with(limits(
+            "max_price_usd = 0.5\ninput_cost_per_million = 1.0\noutput_cost_per_million = 0.0",
+        ))
+        .unwrap()
+        .with(DynamicToolSelectionMiddleware::from_model(selector, 1))
+        .unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let err = Agent::<()>::new(model.clone())
+        .with_tools(tools)
+        .with_stack(stack)
+        .run(&mut ctx, &(), "go")
+        .await
+        .expect_err("the first reply spent past the cap");
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "the selector was asked for the first turn only: {err}"
+    );
+    assert_eq!(model.requests().len(), 1, "no model call past the cap");
 }

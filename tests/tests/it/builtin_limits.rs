@@ -851,3 +851,42 @@ fn the_builtin_is_documented_and_in_the_catalog() {
         assert!(keys.contains(&key), "{key}");
     }
 }
+
+/// `limits` checks and counts every paid attempt, the re-asks of
+/// `structured_output` among them: `limits` orders itself inside
+/// `structured_output`, also when `output_limit_recovery` (which used to
+/// order the two by sitting between them) is removed.
+#[tokio::test]
+async fn structured_output_re_asks_are_charged_to_the_price_budget() {
+    // $1 per million input tokens; every attempt costs $1.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::Reply(ModelResponse::text("not json").with_usage(Usage::new(1_000_000, 0))),
+        ScriptedTurn::Reply(ModelResponse::text(r#"{"answer": 42}"#).with_usage(Usage::new(1_000_000, 0))),
+    ]));
+    let schema = json!({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]});
+    // Output-limit recovery (on by default) is what happens to order the two
+    // today (structured_output before it, limits after it); a stack without it
+    // leaves them in registration order.
+    let stack = MiddlewareStack::new()
+        .without("output_limit_recovery")
+        .unwrap()
+        .with(limits(
+            "max_price_usd = 100.0\ninput_cost_per_million = 1.0\noutput_cost_per_million = 0.0",
+        ))
+        .unwrap()
+        .with(StructuredOutputMiddleware::new(schema).unwrap().max_retries(1))
+        .unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let run = Agent::<()>::new(model.clone())
+        .with_stack(stack)
+        .run(&mut ctx, &(), "answer")
+        .await
+        .unwrap();
+    assert_eq!(run.structured_output, Some(json!({"answer": 42})));
+    assert_eq!(ctx.usage().input_tokens, 2_000_000, "two paid attempts were made");
+    let budget = LimitsMiddleware::budget(&ctx);
+    assert!(
+        close(budget.spent_usd.unwrap(), 2.0),
+        "both paid attempts count against max_price_usd: {budget:?}"
+    );
+}

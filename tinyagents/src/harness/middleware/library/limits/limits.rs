@@ -342,14 +342,14 @@ impl LimitsMiddleware {
     builtin,
     name = "limits",
     config = LimitsConfig,
-    after_if_present = ["model_fallback", "model_retry", "output_limit_recovery"],
+    after_if_present = ["model_fallback", "model_retry", "output_limit_recovery", "structured_output"],
     doc(
         mutation = "None: it only admits or refuses calls and records the cycle's spend in the run context (`PriceBudget`).",
         events = "`Notice { source: \"price_limit\", is_error: false }` once per cycle per reason when usage cannot be fully priced (a token class with no rate, an unknown model, an attempt that ended without final usage or failed after reporting part of it, a server-tool fee); none when the sink does not want notices (the reasons stay in `LimitsMiddleware::budget`).",
         failure = "Fails closed: at a limit the call is not made and the run fails with `LimitExceeded` (`max_steps`, `max_turns`, `max_price_usd`). Incomplete pricing warns and continues against the known subtotal. A failure of the accounting journal fails the attempt with a `Middleware` error, and no further paid request of the cycle is sent. A shared budget or step counter (`shared_budget`, `shared_steps`: Redis, PostgreSQL, SQLite) that cannot answer refuses the call with a `Middleware` error; at the shared cap the call fails with `LimitExceeded`.",
         streaming = "Checks before the stream starts and values the accumulated usage when it settles; a request in flight is not an uncertainty.",
         cache = "Values cache reads, cache writes and one-hour cache writes (requests with `params.extra.cache_ttl = \"1h\"`) at their own rates, never derived from the input or base write rate.",
-        retries = "Ordered inside `model_fallback`, `model_retry` and `output_limit_recovery`, so every paid attempt (retries, fallbacks, escalations) is checked and counted, with the usage a failed attempt streamed before failing; the built-in summarisers' calls and sub-agents' spend count in the same budget; paid calls made by other middleware count when they go through `PriceBudget::dispatch`."
+        retries = "Ordered inside `model_fallback`, `model_retry`, `output_limit_recovery` and `structured_output`, so every paid attempt (retries, fallbacks, escalations, re-asks for a valid reply) is checked and counted, with the usage a failed attempt streamed before failing; the built-in summarisers' calls and sub-agents' spend count in the same budget; paid calls made by other middleware count when they go through `PriceBudget::dispatch`."
     )
 )]
 impl LimitsMiddleware {

@@ -13,8 +13,10 @@ use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
-use crate::harness::model::{ChatModel, ModelRequest, PromptSegment, ResponseAccumulator};
+use crate::harness::model::{ChatModel, DeltaContent, ModelRequest, PromptSegment, ResponseAccumulator, Usage};
 use crate::harness::tool::ToolSchema;
+
+use super::super::limits::PriceBudget;
 
 /// The default instruction given to the selector model.
 pub const SELECTOR_PROMPT: &str = "Your goal is to select the tools most relevant to the user's query. \
@@ -167,14 +169,40 @@ impl DynamicToolSelectionMiddleware {
             "tool_selector",
             format!("{}\n\nTools:\n{list}", prompt.replace("{max}", &max_tools.to_string())),
         ));
-        let mut stream = model.stream(&ask).await?;
+        // A paid call like any other: checked against the run's price budget
+        // before it is made, and its usage (also what a failed stream
+        // reported before failing) charged to it.
+        let ticket = PriceBudget::of(ctx).dispatch(ctx, false)?;
         let mut acc = ResponseAccumulator::new();
-        while let Some(delta) = stream.next().await {
-            acc.push(&delta?);
+        let mut streamed = Usage::default();
+        let answer = async {
+            let mut stream = model.stream(&ask).await?;
+            while let Some(delta) = stream.next().await {
+                let delta = delta?;
+                if let DeltaContent::Usage { usage } = &delta.content {
+                    streamed += *usage;
+                }
+                acc.push(&delta);
+            }
+            Ok::<_, TinyAgentsError>(())
         }
-        let response = acc.finish()?;
-        ctx.add_usage(response.usage);
-        Ok(parse_names(&response.message.text()))
+        .await;
+        match answer.and_then(|()| acc.finish()) {
+            Ok(response) => {
+                ctx.add_usage(response.usage);
+                ticket.settle(ctx, model.id(), response.usage)?;
+                Ok(parse_names(&response.message.text()))
+            }
+            Err(e) => {
+                ctx.add_usage(streamed);
+                if streamed.is_zero() {
+                    ticket.settle_unknown(ctx, &e);
+                } else {
+                    ticket.settle_failed(ctx, model.id(), streamed, &e)?;
+                }
+                Err(e)
+            }
+        }
     }
 }
 
@@ -208,7 +236,7 @@ fn parse_names(text: &str) -> Vec<String> {
     doc(
         mutation = "Removes the tools not selected from `request.tools`.",
         events = "`ToolsFiltered { by: \"dynamic_tool_selection\", excluded, remaining }` when it hides tools; `Custom { name: \"unknown_tools_selected\", data: { names } }` when the selector names tools that do not exist; `Custom { name: \"selection_truncated\", data: { dropped } }` when it picks more than `max_tools`.",
-        failure = "Fails clearly: a selector model error ends the turn with that error (classified, so retries apply). An answer naming no known tool leaves only `always_include`. Exposure only: pair it with `tool_policy` or `tool_allowlist`.",
+        failure = "Fails clearly: a selector model error ends the turn with that error (classified, so retries apply). The selector is a paid call: `limits` checks it against `max_price_usd` before it is made (at the cap it is not asked and the turn fails with `LimitExceeded`) and charges its usage, also what a failed stream reported. An answer naming no known tool leaves only `always_include`. Exposure only: pair it with `tool_policy` or `tool_allowlist`.",
         streaming = "The selector's reply is consumed whole (not forwarded); the main call streams as usual.",
         cache = "The tool list changes from turn to turn, which changes the cached prefix of providers that put tools first: a trade of cache hits for a shorter prompt.",
         retries = "Selects once per turn in `before_model`, outside the model onion: retries and fallbacks of the main call reuse the selection; the selector's usage is added to the run."
@@ -236,7 +264,12 @@ impl DynamicToolSelectionMiddleware {
                     .ask(ctx, model, *max_tools, prompt, request)
                     .await
                     .map_err(|e| match e {
-                        TinyAgentsError::Model { .. } => e,
+                        // a model's failure, a limit or a cancellation keeps its class
+                        TinyAgentsError::Model { .. }
+                        | TinyAgentsError::LimitExceeded { .. }
+                        | TinyAgentsError::RateLimited { .. }
+                        | TinyAgentsError::Cancelled { .. }
+                        | TinyAgentsError::Timeout { .. } => e,
                         other => TinyAgentsError::middleware(
                             "dynamic_tool_selection",
                             format!("the tool selector failed: {other}"),
