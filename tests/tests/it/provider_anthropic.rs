@@ -61,7 +61,12 @@ async fn text_streamed_over_many_small_chunks_arrives_delta_by_delta() {
     assert_eq!(run.final_text(), text);
     let words: Vec<String> = text.split_inclusive(' ').map(str::to_owned).collect();
     assert_eq!(watch.texts(), words);
-    let mut expected = vec!["run_started".to_owned(), "model_call step=1 attempt=1".to_owned()];
+    // the input usage, reported in `message_start`, is forwarded at once; the output's at the end
+    let mut expected = vec![
+        "run_started".to_owned(),
+        "model_call step=1 attempt=1".to_owned(),
+        "usage".to_owned(),
+    ];
     expected.extend(words.iter().map(|w| format!("delta {w:?}")));
     expected.extend(["usage", "finish Stop", "model_done", "run_completed"].map(String::from));
     assert_eq!(model_trace(&sink), expected);
@@ -233,6 +238,7 @@ async fn usage_maps_cache_reads_and_writes_and_thinking_streams_as_reasoning() {
         [
             "run_started",
             "model_call step=1 attempt=1",
+            "usage",
             "reasoning \"Hmm.\"",
             "delta \"Done.\"",
             "usage",
@@ -397,6 +403,7 @@ async fn a_stream_dropped_midway_is_retryable_after_the_deltas_that_came() {
         [
             "run_started",
             "model_call step=1 attempt=1",
+            "usage",
             "delta \"Once \"",
             "delta \"upon\"",
             "model_done error:model",
@@ -521,4 +528,70 @@ async fn without_streaming_one_json_reply_is_replayed_as_deltas() {
         }
     );
     assert_eq!(server.only_request().body["stream"], false);
+}
+
+/// Anthropic reports the input usage of a reply in `message_start`, before
+/// any content: the decoder emits it at once, so an attempt that fails after
+/// it (an `overloaded_error` event, a dropped stream) still reaches the run
+/// and `limits` with the million input tokens the server said it counted.
+#[tokio::test]
+async fn input_usage_reported_in_message_start_is_charged_when_the_stream_then_fails() {
+    let body = anthropic_sse(&[
+        an_start(1_000_000, 0, 0),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ]);
+    let server = Server::start(vec![Reply::sse(&body, 16)]).await;
+    let config = ProviderConfig::parse("anthropic:claude-test")
+        .unwrap()
+        .with_base_url(&server.base)
+        .with_api_key("sk-ant-test");
+    let stack = MiddlewareStack::empty()
+        .with(limits_of(
+            "max_price_usd = 100.0\ninput_cost_per_million = 1.0\noutput_cost_per_million = 0.0",
+        ))
+        .unwrap();
+    let (mut ctx, _sink) = context();
+    let err = Agent::<()>::from_shared(config.build().unwrap())
+        .with_stack(stack)
+        .run(&mut ctx, &(), "Hi")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("overloaded_error"), "{err}");
+    assert_eq!(
+        ctx.usage().input_tokens,
+        1_000_000,
+        "the usage the server reported before failing is the run's"
+    );
+    let budget = tinyagents::middleware::LimitsMiddleware::budget(&ctx);
+    assert!(
+        (budget.spent_usd.unwrap_or(0.0) - 1.0).abs() < 1e-9,
+        "the failed attempt's reported input counts against max_price_usd: {budget:?}"
+    );
+}
+
+/// Running totals become increments: `message_start` and `message_delta`
+/// each add what grew, and the reply's usage is their sum, never double.
+#[tokio::test]
+async fn usage_reported_twice_is_counted_once() {
+    let body = anthropic_sse(&[
+        an_start(1_000, 0, 0),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+               "usage": {"input_tokens": 1_000, "output_tokens": 25}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let server = Server::start(vec![Reply::sse(&body, 16)]).await;
+    let (mut ctx, _sink) = context();
+    let run = Agent::<()>::from_shared(anthropic(&server).build().unwrap())
+        .run(&mut ctx, &(), "Hi")
+        .await
+        .unwrap();
+    assert_eq!(ctx.usage().input_tokens, 1_000, "{:?}", run.usage);
+    assert_eq!(ctx.usage().output_tokens, 25);
+}
+
+fn limits_of(toml: &str) -> tinyagents::middleware::LimitsMiddleware {
+    use tinyagents::config::{from_toml_str, BuildMiddleware};
+    from_toml_str::<tinyagents::middleware::LimitsConfig>(toml)
+        .unwrap()
+        .build()
 }

@@ -219,6 +219,7 @@ async fn a_429_is_retried_a_500_falls_back_and_usage_totals_are_exact() {
             "model_done error:model",
             "discarded attempt=1",
             "model_call step=2 attempt=2",
+            "usage",
             "delta \"Paris is \"",
             "delta \"sunny.\"",
             "usage",

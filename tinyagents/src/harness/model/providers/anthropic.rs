@@ -409,8 +409,12 @@ pub(super) struct StreamDecoder {
     pub(super) answer: Option<String>,
     /// Content blocks that are calls of the answer tool: their input is the reply's text.
     answer_blocks: std::collections::HashSet<u32>,
+    /// The reply's usage so far (Anthropic reports running totals).
     usage: Usage,
-    saw_usage: bool,
+    /// What of it was already emitted as usage deltas (which add up).
+    emitted: Usage,
+    /// Whether a usage delta was emitted at all.
+    reported: bool,
     stop: Option<FinishReason>,
     done: bool,
 }
@@ -431,10 +435,31 @@ impl StreamDecoder {
         self.tool_blocks.len().max(self.ids.len())
     }
 
-    fn flush(&mut self, out: &mut VecDeque<ModelDelta>) {
-        if self.saw_usage {
-            out.push_back(ModelDelta::usage(self.usage));
+    /// Emits what the usage grew by since the last report, as soon as it is
+    /// reported: the input counted in `message_start` reaches the run (and
+    /// its price budget) even when the stream fails before `message_stop`.
+    /// A running total never shrinks: a field that does is kept at its
+    /// highest.
+    fn report_usage(&mut self, usage: &WireUsage, out: &mut VecDeque<ModelDelta>) -> Result<()> {
+        usage.apply(&self.label, &mut self.usage)?;
+        let grown = |now: u64, before: u64| now.saturating_sub(before);
+        let increase = Usage {
+            input_tokens: grown(self.usage.input_tokens, self.emitted.input_tokens),
+            output_tokens: grown(self.usage.output_tokens, self.emitted.output_tokens),
+            reasoning_tokens: grown(self.usage.reasoning_tokens, self.emitted.reasoning_tokens),
+            cache_read_tokens: grown(self.usage.cache_read_tokens, self.emitted.cache_read_tokens),
+            cache_write_tokens: grown(self.usage.cache_write_tokens, self.emitted.cache_write_tokens),
+        };
+        // the first report is emitted even when it is all zeros: the reply reported its usage
+        if !increase.is_zero() || !self.reported {
+            out.push_back(ModelDelta::usage(increase));
+            self.emitted += increase;
+            self.reported = true;
         }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut VecDeque<ModelDelta>) {
         let reason = match self.stop.take() {
             // Only the answer tool was called: the reply is a final answer.
             Some(FinishReason::ToolCalls) if self.tool_blocks.is_empty() && !self.answer_blocks.is_empty() => {
@@ -463,8 +488,7 @@ impl Decoder for StreamDecoder {
         match ev.kind.as_str() {
             "message_start" => {
                 if let Some(usage) = ev.message.and_then(|m| m.usage) {
-                    usage.apply(&self.label, &mut self.usage)?;
-                    self.saw_usage = true;
+                    self.report_usage(&usage, out)?;
                 }
             }
             "content_block_start" => {
@@ -591,8 +615,7 @@ impl Decoder for StreamDecoder {
                     self.stop = Some(finish_reason(reason));
                 }
                 if let Some(usage) = ev.usage {
-                    usage.apply(&self.label, &mut self.usage)?;
-                    self.saw_usage = true;
+                    self.report_usage(&usage, out)?;
                 }
             }
             "message_stop" => self.flush(out),
