@@ -890,3 +890,70 @@ async fn structured_output_re_asks_are_charged_to_the_price_budget() {
         "both paid attempts count against max_price_usd: {budget:?}"
     );
 }
+
+/// `limits`' `max_steps` caps tool calls per session (thread), sub-agents
+/// included: a sub-agent run (`RunConfig::child_of`) has no thread of its
+/// own but counts toward its parent's session, so a session capped at 2
+/// tool calls makes 2, however they are delegated (it made 6 when each
+/// child counted from zero).
+#[tokio::test]
+async fn max_steps_per_session_counts_the_sub_agents_tool_calls() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let stack = Arc::new(
+        MiddlewareStack::new()
+            .with(from_toml_str::<LimitsConfig>("max_steps = 2").unwrap().build())
+            .unwrap(),
+    );
+    let pings = Arc::new(AtomicUsize::new(0));
+    let counter = pings.clone();
+    let ping = tool_fn("ping", "Pong.", move |_cx, _a| {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok("pong".into())
+        }
+    });
+    let child_model = ScriptedModel::from_fn(|request| {
+        let answered = request.messages.iter().filter(|m| m.role == Role::Tool).count();
+        if answered >= 2 {
+            ScriptedTurn::text("child done")
+        } else {
+            ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+                format!("c{answered}"),
+                "ping",
+                json!({}),
+            )]))
+        }
+    });
+    let child = Agent::new(child_model)
+        .with_tools(ToolRegistry::new().with(ping).unwrap())
+        .with_shared_stack(stack.clone());
+    let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
+    let delegations = Arc::new(AtomicUsize::new(0));
+    let asked = delegations.clone();
+    let parent_model = ScriptedModel::from_fn(move |request| {
+        let answered = request.messages.iter().filter(|m| m.role == Role::Tool).count();
+        if answered >= 2 {
+            ScriptedTurn::text("all done")
+        } else {
+            asked.fetch_add(1, Ordering::SeqCst);
+            ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+                format!("d{answered}"),
+                "helper",
+                json!({"input": "work"}),
+            )]))
+        }
+    });
+    let parent = Agent::new(parent_model)
+        .with_tools(ToolRegistry::new().with(helper).unwrap())
+        .with_shared_stack(stack);
+    let mut ctx = RunContext::new(RunConfig::new("p").with_thread("session-1"), ());
+    let _ = parent.run(&mut ctx, &(), "delegate").await;
+    let total = pings.load(Ordering::SeqCst) + delegations.load(Ordering::SeqCst);
+    assert!(
+        total <= 2,
+        "the session ran {} delegations and {} sub-agent tool calls under max_steps = 2",
+        delegations.load(Ordering::SeqCst),
+        pings.load(Ordering::SeqCst)
+    );
+}

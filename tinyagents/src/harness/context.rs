@@ -33,6 +33,10 @@ pub struct RunConfig {
     pub parent_run_id: Option<Arc<str>>,
     /// The conversation thread the run belongs to (per-thread limits count across its runs).
     pub thread_id: Option<Arc<str>>,
+    /// For a sub-agent run: the session of its parent (the parent's thread,
+    /// or its parent's session), which per-session limits count the
+    /// sub-agent's calls toward. See [`session`](Self::session).
+    pub parent_session: Option<Arc<str>>,
     /// Nesting depth: 0 for a top-level run, parent + 1 for a sub-agent.
     pub depth: u32,
     /// Free-form tags (a security tier, `background`, …).
@@ -51,6 +55,7 @@ impl RunConfig {
             run_id: run_id.into(),
             parent_run_id: None,
             thread_id: None,
+            parent_session: None,
             depth: 0,
             tags: Vec::new(),
             requested_model: None,
@@ -66,6 +71,7 @@ impl RunConfig {
             run_id: run_id.into(),
             parent_run_id: Some(parent.run_id.clone()),
             thread_id: None,
+            parent_session: parent.session.clone(),
             depth: parent.depth + 1,
             tags: parent.tags.to_vec(),
             requested_model: parent.requested_model.clone(),
@@ -77,6 +83,23 @@ impl RunConfig {
     pub fn with_tag(mut self, tag: impl Into<String>) -> Self {
         self.tags.push(tag.into());
         self
+    }
+
+    /// The session per-session limits count this run's calls toward: its
+    /// thread, or for a sub-agent without one its parent's session, so a
+    /// session's `max_steps` (and the thread limits of `tool_call_limit`
+    /// and `model_call_limit`) hold over the sub-agents it starts.
+    ///
+    /// ```
+    /// use tinyagents::harness::context::{RunConfig, RunContext};
+    ///
+    /// let parent: RunContext = RunContext::new(RunConfig::new("p").with_thread("session-1"), ());
+    /// let child = RunConfig::child_of(&parent.as_parent(), "p/c");
+    /// assert_eq!(child.thread_id, None);
+    /// assert_eq!(child.session().as_deref(), Some("session-1"));
+    /// ```
+    pub fn session(&self) -> Option<&Arc<str>> {
+        self.thread_id.as_ref().or(self.parent_session.as_ref())
     }
 
     /// The same config in a thread.
@@ -732,6 +755,7 @@ impl<Ctx> RunContext<Ctx> {
             depth: self.config.depth,
             tags: self.config.tags.clone().into(),
             requested_model: self.config.requested_model.clone(),
+            session: self.config.session().cloned(),
             sink: self.sink.clone(),
             workspace: self.workspace.clone(),
             cancellation: self.cancellation.clone(),

@@ -67,6 +67,8 @@ pub struct ParentRun {
     /// The model the run asked for.
     #[educe(Debug(ignore))]
     pub requested_model: Option<String>,
+    /// The session the run counts toward ([`RunConfig::session`](crate::harness::context::RunConfig::session)).
+    pub session: Option<Arc<str>>,
     /// The run's event sink (a child run reports to the same sink).
     #[educe(Debug(ignore))]
     pub sink: Arc<dyn EventSink>,

@@ -96,7 +96,7 @@ impl ThreadCounts {
     /// ledger that cannot answer is a `Middleware` error: the caller refuses
     /// the call.
     pub(super) async fn admit<C>(&self, ctx: &RunContext<C>, max: u32) -> Result<bool> {
-        let Some(thread) = &ctx.config().thread_id else {
+        let Some(thread) = ctx.config().session() else {
             return Ok(true);
         };
         let admitted = match &self.shared {
@@ -134,7 +134,7 @@ impl ThreadCounts {
     /// Gives back `n` calls [`admit`](Self::admit) counted for the run's
     /// thread (calls that will not run after all).
     pub(super) async fn release<C>(&self, ctx: &RunContext<C>, n: u32) -> Result<()> {
-        let Some(thread) = &ctx.config().thread_id else {
+        let Some(thread) = ctx.config().session() else {
             return Ok(());
         };
         if n == 0 {

@@ -383,7 +383,7 @@ impl LimitsMiddleware {
     #[before_tool]
     async fn count_step<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
         let Some(max) = self.max_steps else { return Ok(()) };
-        let (admitted, scope) = match &ctx.config().thread_id {
+        let (admitted, scope) = match ctx.config().session() {
             Some(_) => (
                 self.thread_steps.admit(ctx, max).await?,
                 if self.thread_steps.is_shared() {
