@@ -7,7 +7,10 @@
 //!
 //! * **filesystem** — a Landlock ruleset: read and execute under the
 //!   read-only paths, everything (except creating device nodes) under the
-//!   writable paths, nothing anywhere else;
+//!   writable paths, nothing anywhere else; and, where the machine can make
+//!   one, a mount namespace of the child's own where every mount is
+//!   read-only but the writable paths, so what Landlock does not govern
+//!   (`chmod`, `chown`, `utimes`, extended attributes) stays inside them too;
 //! * **network** — a seccomp filter that makes `socket()` fail with `EPERM`
 //!   for every family but `AF_UNIX` (and `io_uring_setup`, which can open
 //!   sockets too), plus Landlock's TCP rules where the kernel has them;
@@ -335,6 +338,7 @@ impl fmt::Debug for Confinement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Confinement")
             .field("process_limit", &self.process_limit())
+            .field("read_only_mounts", &self.read_only_mounts())
             .finish_non_exhaustive()
     }
 }
@@ -366,6 +370,23 @@ impl Confinement {
         #[cfg(not(target_os = "linux"))]
         {
             ProcessLimitMechanism::None
+        }
+    }
+
+    /// Whether the child also makes a mount namespace where every mount is
+    /// read-only but the writable paths (file modes, owners, times and
+    /// extended attributes outside them then cannot change). `false` on a
+    /// machine without `mount_setattr` (Linux 5.12) or mount namespaces (for
+    /// a user other than root: unprivileged user namespaces), which run the
+    /// command with Landlock and seccomp only.
+    pub fn read_only_mounts(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self.inner.mounts.is_some()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
         }
     }
 

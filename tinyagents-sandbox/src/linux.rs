@@ -3,7 +3,9 @@
 //! allocate; the child (module `sys`) only reads what is built here.
 
 use std::collections::BTreeMap;
+use std::ffi::CString;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -41,8 +43,62 @@ fn target_arch() -> Option<TargetArch> {
 /// A resource limit to set in the child: (resource, soft = hard value).
 pub(crate) type Rlimit = (libc::__rlimit_resource_t, u64);
 
+/// The mount namespace the child makes for itself before Landlock: every
+/// mount read-only except binds of the writable paths, so what Landlock does
+/// not govern — `chmod`, `chown`, `utimes`, extended attributes, which need
+/// no open file — cannot reach a file outside the writable paths either.
+pub(crate) struct Mounts {
+    /// The writable paths, NUL-terminated.
+    pub(crate) writable: Vec<CString>,
+    /// For a user other than root: the user namespace's maps (the user mapped
+    /// to itself), which give the child the right to mount in its namespace.
+    pub(crate) user: Option<UserMaps>,
+}
+
+/// `uid_map` and `gid_map` of a user namespace mapping the user to itself.
+pub(crate) struct UserMaps {
+    pub(crate) uid_map: Vec<u8>,
+    pub(crate) gid_map: Vec<u8>,
+}
+
+impl Mounts {
+    fn new(spec: &ConfinementSpec, root: bool) -> Result<Self, SetupError> {
+        let mut writable = Vec::with_capacity(spec.writable_paths.len());
+        for p in &spec.writable_paths {
+            writable.push(CString::new(p.as_os_str().as_bytes()).map_err(|_| SetupError::Path {
+                path: p.clone(),
+                detail: "a writable sandbox path may not contain a NUL byte".to_owned(),
+            })?);
+        }
+        let user = (!root).then(|| {
+            let (uid, gid) = sys::ids();
+            UserMaps {
+                uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+                gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            }
+        });
+        Ok(Self { writable, user })
+    }
+}
+
+/// Whether a child can make the read-only mount namespace on this machine
+/// (a kernel with `mount_setattr`, 5.12 or later, and mount namespaces —
+/// for a user other than root, unprivileged user namespaces): tried once,
+/// by a child that makes one and exits.
+pub(crate) fn read_only_mounts_work() -> bool {
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORKS.get_or_init(|| {
+        let Ok(mounts) = Mounts::new(&ConfinementSpec::new(), sys::is_root()) else {
+            return false;
+        };
+        sys::probe_mounts(std::sync::Arc::new(mounts))
+    })
+}
+
 /// Everything the child needs, built in the parent.
 pub(crate) struct Prepared {
+    /// The read-only mount namespace, where the machine can make one.
+    pub(crate) mounts: Option<Mounts>,
     pub(crate) landlock: OwnedFd,
     /// seccomp programs, installed in order (the kernel runs them all; the strictest answer wins).
     pub(crate) filters: Vec<BpfProgram>,
@@ -86,11 +142,17 @@ impl Prepared {
                 Err(_) => rlimits.push((libc::RLIMIT_NPROC, user_tasks().saturating_add(max))),
             }
         }
+        let mounts = if read_only_mounts_work() {
+            Some(Mounts::new(spec, avail.root)?)
+        } else {
+            None
+        };
         let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(63);
         Ok(Self {
+            mounts,
             landlock,
             filters,
             rlimits,
@@ -221,6 +283,49 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
     ] {
         rules.insert(nr, Vec::new());
     }
+    // No setuid or setgid file: one the command made (as root, a root-owned
+    // copy of a shell in the workspace) would give whoever runs it later,
+    // outside the sandbox, the command's user. `chmod` and friends setting
+    // either bit are refused, and so is creating a file with either.
+    let set_id = |arg: u8| -> Result<Vec<SeccompRule>, SetupError> {
+        [libc::S_ISUID, libc::S_ISGID]
+            .into_iter()
+            .map(|bit| {
+                let bit = u64::from(bit);
+                SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
+                    .and_then(|c| SeccompRule::new(vec![c]))
+                    .map_err(fail)
+            })
+            .collect()
+    };
+    let created_set_id = |flags: u8, mode: u8| -> Result<Vec<SeccompRule>, SetupError> {
+        let creat = libc::O_CREAT as u64;
+        [libc::S_ISUID, libc::S_ISGID]
+            .into_iter()
+            .map(|bit| {
+                let bit = u64::from(bit);
+                let creating =
+                    SeccompCondition::new(flags, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(creat), creat)
+                        .map_err(fail)?;
+                let with_bit = SeccompCondition::new(mode, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
+                    .map_err(fail)?;
+                SeccompRule::new(vec![creating, with_bit]).map_err(fail)
+            })
+            .collect()
+    };
+    rules.insert(libc::SYS_fchmod, set_id(1)?);
+    rules.insert(libc::SYS_fchmodat, set_id(2)?);
+    rules.insert(libc::SYS_fchmodat2, set_id(2)?);
+    rules.insert(libc::SYS_mknodat, set_id(2)?);
+    rules.insert(libc::SYS_openat, created_set_id(2, 3)?);
+    // the older calls, where the architecture still has them
+    #[cfg(target_arch = "x86_64")]
+    {
+        rules.insert(libc::SYS_chmod, set_id(1)?);
+        rules.insert(libc::SYS_creat, set_id(1)?);
+        rules.insert(libc::SYS_mknod, set_id(1)?);
+        rules.insert(libc::SYS_open, created_set_id(1, 2)?);
+    }
     let newuser = libc::CLONE_NEWUSER as u64;
     let userns =
         SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(newuser), newuser).map_err(fail)?;
@@ -238,7 +343,7 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
 
 /// `clone3` passes its flags in memory, where seccomp cannot look: it
 /// answers `ENOSYS`, so the C library falls back to `clone`, whose flags the
-/// main program checks. (A separate program, because the main one answers `EPERM`.)
+/// main program checks (and `openat2` likewise, for `openat`). (A separate program, because the main one answers `EPERM`.)
 fn clone3_program() -> Result<BpfProgram, SetupError> {
     let fail = |e: seccompiler::BackendError| SetupError::SeccompUnavailable { detail: e.to_string() };
     let arch = target_arch().ok_or_else(|| SetupError::SeccompUnavailable {
@@ -246,6 +351,9 @@ fn clone3_program() -> Result<BpfProgram, SetupError> {
     })?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(libc::SYS_clone3, Vec::new());
+    // `openat2` passes its mode in memory too: `ENOSYS`, and the C library's
+    // `openat`, whose mode the main program checks, is used instead.
+    rules.insert(libc::SYS_openat2, Vec::new());
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

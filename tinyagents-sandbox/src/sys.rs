@@ -16,7 +16,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 
-use crate::linux::Prepared;
+use crate::linux::{Mounts, Prepared};
 
 fn check(rc: libc::c_long) -> io::Result<()> {
     if rc < 0 {
@@ -64,6 +64,10 @@ fn confine(p: &Prepared) -> io::Result<()> {
         // command. Old kernels (< 5.11) lack the flag: their std-opened
         // descriptors are close-on-exec already.
         let _ = libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+        // Before Landlock, which forbids mounting, and before the capabilities go.
+        if let Some(m) = &p.mounts {
+            read_only_mounts(m)?;
+        }
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
         check(libc::syscall(
             libc::SYS_landlock_restrict_self,
@@ -107,6 +111,135 @@ fn confine(p: &Prepared) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Writes `data` to the file `path` (a `/proc/self` control file).
+///
+/// # Safety
+/// Async-signal-safe: raw syscalls on a NUL-terminated path and a borrowed buffer.
+unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = libc::write(fd, data.as_ptr().cast(), data.len());
+    let err = io::Error::last_os_error();
+    libc::close(fd);
+    if n < 0 {
+        return Err(err);
+    }
+    if n as usize != data.len() {
+        return Err(io::Error::from_raw_os_error(libc::EIO));
+    }
+    Ok(())
+}
+
+/// A mount namespace of the child's own (with a user namespace mapping the
+/// user to itself, for a user other than root) where every mount is
+/// read-only except a bind of each writable path.
+///
+/// # Safety
+/// Async-signal-safe: raw syscalls on data prepared by the parent.
+unsafe fn read_only_mounts(m: &Mounts) -> io::Result<()> {
+    match &m.user {
+        Some(maps) => {
+            check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) as libc::c_long)?;
+            write_file(c"/proc/self/setgroups", b"deny")?;
+            write_file(c"/proc/self/uid_map", &maps.uid_map)?;
+            write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+        }
+        None => check(libc::unshare(libc::CLONE_NEWNS) as libc::c_long)?,
+    }
+    // nothing done here reaches the parent's namespace
+    check(libc::mount(
+        std::ptr::null(),
+        c"/".as_ptr(),
+        std::ptr::null(),
+        libc::MS_REC | libc::MS_PRIVATE,
+        std::ptr::null(),
+    ) as libc::c_long)?;
+    for path in &m.writable {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ) as libc::c_long)?;
+    }
+    let read_only = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    check(libc::syscall(
+        libc::SYS_mount_setattr,
+        libc::AT_FDCWD,
+        c"/".as_ptr(),
+        AT_RECURSIVE,
+        &read_only as *const MountAttr,
+        std::mem::size_of::<MountAttr>(),
+    ))?;
+    let writable = MountAttr {
+        attr_set: 0,
+        attr_clr: MOUNT_ATTR_RDONLY,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    for path in &m.writable {
+        check(libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            0 as libc::c_uint,
+            &writable as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ))?;
+    }
+    // The working directory was entered before the binds, through the mount
+    // beneath them (now read-only): enter it again by its path, which now
+    // resolves through the binds. A stack buffer: nothing is allocated.
+    let mut cwd = [0u8; libc::PATH_MAX as usize];
+    if libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()).is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    check(libc::chdir(cwd.as_ptr().cast()) as libc::c_long)?;
+    Ok(())
+}
+
+/// Whether a child can make the read-only mount namespace of `mounts`: one
+/// `/bin/sh -c :` run in it.
+pub(crate) fn probe_mounts(mounts: Arc<Mounts>) -> bool {
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", ":"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: `read_only_mounts` is async-signal-safe (raw syscalls on data
+    // the parent built before forking).
+    unsafe {
+        cmd.pre_exec(move || read_only_mounts(&mounts));
+    }
+    cmd.status().is_ok_and(|s| s.success())
+}
+
+/// The effective user and group ids (what a new user namespace maps).
+pub(crate) fn ids() -> (u32, u32) {
+    // SAFETY: geteuid(2) and getegid(2) cannot fail.
+    unsafe { (libc::geteuid(), libc::getegid()) }
 }
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;

@@ -486,3 +486,96 @@ fn off_is_the_explicit_opt_out() {
 fn tinyagents_abi_at_least(v: i32) -> bool {
     tinyagents::sandbox::landlock_abi() >= v
 }
+
+/// Landlock does not govern chmod(2), utimensat(2), chown(2) or setxattr(2):
+/// they need no open file. The child's read-only mount namespace does, so a
+/// sandboxed command changes neither the mode nor the times of a file outside
+/// the root, although its user owns it (as root: every system file, where
+/// `chmod u+s /usr/bin/find` or `chmod 666 /etc/shadow` would hand out root).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modes_and_times_outside_the_root_stay_as_they_were() {
+    if !sandbox_available("sandbox_cannot_change_modes_or_times_outside_the_root") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let ws = Workspace::new("rt-chmod");
+    let secret = ws.outside_path("secret.txt");
+    let before = std::fs::metadata(&secret).unwrap();
+    let sandbox = ws.sandbox();
+    let out = sh(
+        &sandbox,
+        &format!("chmod 0777 {0}; touch -m -d '2001-02-03 04:05' {0}", secret.display()),
+    )
+    .await;
+    let after = std::fs::metadata(&secret).unwrap();
+    assert_eq!(
+        (before.mode(), before.mtime()),
+        (after.mode(), after.mtime()),
+        "a sandboxed command changed a file outside the root: mode {:o} -> {:o}, mtime {} -> {}\n{}",
+        before.mode(),
+        after.mode(),
+        before.mtime(),
+        after.mtime(),
+        out.render()
+    );
+}
+
+/// Inside the root, metadata changes are the command's own business: the
+/// read-only mounts leave the writable paths writable in every way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modes_and_times_inside_the_root_can_change() {
+    if !sandbox_available("modes_and_times_inside_the_root_can_change") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let ws = Workspace::new("chmod-in");
+    let sandbox = ws.sandbox();
+    let out = sh(
+        &sandbox,
+        "printf x > mine.txt && chmod 0600 mine.txt && touch -m -d '2001-02-03 04:05' mine.txt && mkdir -p d/e && echo ok",
+    )
+    .await;
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok"), "{}", out.render());
+    let meta = std::fs::metadata(ws.root.join("mine.txt")).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o600, "{}", out.render());
+    assert!(meta.mtime() < 1_000_000_000, "the mtime was set: {}", meta.mtime());
+}
+
+/// No setuid or setgid file comes out of the sandbox: a copy of a shell
+/// with the bit set (as root, a root shell for whoever runs it later,
+/// outside the sandbox) is refused however it is made — `chmod`, `install
+/// -m`, `mknod` of a regular file, or Python's `os.open` with the mode —
+/// and an ordinary mode still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_setuid_or_setgid_file_is_made() {
+    if !sandbox_available("no_setuid_or_setgid_file_is_made") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let ws = Workspace::new("setid");
+    let sandbox = ws.sandbox();
+    let attempts = [
+        "cp /bin/sh a && chmod u+s a",
+        "cp /bin/sh b && chmod 2755 b",
+        "install -m 4755 /bin/sh c",
+        "python3 -c \"import os; os.close(os.open('d', os.O_CREAT | os.O_WRONLY, 0o4755))\"",
+        "python3 -c \"import os; os.mknod('e', 0o104755)\"",
+        "cp /bin/sh f && python3 -c \"import os; os.chmod('f', 0o6755)\"",
+    ];
+    for attempt in attempts {
+        let out = sh(&sandbox, attempt).await;
+        for name in ["a", "b", "c", "d", "e", "f"] {
+            if let Ok(meta) = std::fs::metadata(ws.root.join(name)) {
+                assert_eq!(
+                    meta.mode() & 0o6000,
+                    0,
+                    "`{attempt}` made `{name}` setuid or setgid: {:o}\n{}",
+                    meta.mode(),
+                    out.render()
+                );
+            }
+        }
+    }
+    let out = sh(&sandbox, "cp /bin/sh g && chmod 0755 g && echo ok").await;
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok"), "{}", out.render());
+}
