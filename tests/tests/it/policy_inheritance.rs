@@ -12,6 +12,7 @@ use serde_json::json;
 use tinyagents::harness::tool::{
     Approval, Restriction, RunRestrictions, SandboxMode, SideEffects, ToolAccess, ToolPolicy, ToolRuntime,
 };
+use tinyagents::hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
@@ -358,4 +359,92 @@ async fn the_parent_s_shell_fs_guard_judges_the_child_s_calls() {
     let saw = child_saw(&model);
     assert!(saw[0].1.contains("restriction of `shell_fs_guard`"), "{}", saw[0].1);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A parent's `pre_tool_use` policy hook refuses `delete`: it holds in a
+/// sub-agent whose own stack has no hooks too (the runtime asks it at the
+/// child's last check), as every guard of a parent does.
+#[tokio::test]
+async fn a_parent_s_policy_hook_holds_in_a_sub_agent_run() {
+    let dir = std::env::temp_dir().join(format!("tinyagents-rt-hooks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hooks = ExternalHooksMiddleware::new([HookCommand::new(
+        HookEvent::PreToolUse,
+        "cat > /dev/null; echo 'delete is not allowed here' >&2; exit 2",
+    )
+    .with_matcher("^delete$")
+    .unwrap()
+    .with_sandbox(SandboxMode::Off)
+    .with_timeout(std::time::Duration::from_secs(20))])
+    .in_dir(&dir);
+
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let child: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
+        ScriptedTurn::text("child done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap());
+    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
+    let parent: Agent<()> = Agent::new(ScriptedModel::new([
+        // the parent's own call is refused by its hook
+        ScriptedTurn::tool_calls(vec![ToolCall::new("p1", "delete", json!({"path": "a.txt"}))]),
+        // so it asks a sub-agent to do it
+        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "delete a.txt"}))]),
+        ScriptedTurn::text("parent done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap().with(helper).unwrap())
+    .with_stack(MiddlewareStack::new().with(hooks).unwrap());
+
+    let mut ctx = RunContext::new(RunConfig::new("p"), ());
+    let run = parent.run(&mut ctx, &(), "tidy").await.unwrap();
+    assert!(
+        run.messages
+            .iter()
+            .any(|m| m.text().contains("delete is not allowed here")),
+        "the parent's hook refused the parent's own call"
+    );
+    assert!(
+        delete.calls().is_empty(),
+        "the parent's policy hook refuses `delete` in its sub-agent too: {:?}",
+        delete.calls()
+    );
+}
+
+/// A sub-agent sharing its parent's stack runs the parent's hooks once per
+/// call (in its own `before_tool`), not again at the last check; a call the
+/// hook admits runs.
+#[tokio::test]
+async fn a_shared_stack_asks_the_parent_s_hook_once_per_call() {
+    let dir = std::env::temp_dir().join(format!("tinyagents-hooks-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("asked.log");
+    let hooks = ExternalHooksMiddleware::new([HookCommand::new(
+        HookEvent::PreToolUse,
+        format!("cat > /dev/null; echo asked >> {}", log.display()),
+    )
+    .with_matcher("^ping$")
+    .unwrap()
+    .with_sandbox(SandboxMode::Off)
+    .with_timeout(std::time::Duration::from_secs(20))])
+    .in_dir(&dir);
+    let stack = Arc::new(MiddlewareStack::new().with(hooks).unwrap());
+    let ping = RecordingTool::new("ping").returning("pong");
+    let child: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "ping", json!({}))]),
+        ScriptedTurn::text("child done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(ping.clone()).unwrap())
+    .with_shared_stack(stack.clone());
+    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
+    let parent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "ping"}))]),
+        ScriptedTurn::text("parent done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(helper).unwrap())
+    .with_shared_stack(stack);
+    let mut ctx = RunContext::new(RunConfig::new("p"), ());
+    parent.run(&mut ctx, &(), "go").await.unwrap();
+    assert_eq!(ping.calls().len(), 1, "the hook admitted the call");
+    let asked = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(asked.lines().count(), 1, "the hook was asked once: {asked:?}");
 }

@@ -748,6 +748,39 @@ impl<Ctx> RunContext<Ctx> {
             .map_err(|reason| format!("{reason}; it is inherited from the parent run, and a sub-agent can only narrow its parent's restrictions"))
     }
 
+    /// `Err(reason)` when a guard the run inherited that asks something
+    /// outside the process ([`Restriction::AsyncGuard`]: a parent's external
+    /// `pre_tool_use` hooks) refuses `call`: the agent loop awaits this after
+    /// [`check_call`](Self::check_call), the last thing before a tool runs. A
+    /// guard the run also holds itself (a sub-agent sharing its parent's
+    /// stack) already judged the call in `before_tool` and is not asked twice.
+    pub async fn check_call_async(&self, call: &ToolCall) -> std::result::Result<(), String> {
+        if self.config.inherited.is_empty() {
+            return Ok(());
+        }
+        let run = crate::harness::tool::GuardedRun {
+            run_id: &self.config.run_id,
+            depth: self.config.depth,
+            workspace: self.workspace.as_ref(),
+        };
+        let own = |r: &Restriction| self.own.iter().any(|(_, mine)| mine == r);
+        let mut asked: Vec<usize> = Vec::new();
+        for (by, guard) in self.config.inherited.async_guards(own) {
+            // a guard inherited through several levels is asked once
+            if asked.contains(&guard.key()) {
+                continue;
+            }
+            asked.push(guard.key());
+            guard.check_call(call, &run).await.map_err(|reason| {
+                format!(
+                    "{reason} (restriction of `{by}`, inherited from the parent run: a sub-agent can only narrow \
+                     its parent's restrictions)"
+                )
+            })?;
+        }
+        Ok(())
+    }
+
     /// This run as a parent, for a tool that starts a child run.
     pub fn as_parent(&self) -> ParentRun {
         ParentRun {

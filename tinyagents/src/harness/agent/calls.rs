@@ -245,12 +245,14 @@ where
         };
         // The last gate before the tool: approvals bound to the exact call, and the parent run's
         // restrictions whatever this run's stack holds.
-        ctx.check_call(&call, Some(&tool.policy())).map_err(|reason| {
+        let refused = |reason: String| {
             TinyAgentsError::validation(format!(
                 "the runtime refused the call `{}` to `{}`: {reason}",
                 call.id, call.name
             ))
-        })?;
+        };
+        ctx.check_call(&call, Some(&tool.policy())).map_err(refused)?;
+        ctx.check_call_async(&call).await.map_err(refused)?;
         let stack = &self.agent.stack;
         let wants_deltas = stack.has(HookKind::OnToolDelta) || ctx.wants(EventKind::ToolDelta);
         let (tx, mut rx) = if wants_deltas {

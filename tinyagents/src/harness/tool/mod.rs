@@ -14,5 +14,7 @@ pub mod typed;
 pub use call::{FileAccess, FileAccessMode, ToolCall, ToolDelta, ToolResult, ToolSchema};
 pub use policy::{SandboxMode, SideEffects, ToolAccess, ToolPolicy, ToolRuntime};
 pub use registry::{tool_fn, FnTool, ParentRun, Tool, ToolContext, ToolOutput, ToolRegistry};
-pub use restrictions::{call_digest, Approval, CallGuard, PolicyRules, Restriction, RunRestrictions};
+pub use restrictions::{
+    call_digest, Approval, AsyncCallGuard, CallGuard, GuardedRun, PolicyRules, Restriction, RunRestrictions,
+};
 pub(crate) use restrictions::{declares_read_only, Grants, SIDE_EFFECT_NAMES};

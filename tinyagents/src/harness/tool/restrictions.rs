@@ -211,6 +211,34 @@ impl CallGuard for crate::middleware::ShellFsGuardMiddleware {
     }
 }
 
+/// A guard that judges whole calls by asking something outside the process
+/// (an external `pre_tool_use` policy hook), recorded on a run as
+/// [`Restriction::AsyncGuard`] so that it holds in every sub-agent run too:
+/// the agent loop awaits it at a sub-agent's last check before a tool runs.
+pub trait AsyncCallGuard: Send + Sync + std::fmt::Debug {
+    /// `Err(reason)` when `call` may not run in the sub-agent run `run`.
+    fn check_call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        run: &'a GuardedRun<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>>;
+
+    /// The guard's identity: two guards with the same key are one guard (a
+    /// sub-agent whose own stack holds the same guard runs it once).
+    fn key(&self) -> usize;
+}
+
+/// The sub-agent run an [`AsyncCallGuard`] judges a call in.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardedRun<'a> {
+    /// The run's id.
+    pub run_id: &'a str,
+    /// Its nesting depth.
+    pub depth: u32,
+    /// Its workspace, when it has one.
+    pub workspace: Option<&'a WorkspaceDescriptor>,
+}
+
 /// One guard's restriction of a run.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -228,6 +256,10 @@ pub enum Restriction {
     /// A guard that judges each whole call (`shell_fs_guard`): enforced at
     /// the last check before a tool runs (it never hides a tool).
     Guard(Arc<dyn CallGuard>),
+    /// A guard that asks something outside the process about each whole
+    /// call (`external_hooks`' `pre_tool_use` hooks): enforced, awaited, at
+    /// the last check before a sub-agent's tool runs.
+    AsyncGuard(Arc<dyn AsyncCallGuard>),
 }
 
 impl PartialEq for Restriction {
@@ -237,6 +269,7 @@ impl PartialEq for Restriction {
             (Self::Policy(a), Self::Policy(b)) => a == b,
             (Self::Approval(a), Self::Approval(b)) | (Self::ReadOnly(a), Self::ReadOnly(b)) => a == b,
             (Self::Guard(a), Self::Guard(b)) => std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b)),
+            (Self::AsyncGuard(a), Self::AsyncGuard(b)) => a.key() == b.key(),
             _ => false,
         }
     }
@@ -276,7 +309,7 @@ impl Restriction {
                 )),
             },
             // judged on the whole call (`RunRestrictions::check_call`)
-            Self::Guard(_) => Ok(()),
+            Self::Guard(_) | Self::AsyncGuard(_) => Ok(()),
             Self::ReadOnly(tools) => {
                 if tools.contains(name) || declared.is_some_and(declares_read_only) {
                     Ok(())
@@ -296,7 +329,7 @@ impl Restriction {
             Self::Policy(rules) => {
                 !rules.approved.contains(name) && rules.policy_of(name, declared).access.approval_required
             }
-            Self::Tools(_) | Self::ReadOnly(_) | Self::Guard(_) => false,
+            Self::Tools(_) | Self::ReadOnly(_) | Self::Guard(_) | Self::AsyncGuard(_) => false,
         }
     }
 }
@@ -385,6 +418,18 @@ impl RunRestrictions {
             }
         }
         Ok(())
+    }
+
+    /// The [`AsyncCallGuard`]s among the restrictions, in order, with the
+    /// guard each came from, except those `skip` says the run holds itself.
+    pub fn async_guards<'a>(
+        &'a self,
+        skip: impl Fn(&Restriction) -> bool + 'a,
+    ) -> impl Iterator<Item = (&'a str, &'a Arc<dyn AsyncCallGuard>)> + 'a {
+        self.by.iter().filter_map(move |(by, r)| match r {
+            Restriction::AsyncGuard(g) if !skip(r) => Some((&**by, g)),
+            _ => None,
+        })
     }
 
     /// Whether any restriction asks a person to approve each call to `name`.

@@ -149,6 +149,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tinyagents_macros::middleware;
 
@@ -161,13 +162,13 @@ pub use process::{
 use crate::harness::compression::CompressionLog;
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::event::{AgentEvent, EventKind, EventSink, NullSink};
 use crate::harness::message::Role;
 use crate::harness::middleware::{MiddlewareDoc, PreparedBatch};
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::CompactionPlan;
 use crate::harness::run::AgentRun;
-use crate::harness::tool::{ToolCall, ToolResult};
+use crate::harness::tool::{AsyncCallGuard, GuardedRun, Restriction, ToolCall, ToolResult};
 
 /// The docs of the hooks built-in, for a catalog.
 pub const CATALOG: &[&MiddlewareDoc] = &[super::doc_of::<ExternalHooksMiddleware>()];
@@ -287,6 +288,19 @@ impl ExternalHooksMiddleware {
         tool: Option<&str>,
         input: &HookInput,
     ) -> Combined {
+        self.fire_into(ctx.sink(), ctx.wants(EventKind::Notice), event, tool, input)
+            .await
+    }
+
+    /// [`fire`](Self::fire) reporting its notices to `sink` (when `notices`).
+    async fn fire_into(
+        &self,
+        sink: &Arc<dyn EventSink>,
+        notices: bool,
+        event: HookEvent,
+        tool: Option<&str>,
+        input: &HookInput,
+    ) -> Combined {
         let hooks: Vec<&HookCommand> = self
             .hooks
             .iter()
@@ -300,11 +314,13 @@ impl ExternalHooksMiddleware {
         let runs = futures::future::join_all(hooks.iter().map(|h| run_hook(h, input, &cwd))).await;
         combined.ran = runs.len();
         let notice = |message: String, is_error: bool| {
-            ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
-                source: "external_hooks".into(),
-                message,
-                is_error,
-            });
+            if notices {
+                sink.emit(AgentEvent::Notice {
+                    source: "external_hooks".into(),
+                    message,
+                    is_error,
+                });
+            }
         };
         for (hook, run) in hooks.iter().zip(runs) {
             let command = shorten(&hook.command, 200);
@@ -453,6 +469,52 @@ impl ExternalHooksMiddleware {
     }
 }
 
+/// The `pre_tool_use` hooks of a run, judging the calls of its sub-agents
+/// at their last check: a block, a broken hook (fail closed) or an answer
+/// that rewrites the call refuses it (a parent's rewrite cannot be applied
+/// inside a sub-agent, so the call as it stands was not admitted).
+impl AsyncCallGuard for ExternalHooksMiddleware {
+    fn check_call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        run: &'a GuardedRun<'a>,
+    ) -> BoxFuture<'a, std::result::Result<(), String>> {
+        Box::pin(async move {
+            let cwd = self
+                .cwd
+                .clone()
+                .or_else(|| run.workspace.map(|w| w.root.clone()))
+                .or_else(|| std::env::current_dir().ok())
+                .unwrap_or_else(|| PathBuf::from("."));
+            let mut input = HookInput::new(HookEvent::PreToolUse, run.run_id.to_owned(), cwd.display().to_string())
+                .with_tool(call.id.clone(), call.name.clone(), call.arguments.clone());
+            input.depth = run.depth;
+            let silent: Arc<dyn EventSink> = Arc::new(NullSink);
+            let combined = self
+                .fire_into(&silent, false, HookEvent::PreToolUse, Some(&call.name), &input)
+                .await;
+            if let Some(reason) = combined.blocked {
+                return Err(format!(
+                    "tool call `{}` blocked by a hook of the parent run: {reason}",
+                    call.name
+                ));
+            }
+            if combined.updated_input.is_some() {
+                return Err(format!(
+                    "a hook of the parent run rewrites this call to `{}`, and a sub-agent cannot apply a parent's \
+                     rewrite: the call as it stands was not admitted",
+                    call.name
+                ));
+            }
+            Ok(())
+        })
+    }
+
+    fn key(&self) -> usize {
+        Arc::as_ptr(&self.hooks).cast::<()>() as usize
+    }
+}
+
 const fn event_bit(event: HookEvent) -> u16 {
     1 << event as u8
 }
@@ -475,6 +537,10 @@ const fn event_bit(event: HookEvent) -> u16 {
 impl ExternalHooksMiddleware {
     #[before_agent]
     async fn session_start<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+        if self.listens(HookEvent::PreToolUse) {
+            // the policy hooks hold in every sub-agent this run starts
+            ctx.add_restriction("external_hooks", Restriction::AsyncGuard(Arc::new(self.clone())));
+        }
         if !self.listens(HookEvent::SessionStart) {
             return Ok(());
         }
