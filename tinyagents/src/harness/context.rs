@@ -96,7 +96,7 @@ impl RunConfig {
     /// let parent: RunContext = RunContext::new(RunConfig::new("p").with_thread("session-1"), ());
     /// let child = RunConfig::child_of(&parent.as_parent(), "p/c");
     /// assert_eq!(child.thread_id, None);
-    /// assert_eq!(child.session().as_deref(), Some("session-1"));
+    /// assert_eq!(child.session().map(|s| &**s), Some("session-1"));
     /// ```
     pub fn session(&self) -> Option<&Arc<str>> {
         self.thread_id.as_ref().or(self.parent_session.as_ref())
