@@ -957,3 +957,56 @@ async fn max_steps_per_session_counts_the_sub_agents_tool_calls() {
         pings.load(Ordering::SeqCst)
     );
 }
+
+/// A parent's `max_steps` holds over a sub-agent whatever the sub-agent's
+/// stack (here none): the runtime asks the parent's count at the child's
+/// last check, in the parent's session, or without a session in the
+/// parent run's own count.
+#[tokio::test]
+async fn max_steps_holds_over_a_sub_agent_with_a_stack_of_its_own() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for thread in [Some("session-2"), None] {
+        let pings = Arc::new(AtomicUsize::new(0));
+        let counter = pings.clone();
+        let ping = tool_fn("ping", "Pong.", move |_cx, _a| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok("pong".into())
+            }
+        });
+        // the child asks for five pings, one per turn, then stops
+        let child_model = ScriptedModel::from_fn(|request| {
+            let answered = request.messages.iter().filter(|m| m.role == Role::Tool).count();
+            if answered >= 5 {
+                ScriptedTurn::text("child done")
+            } else {
+                ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+                    format!("c{answered}"),
+                    "ping",
+                    json!({}),
+                )]))
+            }
+        });
+        let child = Agent::new(child_model).with_tools(ToolRegistry::new().with(ping).unwrap());
+        let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
+        let parent = Agent::new(ScriptedModel::new([
+            ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),
+            ScriptedTurn::text("all done"),
+        ]))
+        .with_tools(ToolRegistry::new().with(helper).unwrap())
+        .with_stack(MiddlewareStack::new().with(limits("max_steps = 3")).unwrap());
+        let config = match thread {
+            Some(t) => RunConfig::new("p").with_thread(t),
+            None => RunConfig::new("p"),
+        };
+        let mut ctx = RunContext::new(config, ());
+        let _ = parent.run(&mut ctx, &(), "delegate").await;
+        // one step for the delegation, two for the child's pings: the third ping is refused
+        assert_eq!(
+            pings.load(Ordering::SeqCst),
+            2,
+            "max_steps = 3 over the delegation and the sub-agent's pings (thread {thread:?})"
+        );
+    }
+}

@@ -99,6 +99,11 @@ impl ThreadCounts {
         let Some(thread) = ctx.config().session() else {
             return Ok(true);
         };
+        self.admit_in(thread, max).await
+    }
+
+    /// [`admit`](Self::admit) for session `thread`.
+    pub(super) async fn admit_in(&self, thread: &Arc<str>, max: u32) -> Result<bool> {
         let admitted = match &self.shared {
             None => {
                 let mut map = self.local.lock().expect("thread counts lock");
@@ -129,6 +134,11 @@ impl ThreadCounts {
             }
         };
         Ok(admitted)
+    }
+
+    /// The identity of these counts (clones share it).
+    pub(super) fn key(&self) -> usize {
+        Arc::as_ptr(&self.local).cast::<()>() as usize
     }
 
     /// Gives back `n` calls [`admit`](Self::admit) counted for the run's

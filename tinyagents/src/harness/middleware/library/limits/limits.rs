@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use super::budget::{AccountingJournal, Basis, BudgetSnapshot, PriceBudget};
 use super::counts::ThreadCounts;
 use super::pricing::TokenRates;
@@ -13,7 +15,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::ModelRequest;
-use crate::harness::tool::ToolCall;
+use crate::harness::tool::{AsyncCallGuard, GuardedRun, Restriction, ToolCall};
 use crate::store::{LedgerStore, SharedBudget};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -337,6 +339,62 @@ impl LimitsMiddleware {
     }
 }
 
+/// A run's `max_steps`, counting the tool calls of its sub-agents: in the
+/// run's session (the counts its own calls go to), or without a session in
+/// the run's own count.
+#[derive(educe::Educe)]
+#[educe(Debug)]
+struct StepGuard {
+    session: Option<Arc<str>>,
+    steps: ThreadCounts,
+    #[educe(Debug(ignore))]
+    run: Arc<Counts>,
+    max: u32,
+}
+
+impl AsyncCallGuard for StepGuard {
+    fn check_call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        _run: &'a GuardedRun<'a>,
+    ) -> BoxFuture<'a, std::result::Result<(), String>> {
+        Box::pin(async move {
+            let (admitted, scope) = match &self.session {
+                Some(session) => (
+                    self.steps
+                        .admit_in(session, self.max)
+                        .await
+                        .map_err(|e| e.to_string())?,
+                    "the parent run's session",
+                ),
+                None => (
+                    self.run.steps.fetch_add(1, Ordering::Relaxed) < self.max,
+                    "the parent run",
+                ),
+            };
+            if admitted {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{scope} reached its limit of {} tool calls (`max_steps`), its sub-agents' included; `{}` was \
+                     not run",
+                    self.max, call.name
+                ))
+            }
+        })
+    }
+
+    /// A sub-agent sharing the parent's `limits` counts its calls in the same
+    /// session already (its own `before_tool`): with a session, the guard is
+    /// the session's counts; without one, the parent run's own count.
+    fn key(&self) -> usize {
+        match &self.session {
+            Some(_) => self.steps.key(),
+            None => Arc::as_ptr(&self.run).cast::<()>() as usize,
+        }
+    }
+}
+
 /// Caps tool calls per session (`max_steps`), model turns (`max_turns`) and USD spend (`max_price_usd`) per execution cycle, sub-agents and summaries included; price checked before each paid attempt, best effort.
 #[middleware(
     builtin,
@@ -362,6 +420,16 @@ impl LimitsMiddleware {
             journal: self.journal.clone(),
             lifetime: self.lifetime.clone(),
         });
+        if let Some(max) = self.max_steps {
+            // the run's `max_steps` holds over its sub-agents, whatever their stacks
+            let guard = StepGuard {
+                session: ctx.config().session().cloned(),
+                steps: self.thread_steps.clone(),
+                run: ctx.local::<Counts>(),
+                max,
+            };
+            ctx.add_restriction("limits", Restriction::AsyncGuard(Arc::new(guard)));
+        }
         Ok(())
     }
 
