@@ -135,6 +135,12 @@ pub struct RunCounters {
     pub tool_calls: u32,
 }
 
+/// The last model attempt of a run that failed (its `model_calls` number; 0
+/// when none has): its streamed deltas were discarded, so what a middleware
+/// held back from them belongs to no reply.
+#[derive(Default)]
+pub(crate) struct LastFailedAttempt(pub(crate) std::sync::atomic::AtomicU32);
+
 /// Usage that failed model attempts of a run reported before failing, not
 /// yet charged: the price budget takes it when it settles the failed attempt.
 #[derive(Default)]

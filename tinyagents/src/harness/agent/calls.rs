@@ -126,6 +126,9 @@ where
                 });
             }
             Err(e) => {
+                ctx.local::<crate::harness::run::LastFailedAttempt>()
+                    .0
+                    .store(ctx.counters().model_calls, std::sync::atomic::Ordering::Relaxed);
                 if !streamed.is_zero() {
                     // A paid attempt is not free because it failed: the run's usage and
                     // the budget (through `FailedAttemptUsage`) count what it reported.

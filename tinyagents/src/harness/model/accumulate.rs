@@ -48,6 +48,8 @@ pub struct ResponseAccumulator {
     finish: Option<FinishReason>,
     /// The first tool-call index refused (and the calls seen then).
     bad_index: Option<(u32, usize)>,
+    /// Content (text, reasoning, a tool call) arrived after the finish delta.
+    after_finish: bool,
 }
 
 impl ResponseAccumulator {
@@ -62,6 +64,17 @@ impl ResponseAccumulator {
     /// Adds one delta. Suppressed deltas are ignored.
     pub fn push(&mut self, delta: &ModelDelta) {
         if delta.is_suppressed() {
+            return;
+        }
+        if self.finish.is_some()
+            && matches!(
+                delta.content,
+                DeltaContent::Text { .. } | DeltaContent::Reasoning { .. } | DeltaContent::ToolCall { .. }
+            )
+        {
+            // a reply ends at its finish delta: what comes after would reach
+            // the reply without passing what judged it as finished
+            self.after_finish = true;
             return;
         }
         match &delta.content {
@@ -108,8 +121,9 @@ impl ResponseAccumulator {
     /// cut off by the output limit, in which case the unfinished call is dropped
     /// (it must never run) and the finish reason stays [`FinishReason::Length`].
     ///
-    /// A tool-call index that was refused is a model error that is not
-    /// retryable (the reply breaks the delta format).
+    /// A tool-call index that was refused, two calls with one id, or content
+    /// after the finish delta is a model error that is not retryable (the
+    /// reply breaks the delta format).
     pub fn finish(self) -> Result<ModelResponse> {
         if let Some((index, seen)) = self.bad_index {
             return Err(TinyAgentsError::model(
@@ -118,6 +132,12 @@ impl ResponseAccumulator {
                      the {seen} call(s) seen so far and below {}; the reply is refused",
                     Self::MAX_TOOL_CALLS
                 ),
+                false,
+            ));
+        }
+        if self.after_finish {
+            return Err(TinyAgentsError::model(
+                "the model sent content after its finish delta; the reply is refused",
                 false,
             ));
         }
@@ -145,6 +165,16 @@ impl ResponseAccumulator {
                     ))
                 }
             }
+        }
+        let mut ids = std::collections::HashSet::with_capacity(calls.len());
+        if let Some(dup) = calls.iter().find(|c| !ids.insert(c.id.as_str())) {
+            return Err(TinyAgentsError::model(
+                format!(
+                    "two tool calls of the reply have the id `{}`: an id names one call only; the reply is refused",
+                    dup.id
+                ),
+                false,
+            ));
         }
         let mut message = Message::assistant(self.text);
         if !self.reasoning.is_empty() {

@@ -20,7 +20,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{AddrHasher, AddrMap, ContentPart, Message, Role};
 use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
-use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::model::{DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse};
 use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
@@ -143,6 +143,12 @@ struct PiiStreams(Mutex<HashMap<usize, StreamState>>);
 #[derive(Default)]
 struct StreamState {
     attempt: u32,
+    /// The finish delta came: every tail was released as final.
+    finished: bool,
+    /// The reply was cut by the output limit: the text tails stay held for a
+    /// continuation (`output_limit_recovery`), which streams on where they
+    /// stopped; `after_model` releases what no continuation took.
+    cut: bool,
     text: StreamBuffer,
     reasoning: StreamBuffer,
     /// The argument text of each streamed tool call, by index.
@@ -156,6 +162,33 @@ struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
 /// Digests of the results scrubbed in `wrap_tool`, so `after_tool` does not scan them again.
 #[derive(Default)]
 struct PiiScrubbedResults(Mutex<HashMap<(usize, String), Digest>>);
+
+/// Per run and instance: what passed this middleware on its way into the
+/// transcript (the model's replies, by a hash of the message; tool results,
+/// by call id), so the transcript scrub leaves them as they were sent and
+/// scrubs only what never passed it (a caller's earlier turns, injections).
+#[derive(Default)]
+struct PiiPassed(Mutex<std::collections::HashSet<(usize, u64)>>);
+
+/// The key of a message in [`PiiPassed`]: its role, text and tool calls.
+fn passed_key(m: &Message) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.role.as_str().hash(&mut h);
+    m.text().hash(&mut h);
+    for c in &m.tool_calls {
+        c.id.hash(&mut h);
+        c.name.hash(&mut h);
+        c.arguments.to_string().hash(&mut h);
+    }
+    if m.role == crate::harness::message::Role::Tool {
+        // a tool message passed with its call: its id is the key
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        m.tool_call_id.hash(&mut h);
+        return h.finish();
+    }
+    h.finish()
+}
 
 /// Per run: what `before_model` found in each request message, by middleware
 /// instance and message, so a history is not scanned again every turn.
@@ -434,6 +467,12 @@ impl PiiMiddleware {
             self.scrub_json(data, "a tool result", &mut counts)?;
         }
         report(ctx, "tool_result", &counts);
+        let tool_message = Message::tool(&result.call_id, &result.name, "");
+        ctx.local::<PiiPassed>()
+            .0
+            .lock()
+            .expect("pii passed lock")
+            .insert((self.key(), passed_key(&tool_message)));
         Ok(())
     }
 
@@ -571,7 +610,7 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
         mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: a number or nested value under a secret-named key in the *streamed* argument text (it is replaced in the arguments, the reply and the history), image parts, values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
         events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` (`where`: request, stream, response, tool_args, tool_delta, tool_result, transcript) with counts by type, never values. A stream's held-back tail is released as deltas just before the finish delta (`ModelDelta::release_before`: forwarded to the sink and accumulated into the reply); a tool's held-back progress as one `ToolDelta` when the call ends.",
         failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); a tool result (before the model sees it) becomes the call's error result under the agent's default tool-error policy; in the request, the stream (text or tool-call arguments: before any call of the reply runs) or the reply it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
-        streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). A stream holding back more than `max_held_bytes` (a value that never ends, a flood of invisible characters) fails with a `LimitExceeded` error and its held text is dropped unsent. The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",
+        streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). A reply cut by the output limit (`finish_reason = length`) keeps its tails held for the continuation `output_limit_recovery` asks for, which streams on where they stopped; `after_model` releases what no continuation took. Content after a finish delta is refused unsent (a `Model` error). A stream holding back more than `max_held_bytes` (a value that never ends, a flood of invisible characters) fails with a `LimitExceeded` error and its held text is dropped unsent. The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",
         cache = "Redacting the request is deterministic, so the same history gives the same prefix and the provider cache keeps working; it does not touch system segments.",
         retries = "Per-attempt stream buffers are reset when a new attempt starts, so a failed attempt's held-back text never leaks into the next; the reply of every attempt (also one produced by an inner fallback or cache without streaming) is scrubbed in `wrap_model`."
     )
@@ -661,9 +700,9 @@ impl PiiMiddleware {
     }
 
     /// The transcript the run hands back (and a caller may store) carries no
-    /// PII either: the caller's own input and injected messages (user and
-    /// system roles) are scrubbed like the requests were; the model's replies
-    /// and the tool results in it were scrubbed on their way in. (With
+    /// PII either: every message of it is scrubbed as the requests were — the
+    /// caller's own earlier turns and injected messages of every role among
+    /// them. (With
     /// `block` a value here is replaced, not refused: the run is over, and
     /// refusing would lose the transcript.)
     #[after_agent]
@@ -676,15 +715,21 @@ impl PiiMiddleware {
             this.engine.strategy = PiiStrategy::Redact;
         }
         let mut counts = PiiCounts::new();
-        let outside = |m: &&mut Message| matches!(m.role, Role::User | Role::System);
-        for message in run
-            .messages
-            .iter_mut()
-            .chain(run.final_message.as_mut())
-            .filter(outside)
-        {
-            this.scrub_message(message, &mut counts)?;
+        // every role: a caller's earlier turns and a steering injection can
+        // hold assistant and tool messages that never passed this middleware;
+        // what did pass it stays as it was sent (scanning scrubbed text again
+        // would judge values in a context the redaction itself changed)
+        let passed = ctx.try_local::<PiiPassed>();
+        let passed = passed.as_ref().map(|p| p.0.lock().expect("pii passed lock"));
+        let key = self.key();
+        for message in run.messages.iter_mut().chain(run.final_message.as_mut()) {
+            let sent = matches!(message.role, Role::Assistant | Role::Tool)
+                && passed.as_ref().is_some_and(|p| p.contains(&(key, passed_key(message))));
+            if !sent {
+                this.scrub_message(message, &mut counts)?;
+            }
         }
+        drop(passed);
         report(ctx, "transcript", &counts);
         Ok(())
     }
@@ -699,10 +744,32 @@ impl PiiMiddleware {
         let mut map = streams.0.lock().expect("pii stream lock");
         let state = map.entry(self.key()).or_default();
         if state.attempt != attempt {
-            *state = StreamState {
-                attempt,
-                ..StreamState::default()
-            };
+            if state.cut {
+                // the continuation of a reply cut by the output limit: its text
+                // goes on where the held tails stopped (tool calls start anew)
+                state.attempt = attempt;
+                state.cut = false;
+                state.args.clear();
+            } else {
+                *state = StreamState {
+                    attempt,
+                    ..StreamState::default()
+                };
+            }
+        }
+        if state.finished
+            && matches!(
+                delta.content,
+                DeltaContent::Text { .. } | DeltaContent::Reasoning { .. } | DeltaContent::ToolCall { .. }
+            )
+        {
+            // the tails were released as final at the finish delta: text after
+            // it could complete a value whose start was already sent
+            drop(map);
+            return Err(TinyAgentsError::model(
+                "the model sent content after its finish delta; the pii middleware refuses it unsent",
+                false,
+            ));
         }
         let mut counts = PiiCounts::new();
         let (engine, hold) = (&self.engine, self.hold);
@@ -748,7 +815,15 @@ impl PiiMiddleware {
                     .map(|out| *arguments = out)
                     .map_err(|stop| ("the streamed tool-call arguments", stop))
             }
+            DeltaContent::Finish {
+                reason: FinishReason::Length,
+            } => {
+                // a continuation may complete a value the tails hold: keep them
+                state.cut = true;
+                Ok(())
+            }
             DeltaContent::Finish { .. } => {
+                state.finished = true;
                 // Release every held-back tail ahead of the finish delta: the
                 // loop forwards and accumulates it, so each wrap inside this
                 // one sees the whole (scrubbed) reply.
@@ -768,6 +843,46 @@ impl PiiMiddleware {
         Ok(())
     }
 
+    /// Releases the tails of a reply cut by the output limit that no
+    /// continuation took (after every wrap: `output_limit_recovery` has merged
+    /// what it continued), scrubbed, into the reply and to the sink.
+    #[after_model]
+    fn release_cut_tails<C>(&self, ctx: &mut RunContext<C>, response: &mut ModelResponse) -> Result<()> {
+        if !self.apply_to_output && !self.apply_to_tool_args {
+            return Ok(());
+        }
+        let taken = {
+            let streams = ctx.local::<PiiStreams>();
+            let mut map = streams.0.lock().expect("pii stream lock");
+            match map.remove(&self.key()) {
+                Some(s) if s.cut => Some(s),
+                Some(s) => {
+                    map.insert(self.key(), s);
+                    None
+                }
+                None => None,
+            }
+        };
+        let Some(mut s) = taken else { return Ok(()) };
+        let mut counts = PiiCounts::new();
+        let released = flush_all(&mut s, &self.engine, self.hold, &mut counts)
+            .map_err(|(place, stop)| stopped(place, stop, &counts))?;
+        let released: Vec<ModelDelta> = released
+            .into_iter()
+            .filter(|d| matches!(d.content, DeltaContent::Text { .. } | DeltaContent::Reasoning { .. }))
+            .collect();
+        append_tails(response, &released);
+        for delta in released {
+            ctx.emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
+                run_id: ctx.run_id().clone(),
+                attempt: s.attempt,
+                delta,
+            });
+        }
+        report(ctx, "response", &counts);
+        Ok(())
+    }
+
     #[wrap_model]
     async fn scrub_reply<S, C>(
         &self,
@@ -779,21 +894,35 @@ impl PiiMiddleware {
         if !self.apply_to_output && !self.apply_to_tool_args {
             return next.run(ctx, state, request).await;
         }
-        // A stream a failed call left behind is not this call's: drop it first.
-        ctx.local::<PiiStreams>()
-            .0
-            .lock()
-            .expect("pii stream lock")
-            .remove(&self.key());
+        // A stream a failed call left behind is not this call's: drop it first
+        // (a reply cut by the output limit stays: this call may continue it).
+        {
+            let streams = ctx.local::<PiiStreams>();
+            let mut map = streams.0.lock().expect("pii stream lock");
+            if map.get(&self.key()).is_some_and(|s| !s.cut) {
+                map.remove(&self.key());
+            }
+        }
         let mut response = next.run(ctx, state, request).await?.into_response();
         let taken = {
             let streams = ctx.local::<PiiStreams>();
             let mut map = streams.0.lock().expect("pii stream lock");
-            map.remove(&self.key())
+            match map.remove(&self.key()) {
+                // cut by the output limit: held for a continuation, or for `after_model`
+                Some(s) if s.cut => {
+                    map.insert(self.key(), s);
+                    None
+                }
+                other => other,
+            }
         };
         let mut counts = PiiCounts::new();
         let mut clean = (false, false);
-        if let Some(mut s) = taken.filter(|s| s.attempt == ctx.counters().model_calls) {
+        let failed = ctx
+            .try_local::<crate::harness::run::LastFailedAttempt>()
+            .map_or(0, |f| f.0.load(std::sync::atomic::Ordering::Relaxed));
+        // a stream whose attempt failed was discarded: its tails belong to no reply
+        if let Some(mut s) = taken.filter(|s| s.attempt == ctx.counters().model_calls && s.attempt != failed) {
             // A stream that ended without a finish delta (or sent text after it)
             // still has tails pending. They belong to this reply only when it is
             // what that stream accumulated (not a fallback an inner wrap made
@@ -826,6 +955,11 @@ impl PiiMiddleware {
             );
         }
         self.scrub_response(&mut response, &mut counts, clean)?;
+        ctx.local::<PiiPassed>()
+            .0
+            .lock()
+            .expect("pii passed lock")
+            .insert((self.key(), passed_key(&response.message)));
         report(ctx, "response", &counts);
         Ok(response.into())
     }
