@@ -298,6 +298,11 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
             })
             .collect()
     };
+    let set_uid = |arg: u8| -> Result<Vec<SeccompRule>, SetupError> {
+        let bit = u64::from(libc::S_ISUID);
+        let c = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit).map_err(fail)?;
+        Ok(vec![SeccompRule::new(vec![c]).map_err(fail)?])
+    };
     let created_set_id = |flags: u8, mode: u8| -> Result<Vec<SeccompRule>, SetupError> {
         let creat = libc::O_CREAT as u64;
         [libc::S_ISUID, libc::S_ISGID]
@@ -313,15 +318,18 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
             })
             .collect()
     };
-    rules.insert(libc::SYS_fchmod, set_id(1)?);
-    rules.insert(libc::SYS_fchmodat, set_id(2)?);
-    rules.insert(libc::SYS_fchmodat2, set_id(2)?);
+    // `chmod` of a directory keeps (and `cp -a` restores) the setgid bit of a
+    // group-shared directory, and seccomp cannot tell a directory from a
+    // file: only setuid is refused there.
+    rules.insert(libc::SYS_fchmod, set_uid(1)?);
+    rules.insert(libc::SYS_fchmodat, set_uid(2)?);
+    rules.insert(libc::SYS_fchmodat2, set_uid(2)?);
     rules.insert(libc::SYS_mknodat, set_id(2)?);
     rules.insert(libc::SYS_openat, created_set_id(2, 3)?);
     // the older calls, where the architecture still has them
     #[cfg(target_arch = "x86_64")]
     {
-        rules.insert(libc::SYS_chmod, set_id(1)?);
+        rules.insert(libc::SYS_chmod, set_uid(1)?);
         rules.insert(libc::SYS_creat, set_id(1)?);
         rules.insert(libc::SYS_mknod, set_id(1)?);
         rules.insert(libc::SYS_open, created_set_id(1, 2)?);

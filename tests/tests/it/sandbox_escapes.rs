@@ -541,11 +541,12 @@ async fn modes_and_times_inside_the_root_can_change() {
     assert!(meta.mtime() < 1_000_000_000, "the mtime was set: {}", meta.mtime());
 }
 
-/// No setuid or setgid file comes out of the sandbox: a copy of a shell
-/// with the bit set (as root, a root shell for whoever runs it later,
-/// outside the sandbox) is refused however it is made — `chmod`, `install
-/// -m`, `mknod` of a regular file, or Python's `os.open` with the mode —
-/// and an ordinary mode still works.
+/// No setuid file comes out of the sandbox: a copy of a shell with the bit
+/// set (as root, a root shell for whoever runs it later, outside the
+/// sandbox) is refused however it is made — `chmod`, `install -m`, `mknod`
+/// of a regular file, or Python's `os.open` with the mode — and neither is a
+/// new setgid file (`chmod` may keep a group-shared directory's setgid bit:
+/// seccomp cannot tell a directory from a file); an ordinary mode works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_setuid_or_setgid_file_is_made() {
     if !sandbox_available("no_setuid_or_setgid_file_is_made") {
@@ -556,7 +557,7 @@ async fn no_setuid_or_setgid_file_is_made() {
     let sandbox = ws.sandbox();
     let attempts = [
         "cp /bin/sh a && chmod u+s a",
-        "cp /bin/sh b && chmod 2755 b",
+        "cp /bin/sh b && chmod 4711 b",
         "install -m 4755 /bin/sh c",
         "python3 -c \"import os; os.close(os.open('d', os.O_CREAT | os.O_WRONLY, 0o4755))\"",
         "python3 -c \"import os; os.mknod('e', 0o104755)\"",
@@ -578,4 +579,43 @@ async fn no_setuid_or_setgid_file_is_made() {
     }
     let out = sh(&sandbox, "cp /bin/sh g && chmod 0755 g && echo ok").await;
     assert!(String::from_utf8_lossy(&out.stdout).contains("ok"), "{}", out.render());
+}
+
+/// Ordinary work in a workspace whose directories are setgid (a group
+/// share: `chmod g+s`, inherited by every new subdirectory) must still
+/// work: GNU `chmod` keeps a directory's setgid bit and `cp -a` restores
+/// it, and the seccomp rule (linux.rs, `set_id` on `fchmodat`) refuses
+/// every mode with S_ISGID, whatever the file type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setgid_directories_in_the_workspace_still_work() {
+    if !sandbox_available("setgid_directories_in_the_workspace_still_work") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::new("rt2-setgid-dir");
+    let shared = ws.root.join("shared");
+    std::fs::create_dir_all(shared.join("src")).unwrap();
+    std::fs::write(shared.join("src/a.txt"), "a\n").unwrap();
+    for d in [&shared, &shared.join("src")] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o2775)).unwrap();
+    }
+    let sandbox = ws.sandbox();
+    let mut failed = Vec::new();
+    for line in [
+        "cd shared && cp -a src src2 && echo ok",
+        "cd shared && chmod 755 src && echo ok",
+        "cd shared && mkdir -m 700 priv && echo ok",
+        "cd shared && mkdir -p -m 750 a/b && echo ok",
+    ] {
+        // each line succeeds unconfined
+        let out = sh(&sandbox, line).await;
+        if !out.stdout_text().contains("ok") {
+            failed.push(format!("`{line}`: {}", out.render()));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "ordinary commands failed in the sandbox:\n{}",
+        failed.join("\n")
+    );
 }

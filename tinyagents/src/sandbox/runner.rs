@@ -220,18 +220,32 @@ fn tool_error(message: String) -> TinyAgentsError {
     TinyAgentsError::tool("sandbox", message)
 }
 
+/// Why a required sandbox refuses a machine that cannot make the read-only
+/// mount namespace (without it, file modes, times and attributes outside the
+/// workspace could change), and the fix.
+const NO_READ_ONLY_MOUNTS: &str = "sandbox required, but this machine cannot give the command a mount namespace \
+    where everything outside the workspace is read-only (it needs `mount_setattr`, Linux 5.12 or later, and mount \
+    namespaces: as root, CAP_SYS_ADMIN; as another user, unprivileged user namespaces, which some distributions \
+    restrict, e.g. Ubuntu's `kernel.apparmor_restrict_unprivileged_userns`). Without it a command could change the \
+    modes, times and attributes of files outside the workspace. Fix: allow user namespaces, or opt out with \
+    `sandbox = \"preferred\"` (confined without that layer) for this workspace";
+
 impl Sandbox {
     /// A sandbox for `policy`. With [`SandboxMode::Required`] (the default),
     /// a machine that cannot confine commands is refused here, with an error
-    /// naming what is missing (Landlock, seccomp, a process limit that holds).
+    /// naming what is missing (Landlock, seccomp, a process limit that holds,
+    /// the read-only mount namespace).
     pub fn new(policy: SandboxPolicy) -> Result<Self> {
         let root = policy.check()?;
         let sandbox = Self { policy, root };
         if sandbox.policy.mode == SandboxMode::Required {
             super::availability().map_err(TinyAgentsError::config)?;
             // A trial confinement: the process limit and the paths must hold too.
-            Confinement::prepare(&sandbox.spec(&sandbox.root.clone()))
+            let trial = Confinement::prepare(&sandbox.spec(&sandbox.root.clone()))
                 .map_err(|e| TinyAgentsError::config(e.to_string()))?;
+            if !trial.read_only_mounts() {
+                return Err(TinyAgentsError::config(NO_READ_ONLY_MOUNTS));
+            }
         }
         Ok(sandbox)
     }
@@ -315,10 +329,14 @@ impl Sandbox {
         let temp = TempDir::create(&self.policy.temp_parent)?;
         let confinement = match self.policy.mode {
             SandboxMode::Off => None,
-            SandboxMode::Required => Some(
-                Confinement::prepare(&self.spec(temp.path()))
-                    .map_err(|e| tool_error(format!("cannot run `{program}`: {e}")))?,
-            ),
+            SandboxMode::Required => {
+                let confinement = Confinement::prepare(&self.spec(temp.path()))
+                    .map_err(|e| tool_error(format!("cannot run `{program}`: {e}")))?;
+                if !confinement.read_only_mounts() {
+                    return Err(tool_error(format!("cannot run `{program}`: {NO_READ_ONLY_MOUNTS}")));
+                }
+                Some(confinement)
+            }
             SandboxMode::Preferred => Confinement::prepare(&self.spec(temp.path())).ok(),
         };
 

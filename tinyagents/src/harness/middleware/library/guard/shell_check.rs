@@ -60,6 +60,10 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
     let mut in_word = false;
     let mut globbing = false;
     let mut any_quoted = false;
+    // an unquoted `[` opened a bracket expression in this word: a quote after
+    // it is refused (the shells read a quoted member literally, the matcher
+    // reads the `[x]` it is escaped to as a bracket of its own)
+    let mut bracket = false;
     // the previous character of the word, and whether it was unquoted
     let mut prev: Option<(char, bool)> = None;
     let mut i = 0;
@@ -74,6 +78,7 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
                 in_word = false;
                 globbing = false;
                 any_quoted = false;
+                bracket = false;
                 prev = None;
             }
         };
@@ -199,6 +204,13 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
                 }
                 tokens.push(Token::Redirect { fd, op, dup: None });
             }
+            '\'' | '"' if bracket => {
+                return Err(
+                    "a quoted character after a `[` in the same word (the shells read it as a member of the \
+                     bracket, the guard's matcher would not): list the characters unquoted, or quote the whole word"
+                        .to_owned(),
+                )
+            }
             '\'' => {
                 in_word = true;
                 any_quoted = true;
@@ -268,6 +280,7 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
             '*' | '?' | '[' => {
                 in_word = true;
                 globbing = true;
+                bracket |= ch == '[';
                 text.push(ch);
                 pattern.push(ch);
                 prev = Some((ch, true));

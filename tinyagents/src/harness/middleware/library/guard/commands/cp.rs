@@ -22,7 +22,6 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["-p"]),
         opt(&["--preserve"], Val::Text),
         req(&["--no-preserve"], Val::Text),
-        flag(&["--parents"]),
         opt(&["--reflink"], Val::OneOf(&["auto", "always", "never"])),
         flag(&["--remove-destination"]),
         req(&["--sparse"], Val::OneOf(&["auto", "always", "never"])),
@@ -38,6 +37,11 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["--debug"]),
     ],
     deny: &[
+        (
+            "--parents",
+            "it writes each source's own path under the destination (`x/.git/…`), which the guard does not check \
+             against the protected paths",
+        ),
         (
             "-l",
             "it creates hard links: a later write through the link would change the original (which may be \

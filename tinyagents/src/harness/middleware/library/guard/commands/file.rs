@@ -24,7 +24,8 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["-k", "--keep-going"]),
         flag(&["-l", "--list"]),
         flag(&["-L", "--dereference"]),
-        req(&["-m", "--magic-file"], Val::Read),
+        // a `:`-separated list: each entry is confined by `magic_files`
+        req(&["-m", "--magic-file"], Val::Text),
         flag(&["-N", "--no-pad"]),
         flag(&["-n", "--no-buffer"]),
         flag(&["-0", "--print0"]),
@@ -57,10 +58,18 @@ pub(crate) const SPEC: Spec = Spec {
     ..BASE
 };
 
+/// `-m` names a `:`-separated list of magic files, each read (confined);
 /// `-C` writes one `NAME.mgc` into the working directory per magic file
-/// `-m` names (`magic.mgc` without `-m`): each is a write target, confined
-/// and refused under a protected path like any other.
+/// (`magic.mgc` without `-m`): each is a write target, confined and refused
+/// under a protected path like any other.
 fn compiled_outputs(parsed: &Parsed, cx: &Ctx<'_>) -> Result<(), String> {
+    // libmagic reads `-m` as a `:`-separated list of magic files
+    for entry in parsed.values(&["-m", "--magic-file"]).flat_map(|v| v.split(':')) {
+        if entry.is_empty() {
+            return Err(cx.refuse("-m", "an empty entry in the `:`-separated list of magic files"));
+        }
+        cx.read(entry)?;
+    }
     if !parsed.has(&["-C", "--compile"]) {
         return Ok(());
     }
@@ -76,7 +85,13 @@ fn compiled_outputs(parsed: &Parsed, cx: &Ctx<'_>) -> Result<(), String> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "magic".to_owned());
-        cx.write(&format!("{name}.mgc"), "-C")?;
+        // libmagic writes `NAME.mgc`, keeping a `.mgc` the name already has
+        let output = if name.ends_with(".mgc") {
+            name
+        } else {
+            format!("{name}.mgc")
+        };
+        cx.write(&output, "-C")?;
     }
     Ok(())
 }

@@ -934,18 +934,22 @@ fn revisions_and_paths(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result<(),
 fn repository_inside_root(cx: &Ctx<'_>) -> Result<(), String> {
     let mut dir: &Path = cx.cwd;
     loop {
-        if dir.join(".git").symlink_metadata().is_ok() {
-            return Ok(());
-        }
         // git's own test (`is_git_directory`): a `HEAD`, and `objects` and
         // `refs` it can enter, which an executable file or a symlink passes
         // as well as a directory; any entry of those names counts here.
         let entry = |name: &str| dir.join(name).symlink_metadata().is_ok();
-        if entry("HEAD") && entry("objects") && entry("refs") {
+        // A `HEAD` or `commondir` anywhere on the way up is refused, a `.git`
+        // beside it or not: git skips a `.git` that is not a repository and
+        // then tests the directory itself, and a `commondir` sends its test
+        // for `objects` and `refs` to another directory.
+        if entry("HEAD") || entry("commondir") || (entry("objects") && entry("refs")) {
             return Err(format!(
                 "`git` would take `{}` for a bare repository (its config could name programs to run); refused",
                 dir.display()
             ));
+        }
+        if entry(".git") {
+            return Ok(());
         }
         if dir == cx.root {
             return Err(format!(
