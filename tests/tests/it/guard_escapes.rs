@@ -2,6 +2,8 @@
 //! stack that once got through: each drives the real stack the way a model
 //! would (an agent whose scripted model issues the tool calls), or the
 //! guard's verdict directly, and fails if the guard admits the attack again.
+//! Each comment describes the weakness as the red-team pass found it (the
+//! code it names has changed since); the assertion is what holds now.
 
 use crate::sandbox_support;
 
