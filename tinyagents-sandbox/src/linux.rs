@@ -303,20 +303,22 @@ fn seccomp_program(allow_network: bool, allow_unix: bool) -> Result<BpfProgram, 
         let c = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit).map_err(fail)?;
         Ok(vec![SeccompRule::new(vec![c]).map_err(fail)?])
     };
+    // a file is created by `O_CREAT`, or unnamed by `O_TMPFILE` (which
+    // `linkat` can name later): either with a set-id mode is refused
     let created_set_id = |flags: u8, mode: u8| -> Result<Vec<SeccompRule>, SetupError> {
-        let creat = libc::O_CREAT as u64;
-        [libc::S_ISUID, libc::S_ISGID]
-            .into_iter()
-            .map(|bit| {
+        let mut rules = Vec::new();
+        for creates in [libc::O_CREAT as u64, libc::O_TMPFILE as u64] {
+            for bit in [libc::S_ISUID, libc::S_ISGID] {
                 let bit = u64::from(bit);
                 let creating =
-                    SeccompCondition::new(flags, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(creat), creat)
+                    SeccompCondition::new(flags, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(creates), creates)
                         .map_err(fail)?;
                 let with_bit = SeccompCondition::new(mode, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
                     .map_err(fail)?;
-                SeccompRule::new(vec![creating, with_bit]).map_err(fail)
-            })
-            .collect()
+                rules.push(SeccompRule::new(vec![creating, with_bit]).map_err(fail)?);
+            }
+        }
+        Ok(rules)
     };
     // `chmod` of a directory keeps (and `cp -a` restores) the setgid bit of a
     // group-shared directory, and seccomp cannot tell a directory from a

@@ -579,6 +579,27 @@ async fn no_setuid_or_setgid_file_is_made() {
     }
     let out = sh(&sandbox, "cp /bin/sh g && chmod 0755 g && echo ok").await;
     assert!(String::from_utf8_lossy(&out.stdout).contains("ok"), "{}", out.render());
+    // an unnamed file (`O_TMPFILE`, which `linkat` can name later): refused
+    // with a set-id mode, made with an ordinary one
+    let tmpfile = |mode: &str| {
+        format!("python3 -c \"import os; os.open('.', os.O_TMPFILE | os.O_WRONLY, {mode})\" && echo opened")
+    };
+    let setuid = sh(&sandbox, &tmpfile("0o4755")).await;
+    assert!(
+        !String::from_utf8_lossy(&setuid.stdout).contains("opened"),
+        "an O_TMPFILE with a setuid mode was made: {}",
+        setuid.render()
+    );
+    let plain = sh(&sandbox, &tmpfile("0o755")).await;
+    if String::from_utf8_lossy(&plain.stderr).contains("not found") {
+        println!("SKIPPED the O_TMPFILE half of no_setuid_or_setgid_file_is_made: no python3");
+    } else {
+        assert!(
+            String::from_utf8_lossy(&plain.stdout).contains("opened"),
+            "{}",
+            plain.render()
+        );
+    }
 }
 
 /// Ordinary work in a workspace whose directories are setgid (a group
