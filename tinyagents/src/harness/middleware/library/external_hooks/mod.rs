@@ -162,13 +162,14 @@ pub use process::{
 use crate::harness::compression::CompressionLog;
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::event::{AgentEvent, EventKind, EventSink, NullSink};
+use crate::harness::event::{AgentEvent, EventKind, EventSink};
 use crate::harness::message::Role;
 use crate::harness::middleware::{MiddlewareDoc, PreparedBatch};
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::CompactionPlan;
 use crate::harness::run::AgentRun;
 use crate::harness::tool::{AsyncCallGuard, GuardedRun, Restriction, ToolCall, ToolResult};
+use crate::harness::workspace::WorkspaceDescriptor;
 
 /// The docs of the hooks built-in, for a catalog.
 pub const CATALOG: &[&MiddlewareDoc] = &[super::doc_of::<ExternalHooksMiddleware>()];
@@ -264,18 +265,31 @@ impl ExternalHooksMiddleware {
         self.listening & event_bit(event) != 0
     }
 
-    fn cwd<C>(&self, ctx: &RunContext<C>) -> PathBuf {
+    /// Where hooks run: the configured directory, else the workspace root,
+    /// else the agent's own working directory.
+    fn cwd_in(&self, workspace: Option<&WorkspaceDescriptor>) -> PathBuf {
         self.cwd
             .clone()
-            .or_else(|| ctx.workspace().map(|w| w.root.clone()))
+            .or_else(|| workspace.map(|w| w.root.clone()))
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("."))
     }
 
-    fn input<C>(&self, ctx: &RunContext<C>, event: HookEvent) -> HookInput {
-        let mut input = HookInput::new(event, ctx.run_id().to_string(), self.cwd(ctx).display().to_string());
-        input.depth = ctx.depth();
+    /// The input of `event` for the run `run_id` at `depth`.
+    fn input_in(
+        &self,
+        event: HookEvent,
+        run_id: &str,
+        depth: u32,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> HookInput {
+        let mut input = HookInput::new(event, run_id.to_owned(), self.cwd_in(workspace).display().to_string());
+        input.depth = depth;
         input
+    }
+
+    fn input<C>(&self, ctx: &RunContext<C>, event: HookEvent) -> HookInput {
+        self.input_in(event, ctx.run_id(), ctx.depth(), ctx.workspace())
     }
 
     /// Runs every hook of `event` matching `tool` with `input`, emits their
@@ -288,15 +302,14 @@ impl ExternalHooksMiddleware {
         tool: Option<&str>,
         input: &HookInput,
     ) -> Combined {
-        self.fire_into(ctx.sink(), ctx.wants(EventKind::Notice), event, tool, input)
-            .await
+        let notices = ctx.wants(EventKind::Notice).then(|| ctx.sink());
+        self.fire_into(notices, event, tool, input).await
     }
 
-    /// [`fire`](Self::fire) reporting its notices to `sink` (when `notices`).
+    /// [`fire`](Self::fire) reporting its notices to `notices` (none: silent).
     async fn fire_into(
         &self,
-        sink: &Arc<dyn EventSink>,
-        notices: bool,
+        notices: Option<&Arc<dyn EventSink>>,
         event: HookEvent,
         tool: Option<&str>,
         input: &HookInput,
@@ -314,7 +327,7 @@ impl ExternalHooksMiddleware {
         let runs = futures::future::join_all(hooks.iter().map(|h| run_hook(h, input, &cwd))).await;
         combined.ran = runs.len();
         let notice = |message: String, is_error: bool| {
-            if notices {
+            if let Some(sink) = notices {
                 sink.emit(AgentEvent::Notice {
                     source: "external_hooks".into(),
                     message,
@@ -480,18 +493,12 @@ impl AsyncCallGuard for ExternalHooksMiddleware {
         run: &'a GuardedRun<'a>,
     ) -> BoxFuture<'a, std::result::Result<(), String>> {
         Box::pin(async move {
-            let cwd = self
-                .cwd
-                .clone()
-                .or_else(|| run.workspace.map(|w| w.root.clone()))
-                .or_else(|| std::env::current_dir().ok())
-                .unwrap_or_else(|| PathBuf::from("."));
-            let mut input = HookInput::new(HookEvent::PreToolUse, run.run_id.to_owned(), cwd.display().to_string())
+            let input = self
+                .input_in(HookEvent::PreToolUse, run.run_id, run.depth, run.workspace)
                 .with_tool(call.id.clone(), call.name.clone(), call.arguments.clone());
-            input.depth = run.depth;
-            let silent: Arc<dyn EventSink> = Arc::new(NullSink);
+            // the sub-agent's sink is not this guard's to report to: silent
             let combined = self
-                .fire_into(&silent, false, HookEvent::PreToolUse, Some(&call.name), &input)
+                .fire_into(None, HookEvent::PreToolUse, Some(&call.name), &input)
                 .await;
             if let Some(reason) = combined.blocked {
                 return Err(format!(

@@ -170,9 +170,13 @@ struct PiiScrubbedResults(Mutex<HashMap<(usize, String), Digest>>);
 #[derive(Default)]
 struct PiiPassed(Mutex<std::collections::HashSet<(usize, u64)>>);
 
-/// The key of a message in [`PiiPassed`]: its role, text and tool calls.
+/// The key of a message in [`PiiPassed`]: a tool message's call id (it
+/// passed with its call), else its role, text and tool calls.
 fn passed_key(m: &Message) -> u64 {
     use std::hash::{Hash, Hasher};
+    if m.role == Role::Tool {
+        return tool_result_key(m.tool_call_id.as_deref().unwrap_or_default());
+    }
     let mut h = std::collections::hash_map::DefaultHasher::new();
     m.role.as_str().hash(&mut h);
     m.text().hash(&mut h);
@@ -181,12 +185,14 @@ fn passed_key(m: &Message) -> u64 {
         c.name.hash(&mut h);
         c.arguments.to_string().hash(&mut h);
     }
-    if m.role == crate::harness::message::Role::Tool {
-        // a tool message passed with its call: its id is the key
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        m.tool_call_id.hash(&mut h);
-        return h.finish();
-    }
+    h.finish()
+}
+
+/// [`passed_key`] of the tool message answering call `call_id`.
+fn tool_result_key(call_id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    call_id.hash(&mut h);
     h.finish()
 }
 
@@ -467,12 +473,11 @@ impl PiiMiddleware {
             self.scrub_json(data, "a tool result", &mut counts)?;
         }
         report(ctx, "tool_result", &counts);
-        let tool_message = Message::tool(&result.call_id, &result.name, "");
         ctx.local::<PiiPassed>()
             .0
             .lock()
             .expect("pii passed lock")
-            .insert((self.key(), passed_key(&tool_message)));
+            .insert((self.key(), tool_result_key(&result.call_id)));
         Ok(())
     }
 
@@ -854,13 +859,11 @@ impl PiiMiddleware {
         let taken = {
             let streams = ctx.local::<PiiStreams>();
             let mut map = streams.0.lock().expect("pii stream lock");
-            match map.remove(&self.key()) {
-                Some(s) if s.cut => Some(s),
-                Some(s) => {
-                    map.insert(self.key(), s);
-                    None
-                }
-                None => None,
+            let cut = map.get(&self.key()).is_some_and(|s| s.cut);
+            if cut {
+                map.remove(&self.key())
+            } else {
+                None
             }
         };
         let Some(mut s) = taken else { return Ok(()) };
@@ -907,13 +910,12 @@ impl PiiMiddleware {
         let taken = {
             let streams = ctx.local::<PiiStreams>();
             let mut map = streams.0.lock().expect("pii stream lock");
-            match map.remove(&self.key()) {
-                // cut by the output limit: held for a continuation, or for `after_model`
-                Some(s) if s.cut => {
-                    map.insert(self.key(), s);
-                    None
-                }
-                other => other,
+            // cut by the output limit: held for a continuation, or for `after_model`
+            let cut = map.get(&self.key()).is_some_and(|s| s.cut);
+            if cut {
+                None
+            } else {
+                map.remove(&self.key())
             }
         };
         let mut counts = PiiCounts::new();

@@ -260,21 +260,18 @@ impl DynamicToolSelectionMiddleware {
                 if request.tools.iter().all(|t| self.always.contains(&t.name)) {
                     return Ok(());
                 }
-                let picked = self
-                    .ask(ctx, model, *max_tools, prompt, request)
-                    .await
-                    .map_err(|e| match e {
-                        // a model's failure, a limit or a cancellation keeps its class
-                        TinyAgentsError::Model { .. }
-                        | TinyAgentsError::LimitExceeded { .. }
-                        | TinyAgentsError::RateLimited { .. }
-                        | TinyAgentsError::Cancelled { .. }
-                        | TinyAgentsError::Timeout { .. } => e,
-                        other => TinyAgentsError::middleware(
-                            "dynamic_tool_selection",
-                            format!("the tool selector failed: {other}"),
-                        ),
-                    })?;
+                let picked = self.ask(ctx, model, *max_tools, prompt, request).await.map_err(|e| {
+                    // a model's failure, a limit, a retryable error and a
+                    // pause or cancellation keep their class
+                    if matches!(e, TinyAgentsError::Model { .. } | TinyAgentsError::LimitExceeded { .. })
+                        || e.is_retryable()
+                        || e.is_control_flow()
+                    {
+                        e
+                    } else {
+                        TinyAgentsError::middleware("dynamic_tool_selection", format!("the tool selector failed: {e}"))
+                    }
+                })?;
                 let known: BTreeSet<&str> = request
                     .tools
                     .iter()
