@@ -243,9 +243,41 @@ fn glob_expansion_is_bounded_per_command_line() {
     );
     let refusal = verdict.expect_err("a 4 KB command line expanding to 4,000,000 words was admitted");
     assert!(
-        refusal.contains("the globs of this command") || refusal.contains("with the other globs of the command"),
+        refusal.contains("the globs of this command") || refusal.contains("with the other walks of the command line"),
         "the refusal names the command-wide budget: {refusal}"
     );
+}
+
+/// A symlink-following option walks each operand's tree in the agent
+/// process, before any sandbox: bounded per operand alone, a 40 KB line of
+/// 20,000 `.` operands walked the workspace 20,000 times (about 40 s on a
+/// small tree). Every walk of a line now draws on one budget, so the line is
+/// refused after at most 50,000 visits, and a line of a few operands is
+/// still admitted.
+#[test]
+fn symlink_walks_are_bounded_per_command_line() {
+    let ws = Workspace::new("rt-walks");
+    for i in 0..20 {
+        std::fs::write(ws.root.join(format!("f{i:02}")), "").unwrap();
+    }
+    let guard = ShellFsGuardMiddleware::new();
+    let d = WorkspaceDescriptor::new(&ws.root);
+    let check = |command: &str| guard.check_call(&ToolCall::new("c", "shell", json!({ "command": command })), Some(&d));
+    // control: a few walks of a small tree are admitted
+    check("ls -L . . .").expect("three walks of 21 entries are within the budget");
+    for option in ["ls -L", "du -L", "grep -R x", "cp -r"] {
+        let mut line = option.to_owned();
+        let operands = if option == "cp -r" { 2_499 } else { 20_000 };
+        line.push_str(&" .".repeat(operands));
+        if option == "cp -r" {
+            line.push_str(" out");
+        }
+        let refusal = check(&line).expect_err(&format!("`{option}` with {operands} `.` operands was admitted"));
+        assert!(
+            refusal.contains("every operand's walk counts"),
+            "`{option}`: the refusal names the command line's walk budget: {refusal}"
+        );
+    }
 }
 
 /// ripgrep (clap) reads `-f=PATH` as `-f PATH`; the guard's

@@ -175,8 +175,26 @@ pub(super) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [St
 
 /// The most glob matches (or walked entries) checked before refusing.
 pub(super) const EXPANSION_LIMIT: usize = 4096;
-/// The most entries the symlink walk visits before refusing.
+/// The most entries the walks of one command line (its globs, the symlinks
+/// its programs would follow, the trees it copies) visit before refusing.
 pub(super) const WALK_LIMIT: usize = 50_000;
+
+/// What the walks of one command line have visited so far: every directory
+/// listed and every entry read counts against [`WALK_LIMIT`], whichever
+/// operand, glob or option asked for the walk. Bounding each walk alone let a
+/// line of 20,000 `.` operands walk the workspace 20,000 times.
+#[derive(Debug, Default)]
+pub(super) struct WalkBudget(std::cell::Cell<usize>);
+
+impl WalkBudget {
+    /// Charges `n` visits; `false` once the line has visited more than [`WALK_LIMIT`].
+    #[must_use]
+    pub(super) fn charge(&self, n: usize) -> bool {
+        let used = self.0.get().saturating_add(n);
+        self.0.set(used);
+        used <= WALK_LIMIT
+    }
+}
 
 /// Expands a glob `pattern` (quoted metacharacters already escaped as
 /// `[*]`) from `base` as `bash` would: the matches, each as the program
@@ -185,15 +203,15 @@ pub(super) const WALK_LIMIT: usize = 50_000;
 /// literal dot. With `recursive`, a `**` component matches any depth of
 /// directories (as glob tools do; the shell, without `globstar`, treats it
 /// as `*`); the recursion does not descend through symlinks, and one that
-/// leaves `root` is refused. Bounded: at most [`WALK_LIMIT`] entries
-/// visited, counted in `walked` (so one budget can span every glob of a
-/// command line), and [`EXPANSION_LIMIT`] matches.
+/// leaves `root` is refused. Bounded: the entries it visits are charged to
+/// `walk` (one budget spans every walk of a command line), and at most
+/// [`EXPANSION_LIMIT`] matches.
 pub(super) fn expand_glob(
     root: &Path,
     base: &Path,
     pattern: &str,
     recursive: bool,
-    walked: &mut usize,
+    walk: &WalkBudget,
 ) -> Result<Option<Vec<String>>, String> {
     let options = glob::MatchOptions {
         case_sensitive: true,
@@ -209,11 +227,10 @@ pub(super) fn expand_glob(
     // (the path on disk, the path as shown)
     let mut current: Vec<(PathBuf, String)> = vec![(start, if absolute { "/".to_owned() } else { String::new() })];
     let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
-    let visited = walked;
     let too_many = |pattern: &str| {
         format!(
-            "the glob `{pattern}` reaches more than {WALK_LIMIT} entries, with the other globs of the command \
-             (too many to check): narrow it"
+            "the glob `{pattern}` reaches more than {WALK_LIMIT} entries, with the other walks of the command \
+             line (too many to check): narrow it"
         )
     };
     let join = |shown: &str, name: &str| {
@@ -241,10 +258,12 @@ pub(super) fn expand_glob(
                 let mut stack = vec![(dir.clone(), shown.clone())];
                 while let Some((d, s)) = stack.pop() {
                     next.push((d.clone(), s.clone()));
+                    if !walk.charge(1) {
+                        return Err(too_many(pattern));
+                    }
                     let Ok(entries) = std::fs::read_dir(&d) else { continue };
                     for entry in entries.flatten() {
-                        *visited += 1;
-                        if *visited > WALK_LIMIT {
+                        if !walk.charge(1) {
                             return Err(too_many(pattern));
                         }
                         let name = utf8_name(&entry, pattern)?;
@@ -277,6 +296,9 @@ pub(super) fn expand_glob(
             let matcher =
                 glob::Pattern::new(part).map_err(|e| format!("the glob `{pattern}` is not understood ({e})"))?;
             for (dir, shown) in &current {
+                if !walk.charge(1) {
+                    return Err(too_many(pattern));
+                }
                 let Ok(entries) = std::fs::read_dir(dir) else { continue };
                 let mut names: Vec<String> = Vec::new();
                 // shells before bash 5.2 match `.` and `..` with `.*`: count them as matches (`..` then fails
@@ -290,8 +312,7 @@ pub(super) fn expand_glob(
                     );
                 }
                 for entry in entries.flatten() {
-                    *visited += 1;
-                    if *visited > WALK_LIMIT {
+                    if !walk.charge(1) {
                         return Err(too_many(pattern));
                     }
                     let name = utf8_name(&entry, pattern)?;
@@ -384,25 +405,24 @@ fn utf8_name(entry: &std::fs::DirEntry, pattern: &str) -> Result<String, String>
 
 /// Walks the tree at `start` (canonical) as a symlink-following program
 /// would, and refuses when any symlink met resolves outside `root` (a
-/// dangling one is followed nowhere). Bounded by [`WALK_LIMIT`] entries.
-pub(super) fn check_followed(root: &Path, start: &Path) -> Result<(), String> {
+/// dangling one is followed nowhere). Each directory listed and each entry
+/// read is charged to `walk`, the command line's budget.
+pub(super) fn check_followed(root: &Path, start: &Path, walk: &WalkBudget) -> Result<(), String> {
     let mut stack = vec![start.to_path_buf()];
     let mut seen = std::collections::HashSet::new();
-    let mut visited = 0usize;
     while let Some(dir) = stack.pop() {
         if !seen.insert(dir.clone()) {
             continue;
+        }
+        if !walk.charge(1) {
+            return Err(too_many_to_walk(start));
         }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
         for entry in entries.flatten() {
-            visited += 1;
-            if visited > WALK_LIMIT {
-                return Err(format!(
-                    "`{}` holds more than {WALK_LIMIT} entries: too many to check every symlink it would follow",
-                    start.display()
-                ));
+            if !walk.charge(1) {
+                return Err(too_many_to_walk(start));
             }
             let path = entry.path();
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
@@ -430,27 +450,39 @@ pub(super) fn check_followed(root: &Path, start: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The refusal of a walk past the command line's [`WalkBudget`].
+fn too_many_to_walk(start: &Path) -> String {
+    format!(
+        "walking `{}`, the command line visits more than {WALK_LIMIT} entries (every operand's walk counts): \
+         too many to check; name fewer or smaller trees",
+        start.display()
+    )
+}
+
 /// Finds the first entry under `start` (not following symlinks) whose name
-/// is protected: copying or moving such a tree writes protected files.
-pub(super) fn find_protected_inside(start: &Path, protected: &[String]) -> Result<Option<PathBuf>, String> {
+/// is protected: copying or moving such a tree writes protected files. Each
+/// directory listed and each entry read is charged to `walk`.
+pub(super) fn find_protected_inside(
+    start: &Path,
+    protected: &[String],
+    walk: &WalkBudget,
+) -> Result<Option<PathBuf>, String> {
     let names: Vec<String> = protected
         .iter()
         .filter(|p| !p.trim_matches('/').contains('/'))
         .map(|p| p.to_lowercase())
         .collect();
     let mut stack = vec![start.to_path_buf()];
-    let mut visited = 0usize;
     while let Some(dir) = stack.pop() {
+        if !walk.charge(1) {
+            return Err(too_many_to_walk(start));
+        }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
         for entry in entries.flatten() {
-            visited += 1;
-            if visited > WALK_LIMIT {
-                return Err(format!(
-                    "`{}` holds more than {WALK_LIMIT} entries: too many to check",
-                    start.display()
-                ));
+            if !walk.charge(1) {
+                return Err(too_many_to_walk(start));
             }
             let path = entry.path();
             if names.contains(&entry.file_name().to_string_lossy().to_lowercase()) {
@@ -468,7 +500,7 @@ pub(super) fn find_protected_inside(start: &Path, protected: &[String]) -> Resul
 mod tests {
     use std::path::Path;
 
-    use super::{expand_glob, protected_hit, DEFAULT_PROTECTED_PATHS};
+    use super::{expand_glob, protected_hit, WalkBudget, DEFAULT_PROTECTED_PATHS};
 
     fn protected() -> Vec<String> {
         DEFAULT_PROTECTED_PATHS.iter().map(|s| (*s).to_owned()).collect()
@@ -512,7 +544,7 @@ mod tests {
             std::fs::write(dir.join(f), "").unwrap();
         }
         let root = std::fs::canonicalize(&dir).unwrap();
-        let got = |p: &str, rec: bool| expand_glob(&root, &root, p, rec, &mut 0).unwrap();
+        let got = |p: &str, rec: bool| expand_glob(&root, &root, p, rec, &WalkBudget::default()).unwrap();
         assert_eq!(got("a/*.rs", false).unwrap(), ["a/*.rs", "a/x.rs", "a/y.rs"]);
         assert_eq!(got("a/[*].rs", false).unwrap(), ["a/*.rs"], "a quoted `*` is literal");
         assert_eq!(got("a/.*.rs", false).unwrap(), ["a/.hidden.rs"]);

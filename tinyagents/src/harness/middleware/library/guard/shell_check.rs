@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use super::commands::{self, intrinsic_refusal, Ctx};
-use super::path_check::{confine_from, expand_glob, protected_hit, EXPANSION_LIMIT};
+use super::path_check::{confine_from, expand_glob, protected_hit, WalkBudget, EXPANSION_LIMIT};
 
 /// The longest command line judged.
 const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -322,19 +322,18 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), Str
     // one budget for every glob of the line: what a word may walk and yield
     // is bounded, and so is what all of them together may
     let mut budget = GlobBudget::default();
+    let walk = WalkBudget::default();
     for stage in stages {
-        check_stage(stage, rules, pipeline, &mut budget)?;
+        check_stage(stage, rules, pipeline, &mut budget, &walk)?;
     }
     Ok(())
 }
 
-/// What the globs of one command line have used so far: the entries their
-/// expansion visited (at most [`WALK_LIMIT`](super::path_check::WALK_LIMIT))
-/// and the words they became (at most
-/// [`EXPANSION_LIMIT`](super::path_check::EXPANSION_LIMIT)).
+/// The words the globs of one command line have become so far (at most
+/// [`EXPANSION_LIMIT`](super::path_check::EXPANSION_LIMIT)); what their
+/// expansion visited is charged to the line's [`WalkBudget`].
 #[derive(Debug, Default)]
 struct GlobBudget {
-    walked: usize,
     words: usize,
 }
 
@@ -343,6 +342,7 @@ fn check_stage(
     rules: &ShellRules<'_>,
     pipeline: bool,
     budget: &mut GlobBudget,
+    walk: &WalkBudget,
 ) -> Result<(), String> {
     let mut words: Vec<&Word> = Vec::new();
     let mut redirects = Vec::new();
@@ -419,6 +419,7 @@ fn check_stage(
         read_only: rules.read_only,
         protected: rules.protected,
         program: spec.name,
+        walk,
     };
     // Expand globs as bash would; every match must be confined whatever the program does with it.
     let mut argv: Vec<String> = Vec::with_capacity(args.len());
@@ -426,7 +427,7 @@ fn check_stage(
         match &w.glob {
             None => argv.push(w.text.clone()),
             Some(pattern) => {
-                let words = expand_word(&w.text, pattern, rules, &cx, &mut budget.walked)?;
+                let words = expand_word(&w.text, pattern, rules, &cx)?;
                 budget.words += words.len();
                 if budget.words > EXPANSION_LIMIT {
                     return Err(cx.refuse(
@@ -449,13 +450,7 @@ fn check_stage(
 
 /// The words an unquoted glob word becomes, each confined: its matches, or
 /// the word itself when nothing matches.
-fn expand_word(
-    text: &str,
-    pattern: &str,
-    rules: &ShellRules<'_>,
-    cx: &Ctx<'_>,
-    walked: &mut usize,
-) -> Result<Vec<String>, String> {
+fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) -> Result<Vec<String>, String> {
     if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS {
         return Err(cx.refuse(
             text,
@@ -472,7 +467,7 @@ fn expand_word(
         confine_from(rules.root, rules.cwd, &literal)
             .map_err(|e| cx.refuse(text, format!("a glob outside the workspace: {e}")))?;
     }
-    match expand_glob(rules.root, rules.cwd, pattern, false, walked).map_err(|e| cx.refuse(text, e))? {
+    match expand_glob(rules.root, rules.cwd, pattern, false, cx.walk).map_err(|e| cx.refuse(text, e))? {
         Some(matches) => {
             for m in &matches {
                 confine_from(rules.root, rules.cwd, m)

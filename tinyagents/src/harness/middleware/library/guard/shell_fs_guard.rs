@@ -10,7 +10,7 @@ use serde_json::Value;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use super::commands::{self, intrinsic_refusal};
-use super::path_check::{confine, confine_from, expand_glob, protected_hit, DEFAULT_PROTECTED_PATHS};
+use super::path_check::{confine, confine_from, expand_glob, protected_hit, WalkBudget, DEFAULT_PROTECTED_PATHS};
 use super::shell_check::{check_command, ShellRules};
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
@@ -758,7 +758,7 @@ impl ShellFsGuardMiddleware {
             let literal: String = raw.split(['*', '?', '[']).next().unwrap_or("/").to_owned();
             confine_from(root, cwd, &literal).map_err(|e| format!("`{key}`: the glob `{raw}`: {e}"))?;
         }
-        let matches = expand_glob(root, cwd, raw, true, &mut 0).map_err(|e| format!("`{key}`: {e}"))?;
+        let matches = expand_glob(root, cwd, raw, true, &WalkBudget::default()).map_err(|e| format!("`{key}`: {e}"))?;
         for m in matches.unwrap_or_default() {
             let path =
                 confine_from(root, cwd, &m).map_err(|e| format!("`{key}`: the glob `{raw}` matches `{m}`: {e}"))?;

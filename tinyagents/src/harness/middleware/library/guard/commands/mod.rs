@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::path_check::{check_followed, confine_from, find_protected_inside, protected_hit};
+use super::path_check::{check_followed, confine_from, find_protected_inside, protected_hit, WalkBudget};
 
 mod basename;
 mod cargo;
@@ -326,6 +326,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) read_only: bool,
     pub(crate) protected: &'a [String],
     pub(crate) program: &'a str,
+    /// The walks of the whole command line, every stage's.
+    pub(crate) walk: &'a WalkBudget,
 }
 
 impl Ctx<'_> {
@@ -375,13 +377,13 @@ impl Ctx<'_> {
 
     /// Refuses when following symlinks from `start` (canonical) would leave the root.
     pub(crate) fn follows(&self, start: &Path, via: &str) -> Result<(), String> {
-        check_followed(self.root, start)
+        check_followed(self.root, start, self.walk)
             .map_err(|e| self.refuse(via, format!("it follows symlinks, and {e} (fix: drop `{via}`)")))
     }
 
     /// Refuses when copying the tree at `start` would write a protected entry.
     pub(crate) fn tree_not_protected(&self, arg: &str, start: &Path) -> Result<(), String> {
-        match find_protected_inside(start, self.protected).map_err(|e| self.refuse(arg, e))? {
+        match find_protected_inside(start, self.protected, self.walk).map_err(|e| self.refuse(arg, e))? {
             Some(hit) => Err(self.refuse(
                 arg,
                 format!(
