@@ -7,6 +7,7 @@ use futures::future::BoxFuture;
 use super::hook::{self, Hook};
 use super::invoke::{catch, catch_sync, outcome_of, panic_error, Bracket, Slot};
 use super::observe::observers_of;
+use super::sync_forms::FormCall;
 use super::{HookKind, HookValue, Middleware, MiddlewareStack, PreparedBatch};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
@@ -19,7 +20,7 @@ use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 
 /// How the stack calls one lifecycle hook on a middleware: its async method
 /// and its synchronous form.
-pub(crate) trait HookCall: Hook {
+pub(crate) trait HookCall: Hook + FormCall {
     /// The async hook method.
     fn call<'a, S, C>(
         m: &'a dyn Middleware<S, C>,
@@ -31,16 +32,13 @@ pub(crate) trait HookCall: Hook {
         S: Send + Sync + 'static,
         C: Send + Sync + 'static;
 
-    /// The synchronous form (`on_sync`, or the typed delta method).
-    fn call_sync<S, C>(
-        m: &dyn Middleware<S, C>,
-        ctx: &mut RunContext<C>,
-        state: &S,
-        value: &mut Self::Value,
-    ) -> Result<()>
+    /// The synchronous form (`on_sync`, or the typed delta method), called
+    /// statically when `M` is a concrete type.
+    fn call_sync<S, C, M>(m: &M, ctx: &mut RunContext<C>, state: &S, value: &mut Self::Value) -> Result<()>
     where
         S: Send + Sync + 'static,
-        C: Send + Sync + 'static;
+        C: Send + Sync + 'static,
+        M: Middleware<S, C> + ?Sized;
 }
 
 macro_rules! impl_call {
@@ -76,9 +74,9 @@ macro_rules! impl_call {
                 $call
             }
 
-            #[inline]
-            fn call_sync<S, C>(
-                $sm: &dyn Middleware<S, C>,
+            #[inline(always)]
+            fn call_sync<S, C, M>(
+                $sm: &M,
                 $sctx: &mut RunContext<C>,
                 $sstate: &S,
                 $svalue: &mut Self::Value,
@@ -86,6 +84,7 @@ macro_rules! impl_call {
             where
                 S: Send + Sync + 'static,
                 C: Send + Sync + 'static,
+                M: Middleware<S, C> + ?Sized,
             {
                 $sync
             }
@@ -180,7 +179,7 @@ where
     /// caught, its jump checked.
     #[inline]
     async fn call_slot<H: HookCall>(
-        slot: &Slot<dyn Middleware<S, C>>,
+        slot: &Slot<S, C>,
         ctx: &mut RunContext<C>,
         state: &S,
         value: &mut H::Value,
@@ -199,13 +198,13 @@ where
     /// form: no future, and its result checked where it was written.
     #[inline(always)]
     fn call_slot_sync<H: HookCall>(
-        slot: &Slot<dyn Middleware<S, C>>,
+        slot: &Slot<S, C>,
         ctx: &mut RunContext<C>,
         state: &S,
         value: &mut H::Value,
     ) -> Result<()> {
         let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
-        let mut res = catch_sync(|| H::call_sync(&*slot.mw, ctx, state, value), &slot.name, H::KIND);
+        let mut res = catch_sync(|| H::call_form(&*slot.forms, ctx, state, value), &slot.name, H::KIND);
         let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
         ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
         bracket.close(outcome_of(&res, panicked));
@@ -412,7 +411,7 @@ where
     /// per hook. A failure is written to `out` (which starts `Ok`).
     #[inline(never)]
     fn pass_watched<H: HookCall>(
-        list: &[Slot<dyn Middleware<S, C>>],
+        list: &[Slot<S, C>],
         reverse: bool,
         ctx: &mut RunContext<C>,
         state: &S,
@@ -446,7 +445,7 @@ where
     /// every pass cost more than a hook: a 72-byte copy read back at once).
     #[inline]
     fn pass_quiet<H: HookCall>(
-        list: &[Slot<dyn Middleware<S, C>>],
+        list: &[Slot<S, C>],
         reverse: bool,
         ctx: &mut RunContext<C>,
         state: &S,
@@ -459,7 +458,7 @@ where
             for i in 0..n {
                 at = if reverse { n - 1 - i } else { i };
                 let slot = &list[at];
-                let mut res = H::call_sync(&*slot.mw, ctx, state, value);
+                let mut res = H::call_form(&*slot.forms, ctx, state, value);
                 ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
                 if res.is_err() {
                     *out = res;
@@ -477,7 +476,7 @@ where
     #[cold]
     #[inline(never)]
     fn panicked<H: Hook>(
-        list: &[Slot<dyn Middleware<S, C>>],
+        list: &[Slot<S, C>],
         at: usize,
         ctx: &mut RunContext<C>,
         out: &mut Result<()>,
@@ -537,7 +536,7 @@ where
         HookDispatch::later(Box::pin(async move {
             for slot in list {
                 let mut res = if slot.sync {
-                    catch_sync(|| H::call_sync(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
+                    catch_sync(|| H::call_form(&*slot.forms, ctx, state, delta), &slot.name, H::KIND)
                 } else {
                     catch(H::call(&*slot.mw, ctx, state, delta), &slot.name, H::KIND)
                         .await
@@ -561,7 +560,7 @@ where
     #[inline(always)]
     fn delta_step<D: Suppressible>(
         ctx: &mut RunContext<C>,
-        slot: &Slot<dyn Middleware<S, C>>,
+        slot: &Slot<S, C>,
         hook: HookKind,
         delta: &D,
         res: &mut Result<()>,
@@ -582,7 +581,7 @@ where
     /// returns nothing, so the common case moves no `Result` out of the guard.
     #[inline]
     fn deltas_now<H>(
-        list: &[Slot<dyn Middleware<S, C>>],
+        list: &[Slot<S, C>],
         ctx: &mut RunContext<C>,
         state: &S,
         delta: &mut H::Value,
@@ -596,7 +595,7 @@ where
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             for (i, slot) in list.iter().enumerate() {
                 at = i;
-                let mut res = H::call_sync(&*slot.mw, ctx, state, delta);
+                let mut res = H::call_form(&*slot.forms, ctx, state, delta);
                 if Self::delta_step(ctx, slot, H::KIND, delta, &mut res) {
                     if res.is_err() {
                         *out = res;
@@ -611,7 +610,7 @@ where
     }
 
     #[cold]
-    fn suppressed(ctx: &RunContext<C>, slot: &Slot<dyn Middleware<S, C>>, hook: HookKind) {
+    fn suppressed(ctx: &RunContext<C>, slot: &Slot<S, C>, hook: HookKind) {
         ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
             middleware: slot.name.clone(),
             hook,

@@ -18,7 +18,7 @@ macro_rules! handler {
             State: Send + Sync + 'static,
             Ctx: Send + Sync + 'static,
         {
-            layers: &'a [Slot<dyn Middleware<State, Ctx>>],
+            layers: &'a [Slot<State, Ctx>],
             base: &'a (dyn $base<State, Ctx> + 'a),
         }
 
@@ -44,7 +44,7 @@ macro_rules! handler {
             State: Send + Sync + 'static,
             Ctx: Send + Sync + 'static,
         {
-            pub(crate) fn new(layers: &'a [Slot<dyn Middleware<State, Ctx>>], base: &'a (dyn $base<State, Ctx> + 'a)) -> Self {
+            pub(crate) fn new(layers: &'a [Slot<State, Ctx>], base: &'a (dyn $base<State, Ctx> + 'a)) -> Self {
                 Self { layers, base }
             }
 

@@ -9,24 +9,37 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 
-use super::HookKind;
+use super::sync_forms::SyncForms;
+use super::{HookKind, Middleware};
 use crate::harness::context::{JumpSet, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventSink, HookOutcome};
 
 /// A registered middleware as the dispatch lists hold it: the value, its
-/// (possibly user-given) name, and what it declared.
-pub(crate) struct Slot<T: ?Sized> {
-    pub(crate) mw: Arc<T>,
+/// synchronous forms, its (possibly user-given) name, and what it declared.
+pub(crate) struct Slot<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    pub(crate) mw: Arc<dyn Middleware<S, C>>,
+    /// The synchronous forms, called through one vtable straight into the
+    /// middleware's own code ([`SyncForms`]).
+    pub(crate) forms: Box<dyn SyncForms<S, C>>,
     pub(crate) name: Arc<str>,
     pub(crate) jumps: JumpSet,
     pub(crate) sync: bool,
 }
 
-impl<T: ?Sized> Clone for Slot<T> {
+impl<S, C> Clone for Slot<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
     fn clone(&self) -> Self {
         Self {
             mw: self.mw.clone(),
+            forms: self.forms.boxed(),
             name: self.name.clone(),
             jumps: self.jumps,
             sync: self.sync,

@@ -32,6 +32,7 @@ mod observe;
 mod order;
 mod outcome;
 mod stack;
+mod sync_forms;
 mod traits;
 mod wrap_only;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::invoke::Slot;
 use super::order::{resolve, OrderNode};
+use super::sync_forms::{Forms, SyncForms};
 use super::wrap_only::WrapOnly;
 use super::{
     HookKind, HookSet, Middleware, MiddlewareInfo, ModelBaseCall, ModelHandler, ModelMiddleware, ToolBaseCall,
@@ -26,6 +27,8 @@ where
     info: MiddlewareInfo,
     /// The value, dispatched for each hook in `info.hooks` (wraps included).
     mw: Arc<dyn Middleware<S, C>>,
+    /// Its synchronous forms, monomorphised for its type where it was known.
+    forms: Box<dyn SyncForms<S, C>>,
     /// A default-on built-in: registering a middleware of the same name
     /// replaces it instead of being a duplicate.
     default: bool,
@@ -75,9 +78,9 @@ where
 {
     registered: Vec<Entry<S, C>>,
     order: Vec<usize>,
-    lists: [Vec<Slot<dyn Middleware<S, C>>>; HookKind::LIFECYCLE_COUNT],
-    model: Vec<Slot<dyn Middleware<S, C>>>,
-    tool: Vec<Slot<dyn Middleware<S, C>>>,
+    lists: [Vec<Slot<S, C>>; HookKind::LIFECYCLE_COUNT],
+    model: Vec<Slot<S, C>>,
+    tool: Vec<Slot<S, C>>,
     /// Per hook: whether every implementor takes the synchronous form.
     all_sync: [bool; HookKind::LIFECYCLE_COUNT],
     /// The tools the middleware contributed, with the name of each contributor.
@@ -139,7 +142,8 @@ where
 
     /// [`add`](Self::add) for a value you keep a handle to (to read its counters).
     pub fn add_shared<M: Middleware<S, C> + 'static>(&mut self, middleware: Arc<M>) -> Result<&mut Self> {
-        self.add_dyn(middleware, None)
+        let forms = Box::new(Forms(middleware.clone()));
+        self.add_dyn(middleware, forms, None)
     }
 
     /// [`add`](Self::add) under a name of your choosing: how a second instance
@@ -149,7 +153,9 @@ where
         name: impl Into<String>,
         middleware: M,
     ) -> Result<&mut Self> {
-        self.add_dyn(Arc::new(middleware), Some(name.into()))
+        let middleware = Arc::new(middleware);
+        let forms = Box::new(Forms(middleware.clone()));
+        self.add_dyn(middleware, forms, Some(name.into()))
     }
 
     /// Builder form of [`add`](Self::add).
@@ -165,7 +171,8 @@ where
     /// On a duplicate name or an ordering cycle: use [`add`](Self::add) to get
     /// the error instead.
     pub fn push(&mut self, middleware: Arc<dyn Middleware<S, C>>) -> &mut Self {
-        if let Err(e) = self.add_dyn(middleware, None) {
+        let forms = Box::new(Forms(middleware.clone()));
+        if let Err(e) = self.add_dyn(middleware, forms, None) {
             panic!("MiddlewareStack::push: {e}");
         }
         self
@@ -184,7 +191,7 @@ where
 
     /// Registers a wrap-only model middleware; a duplicate name is a `Config` error.
     pub fn try_push_model(&mut self, middleware: Arc<dyn ModelMiddleware<S, C>>) -> Result<&mut Self> {
-        self.add_dyn(Arc::new(WrapOnly::Model(middleware)), None)
+        self.add_shared(Arc::new(WrapOnly::Model(middleware)))
     }
 
     /// Registers a wrap-only tool middleware (one without a `Middleware` impl).
@@ -200,10 +207,15 @@ where
 
     /// Registers a wrap-only tool middleware; a duplicate name is a `Config` error.
     pub fn try_push_tool(&mut self, middleware: Arc<dyn ToolMiddleware<S, C>>) -> Result<&mut Self> {
-        self.add_dyn(Arc::new(WrapOnly::Tool(middleware)), None)
+        self.add_shared(Arc::new(WrapOnly::Tool(middleware)))
     }
 
-    fn add_dyn(&mut self, middleware: Arc<dyn Middleware<S, C>>, name: Option<String>) -> Result<&mut Self> {
+    fn add_dyn(
+        &mut self,
+        middleware: Arc<dyn Middleware<S, C>>,
+        forms: Box<dyn SyncForms<S, C>>,
+        name: Option<String>,
+    ) -> Result<&mut Self> {
         let mut info = middleware.info();
         if let Some(name) = name {
             info.name = name.into();
@@ -214,6 +226,7 @@ where
             name: name.clone(),
             info,
             mw: middleware,
+            forms,
             default: false,
         })?;
         // A default-on built-in this registration replaced takes its tools along.
@@ -383,6 +396,7 @@ where
                 };
                 list.push(Slot {
                     mw: e.mw.clone(),
+                    forms: e.forms.boxed(),
                     name: name.clone(),
                     jumps,
                     sync: hooks.contains(HookSet::sync_of(kind)),
@@ -440,7 +454,7 @@ where
 
     /// The dispatch list of a lifecycle hook.
     #[inline]
-    pub(super) fn list(&self, hook: HookKind) -> &[Slot<dyn Middleware<S, C>>] {
+    pub(super) fn list(&self, hook: HookKind) -> &[Slot<S, C>] {
         &self.lists[hook as usize]
     }
 
