@@ -10,6 +10,7 @@ use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
+use crate::harness::middleware::HookKind;
 use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
@@ -656,11 +657,34 @@ where
     /// left), refused (a hook refused it and the tool error policy makes that
     /// its result), or `Err` when the refusal ends the run.
     async fn prepare_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<Prepared> {
-        match self.stack.run_before_tool(ctx, state, &mut call).await {
+        let id = call.id.clone();
+        let outcome = self.stack.run_before_tool(ctx, state, &mut call).await;
+        self.answers_its_call(&id, &call.id, HookKind::BeforeTool)?;
+        match outcome {
             Ok(()) => Ok(Prepared::Ready(call)),
             Err(e) if self.tool_errors.to_result(&e) && !e.is_control_flow() => Ok(Prepared::Refused(call, e)),
             Err(e) => Err(e),
         }
+    }
+
+    /// Every call is answered by exactly one result carrying its own id: a
+    /// hook that changed the id would leave the call unanswered (a transcript
+    /// providers reject) and answer one that was never made, so the run fails
+    /// here, naming the hook's implementors.
+    fn answers_its_call(&self, id: &str, now: &str, hook: HookKind) -> Result<()> {
+        if id == now {
+            return Ok(());
+        }
+        let who = self.stack.implementors(hook);
+        Err(TinyAgentsError::middleware(
+            who.join(", "),
+            format!(
+                "tool call `{id}` came back from `{hook}` with the call id `{now}`: a call's id is the model's, and \
+                 its result must carry it (every call is answered by exactly one result); leave `call_id`/`id` as \
+                 they are (a cached answer copies the content, not the id). `{hook}` is implemented by: {}",
+                who.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ),
+        ))
     }
 
     /// Answers one prepared call: the wrap-tool onion (when ready), then `after_tool`.
@@ -684,7 +708,10 @@ where
                     .run_wrapped_tool(ctx, state, call, &ToolCallBase { agent: self })
                     .await
                 {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        self.answers_its_call(&id, &r.call_id, HookKind::WrapTool)?;
+                        r
+                    }
                     Err(e) if self.tool_errors.to_result(&e) => ToolResult {
                         call_id: id,
                         name,
@@ -698,7 +725,9 @@ where
                 (result, false)
             }
         };
+        let id = result.call_id.clone();
         self.stack.run_after_tool(ctx, state, &mut result).await?;
+        self.answers_its_call(&id, &result.call_id, HookKind::AfterTool)?;
         events.close(rejected || result.is_error());
         Ok(result)
     }

@@ -129,12 +129,17 @@ impl PreparedBatch {
         p.verdict = PreparedCallVerdict::Reject(ToolResult::error(&p.call, message));
     }
 
-    /// Rejects call `index` with a given result.
+    /// Rejects call `index` with a given result. The result answers that
+    /// call: its `call_id` and `name` are set to the call's, whatever they
+    /// were (a result with another id would leave the call unanswered).
     ///
     /// # Panics
     /// If `index` is out of range.
-    pub fn reject_with(&mut self, index: usize, result: ToolResult) {
-        self.calls[index].verdict = PreparedCallVerdict::Reject(result);
+    pub fn reject_with(&mut self, index: usize, mut result: ToolResult) {
+        let p = &mut self.calls[index];
+        result.call_id.clone_from(&p.call.id);
+        result.name.clone_from(&p.call.name);
+        p.verdict = PreparedCallVerdict::Reject(result);
     }
 
     /// The calls with their verdicts, consuming the batch.
