@@ -482,10 +482,11 @@ impl ExternalHooksMiddleware {
     }
 }
 
-/// The `pre_tool_use` hooks of a run, judging the calls of its sub-agents
-/// at their last check: a block, a broken hook (fail closed) or an answer
-/// that rewrites the call refuses it (a parent's rewrite cannot be applied
-/// inside a sub-agent, so the call as it stands was not admitted).
+/// The policy hooks of a run (`permission_request` and `pre_tool_use`),
+/// judging the calls of its sub-agents at their last check: a block, a
+/// broken hook (fail closed), an answer that stops the run or one that
+/// rewrites the call refuses it (a parent's rewrite cannot be applied inside
+/// a sub-agent, so the call as it stands was not admitted).
 impl AsyncCallGuard for ExternalHooksMiddleware {
     fn check_call<'a>(
         &'a self,
@@ -493,25 +494,36 @@ impl AsyncCallGuard for ExternalHooksMiddleware {
         run: &'a GuardedRun<'a>,
     ) -> BoxFuture<'a, std::result::Result<(), String>> {
         Box::pin(async move {
-            let input = self
-                .input_in(HookEvent::PreToolUse, run.run_id, run.depth, run.workspace)
-                .with_tool(call.id.clone(), call.name.clone(), call.arguments.clone());
-            // the sub-agent's sink is not this guard's to report to: silent
-            let combined = self
-                .fire_into(None, HookEvent::PreToolUse, Some(&call.name), &input)
-                .await;
-            if let Some(reason) = combined.blocked {
-                return Err(format!(
-                    "tool call `{}` blocked by a hook of the parent run: {reason}",
-                    call.name
-                ));
-            }
-            if combined.updated_input.is_some() {
-                return Err(format!(
-                    "a hook of the parent run rewrites this call to `{}`, and a sub-agent cannot apply a parent's \
-                     rewrite: the call as it stands was not admitted",
-                    call.name
-                ));
+            for event in [HookEvent::PermissionRequest, HookEvent::PreToolUse] {
+                if !self.listens(event) {
+                    continue;
+                }
+                let input = self.input_in(event, run.run_id, run.depth, run.workspace).with_tool(
+                    call.id.clone(),
+                    call.name.clone(),
+                    call.arguments.clone(),
+                );
+                // the sub-agent's sink is not this guard's to report to: silent
+                let combined = self.fire_into(None, event, Some(&call.name), &input).await;
+                if let Some(reason) = combined.blocked {
+                    return Err(format!(
+                        "tool call `{}` blocked by a `{event}` hook of the parent run: {reason}",
+                        call.name
+                    ));
+                }
+                if let Some(reason) = combined.stop {
+                    return Err(format!(
+                        "a `{event}` hook of the parent run answered `continue: false` about this call ({reason}): \
+                         the call was not admitted",
+                    ));
+                }
+                if combined.updated_input.is_some() {
+                    return Err(format!(
+                        "a `{event}` hook of the parent run rewrites this call to `{}`, and a sub-agent cannot apply \
+                         a parent's rewrite: the call as it stands was not admitted",
+                        call.name
+                    ));
+                }
             }
             Ok(())
         })
@@ -544,7 +556,7 @@ const fn event_bit(event: HookEvent) -> u16 {
 impl ExternalHooksMiddleware {
     #[before_agent]
     async fn session_start<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
-        if self.listens(HookEvent::PreToolUse) {
+        if self.listens(HookEvent::PreToolUse) || self.listens(HookEvent::PermissionRequest) {
             // the policy hooks hold in every sub-agent this run starts
             ctx.add_restriction("external_hooks", Restriction::AsyncGuard(Arc::new(self.clone())));
         }
@@ -622,6 +634,7 @@ impl ExternalHooksMiddleware {
                 batch.reject(i, format!("permission denied by a hook: {reason}"));
                 continue;
             }
+
             Self::keep_tool_context(ctx, &call.id, &combined);
             if let Some(new_input) = combined.updated_input {
                 // The call's effective arguments from now on: the reviews after
@@ -641,6 +654,13 @@ impl ExternalHooksMiddleware {
         if let Some(reason) = combined.blocked {
             return Err(TinyAgentsError::validation(format!(
                 "tool call `{}` blocked by a hook: {reason}",
+                call.name
+            )));
+        }
+        if let Some(reason) = &combined.stop {
+            // the run stops (`tool_event` asked for it) before this call runs
+            return Err(TinyAgentsError::validation(format!(
+                "tool call `{}` not run: a hook stopped the run: {reason}",
                 call.name
             )));
         }
