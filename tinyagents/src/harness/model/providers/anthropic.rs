@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{
-    check_tokens, merge_extra, other_reason, parse_json, sse_stream, stream_error, truncated, violation, Decoder,
-    HttpClient, MAX_TOOL_CALLS,
+    body_text, check_tokens, merge_extra, other_reason, parse_json, sse_stream, stream_error, truncated, violation,
+    Decoder, HttpClient, MAX_TOOL_CALLS,
 };
 use super::sse::SseEvent;
 use super::{checked_tool_choice, fold, ordered_segments, replay, ProviderConfig, ProviderKind};
@@ -219,10 +219,10 @@ impl AnthropicModel {
         let body = serde_json::to_vec(&self.request_body(request, false)?).expect("a JSON value serialises");
         let response = self.http.post_json(&self.url, body, false).await?;
         let bytes = self.http.read_body(response).await?;
-        let text = String::from_utf8_lossy(&bytes);
-        let message: WireMessage = parse_json(&self.id, &text)?;
+        let text = body_text(&self.id, &bytes)?;
+        let message: WireMessage = parse_json(&self.id, text)?;
         if message.kind.as_deref() == Some("error") {
-            return Err(stream_error(&self.id, &text));
+            return Err(stream_error(&self.id, text));
         }
         message_deltas(&self.id, message, answer_tool(request).map(|(name, _)| name))
     }

@@ -279,13 +279,17 @@ impl ProviderConfig {
     /// [`with_idle_timeout`](Self::with_idle_timeout) (a built client cannot
     /// be changed): give it a `connect_timeout` and a `read_timeout`, or a
     /// stalled server holds a call until the run's own limits end it. The
-    /// size bounds on every read hold whatever the client.
+    /// size bounds on every read hold whatever the client. So does its
+    /// redirect policy: the built-in client follows none (a redirect would
+    /// re-send the key and the conversation elsewhere, and is refused as an
+    /// error); give yours `.redirect(reqwest::redirect::Policy::none())`.
     ///
     /// ```
     /// use std::time::Duration;
     /// use tinyagents::harness::model::providers::ProviderConfig;
     ///
     /// let client = reqwest::Client::builder()
+    ///     .redirect(reqwest::redirect::Policy::none())
     ///     .connect_timeout(Duration::from_secs(10))
     ///     .read_timeout(Duration::from_secs(120))
     ///     // .add_root_certificate(cert).proxy(reqwest::Proxy::https("http://proxy:3128")?)

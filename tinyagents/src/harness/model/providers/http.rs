@@ -73,7 +73,9 @@ impl HttpClient {
         }
         for (name, value) in config.headers() {
             let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
-            let value = HeaderValue::from_str(value).map_err(|_| bad_header(name))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| bad_header(name))?;
+            // configured headers are mostly credentials (`api-key`): never logged
+            value.set_sensitive(true);
             headers.insert(header, value);
         }
         let client = match config.http_client() {
@@ -83,6 +85,11 @@ impl HttpClient {
                     .user_agent(concat!("tinyagents/", env!("CARGO_PKG_VERSION")))
                     .connect_timeout(config.connect_timeout())
                     .read_timeout(config.idle_timeout())
+                    // A redirect is never followed: it would re-send the key
+                    // headers and the whole conversation to wherever the
+                    // answer points (reqwest strips only `Authorization` and
+                    // `Cookie` across hosts). A 3xx is a refused reply.
+                    .redirect(reqwest::redirect::Policy::none())
                     .tcp_nodelay(true);
                 if is_loopback(config.base_url()) {
                     // A server on this machine is never reached through a proxy.
@@ -336,6 +343,13 @@ pub(crate) fn classify_status(
             }
             TinyAgentsError::model(message, false).with_status(status)
         }
+        300..=399 => {
+            message.push_str(
+                "; redirects are not followed (they would send the API key and the conversation elsewhere): set the \
+                 model's base URL to the address the server points to",
+            );
+            TinyAgentsError::model(message, false).with_status(status)
+        }
         429 if !quota_spent && should_retry != Some(false) => {
             TinyAgentsError::rate_limited(message, retry_after).with_status(status)
         }
@@ -383,6 +397,20 @@ pub(crate) fn malformed(label: &str, what: impl std::fmt::Display, data: &str) -
         ),
         true,
     )
+}
+
+/// A whole (non-streamed) reply body as text. Invalid UTF-8 is a malformed
+/// reply, as it is in a stream: never repaired into replacement characters
+/// the model did not send.
+pub(crate) fn body_text<'a>(label: &str, bytes: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let head = &bytes[..bytes.len().min(200)];
+        malformed(
+            label,
+            format_args!("invalid UTF-8 in the reply body: {e}"),
+            &String::from_utf8_lossy(head),
+        )
+    })
 }
 
 /// The provider sent something its wire format allows in shape but not in
