@@ -439,7 +439,7 @@ where
         spent.extend(ids);
         let u = update([(CONSUMED_KEY, json!(spent))]);
         let mut marked = checkpoint.clone();
-        marked.seq += 1;
+        marked.seq = marked.next_seq()?;
         marked.updates.push(super::checkpoint::UpdateRecord {
             step: marked.steps,
             node: "resume".to_owned(),
@@ -522,7 +522,7 @@ where
             return result;
         };
         let u = update(fresh.iter().map(|u| (u.key.clone(), u.value.clone())));
-        checkpoint.seq += 1;
+        checkpoint.seq = checkpoint.next_seq()?;
         checkpoint.updates.push(super::checkpoint::UpdateRecord {
             step: checkpoint.steps,
             node,

@@ -24,7 +24,7 @@ pub use agent::AgentGraph;
 pub use builder::{Router, StateGraph, END};
 pub use checkpoint::{
     Checkpoint, Checkpointer, FileCheckpointer, InterruptRecord, MemoryCheckpointer, UpdateRecord,
-    CHECKPOINT_FORMAT_VERSION,
+    CHECKPOINT_FORMAT_VERSION, MAX_CHECKPOINT_SEQ,
 };
 pub use command::{to_command, BoundaryAction, Branch, Command, HarnessOutcome, MODEL_NODE, TOOLS_NODE};
 pub use node::{node_fn, FnNode, Node};

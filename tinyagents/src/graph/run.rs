@@ -155,7 +155,7 @@ impl<G: Send> CompiledGraph<G> {
         interrupt: Option<&InterruptRecord>,
     ) -> Result<()> {
         let Some(d) = durable else { return Ok(()) };
-        d.seq += 1;
+        d.seq = super::checkpoint::next_seq(d.thread_id, d.seq)?;
         // Only what is new since the previous checkpoint: linear storage.
         let updates = progress.updates[progress.saved..].to_vec();
         progress.saved = progress.updates.len();

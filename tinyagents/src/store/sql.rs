@@ -53,14 +53,7 @@ CREATE TABLE IF NOT EXISTS tinyagents_ledger (
 
 /// A checkpoint as a row: (seq, format_version, body, sha256).
 pub(super) fn encode(checkpoint: &Checkpoint) -> Result<(i64, i32, String, String)> {
-    let seq = i64::try_from(checkpoint.seq).map_err(|_| {
-        TinyAgentsError::validation(format!(
-            "checkpoint store: checkpoint {} of thread {:?} has a sequence number above {}, the most a shared store keeps",
-            checkpoint.seq,
-            crate::harness::shorten::shorten(&checkpoint.thread_id, 80),
-            i64::MAX
-        ))
-    })?;
+    let seq = crate::graph::checkpoint::storable(checkpoint)?;
     let body = serde_json::to_string(checkpoint)
         .map_err(|e| TinyAgentsError::config(format!("checkpoint store: cannot serialise a checkpoint: {e}")))?;
     let digest = hex(&Sha256::digest(body.as_bytes()));

@@ -140,6 +140,7 @@ fn seq_of(name: &str) -> Option<u64> {
 
 /// The file body of a checkpoint: the header line, then the JSON.
 fn encode(checkpoint: &Checkpoint) -> Result<Vec<u8>> {
+    super::storable(checkpoint)?;
     let body = serde_json::to_vec(checkpoint)
         .map_err(|e| TinyAgentsError::config(format!("checkpoint store: cannot serialise a checkpoint: {e}")))?;
     let mut out = format!(
@@ -245,6 +246,13 @@ pub(crate) fn decode_json(json: &[u8], thread_id: &str, seq: u64) -> std::result
     }
     if checkpoint.seq != seq {
         return Err(format!("it holds checkpoint {}, its name says {seq}", checkpoint.seq));
+    }
+    if checkpoint.seq > super::MAX_CHECKPOINT_SEQ {
+        return Err(format!(
+            "its sequence number {} is past the last one a store keeps ({})",
+            checkpoint.seq,
+            super::MAX_CHECKPOINT_SEQ
+        ));
     }
     Ok(checkpoint)
 }

@@ -51,6 +51,7 @@ impl MemoryCheckpointer {
 #[async_trait]
 impl Checkpointer for MemoryCheckpointer {
     async fn put(&self, checkpoint: &Checkpoint) -> Result<()> {
+        super::storable(checkpoint)?;
         let mut threads = self.threads.lock().expect("checkpoint lock");
         let history = threads.entry(checkpoint.thread_id.clone()).or_default();
         if let Some(last) = history.last().filter(|last| last.seq >= checkpoint.seq) {

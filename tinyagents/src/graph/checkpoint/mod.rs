@@ -27,6 +27,7 @@ use crate::harness::error::Result;
 
 /// Why a run paused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, not dropped
 pub struct InterruptRecord {
     /// The node that paused (it runs again on resume).
     pub node: String,
@@ -36,6 +37,7 @@ pub struct InterruptRecord {
 
 /// One explicit state change, kept so a replay can explain every change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, not dropped
 pub struct UpdateRecord {
     /// The graph step that made it.
     pub step: u32,
@@ -66,6 +68,58 @@ pub struct Checkpoint {
     /// ([`MemoryCheckpointer::history`], [`FileCheckpointer::history`]); a
     /// checkpoint does not repeat the log, so storage grows linearly.
     pub updates: Vec<UpdateRecord>,
+}
+
+/// The largest sequence number a checkpoint may carry: the SQL stores keep
+/// it as a signed 64-bit integer, so every store refuses more.
+pub const MAX_CHECKPOINT_SEQ: u64 = i64::MAX as u64;
+
+impl Checkpoint {
+    /// The sequence number of the checkpoint after this one.
+    ///
+    /// # Errors
+    /// A [`Validation`](crate::harness::error::TinyAgentsError::Validation)
+    /// error when this one is already at [`MAX_CHECKPOINT_SEQ`] (a damaged
+    /// or forged store: a thread never takes that many checkpoints).
+    ///
+    /// ```
+    /// # use tinyagents::graph::{Checkpoint, GraphState, MAX_CHECKPOINT_SEQ};
+    /// let mut c = Checkpoint { thread_id: "t".into(), seq: 1, steps: 0, next: None,
+    ///     state: GraphState::new(), interrupt: None, updates: vec![] };
+    /// assert_eq!(c.next_seq().unwrap(), 2);
+    /// c.seq = MAX_CHECKPOINT_SEQ;
+    /// assert!(c.next_seq().is_err());
+    /// ```
+    pub fn next_seq(&self) -> Result<u64> {
+        next_seq(&self.thread_id, self.seq)
+    }
+}
+
+/// Refuses to store a checkpoint numbered past [`MAX_CHECKPOINT_SEQ`]: every
+/// store keeps the same range, so a thread moves between them intact. The
+/// number as the SQL stores keep it.
+pub(crate) fn storable(checkpoint: &Checkpoint) -> Result<i64> {
+    if let Ok(seq) = i64::try_from(checkpoint.seq) {
+        return Ok(seq);
+    }
+    Err(crate::harness::error::TinyAgentsError::validation(format!(
+        "checkpoint store: checkpoint {} of thread {:?} has a sequence number above {MAX_CHECKPOINT_SEQ}, the most \
+         any store keeps",
+        checkpoint.seq,
+        crate::harness::shorten::shorten(&checkpoint.thread_id, 80)
+    )))
+}
+
+/// The sequence number after `seq` in `thread_id`, refused past [`MAX_CHECKPOINT_SEQ`].
+pub(crate) fn next_seq(thread_id: &str, seq: u64) -> Result<u64> {
+    match seq.checked_add(1) {
+        Some(next) if next <= MAX_CHECKPOINT_SEQ => Ok(next),
+        _ => Err(crate::harness::error::TinyAgentsError::validation(format!(
+            "thread {:?} is at checkpoint {seq}, and no checkpoint may be numbered past {MAX_CHECKPOINT_SEQ}: the \
+             store is damaged or was written by something else; start a new thread",
+            crate::harness::shorten::shorten(thread_id, 80)
+        ))),
+    }
 }
 
 /// A store of checkpoints by thread. Writes are atomic: a reader sees a
