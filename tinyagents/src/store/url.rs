@@ -44,25 +44,56 @@ pub enum StoreUrl {
     Sqlite(PathBuf),
 }
 
-/// `url` with the password of its authority (`user:password@`) replaced by `***`.
+/// `url` with its secrets replaced by `***`: the password of its authority
+/// (`user:password@`) and the value of every query parameter whose name
+/// says secret (`password`, `sslpassword`, `…token…`, `…secret…`), as libpq
+/// URLs may carry them.
+///
+/// The authority is read up to the last `@` before the query, not up to the
+/// first `/` or `#`: a password holding a raw `/` or `#` (not valid URL
+/// syntax, but what a user pastes) is hidden whole.
 pub(crate) fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_owned();
     };
     let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return url.to_owned();
+    let (before_query, query) = match rest.find('?') {
+        Some(q) => (&rest[..q], Some(&rest[q + 1..])),
+        None => (rest, None),
     };
-    let userinfo = &authority[..at];
-    let user = userinfo.split(':').next().unwrap_or("");
-    let shown = if userinfo.contains(':') {
-        format!("{user}:***")
-    } else {
-        user.to_owned()
-    };
-    format!("{}://{shown}{}", &url[..scheme_end], &rest[at..])
+    let mut out = format!("{}://", &url[..scheme_end]);
+    match before_query.rfind('@') {
+        Some(at) => {
+            let userinfo = &before_query[..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => {
+                    out.push_str(user);
+                    out.push_str(":***");
+                }
+                None => out.push_str(userinfo),
+            }
+            out.push_str(&before_query[at..]);
+        }
+        None => out.push_str(before_query),
+    }
+    if let Some(query) = query {
+        out.push('?');
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((key, _)) if secret_key(key) => format!("{key}=***"),
+                _ => param.to_owned(),
+            })
+            .collect();
+        out.push_str(&params.join("&"));
+    }
+    out
+}
+
+/// Whether a query parameter of this name carries a secret.
+fn secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["pass", "secret", "token"].iter().any(|w| key.contains(w))
 }
 
 fn compiled(feature: &str) -> bool {
