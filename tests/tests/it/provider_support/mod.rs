@@ -26,8 +26,8 @@ pub enum Reply {
     SseDrop(Vec<Vec<u8>>),
     /// The pieces, then the server waits for the client to hang up.
     SseHold(Vec<Vec<u8>>),
-    /// A status with headers and a body (`application/json`).
-    Status(u16, Vec<(&'static str, String)>, String),
+    /// A status with headers and a body (`application/json`; any bytes).
+    Status(u16, Vec<(&'static str, String)>, Vec<u8>),
 }
 
 impl Reply {
@@ -42,8 +42,13 @@ impl Reply {
         Self::Status(
             status,
             headers.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
-            body.to_owned(),
+            body.as_bytes().to_vec(),
         )
+    }
+
+    /// A reply whose body is these bytes exactly (invalid UTF-8 included).
+    pub fn bytes(status: u16, body: &[u8]) -> Self {
+        Self::Status(status, Vec::new(), body.to_vec())
     }
 }
 
@@ -201,7 +206,7 @@ async fn serve(socket: &mut TcpStream, reply: Reply) -> bool {
             }
             head.push_str("\r\n");
             let _ = socket.write_all(head.as_bytes()).await;
-            let _ = socket.write_all(body.as_bytes()).await;
+            let _ = socket.write_all(&body).await;
             let _ = socket.shutdown().await;
             false
         }
