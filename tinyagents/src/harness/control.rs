@@ -39,6 +39,12 @@ impl MiddlewareControl {
 }
 
 /// Where a middleware may send the loop.
+///
+/// Asked from a tool hook (`before_tool`, `wrap_tool`, `after_tool`), a jump
+/// to the model or the end (or a stop with a final text) leaves the batch at
+/// once: the call whose `before_tool` asked, and every call after the one
+/// that asked, are answered "not run" and never run; the jump applies after
+/// the batch. (Calls already running concurrently finish.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JumpTarget {
     /// Call the model (again). Pending tool calls (those of the reply, or of

@@ -26,14 +26,45 @@ enum Prepared {
     Refused(ToolCall, TinyAgentsError),
     /// The batch review rejected it with this result.
     Rejected(ToolResult),
+    /// A hook of this batch ended it (a jump to the end or the model, a
+    /// stop) before this call ran: its "not run" answer, which no hook sees.
+    Skipped(ToolResult),
 }
 
 impl Prepared {
     fn id_and_name(&self) -> (&str, &str) {
         match self {
             Self::Ready(call) | Self::Refused(call, _) => (&call.id, &call.name),
-            Self::Rejected(result) => (&result.call_id, &result.name),
+            Self::Rejected(result) | Self::Skipped(result) => (&result.call_id, &result.name),
         }
+    }
+
+    /// This call's "not run" answer, for a batch a hook ended before it ran.
+    fn not_run(&self, why: &str) -> ToolResult {
+        let (id, name) = self.id_and_name();
+        not_run(&ToolCall::new(id, name, serde_json::Value::Null), why)
+    }
+}
+
+/// The "not run" answer of a call a hook's jump or stop left behind: the
+/// same words the safe points answer pending calls with.
+fn not_run(call: &ToolCall, why: &str) -> ToolResult {
+    ToolResult::error(call, format!("not run: {why}"))
+}
+
+/// Whether a hook of the batch at hand asked to leave it: a jump to the end
+/// or to the model, or a stop with a final text. The calls it has not
+/// reached are then answered "not run" and never run; the jump or stop
+/// itself is applied at the safe point after the batch. (An interrupt
+/// pauses there, after the batch, as it does from any tool hook.)
+fn leaves_batch<C>(ctx: &RunContext<C>) -> Option<&'static str> {
+    if matches!(ctx.pending_control(), Some(MiddlewareControl::StopWithFinal(_))) {
+        return Some("the run stopped before this call ran");
+    }
+    match ctx.pending_jump().map(|j| j.target) {
+        Some(JumpTarget::End) => Some("the run ended (a jump to the end) before this call ran"),
+        Some(JumpTarget::Model) => Some("a middleware sent the run back to the model before this call ran"),
+        _ => None,
     }
 }
 
@@ -575,12 +606,23 @@ where
             Some(fork) if proceeding > 1 => fork,
             _ => {
                 let mut results = Vec::with_capacity(batch.len());
+                let mut cut = None;
                 for p in batch {
+                    if let Some(why) = cut {
+                        results.push(not_run(&p.call, why));
+                        continue;
+                    }
                     let prepared = match p.into_parts() {
                         (call, PreparedCallVerdict::Proceed) => self.prepare_one(ctx, state, call).await?,
                         (_, PreparedCallVerdict::Reject(result)) => Prepared::Rejected(result),
                     };
+                    if let Some(why) = leaves_batch(ctx) {
+                        cut = Some(why);
+                        results.push(prepared.not_run(why));
+                        continue;
+                    }
                     results.push(self.finish_one(ctx, state, prepared).await?);
+                    cut = leaves_batch(ctx);
                 }
                 return Ok(results);
             }
@@ -593,11 +635,23 @@ where
         // the model's order; independent groups run concurrently.
         let mut prepared = Vec::with_capacity(batch.len());
         let mut access = Vec::with_capacity(batch.len());
+        let mut cut = None;
         for mut p in batch {
+            if let Some(why) = cut {
+                // nothing of this call ran: answered, never scheduled
+                access.push(Vec::new());
+                prepared.push(Prepared::Skipped(not_run(&p.call, why)));
+                continue;
+            }
             let reviewed_access = std::mem::take(&mut p.access);
             match p.into_parts() {
                 (call, PreparedCallVerdict::Proceed) => {
                     let step = self.prepare_one(ctx, state, call).await?;
+                    cut = leaves_batch(ctx);
+                    let step = match cut {
+                        Some(why) => Prepared::Skipped(step.not_run(why)),
+                        None => step,
+                    };
                     access.push(match &step {
                         Prepared::Ready(call) => declared_access(&self.tools, call),
                         _ => Vec::new(),
@@ -695,10 +749,15 @@ where
     /// the run ends on this call's error or the call's future is dropped. (A
     /// rejected call is reported as completed with an error.)
     async fn finish_one(&self, ctx: &mut RunContext<C>, state: &S, prepared: Prepared) -> Result<ToolResult> {
+        if let Prepared::Skipped(result) = prepared {
+            // answered as a safe point answers a pending call: no run, no hook, no event
+            return Ok(result);
+        }
         let (id, name) = prepared.id_and_name();
         let events = ToolCallEvents::open(ctx, id, name);
         let (mut result, rejected) = match prepared {
             Prepared::Rejected(result) => (result, true),
+            Prepared::Skipped(_) => unreachable!("a skipped call returned above"),
             Prepared::Refused(call, e) => (ToolResult::error(&call, e.to_string()), false),
             Prepared::Ready(call) => {
                 let (id, name) = (call.id.clone(), call.name.clone());
