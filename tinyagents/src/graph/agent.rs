@@ -12,10 +12,10 @@ use super::command::{to_command, BoundaryAction, Command, HarnessOutcome, MODEL_
 use super::node::Node;
 use super::run::{CompiledGraph, GraphOutcome, GraphRun};
 use super::state::{update, GraphState, Reducer};
-use crate::harness::agent::{Agent, AgentInput, AgentRun, StepOutcome, StopReason};
+use crate::harness::agent::{unanswered_calls, Agent, AgentInput, AgentRun, StepOutcome, StopReason};
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::message::Message;
+use crate::harness::message::{Message, Role};
 use crate::harness::model::Usage;
 use crate::harness::tool::ToolCall;
 use crate::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
@@ -115,6 +115,40 @@ where
     }
 }
 
+impl<S, C> Turn<'_, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// A step that failed with `e` after adding messages (results of calls
+    /// that ran, a reply, accepted steering injections). An interrupt keeps
+    /// them: the graph merges them into the state before it records the
+    /// pause, so a resume neither runs those calls again nor loses what was
+    /// said. The state also says what comes next: the calls of the last reply
+    /// still unanswered wait for the `tools` node, and a reply without calls
+    /// is the final answer. Any other error fails the step as it stands.
+    fn paused_with_progress(&mut self, from: usize, e: TinyAgentsError) -> Result<Command> {
+        let TinyAgentsError::Interrupted { node, message } = e else {
+            return Err(e);
+        };
+        if self.run.messages.len() == from {
+            return Err(TinyAgentsError::Interrupted { node, message });
+        }
+        let mut u = self.progress(from)?;
+        let pending = unanswered_calls(&self.run.messages);
+        let last = self.run.messages.last();
+        if pending.is_empty() && last.is_some_and(|m| m.role == Role::Assistant && m.tool_calls.is_empty()) {
+            u.insert(STOP.into(), Value::from(stop_label(&StopReason::Finished)));
+        }
+        u.insert(PENDING.into(), serde_json::to_value(pending).map_err(ser)?);
+        let pause = match to_command(HarnessOutcome::Control(MiddlewareControl::Interrupt { node, message })) {
+            BoundaryAction::Command(command) => command,
+            other => unreachable!("an interrupt maps onto a command, not {other:?}"),
+        };
+        Ok(Command::update_then(u, pause))
+    }
+}
+
 fn ser(e: serde_json::Error) -> TinyAgentsError {
     TinyAgentsError::validation(format!("the agent graph state cannot be serialised: {e}"))
 }
@@ -128,9 +162,32 @@ where
     S: Send + Sync + 'static,
     C: Send + Sync + 'static,
 {
-    async fn run(&self, turn: &mut Turn<'r, S, C>, _state: &GraphState) -> Result<Command> {
+    async fn run(&self, turn: &mut Turn<'r, S, C>, state: &GraphState) -> Result<Command> {
+        // Resumed after a pause this node recorded with its progress: the
+        // reply it paused on is in the state, and says what comes next.
+        if state.get(STOP).is_some_and(|v| !v.is_null()) {
+            // the final reply it paused on is the run's answer
+            turn.run.final_message = turn
+                .run
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::Assistant)
+                .cloned();
+            return Ok(Command::End);
+        }
+        if state
+            .get(PENDING)
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
+            return Ok(Command::Continue);
+        }
         let from = turn.run.messages.len();
-        let outcome = turn.agent.model_step(turn.ctx, turn.state, &mut turn.run).await?;
+        let outcome = match turn.agent.model_step(turn.ctx, turn.state, &mut turn.run).await {
+            Ok(outcome) => outcome,
+            Err(e) => return turn.paused_with_progress(from, e),
+        };
         let mut u = turn.progress(from)?;
         let command = boundary_command(&outcome);
         match outcome {
@@ -157,11 +214,15 @@ where
 {
     async fn run(&self, turn: &mut Turn<'r, S, C>, state: &GraphState) -> Result<Command> {
         let calls: Vec<ToolCall> = state.get_as(PENDING)?.unwrap_or_default();
+        if calls.is_empty() {
+            // resumed after a pause that followed a finished batch: nothing waits here
+            return Ok(Command::Continue);
+        }
         let from = turn.run.messages.len();
-        let stop = turn
-            .agent
-            .tools_step(turn.ctx, turn.state, &mut turn.run, calls)
-            .await?;
+        let stop = match turn.agent.tools_step(turn.ctx, turn.state, &mut turn.run, calls).await {
+            Ok(stop) => stop,
+            Err(e) => return turn.paused_with_progress(from, e),
+        };
         let mut u = turn.progress(from)?;
         u.insert(PENDING.into(), json!([]));
         let command = tools_command(stop.as_ref());

@@ -135,7 +135,7 @@ enum Next {
 /// The calls of the last assistant message that have no result yet, when
 /// nothing but their results follows it (so their results can still go
 /// right after it).
-fn unanswered_calls(messages: &[Message]) -> Vec<ToolCall> {
+pub(crate) fn unanswered_calls(messages: &[Message]) -> Vec<ToolCall> {
     let Some(pos) = messages.iter().rposition(|m| m.role != Role::Tool) else {
         return Vec::new();
     };
