@@ -256,7 +256,11 @@ fn bad_configs_are_rejected_naming_field_value_and_rule() {
 #[test]
 fn the_builtin_is_documented_and_in_the_catalog() {
     let doc = catalog().into_iter().find(|d| d.name == "tool_call_limit").unwrap();
-    assert_eq!(doc.hooks, [HookKind::OnToolBatch]);
+    // the review counts; `before_tool` confirms a call started; `after_agent` gives back the rest
+    assert_eq!(
+        doc.hooks,
+        [HookKind::AfterAgent, HookKind::OnToolBatch, HookKind::BeforeTool]
+    );
 }
 
 /// A shared ledger: the thread's count lives there, and an `end` that stops a

@@ -82,6 +82,7 @@ mod hooks_fail_closed;
 mod hooks_sandboxed;
 mod legacy_context_keys;
 mod loop_promises;
+mod loop_promises_redteam;
 mod loop_properties;
 mod middleware_tools;
 mod ordering;

@@ -27,6 +27,68 @@ impl RunCounts {
         let counts = ctx.local::<RunCounts>();
         *counts.0.lock().expect("run counts lock").entry(key).or_insert(0) += n;
     }
+
+    /// Takes `n` back from this run's count for instance `key`.
+    pub(super) fn sub<C>(ctx: &RunContext<C>, key: u64, n: u32) {
+        let counts = ctx.local::<RunCounts>();
+        let mut map = counts.0.lock().expect("run counts lock");
+        if let Some(count) = map.get_mut(&key) {
+            *count = count.saturating_sub(n);
+        }
+    }
+}
+
+/// Calls a batch review counted that have not started yet, by instance key:
+/// a call is counted when the review admits it (so the calls of a batch are
+/// judged together, in the model's order) and confirmed when it starts
+/// (`before_tool`). What is still unconfirmed when the next batch is
+/// reviewed or the run ends never ran (a later review rejected it, a person
+/// was asked first, a jump left the batch, the run failed), and is given back.
+#[derive(Default)]
+pub(super) struct Unstarted(Mutex<HashMap<u64, Vec<String>>>);
+
+impl Unstarted {
+    /// Records the calls `ids` as counted and not started.
+    pub(super) fn record<C>(ctx: &RunContext<C>, key: u64, ids: Vec<String>) {
+        if ids.is_empty() {
+            return;
+        }
+        let unstarted = ctx.local::<Unstarted>();
+        unstarted
+            .0
+            .lock()
+            .expect("unstarted lock")
+            .entry(key)
+            .or_default()
+            .extend(ids);
+    }
+
+    /// Call `id` started: it stays counted.
+    pub(super) fn started<C>(ctx: &RunContext<C>, key: u64, id: &str) {
+        let Some(unstarted) = ctx.try_local::<Unstarted>() else {
+            return;
+        };
+        let mut map = unstarted.0.lock().expect("unstarted lock");
+        if let Some(ids) = map.get_mut(&key) {
+            if let Some(i) = ids.iter().position(|x| x == id) {
+                ids.swap_remove(i);
+            }
+        }
+    }
+
+    /// Takes the calls still not started: how many to give back.
+    pub(super) fn take<C>(ctx: &RunContext<C>, key: u64) -> u32 {
+        let Some(unstarted) = ctx.try_local::<Unstarted>() else {
+            return 0;
+        };
+        let ids = unstarted
+            .0
+            .lock()
+            .expect("unstarted lock")
+            .remove(&key)
+            .unwrap_or_default();
+        u32::try_from(ids.len()).unwrap_or(u32::MAX)
+    }
 }
 
 /// Counts per conversation thread ([`RunConfig::thread_id`](crate::harness::context::RunConfig::thread_id)),

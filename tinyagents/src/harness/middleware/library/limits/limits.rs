@@ -13,6 +13,7 @@ use super::pricing::TokenRates;
 use crate::config::{ConfigError, ConfigErrors, MiddlewareConfig};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::middleware::library::policy::replays_next_turn;
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::{AsyncCallGuard, GuardedRun, Restriction, ToolCall};
@@ -437,6 +438,10 @@ impl LimitsMiddleware {
     fn count_turn<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let _ = request;
         let Some(max) = self.max_turns else { return Ok(()) };
+        if replays_next_turn(ctx) {
+            // `human_in_the_loop` answers this turn with the reply it paused on: no model turn
+            return Ok(());
+        }
         let counts = ctx.local::<Counts>();
         if counts.turns.load(Ordering::Relaxed) >= max {
             return Err(TinyAgentsError::limit(

@@ -8,6 +8,7 @@ use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::library::instance_key;
+use crate::harness::middleware::library::policy::replays_next_turn;
 use crate::harness::model::ModelRequest;
 use crate::store::LedgerStore;
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -195,6 +196,10 @@ impl ModelCallLimitMiddleware {
     #[before_model]
     async fn count<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let _ = request;
+        if replays_next_turn(ctx) {
+            // `human_in_the_loop` answers this turn with the reply it paused on: no model call
+            return Ok(());
+        }
         let run = RunCounts::get(ctx, self.key);
         let over = if self.run_limit.is_some_and(|limit| run >= limit) {
             Some(format!("this run made {run} model calls"))

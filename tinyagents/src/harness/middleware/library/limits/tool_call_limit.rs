@@ -3,12 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::counts::{describe, ExitBehavior, RunCounts, ThreadCounts};
+use super::counts::{describe, ExitBehavior, RunCounts, ThreadCounts, Unstarted};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::library::instance_key;
-use crate::harness::middleware::PreparedBatch;
+use crate::harness::middleware::{AgentRun, PreparedBatch};
+use crate::harness::tool::ToolCall;
 use crate::store::LedgerStore;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -201,12 +202,14 @@ impl ToolCallLimitMiddleware {
         failure = "Fails closed: a call over the limit never runs. `continue` answers it with an error result, `end` stops the run before any call of the batch runs (each gets a \"not run\" result, right after its assistant message and before the final message, so the transcript stays one providers accept), `error` fails the run with `LimitExceeded { limit: \"tool_call_limit\" }`. Runs without a `thread_id` are counted per run only. With `shared_thread_counts`, a ledger that cannot answer refuses the batch with a `Middleware` error.",
         streaming = "Decides on the whole batch before any call starts; admitted calls stream progress normally.",
         cache = "None: the request is not touched; error results enter the conversation like any tool result.",
-        retries = "Counts each call once in the batch review, outside the tool onion: tool retries inside a call do not count again."
+        retries = "Counts each call once in the batch review, outside the tool onion: tool retries inside a call do not count again. A counted call that never starts (a later review rejects it, `human_in_the_loop` pauses the batch to ask a person, a jump leaves the batch, the run fails) is given back at the next batch review or when the run ends, so an approved call is counted once, when it runs."
     )
 )]
 impl ToolCallLimitMiddleware {
     #[on_tool_batch]
     async fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
+        // what the previous batch counted and never started goes back first
+        self.give_back_unstarted(ctx).await?;
         let mut run = RunCounts::get(ctx, self.key);
         // Without a thread limit the thread is still counted in process (`thread_count`).
         let thread_limit = match self.thread_limit {
@@ -214,7 +217,7 @@ impl ToolCallLimitMiddleware {
             None if !self.threads.is_shared() => Some(u32::MAX),
             None => None,
         };
-        let (mut admitted, mut blocked) = (0u32, Vec::new());
+        let (mut admitted, mut blocked, mut ids) = (0u32, Vec::new(), Vec::new());
         for (i, p) in batch.calls().iter().enumerate() {
             if !self.counts(&p.call.name) {
                 continue;
@@ -239,9 +242,11 @@ impl ToolCallLimitMiddleware {
             }
             run += 1;
             admitted += 1;
+            ids.push(p.call.id.clone());
         }
         if blocked.is_empty() || self.exit == ExitBehavior::Continue {
             RunCounts::add(ctx, self.key, admitted);
+            Unstarted::record(ctx, self.key, ids);
         } else if thread_limit.is_some() {
             // `end` and `error` run no call of the batch: its thread counts go back.
             self.threads.release(ctx, admitted).await?;
@@ -270,5 +275,35 @@ impl ToolCallLimitMiddleware {
                 Ok(())
             }
         }
+    }
+
+    /// A counted call starts: it stays counted.
+    #[before_tool]
+    fn started<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
+        Unstarted::started(ctx, self.key, &call.id);
+        Ok(())
+    }
+
+    /// The run ends (paused, failed or finished): calls counted that never started are given back.
+    #[after_agent]
+    async fn settle<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+        let _ = run;
+        self.give_back_unstarted(ctx).await
+    }
+}
+
+impl ToolCallLimitMiddleware {
+    /// Gives back the calls a review counted that never started: to the
+    /// run's count, and to the thread's when a thread limit counted them.
+    async fn give_back_unstarted<C>(&self, ctx: &RunContext<C>) -> Result<()> {
+        let n = Unstarted::take(ctx, self.key);
+        if n == 0 {
+            return Ok(());
+        }
+        RunCounts::sub(ctx, self.key, n);
+        if self.thread_limit.is_some() || !self.threads.is_shared() {
+            self.threads.release(ctx, n).await?;
+        }
+        Ok(())
     }
 }

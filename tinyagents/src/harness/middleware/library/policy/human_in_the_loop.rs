@@ -532,6 +532,16 @@ pub(crate) struct RoutedInner {
 #[derive(Default)]
 struct HitlState(Mutex<HitlInner>);
 
+/// Whether the next model turn of the run of `ctx` is the paused reply
+/// replayed on resume (its `wrap_model` answers it; no model is called):
+/// the call limits do not count it as a model call.
+pub(crate) fn replays_next_turn<C>(ctx: &RunContext<C>) -> bool {
+    ctx.try_local::<HitlState>().is_some_and(|st| {
+        let s = st.0.lock().expect("hitl lock");
+        s.resume.is_some() && !s.replayed
+    })
+}
+
 #[derive(Default)]
 struct HitlInner {
     resume: Option<HitlResume>,

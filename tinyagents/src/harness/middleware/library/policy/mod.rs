@@ -11,11 +11,13 @@ pub use contextual_tool_selection::{
     ContextualToolSelectionConfig, ContextualToolSelectionMiddleware, ToolSelectionContext,
 };
 pub use dynamic_tool_selection::{DynamicToolSelectionConfig, DynamicToolSelectionMiddleware, SELECTOR_PROMPT};
+pub(crate) use human_in_the_loop::{
+    replays_next_turn, ConsumedDecisions, RoutedApprovals, CONSUMED_KEY, INTERRUPT_KEY,
+};
 pub use human_in_the_loop::{
     ApprovalRequest, BoundDecision, ChildApproval, CompletedCall, Decision, DecisionKind, HitlInterrupt, HitlResume,
     HumanInTheLoopConfig, HumanInTheLoopMiddleware, InterruptOn,
 };
-pub(crate) use human_in_the_loop::{ConsumedDecisions, RoutedApprovals, CONSUMED_KEY, INTERRUPT_KEY};
 pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG, DENY_TAG};
 pub use tool_lists::ToolLists;
 pub use tool_policy::{ToolPolicyConfig, ToolPolicyMiddleware};
