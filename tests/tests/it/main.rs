@@ -76,6 +76,7 @@ mod graph;
 mod graph_boundary;
 mod guard_corpus;
 mod guard_escapes;
+mod guard_escapes_third;
 mod guards_redteam;
 mod hook_order;
 mod hooks_fail_closed;

@@ -1,18 +1,13 @@
 //! `cp`: copies files; the destination (or `-t DIR`) is written. `-L`
 //! follows symlinks in the sources; `-s` creates symlinks (refused).
 
-use super::{flag, fx, opt, req, Fx, Operands, Spec, Val, BASE};
+use super::{flag, fx, opt, req, Fx, Operands, Spec, Val, BACKUP_REFUSAL, BASE};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "cp",
     opts: &[
         fx(&["-a", "--archive"], Fx::Recursive),
         fx(&["-r", "-R", "--recursive"], Fx::Recursive),
-        opt(
-            &["--backup"],
-            Val::OneOf(&["none", "off", "numbered", "t", "existing", "nil", "simple", "never"]),
-        ),
-        flag(&["-b"]),
         flag(&["-d", "-P", "--no-dereference"]),
         flag(&["-f", "--force"]),
         flag(&["-i", "--interactive"]),
@@ -26,7 +21,6 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["--remove-destination"]),
         req(&["--sparse"], Val::OneOf(&["auto", "always", "never"])),
         flag(&["--strip-trailing-slashes"]),
-        req(&["-S", "--suffix"], Val::Text),
         req(&["-t", "--target-directory"], Val::Write),
         flag(&["-T", "--no-target-directory"]),
         flag(&["-u"]),
@@ -37,6 +31,10 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["--debug"]),
     ],
     deny: &[
+        ("-b", BACKUP_REFUSAL),
+        ("--backup", BACKUP_REFUSAL),
+        ("-S", BACKUP_REFUSAL),
+        ("--suffix", BACKUP_REFUSAL),
         (
             "--parents",
             "it writes each source's own path under the destination (`x/.git/…`), which the guard does not check \

@@ -931,6 +931,59 @@ fn revisions_and_paths(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result<(),
 
 /// The repository git discovers from the cwd must be a `.git` inside the
 /// root; a directory git would take for a bare repository is refused.
+/// A `.git` file (a gitlink: `gitdir: PATH`, as submodules and linked
+/// worktrees have) is followed by git to the repository it names. Admitted
+/// only when that is inside a real `.git` directory of the workspace (where
+/// git keeps submodules and worktrees, and where no command may write): a
+/// gitlink anywhere else may be the model's own, naming a repository whose
+/// config runs programs.
+fn gitlink_inside_a_repository(cx: &Ctx<'_>, dir: &Path, dot_git: &Path) -> Result<(), String> {
+    let refuse = |why: String| {
+        Err(format!(
+            "`{}` is a gitlink {why}: git would use that repository, whose config can name programs to run; refused",
+            dot_git.display()
+        ))
+    };
+    let mut text = String::new();
+    let read = std::fs::File::open(dot_git).and_then(|f| {
+        use std::io::Read;
+        f.take(4096).read_to_string(&mut text)
+    });
+    if read.is_err() {
+        return refuse("that cannot be read as text".to_owned());
+    }
+    let Some(target) = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("gitdir:"))
+        .map(str::trim)
+    else {
+        return refuse("without a `gitdir:` line".to_owned());
+    };
+    let Ok(target) = std::fs::canonicalize(dir.join(target)) else {
+        return refuse(format!("to `{target}`, which does not exist"));
+    };
+    // the first `.git` component of the target, within the root, must be a real directory
+    let inside = target.strip_prefix(cx.root).ok().and_then(|rel| {
+        let mut at = cx.root.to_path_buf();
+        for part in rel.components() {
+            at.push(part);
+            if part.as_os_str() == ".git" {
+                return Some(at.symlink_metadata().is_ok_and(|m| m.is_dir()));
+            }
+        }
+        None
+    });
+    if inside == Some(true) {
+        Ok(())
+    } else {
+        refuse(format!(
+            "to `{}`, which is not inside a `.git` directory of the workspace",
+            target.display()
+        ))
+    }
+}
+
 fn repository_inside_root(cx: &Ctx<'_>) -> Result<(), String> {
     let mut dir: &Path = cx.cwd;
     loop {
@@ -948,8 +1001,19 @@ fn repository_inside_root(cx: &Ctx<'_>) -> Result<(), String> {
                 dir.display()
             ));
         }
-        if entry(".git") {
-            return Ok(());
+        let dot_git = dir.join(".git");
+        match dot_git.symlink_metadata() {
+            // a repository's own directory: the guard never lets a command write under `.git`
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(meta) if meta.is_file() => return gitlink_inside_a_repository(cx, dir, &dot_git),
+            Ok(_) => {
+                return Err(format!(
+                    "`{}` is neither a directory nor a file (a symlink?): git would follow it to a repository the \
+                     guard cannot vouch for; refused",
+                    dot_git.display()
+                ))
+            }
+            Err(_) => {}
         }
         if dir == cx.root {
             return Err(format!(

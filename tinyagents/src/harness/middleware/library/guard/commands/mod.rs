@@ -91,6 +91,12 @@ pub(crate) const SPECS: &[&Spec] = &[
     &wc::SPEC,
 ];
 
+/// Why `cp` and `mv` refuse their backup options (`-b`, `--backup`, `-S`,
+/// `--suffix`): the backup's name is made, not given.
+pub(crate) const BACKUP_REFUSAL: &str = "it renames an existing destination to a backup name (DEST plus a suffix) \
+     the guard does not check against the protected paths (`.envr` becomes `.envrc`): remove or rename the \
+     destination yourself";
+
 /// The specification of `name`, if the guard has one.
 pub(crate) fn spec(name: &str) -> Option<&'static Spec> {
     SPECS.iter().copied().find(|s| s.name == name)

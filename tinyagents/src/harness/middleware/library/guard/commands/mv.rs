@@ -1,26 +1,26 @@
 //! `mv`: moves files; every operand is written (the source disappears).
 
-use super::{flag, opt, req, Operands, Spec, Val, BASE};
+use super::{flag, opt, req, Operands, Spec, Val, BACKUP_REFUSAL, BASE};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "mv",
     opts: &[
-        opt(
-            &["--backup"],
-            Val::OneOf(&["none", "off", "numbered", "t", "existing", "nil", "simple", "never"]),
-        ),
-        flag(&["-b"]),
         flag(&["-f", "--force"]),
         flag(&["-i", "--interactive"]),
         flag(&["-n", "--no-clobber"]),
         flag(&["--strip-trailing-slashes"]),
-        req(&["-S", "--suffix"], Val::Text),
         req(&["-t", "--target-directory"], Val::Write),
         flag(&["-T", "--no-target-directory"]),
         flag(&["-u"]),
         opt(&["--update"], Val::OneOf(&["all", "none", "none-fail", "older"])),
         flag(&["-v", "--verbose"]),
         flag(&["--debug"]),
+    ],
+    deny: &[
+        ("-b", BACKUP_REFUSAL),
+        ("--backup", BACKUP_REFUSAL),
+        ("-S", BACKUP_REFUSAL),
+        ("--suffix", BACKUP_REFUSAL),
     ],
     operands: Operands::Write,
     writes: true,

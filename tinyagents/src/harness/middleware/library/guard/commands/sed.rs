@@ -108,11 +108,6 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
             _ => Ok(false),
         }
     };
-    let to_end = |i: &mut usize| {
-        while *i < c.len() && c[*i] != '\n' && c[*i] != ';' {
-            *i += 1;
-        }
-    };
     let mut depth = 0usize;
     loop {
         while i < c.len() && matches!(c[i], ' ' | '\t' | ';' | '\n') {
@@ -160,7 +155,33 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     i += 1;
                 }
             }
-            ':' | 'b' | 't' | 'T' | 'v' => to_end(&mut i),
+            ':' | 'b' | 't' | 'T' | 'v' => {
+                // GNU sed ends a label (and `v`'s version) at a blank or `;`,
+                // and reads the next command right after it: `:a e CMD` is a
+                // label and then `e`. Only a plain label, then the end of the
+                // command, is understood.
+                skip_ws(&mut i);
+                let start = i;
+                while i < c.len() && !matches!(c[i], ' ' | '\t' | '\n' | ';' | '}') {
+                    if !(c[i].is_ascii_alphanumeric() || matches!(c[i], '_' | '.' | '-')) {
+                        return Err(format!(
+                            "a label with `{}` in it (a label is letters, digits, `_`, `.` or `-`)",
+                            c[i]
+                        ));
+                    }
+                    i += 1;
+                }
+                if cmd == ':' && i == start {
+                    return Err("`:` without a label".to_owned());
+                }
+                skip_ws(&mut i);
+                if i < c.len() && !matches!(c[i], '\n' | ';' | '}') {
+                    return Err(format!(
+                        "text after the label of `{cmd}` (sed reads it as another command): end the command with `;` \
+                         or a line break"
+                    ));
+                }
+            }
             'a' | 'i' | 'c' => {
                 while i < c.len() && c[i] != '\n' {
                     if c[i] == '\\' && c.get(i + 1) == Some(&'\n') {
@@ -234,6 +255,13 @@ mod tests {
             "2,+3p",
             "\\,x,p",
             "s/\\//-/g",
+            ":a;s/x/y/;ta",
+            ":a\nN;ba",
+            "/x/{:loop;s/a/b/;tloop}",
+            "b",
+            "bend;p;:end",
+            "v 4.2",
+            "v;p",
         ] {
             assert!(script(ok).is_ok(), "{ok}: {:?}", script(ok));
         }
@@ -255,6 +283,16 @@ mod tests {
             "p x",
             "s/a/b",
             "$!{e}",
+            // GNU sed ends a label at a blank: what follows is another command
+            ":a e touch pwned",
+            ":a\te id",
+            "ta e id",
+            "b x w .git/config",
+            "T x r /etc/passwd",
+            "v 4.2 e id",
+            ":a w out",
+            ":",
+            ":a$b",
         ] {
             assert!(script(bad).is_err(), "{bad}");
         }
