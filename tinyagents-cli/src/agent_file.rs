@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use tinyagents::config::{ConfigError, ConfigErrors, ConfigFile, FileErrors, MiddlewareRegistry};
+use tinyagents::harness::model::providers::ProviderConfig;
 use tinyagents::hooks::ExternalHooksMiddleware;
 use tinyagents::prelude::*;
 
@@ -238,7 +239,26 @@ fn model_section(value: Option<&Value>, errors: &mut ConfigErrors) -> ModelSecti
             "required key is missing: `name = \"provider:model\"` (e.g. `openai:gpt-4o-mini`)",
         ));
     }
+    if let Some(name) = &model.name {
+        // checked here, so `check` reports it with its place, not `run` without one
+        if let Err(TinyAgentsError::Config { message, .. }) = ProviderConfig::parse(name) {
+            errors.push(ConfigError::new(
+                "model.name",
+                Some(Value::String(name.clone())),
+                message,
+            ));
+        }
+    }
     model.base_url = string(map, "model", "base_url", errors);
+    if let Some(url) = &model.base_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            errors.push(ConfigError::new(
+                "model.base_url",
+                Some(Value::String(url.clone())),
+                "must be an `http://` or `https://` URL (e.g. `http://localhost:11434/v1`)",
+            ));
+        }
+    }
     model.api_key_env = string(map, "model", "api_key_env", errors);
     match map.get("streaming") {
         None => {}

@@ -167,10 +167,7 @@ fn main() -> ExitCode {
     init_logging(verbose, quiet);
     match matches.subcommand() {
         Some(("docs", _)) => {
-            out!(
-                "{}",
-                tinyagents::docs::render_markdown(&tinyagents::middleware::catalog())
-            );
+            out!("{}", tinyagents::docs::render_builtin_docs());
             ExitCode::SUCCESS
         }
         Some(("check", m)) => check(&Source::from_arg(m.get_one::<String>("file").expect("required"))),
@@ -290,6 +287,29 @@ fn real_model(flag: Option<&str>, section: &agent_file::ModelSection) -> Result<
     let Some(spec) = flag.or(section.name.as_deref()) else {
         return Ok(None);
     };
+    // `[model]`'s key variable, base URL and streaming belong to the provider it
+    // names: with `--model` naming another provider they are not used (the
+    // file's key must not go to another provider's endpoint).
+    let provider = |spec: &str| spec.split_once(':').map(|(p, _)| p.trim().to_ascii_lowercase());
+    let section_applies = match (flag, section.name.as_deref()) {
+        (Some(flag), Some(named)) => provider(flag) == provider(named),
+        _ => true,
+    };
+    let ignored = !section_applies
+        && (section.api_key_env.is_some() || section.base_url.is_some() || section.streaming.is_some());
+    if ignored {
+        eprintln!(
+            "warning: `--model {spec}` names another provider than `[model]` (`{}`): the file's `api_key_env`, \
+             `base_url` and `streaming` are for that one and are not used",
+            section.name.as_deref().unwrap_or_default()
+        );
+    }
+    let section = if section_applies {
+        section.clone()
+    } else {
+        agent_file::ModelSection::default()
+    };
+    let section = &section;
     let default_var = ProviderConfig::parse(spec)?.api_key_env().map(str::to_owned);
     // A file that names its key variable takes the key from it alone.
     let own_var = section.api_key_env.as_deref();

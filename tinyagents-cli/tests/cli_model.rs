@@ -211,6 +211,56 @@ async fn a_missing_key_is_an_error_naming_the_variable_and_nothing_is_sent() {
     assert!(server.requests().is_empty(), "no request without a key");
 }
 
+/// `--model` naming another provider than `[model]` does not take the
+/// file's key variable, base URL or streaming along: the file's OpenAI team
+/// key must never reach an Anthropic endpoint (nor the file's base URL get
+/// the Anthropic key). The provider's own variables apply, with a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_flag_for_another_provider_leaves_the_files_key_and_url_alone() {
+    let file_server = Server::start(vec![]).await;
+    let anthropic = Server::start(vec![Reply::sse(&an_text_reply("Hi.", 1, 1), 16)]).await;
+    let text = format!(
+        "{AGENT}\n[model]\nname = \"openai:gpt-test\"\nbase_url = \"{}\"\napi_key_env = \"TEAM_OPENAI_KEY\"\n",
+        file_server.url("/v1")
+    );
+    let out = tinyagents(
+        &["run", "-", "-q", "--model", "anthropic:claude-test"],
+        &[
+            ("TEAM_OPENAI_KEY", "sk-team-openai-secret"),
+            ("ANTHROPIC_API_KEY", "sk-ant-real"),
+            ("ANTHROPIC_BASE_URL", &anthropic.base),
+        ],
+        Some(&text),
+    )
+    .await;
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        file_server.requests().is_empty(),
+        "the file's base URL was used for another provider"
+    );
+    let request = anthropic.only_request();
+    assert_eq!(request.header("x-api-key"), Some("sk-ant-real"));
+    assert!(stderr(&out).contains("are not used"), "{}", stderr(&out));
+}
+
+/// `check` reports a `[model]` name it cannot use, with its place and a
+/// did-you-mean, and a base URL that is not one: `run` never gets to find
+/// out without a place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_refuses_a_model_name_or_url_it_cannot_use() {
+    let bad = "[model]\nname = \"opnai:gpt-4o\"\nbase_url = \"localhost:8080\"\n";
+    let out = tinyagents(&["check", "-"], &[], Some(bad)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("<stdin>:2:8: `model.name`"), "{err}");
+    assert!(err.contains("unknown model provider `opnai`"), "{err}");
+    assert!(err.contains("did you mean `openai`?"), "{err}");
+    assert!(err.contains("`model.base_url`"), "{err}");
+    let out = tinyagents(&["check", "-"], &[], Some("[model]\nname = \"gpt-4o\"\n")).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("has no provider"), "{}", stderr(&out));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_model_sections_and_specs_are_located_errors() {
     let bad = "[model]\nnmae = \"openai:x\"\nstreaming = \"yes\"\n";

@@ -201,8 +201,9 @@ impl ProviderConfig {
         let model = model.trim();
         let Some(preset) = PRESETS.iter().find(|p| p.name == provider) else {
             return Err(TinyAgentsError::config(format!(
-                "unknown model provider `{provider}` in `{spec}`; the providers are: {}",
-                PROVIDER_NAMES.join(", ")
+                "unknown model provider `{provider}` in `{spec}`; the providers are: {}{}",
+                PROVIDER_NAMES.join(", "),
+                crate::config::suggest::did_you_mean(&provider, PROVIDER_NAMES.iter().copied())
             )));
         };
         if model.is_empty() {
