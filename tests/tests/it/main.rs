@@ -22,6 +22,7 @@ mod builtin_context_compression;
 mod builtin_context_editing;
 mod builtin_contextual_tool_selection;
 mod builtin_dedup_check;
+mod builtin_defaults_acceptance;
 mod builtin_delta_compression;
 mod builtin_dynamic_prompt;
 mod builtin_dynamic_tool_selection;
