@@ -1,8 +1,8 @@
 //! Acceptance tests of a new user's first hour: documented defaults and
 //! options of the built-ins (docs/middleware.md) and the providers' documented
-//! configuration, checked as written. The broken promises found in the same
-//! session are in the `tinyagents` command (a binary this crate cannot run):
-//! see the report; these are the notable ones that held.
+//! configuration, checked as written by someone who had not read the code.
+//! (What the same pass found broken was in the `tinyagents` command; its
+//! tests are in `tinyagents-cli/tests/`.)
 
 use std::sync::Arc;
 use std::time::Duration;
