@@ -670,7 +670,43 @@ fn fold(c: char) -> Option<char> {
         0x00..=0x7F => c,
         0xFF01..=0xFF5E => char::from_u32(u - 0xFEE0).unwrap_or(c),
         0x00A0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 => ' ',
-        0x00AD | 0x200B..=0x200D | 0x2060 | 0xFEFF => return None,
+        // Invisible: every format character (General_Category Cf: soft
+        // hyphen, zero-width and bidi marks, embeddings and isolates,
+        // invisible operators, tags, …), the variation selectors, the
+        // combining grapheme joiner, the Hangul fillers, and the combining
+        // diacritical marks: each renders as nothing (or on the character
+        // before it), so a value written with one inside reads whole.
+        0x00AD
+        | 0x0300..=0x036F
+        | 0x0600..=0x0605
+        | 0x061C
+        | 0x06DD
+        | 0x070F
+        | 0x0890..=0x0891
+        | 0x08E2
+        | 0x115F..=0x1160
+        | 0x180B..=0x180F
+        | 0x1AB0..=0x1AFF
+        | 0x1DC0..=0x1DFF
+        | 0x200B..=0x200F
+        | 0x202A..=0x202E
+        | 0x2060..=0x2064
+        | 0x2066..=0x206F
+        | 0x20D0..=0x20FF
+        | 0x3164
+        | 0xFE00..=0xFE0F
+        | 0xFE20..=0xFE2F
+        | 0xFEFF
+        | 0xFFA0
+        | 0xFFF9..=0xFFFB
+        | 0x110BD
+        | 0x110CD
+        | 0x13430..=0x1343F
+        | 0x1BCA0..=0x1BCA3
+        | 0x1D173..=0x1D17A
+        | 0xE0001
+        | 0xE0020..=0xE007F
+        | 0xE0100..=0xE01EF => return None,
         0x2010..=0x2015 | 0x2212 | 0xFE63 => '-',
         // `﹫` and the ideographic / halfwidth full stops (`ann＠example。com`)
         0xFE6B => '@',

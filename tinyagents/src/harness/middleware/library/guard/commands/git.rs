@@ -682,7 +682,6 @@ const CAT_FILE: Spec = sub(
             "--buffer",
             "--unordered",
             "-Z",
-            "--follow",
         ]),
         flag(&[
             "--use-mailmap",
@@ -877,7 +876,7 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
     check_parsed(spec, &parsed, &sub_cx)?;
     if let Some(format) = parsed
         .values(&["--format", "--pretty"])
-        .find(|f| f.contains("%G") || f.contains("%(signature"))
+        .find(|f| verifies_signatures(f))
     {
         return Err(sub_cx.refuse(format, "a `%G` placeholder verifies signatures, which runs gpg"));
     }
@@ -931,6 +930,20 @@ fn revisions_and_paths(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result<(),
 
 /// The repository git discovers from the cwd must be a `.git` inside the
 /// root; a directory git would take for a bare repository is refused.
+/// Whether a pretty format has a placeholder that verifies a signature (and
+/// so runs gpg): `%G…`, also with a modifier between `%` and the placeholder
+/// (`%+GG`, `%-G?`, `% GS`), or `%(signature…)`.
+fn verifies_signatures(format: &str) -> bool {
+    let b = format.as_bytes();
+    format.contains("%(signature")
+        || b.iter().enumerate().any(|(i, &c)| {
+            c == b'%' && {
+                let next = i + 1 + usize::from(matches!(b.get(i + 1), Some(b'+' | b'-' | b' ')));
+                b.get(next) == Some(&b'G')
+            }
+        })
+}
+
 /// A `.git` file (a gitlink: `gitdir: PATH`, as submodules and linked
 /// worktrees have) is followed by git to the repository it names. Admitted
 /// only when that is inside a real `.git` directory of the workspace (where
