@@ -18,7 +18,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::{Message, Role};
 use crate::harness::model::Usage;
 use crate::harness::tool::ToolCall;
-use crate::middleware::{ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
+use crate::middleware::{take_attached, ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
 
 const MESSAGES: &str = "messages";
 const PENDING: &str = "pending_calls";
@@ -338,7 +338,27 @@ where
     /// interrupt, or a crash): the conversation, counters and usage come from
     /// the checkpoint; the node that was about to run, runs. A resumed run is
     /// a new run segment: `before_agent` and `after_agent` bracket it again.
+    ///
+    /// Decisions [`attach`](HitlResume::attach)ed to `ctx` are checked
+    /// against the checkpoint first, exactly as
+    /// [`resume_with`](Self::resume_with) checks its own: decisions for
+    /// another thread or another pause, or already used, are refused and
+    /// nothing runs.
     pub async fn resume(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        thread_id: &str,
+        store: &dyn Checkpointer,
+    ) -> Result<AgentRun> {
+        if let Some(decisions) = take_attached(ctx) {
+            return self.resume_with(ctx, state, thread_id, store, decisions).await;
+        }
+        self.resume_checked(ctx, state, thread_id, store).await
+    }
+
+    /// [`resume`](Self::resume) once any decisions were checked.
+    async fn resume_checked(
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
@@ -454,8 +474,8 @@ where
             ))
         })?;
         let used: Vec<String> = checkpoint.state.get_as(CONSUMED_KEY)?.unwrap_or_default();
-        let ids = resume.request_ids();
-        if let Some(id) = ids.iter().find(|id| used.contains(id)) {
+        // (checked again below, on the request ids the store recorded)
+        if let Some(id) = resume.request_ids().iter().find(|id| used.contains(id)) {
             return Err(TinyAgentsError::validation(format!(
                 "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a \
                  call at most once; a replayed resume is refused and nothing ran"
@@ -473,8 +493,8 @@ where
             )));
         }
         // The store is the authority on what was asked: the decisions must answer the interrupt this pause recorded.
-        match checkpoint.state.get_as::<HitlInterrupt>(INTERRUPT_KEY)? {
-            Some(asked) if asked == *resume.interrupt() => {}
+        let asked = match checkpoint.state.get_as::<HitlInterrupt>(INTERRUPT_KEY)? {
+            Some(asked) if asked == *resume.interrupt() => asked,
             Some(_) => {
                 return Err(TinyAgentsError::validation(format!(
                     "these decisions answer another interrupt than the one thread `{thread_id}` recorded at its \
@@ -487,6 +507,18 @@ where
                      paused it); go on with `resume`; nothing ran"
                 )))
             }
+        };
+        // Only the decisions themselves come from the caller: the resume is
+        // rebuilt from what the store recorded, sub-agents' interrupts and
+        // request ids included (a caller's copy of a child's interrupt could
+        // name calls nobody was asked about).
+        let resume = asked.decide_bound(resume.bound_decisions())?;
+        let ids = resume.request_ids();
+        if let Some(id) = ids.iter().find(|id| used.contains(id)) {
+            return Err(TinyAgentsError::validation(format!(
+                "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a \
+                 call at most once; a replayed resume is refused and nothing ran"
+            )));
         }
         let messages: Vec<Message> = checkpoint.state.get_as(MESSAGES)?.unwrap_or_default();
         if messages.last() != Some(&resume.interrupt().reply) {
@@ -514,7 +546,7 @@ where
             .expect("consumed lock")
             .extend(used);
         resume.attach_without_replay(ctx);
-        self.resume(ctx, state, thread_id, store).await
+        self.resume_checked(ctx, state, thread_id, store).await
     }
 
     async fn drive(

@@ -53,8 +53,14 @@ impl DecisionKind {
 }
 
 /// A person's decision on one gated call.
+///
+/// As JSON: `{"type": "approve"}`, `{"type": "edit", "arguments": {…}}`,
+/// `{"type": "reject", "message": "…"}` (the message optional),
+/// `{"type": "respond", "content": "…"}`. A field a kind does not have
+/// (`{"type": "approve", "arguments": …}`) is refused, never dropped: the
+/// person meant something this decision would not do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", try_from = "serde_json::Map<String, Value>")]
 pub enum Decision {
     /// Run the call as asked.
     Approve,
@@ -73,6 +79,45 @@ pub enum Decision {
         /// The result the model sees.
         content: String,
     },
+}
+
+/// [`Decision`]'s wire form, read once its fields were checked.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum DecisionWire {
+    Approve,
+    Edit { arguments: Value },
+    Reject { message: Option<String> },
+    Respond { content: String },
+}
+
+impl TryFrom<serde_json::Map<String, Value>> for Decision {
+    type Error = String;
+
+    fn try_from(map: serde_json::Map<String, Value>) -> std::result::Result<Self, String> {
+        let kind = map.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let fields: &[&str] = match kind.as_str() {
+            "edit" => &["type", "arguments"],
+            "reject" => &["type", "message"],
+            "respond" => &["type", "content"],
+            _ => &["type"],
+        };
+        if let Some(unknown) = map.keys().find(|k| !fields.contains(&k.as_str())) {
+            return Err(format!(
+                "a `{kind}` decision has no field `{unknown}` (its fields: {}); a decision must say exactly what to \
+                 do, so nothing ran",
+                fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        Ok(
+            match serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())? {
+                DecisionWire::Approve => Self::Approve,
+                DecisionWire::Edit { arguments } => Self::Edit { arguments },
+                DecisionWire::Reject { message } => Self::Reject { message },
+                DecisionWire::Respond { content } => Self::Respond { content },
+            },
+        )
+    }
 }
 
 impl Decision {
@@ -145,6 +190,7 @@ impl InterruptOn {
 
 /// One call awaiting a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, never dropped
 pub struct ApprovalRequest {
     /// The call's id.
     pub call_id: String,
@@ -167,6 +213,7 @@ pub struct ApprovalRequest {
 
 /// A sub-agent's approval requests, carried up in its parent's interrupt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, never dropped
 pub struct ChildApproval {
     /// The parent's call that ran the sub-agent (an [`AgentTool`](crate::harness::agent::AgentTool) call).
     pub call_id: String,
@@ -185,6 +232,7 @@ pub struct ChildApproval {
 /// sibling of a sub-agent call that paused): on resume it is not run again,
 /// its result is given back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, never dropped
 pub struct CompletedCall {
     /// [`call_digest`] of the call that ran: the result is reused only for that exact call.
     pub digest: String,
@@ -197,6 +245,7 @@ pub struct CompletedCall {
 /// It serialises (JSON through serde), so the process that paused can store
 /// or show it and another process can decide and resume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, never dropped
 pub struct HitlInterrupt {
     /// The run that paused.
     #[serde(default)]
@@ -219,6 +268,7 @@ pub struct HitlInterrupt {
 
 /// A decision bound to the request it answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, never dropped
 pub struct BoundDecision {
     /// The decision.
     pub decision: Decision,
@@ -445,6 +495,7 @@ where
 /// (in the middleware and, for a graph run, in the checkpoint), and a second
 /// resume with it is refused before anything runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)] // a field this version does not know is refused, never dropped
 pub struct HitlResume {
     interrupt: HitlInterrupt,
     decisions: BTreeMap<String, BoundDecision>,
@@ -486,6 +537,26 @@ impl HitlResume {
         s.replayed = false;
     }
 
+    /// Every decision with its address (see [`HitlInterrupt::pending`]) and
+    /// the digest it is bound to, sub-agents' included: what a person
+    /// decided, without the copy of the interrupt it travelled with.
+    pub(crate) fn bound_decisions(&self) -> Vec<(String, String, Decision)> {
+        let mut out: Vec<(String, String, Decision)> = self
+            .decisions
+            .iter()
+            .map(|(id, d)| (id.clone(), d.digest.clone(), d.decision.clone()))
+            .collect();
+        for (call, (_, child)) in &self.children {
+            out.extend(
+                child
+                    .bound_decisions()
+                    .into_iter()
+                    .map(|(address, digest, d)| (format!("{call}/{address}"), digest, d)),
+            );
+        }
+        out
+    }
+
     /// Marks decisions the parent run already spent (recorded as used there)
     /// before it hands them to the sub-agent run they answer.
     pub(crate) fn spent_by_parent(mut self) -> Self {
@@ -501,6 +572,17 @@ impl HitlResume {
         s.resume = Some(self);
         s.replayed = true;
     }
+}
+
+/// Takes decisions [`attach`](HitlResume::attach)ed to the run of `ctx` and
+/// not yet applied: a graph resume checks them against its checkpoint first.
+pub(crate) fn take_attached<C>(ctx: &RunContext<C>) -> Option<HitlResume> {
+    let state = ctx.try_local::<HitlState>()?;
+    let mut s = state.0.lock().expect("hitl lock");
+    if s.replayed {
+        return None;
+    }
+    s.resume.take()
 }
 
 /// Decision request ids already used in a run (seeded from a checkpoint on
