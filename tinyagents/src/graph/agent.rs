@@ -12,7 +12,7 @@ use super::command::{to_command, BoundaryAction, Command, HarnessOutcome, MODEL_
 use super::node::Node;
 use super::run::{CompiledGraph, GraphOutcome, GraphRun};
 use super::state::{update, GraphState, Reducer};
-use crate::harness::agent::{unanswered_calls, Agent, AgentInput, AgentRun, StepOutcome, StopReason};
+use crate::harness::agent::{unanswered_calls, Agent, AgentInput, AgentRun, StepOutcome, StopReason, MAX_STEPS_STATE};
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::{Message, Role};
@@ -25,6 +25,25 @@ const PENDING: &str = "pending_calls";
 const STOP: &str = "stop";
 const COUNTERS: &str = "counters";
 const USAGE: &str = "usage";
+/// The state keys the graph keeps itself: no middleware may write them.
+const GRAPH_KEYS: [&str; 5] = [MESSAGES, PENDING, STOP, COUNTERS, USAGE];
+
+/// Refuses an explicit state update of a key the graph keeps itself (it would
+/// rewrite the conversation, the pending calls, the counters a limit reads…).
+fn not_graph_key(key: &str) -> Result<()> {
+    if GRAPH_KEYS.contains(&key) {
+        return Err(TinyAgentsError::validation(format!(
+            "a middleware wrote the state key `{key}`, which the agent graph keeps itself ({}): the checkpoint \
+             would carry the middleware's value in its place; use another key",
+            GRAPH_KEYS
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
+}
 
 /// What the `model` and `tools` nodes work on.
 struct Turn<'r, S, C>
@@ -99,8 +118,8 @@ where
         let counters = self.ctx.counters();
         let explicit: Vec<(String, Value)> = self.ctx.state_updates()[self.updates_seen..]
             .iter()
-            .map(|u| (u.key.clone(), u.value.clone()))
-            .collect();
+            .map(|u| not_graph_key(&u.key).map(|()| (u.key.clone(), u.value.clone())))
+            .collect::<Result<_>>()?;
         self.updates_seen += explicit.len();
         let mut u = update(explicit);
         u.extend(update([
@@ -373,14 +392,46 @@ where
         let saved = &checkpoint.state;
         let messages: Vec<Message> = saved.get_as(MESSAGES)?.unwrap_or_default();
         if let Some(c) = saved.get(COUNTERS) {
-            let get = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0) as u32;
+            // the counters a limit reads: a checkpoint without them whole is refused, never read as zero
+            let get = |k: &str| {
+                c.get(k)
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| {
+                        TinyAgentsError::validation(format!(
+                            "thread `{thread_id}`'s checkpoint #{} holds counters without a valid `{k}`: the \
+                             limits they feed cannot be restored; resume from an intact checkpoint",
+                            checkpoint.seq
+                        ))
+                    })
+            };
+            let (steps, model_calls, tool_calls) = (get("steps")?, get("model_calls")?, get("tool_calls")?);
             let counters = ctx.counters_mut();
-            counters.steps = get("steps");
-            counters.model_calls = get("model_calls");
-            counters.tool_calls = get("tool_calls");
+            counters.steps = steps;
+            counters.model_calls = model_calls;
+            counters.tool_calls = tool_calls;
         }
         if let Some(usage) = saved.get_as::<Usage>(USAGE)? {
             ctx.add_usage(usage);
+        }
+        // The explicit state the paused run had (a mode steering switched, a
+        // step limit it set, what middleware recorded) holds in the resumed run.
+        for (key, value) in saved.values() {
+            if !GRAPH_KEYS.contains(&key.as_str()) {
+                ctx.restore_state(key.clone(), value.clone());
+            }
+        }
+        match saved.get(MAX_STEPS_STATE) {
+            Some(Value::Null) => ctx.set_max_steps(None),
+            Some(n) => ctx.set_max_steps(Some(n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
+                || {
+                    TinyAgentsError::validation(format!(
+                        "thread `{thread_id}`'s checkpoint #{} holds the step limit `{n}`, not a number of steps",
+                        checkpoint.seq
+                    ))
+                },
+            )?)),
+            None => {}
         }
         let agent = self.agent;
         let mut seen = usize::MAX;
@@ -614,6 +665,9 @@ where
         let Some(node) = checkpoint.interrupt.as_ref().map(|i| i.node.clone()) else {
             return result;
         };
+        for u in fresh {
+            not_graph_key(&u.key)?;
+        }
         let u = update(fresh.iter().map(|u| (u.key.clone(), u.value.clone())));
         checkpoint.seq = checkpoint.next_seq()?;
         checkpoint.updates.push(super::checkpoint::UpdateRecord {

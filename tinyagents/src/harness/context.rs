@@ -368,6 +368,12 @@ impl<Ctx> RunContext<Ctx> {
         self.state_updates.push(update);
     }
 
+    /// Restores an explicit state value a checkpoint kept, as the paused run
+    /// had it (no event: nothing changed).
+    pub(crate) fn restore_state(&mut self, key: String, value: Value) {
+        self.state_updates.push(StateUpdate { key, value });
+    }
+
     /// The explicit state updates made so far.
     pub fn state_updates(&self) -> &[StateUpdate] {
         &self.state_updates

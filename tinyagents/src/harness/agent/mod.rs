@@ -15,7 +15,7 @@ mod subagent;
 use std::sync::Arc;
 
 pub use crate::harness::run::{AgentInput, AgentRun, StopReason};
-pub(crate) use run_loop::{unanswered_calls, StepOutcome};
+pub(crate) use run_loop::{unanswered_calls, StepOutcome, MAX_STEPS_STATE};
 pub use subagent::AgentTool;
 
 use crate::harness::error::{ErrorKind, TinyAgentsError};

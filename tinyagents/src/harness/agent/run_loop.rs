@@ -132,6 +132,9 @@ enum Next {
     Stop(StopReason),
 }
 
+/// The state key of a step limit steering set (`AdjustLimits`).
+pub(crate) const MAX_STEPS_STATE: &str = "max_steps";
+
 /// The calls of the last assistant message that have no result yet, when
 /// nothing but their results follows it (so their results can still go
 /// right after it).
@@ -438,7 +441,11 @@ where
                 return Err(TinyAgentsError::cancelled(reason.clone()));
             }
             SteeringAction::SwitchMode { mode } => ctx.update_state("mode", serde_json::Value::from(mode.as_str())),
-            SteeringAction::AdjustLimits { max_steps } => ctx.set_max_steps(*max_steps),
+            SteeringAction::AdjustLimits { max_steps } => {
+                ctx.set_max_steps(*max_steps);
+                // kept in the run's state, so a checkpoint carries it to a resumed run
+                ctx.update_state(MAX_STEPS_STATE, serde_json::json!(max_steps));
+            }
         }
         Ok(())
     }
