@@ -16,6 +16,7 @@ mod sandbox_support;
 
 mod agent_loop;
 mod approval_binding;
+mod approvals_redteam;
 mod builtin_agent_mode;
 mod builtin_context;
 mod builtin_context_compression;
@@ -77,6 +78,7 @@ mod graph;
 mod graph_boundary;
 mod guard_corpus;
 mod guard_escapes;
+mod guard_escapes_fifth;
 mod guard_escapes_third;
 mod guards_redteam;
 mod hook_order;

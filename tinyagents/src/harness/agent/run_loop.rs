@@ -15,6 +15,7 @@ use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::tool::{ToolCall, ToolResult};
+use crate::middleware::hitl_carries_pause;
 
 /// One call of a batch after its `before_tool`, or after the batch review
 /// rejected it: what is left to answer it.
@@ -349,7 +350,21 @@ where
         // A person's approval is good for the batch it was given in, and no
         // longer: a later call that reuses the id needs its own.
         ctx.spend_approvals();
-        let results = results?;
+        let results = match results {
+            Ok(results) => results,
+            Err((done, e)) => {
+                // A pause in the middle of the batch (a sub-agent paused, a
+                // tool answered `Interrupted`) keeps the results of the calls
+                // that finished: a resume answers only the others and never
+                // runs a finished call again. (When `human_in_the_loop`
+                // carries the pause, its interrupt keeps them instead.)
+                if matches!(e, TinyAgentsError::Interrupted { .. }) && !hitl_carries_pause(ctx) {
+                    run.messages
+                        .extend(done.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
+                }
+                return Err(e);
+            }
+        };
         run.messages
             .extend(results.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
         Ok(
@@ -599,12 +614,15 @@ where
     }
 
     /// Runs one reviewed batch; results keep the model's order, one per call.
+    ///
+    /// On failure, the results of the calls that had finished come back with
+    /// the error (in the model's order): a pause keeps them.
     async fn run_batch(
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
         batch: Vec<PreparedToolCall>,
-    ) -> Result<Vec<ToolResult>> {
+    ) -> std::result::Result<Vec<ToolResult>, (Vec<ToolResult>, TinyAgentsError)> {
         let proceeding = batch
             .iter()
             .filter(|p| *p.verdict() == PreparedCallVerdict::Proceed)
@@ -620,7 +638,10 @@ where
                         continue;
                     }
                     let prepared = match p.into_parts() {
-                        (call, PreparedCallVerdict::Proceed) => self.prepare_one(ctx, state, call).await?,
+                        (call, PreparedCallVerdict::Proceed) => match self.prepare_one(ctx, state, call).await {
+                            Ok(prepared) => prepared,
+                            Err(e) => return Err((results, e)),
+                        },
                         (_, PreparedCallVerdict::Reject(result)) => Prepared::Rejected(result),
                     };
                     if let Some(why) = leaves_batch(ctx) {
@@ -628,7 +649,10 @@ where
                         results.push(prepared.not_run(why));
                         continue;
                     }
-                    results.push(self.finish_one(ctx, state, prepared).await?);
+                    match self.finish_one(ctx, state, prepared).await {
+                        Ok(result) => results.push(result),
+                        Err(e) => return Err((results, e)),
+                    }
                     cut = leaves_batch(ctx);
                 }
                 return Ok(results);
@@ -653,7 +677,8 @@ where
             let reviewed_access = std::mem::take(&mut p.access);
             match p.into_parts() {
                 (call, PreparedCallVerdict::Proceed) => {
-                    let step = self.prepare_one(ctx, state, call).await?;
+                    // nothing has run yet: no result to keep
+                    let step = self.prepare_one(ctx, state, call).await.map_err(|e| (Vec::new(), e))?;
                     cut = leaves_batch(ctx);
                     let step = match cut {
                         Some(why) => Prepared::Skipped(step.not_run(why)),
@@ -706,7 +731,7 @@ where
             }
         }
         if let Some((_, e)) = first_err {
-            return Err(e);
+            return Err((results.into_iter().flatten().collect(), e));
         }
         Ok(results
             .into_iter()

@@ -574,6 +574,20 @@ impl HitlResume {
     }
 }
 
+/// Whether a `human_in_the_loop` of the run of `ctx` is pausing it: its own
+/// requests, or a sub-agent's it carries up. Its interrupt then keeps the
+/// results of the batch's finished calls (`completed`), and the paused reply
+/// must stay the conversation's last message.
+pub(crate) fn hitl_carries_pause<C>(ctx: &RunContext<C>) -> bool {
+    let own = ctx
+        .try_local::<HitlState>()
+        .is_some_and(|st| st.0.lock().expect("hitl lock").pending.is_some());
+    let child = ctx
+        .try_local::<RoutedApprovals>()
+        .is_some_and(|r| !r.0.lock().expect("routed lock").paused.is_empty());
+    own || child
+}
+
 /// Takes decisions [`attach`](HitlResume::attach)ed to the run of `ctx` and
 /// not yet applied: a graph resume checks them against its checkpoint first.
 pub(crate) fn take_attached<C>(ctx: &RunContext<C>) -> Option<HitlResume> {

@@ -12,7 +12,8 @@ pub use contextual_tool_selection::{
 };
 pub use dynamic_tool_selection::{DynamicToolSelectionConfig, DynamicToolSelectionMiddleware, SELECTOR_PROMPT};
 pub(crate) use human_in_the_loop::{
-    replays_next_turn, take_attached, ConsumedDecisions, RoutedApprovals, CONSUMED_KEY, INTERRUPT_KEY,
+    hitl_carries_pause, replays_next_turn, take_attached, ConsumedDecisions, RoutedApprovals, CONSUMED_KEY,
+    INTERRUPT_KEY,
 };
 pub use human_in_the_loop::{
     ApprovalRequest, BoundDecision, ChildApproval, CompletedCall, Decision, DecisionKind, HitlInterrupt, HitlResume,
