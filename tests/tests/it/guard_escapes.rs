@@ -9,15 +9,13 @@ use crate::sandbox_support;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
 use serde_json::json;
 use tinyagents::harness::workspace::WorkspaceDescriptor;
-use tinyagents::middleware::{ShellFsGuardMiddleware, ToolPolicyMiddleware};
+use tinyagents::middleware::ShellFsGuardMiddleware;
 use tinyagents::prelude::*;
-use tinyagents::sandbox::{SandboxMode, ShellTool};
 
-use sandbox_support::{sandbox_available, Workspace};
+use sandbox_support::{model_runs, sandbox_available, verdict, Workspace};
 
 /// A git repository (two commits) at the workspace root, made outside the sandbox.
 fn git_repo(root: &Path) {
@@ -47,53 +45,6 @@ fn git_repo(root: &Path) {
     git(&["commit", "-q", "-m", "one"]);
     std::fs::write(root.join("a.txt"), "b\n").unwrap();
     git(&["commit", "-q", "-am", "two"]);
-}
-
-/// Runs `calls` ((cwd, command) pairs, one per model turn) through an agent
-/// holding `ShellTool` behind the DEFAULT `shell_fs_guard` and a strict
-/// `tool_policy`, in a sandbox-required workspace; returns each call's result text.
-async fn model_runs(ws: &Workspace, calls: &[(&str, &str)]) -> Vec<String> {
-    let tool = ShellTool::new(ws.policy()).unwrap();
-    let tools = ToolRegistry::new().with(tool).unwrap();
-    let policy = ToolPolicyMiddleware::strict(tools.policies()).require_sandbox(true);
-    let mut turns: Vec<ScriptedTurn> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (cwd, command))| {
-            let mut args = json!({ "command": command });
-            if !cwd.is_empty() {
-                args["cwd"] = json!(cwd);
-            }
-            ScriptedTurn::tool_calls(vec![ToolCall::new(format!("c{i}"), "shell", args)])
-        })
-        .collect();
-    turns.push(ScriptedTurn::text("done"));
-    let model = Arc::new(ScriptedModel::new(turns));
-    let agent: Agent<()> = Agent::from_shared(model.clone()).with_tools(tools).with_stack(
-        MiddlewareStack::new()
-            .with(ShellFsGuardMiddleware::new())
-            .unwrap()
-            .with(policy)
-            .unwrap(),
-    );
-    let workspace = WorkspaceDescriptor::new(&ws.root).with_sandbox(SandboxMode::Required);
-    agent
-        .run(
-            &mut RunContext::new(RunConfig::new("rt"), ()).with_workspace(workspace),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
-    model
-        .requests()
-        .last()
-        .unwrap()
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect()
 }
 
 fn exists_anywhere(root: &Path, name: &str) -> bool {
@@ -385,13 +336,6 @@ fn a_glob_the_shells_expand_to_a_protected_path_is_refused() {
     assert!(reaching.len() >= 8, "only {reaching:?} reach .git/config in {shells:?}");
 }
 
-fn verdict(ws: &Workspace, command: &str) -> Result<(), String> {
-    ShellFsGuardMiddleware::new().check_call(
-        &ToolCall::new("c", "shell", json!({ "command": command })),
-        Some(&WorkspaceDescriptor::new(&ws.root)),
-    )
-}
-
 /// A quoted character inside a bracket expression is a plain member for
 /// the shells (`[t']']` is the set {t, ]}). The lexer escapes it as `[]]`
 /// (shell_check.rs, `quoted_push`), which nested in the open bracket ends
@@ -461,7 +405,7 @@ fn quoted_bracket_members_the_shells_expand_to_git_config_are_refused() {
             continue;
         }
         let command = format!("cp evil.cfg {pattern}");
-        if verdict(&ws, &command).is_ok() {
+        if verdict(&ws.root, &command).is_ok() {
             admitted.push(command);
         }
     }
@@ -514,7 +458,7 @@ fn file_magic_list_is_confined_entry_by_entry() {
     let ws = Workspace::new("rt2-file-m");
     let secret = ws.outside_path("secret.txt");
     // control: the plain spelling is refused
-    assert!(verdict(&ws, &format!("file -m {} hello.txt", secret.display())).is_err());
+    assert!(verdict(&ws.root, &format!("file -m {} hello.txt", secret.display())).is_err());
     let listed = format!("file -m magic:{} hello.txt", secret.display());
     let shown = Command::new("sh")
         .args(["-c", &listed])
@@ -524,7 +468,7 @@ fn file_magic_list_is_confined_entry_by_entry() {
     let leaks = String::from_utf8_lossy(&shown.stderr).contains(&ws.secret)
         || String::from_utf8_lossy(&shown.stdout).contains(&ws.secret);
     assert!(
-        verdict(&ws, &listed).is_err(),
+        verdict(&ws.root, &listed).is_err(),
         "`{listed}` was admitted (unconfined, `file` prints the secret: {leaks})"
     );
 }

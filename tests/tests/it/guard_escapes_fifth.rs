@@ -2,30 +2,19 @@
 //! default configuration, `pii` with `PiiMiddleware::new(Redact)`). Each test
 //! asserts the fail-closed outcome and fails on the code it was found in.
 
-#![allow(unused_imports, dead_code)]
-
 use crate::sandbox_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tinyagents::harness::model::{DeltaContent, FinishReason};
-use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
-use tinyagents::sandbox::{SandboxMode, ShellTool};
 use tinyagents::testing::RecordingTool;
 
-use sandbox_support::{sandbox_available, Workspace};
-
-fn verdict(root: &Path, command: &str) -> std::result::Result<(), String> {
-    ShellFsGuardMiddleware::new().check_call(
-        &ToolCall::new("c", "shell", json!({ "command": command })),
-        Some(&WorkspaceDescriptor::new(root)),
-    )
-}
+use sandbox_support::{model_runs, sandbox_available, verdict, Workspace};
 
 fn git(root: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -123,42 +112,7 @@ async fn git_signature_placeholder_with_a_modifier_runs_no_program_end_to_end() 
     }
     let ws = Workspace::new("rt5-gpg-e2e");
     let marker = signed_repo(&ws.root);
-    let tool = ShellTool::new(ws.policy()).unwrap();
-    let tools = ToolRegistry::new().with(tool).unwrap();
-    let policy = ToolPolicyMiddleware::strict(tools.policies()).require_sandbox(true);
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new(
-            "c0",
-            "shell",
-            json!({ "command": "git log -1 --format=%+GG" }),
-        )]),
-        ScriptedTurn::text("done"),
-    ]));
-    let agent: Agent<()> = Agent::from_shared(model.clone()).with_tools(tools).with_stack(
-        MiddlewareStack::new()
-            .with(ShellFsGuardMiddleware::new())
-            .unwrap()
-            .with(policy)
-            .unwrap(),
-    );
-    let workspace = WorkspaceDescriptor::new(&ws.root).with_sandbox(SandboxMode::Required);
-    agent
-        .run(
-            &mut RunContext::new(RunConfig::new("rt5"), ()).with_workspace(workspace),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
-    let result: Vec<String> = model
-        .requests()
-        .last()
-        .unwrap()
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let result = model_runs(&ws, &[("", "git log -1 --format=%+GG")]).await;
     assert!(
         !marker.exists(),
         "the admitted `git log --format=%+GG` ran gpg.program: {result:?}"

@@ -2,82 +2,22 @@
 //! stack the way a model would (or asks the guard's verdict directly) and
 //! asserts the fail-closed outcome; each fails on the code it was found in.
 
-#![allow(unused_imports, dead_code)]
-
 use crate::sandbox_support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Arc;
 
 use serde_json::json;
 use tinyagents::harness::workspace::WorkspaceDescriptor;
-use tinyagents::middleware::{ShellFsGuardMiddleware, ToolPolicyMiddleware};
+use tinyagents::middleware::ShellFsGuardMiddleware;
 use tinyagents::prelude::*;
-use tinyagents::sandbox::{SandboxMode, ShellTool};
-use tinyagents::testing::RecordingTool;
 
-use sandbox_support::{sandbox_available, Workspace};
+use sandbox_support::{model_runs, sandbox_available, verdict, Workspace};
 
 fn temp_root(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tinyagents-rt3-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::canonicalize(dir).unwrap()
-}
-
-fn verdict(root: &Path, command: &str) -> std::result::Result<(), String> {
-    ShellFsGuardMiddleware::new().check_call(
-        &ToolCall::new("c", "shell", json!({ "command": command })),
-        Some(&WorkspaceDescriptor::new(root)),
-    )
-}
-
-/// Runs `commands` (one model turn each) through an agent holding
-/// `ShellTool` behind the DEFAULT `shell_fs_guard` and a strict
-/// `tool_policy`, in a sandbox-required workspace; returns the tool results.
-async fn model_runs(ws: &Workspace, commands: &[&str]) -> Vec<String> {
-    let tool = ShellTool::new(ws.policy()).unwrap();
-    let tools = ToolRegistry::new().with(tool).unwrap();
-    let policy = ToolPolicyMiddleware::strict(tools.policies()).require_sandbox(true);
-    let mut turns: Vec<ScriptedTurn> = commands
-        .iter()
-        .enumerate()
-        .map(|(i, command)| {
-            ScriptedTurn::tool_calls(vec![ToolCall::new(
-                format!("c{i}"),
-                "shell",
-                json!({ "command": command }),
-            )])
-        })
-        .collect();
-    turns.push(ScriptedTurn::text("done"));
-    let model = Arc::new(ScriptedModel::new(turns));
-    let agent: Agent<()> = Agent::from_shared(model.clone()).with_tools(tools).with_stack(
-        MiddlewareStack::new()
-            .with(ShellFsGuardMiddleware::new())
-            .unwrap()
-            .with(policy)
-            .unwrap(),
-    );
-    let workspace = WorkspaceDescriptor::new(&ws.root).with_sandbox(SandboxMode::Required);
-    agent
-        .run(
-            &mut RunContext::new(RunConfig::new("rt3"), ()).with_workspace(workspace),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
-    model
-        .requests()
-        .last()
-        .unwrap()
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -124,7 +64,7 @@ async fn sed_label_e_does_not_run_a_command_end_to_end() {
     }
     let ws = Workspace::new("rt3-sed");
     std::fs::write(ws.root.join("a.txt"), "a\n").unwrap();
-    let texts = model_runs(&ws, &["sed ':a e touch pwned-sed' a.txt"]).await;
+    let texts = model_runs(&ws, &[("", "sed ':a e touch pwned-sed' a.txt")]).await;
     assert!(
         !ws.root.join("pwned-sed").exists(),
         "`sed ':a e touch pwned-sed'` was admitted and ran `touch`: {texts:?}"
@@ -181,52 +121,17 @@ async fn a_backup_made_gitlink_does_not_make_git_run_a_command() {
     let texts = model_runs(
         &ws,
         &[
-            "mkdir -p evil/objects evil/refs sub",
-            "echo 'ref: refs/heads/main' > evil/HEAD",
-            "printf '[core]\\n\\tfsmonitor = touch pwned-git\\n' > evil/config",
-            "printf 'gitdir: ../evil\\n' > sub/.gi",
-            "echo x > x",
-            "cp -S t x sub/.gi",
+            ("", "mkdir -p evil/objects evil/refs sub"),
+            ("", "echo 'ref: refs/heads/main' > evil/HEAD"),
+            ("", "printf '[core]\\n\\tfsmonitor = touch pwned-git\\n' > evil/config"),
+            ("", "printf 'gitdir: ../evil\\n' > sub/.gi"),
+            ("", "echo x > x"),
+            ("", "cp -S t x sub/.gi"),
         ],
     )
     .await;
     // `git status` in `sub`: a separate turn with a cwd
-    let tool = ShellTool::new(ws.policy()).unwrap();
-    let tools = ToolRegistry::new().with(tool).unwrap();
-    let policy = ToolPolicyMiddleware::strict(tools.policies()).require_sandbox(true);
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new(
-            "g",
-            "shell",
-            json!({ "command": "git status", "cwd": "sub" }),
-        )]),
-        ScriptedTurn::text("done"),
-    ]));
-    let agent: Agent<()> = Agent::from_shared(model.clone()).with_tools(tools).with_stack(
-        MiddlewareStack::new()
-            .with(ShellFsGuardMiddleware::new())
-            .unwrap()
-            .with(policy)
-            .unwrap(),
-    );
-    let workspace = WorkspaceDescriptor::new(&ws.root).with_sandbox(SandboxMode::Required);
-    agent
-        .run(
-            &mut RunContext::new(RunConfig::new("rt3g"), ()).with_workspace(workspace),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
-    let git = model
-        .requests()
-        .last()
-        .unwrap()
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect::<Vec<_>>();
+    let git = model_runs(&ws, &[("sub", "git status")]).await;
     assert!(
         !ws.root.join("sub/.git").exists() && !ws.root.join("sub/pwned-git").exists(),
         "a `.git` gitlink was created through `cp -S t` and git ran the model's fsmonitor command;\nsteps: {texts:?}\ngit: {git:?}"

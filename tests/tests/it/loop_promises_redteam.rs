@@ -1,6 +1,5 @@
 //! Independent acceptance tests: promises of the README, docs/*.md and the
 //! rustdoc, checked through the public API.
-#![allow(unused_imports, dead_code)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
 use tinyagents::harness::steering::{SteeringAction, SteeringHandle};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
-use tinyagents::testing::{assert_valid_transcript, check_transcript, trace, CollectingSink, RecordingTool};
+use tinyagents::testing::{assert_valid_transcript, check_transcript, RecordingTool};
 
 fn shape(messages: &[Message]) -> Vec<String> {
     messages

@@ -130,3 +130,70 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
     }
     found
 }
+
+/// The default `shell_fs_guard`'s verdict on `command`, run in `root`.
+pub fn verdict(root: &Path, command: &str) -> Result<(), String> {
+    use serde_json::json;
+    use tinyagents::harness::workspace::WorkspaceDescriptor;
+    use tinyagents::middleware::ShellFsGuardMiddleware;
+    use tinyagents::prelude::ToolCall;
+    ShellFsGuardMiddleware::new().check_call(
+        &ToolCall::new("c", "shell", json!({ "command": command })),
+        Some(&WorkspaceDescriptor::new(root)),
+    )
+}
+
+/// Runs `calls` ((cwd, command) pairs, one per model turn) through an agent
+/// holding `ShellTool` behind the DEFAULT `shell_fs_guard` and a strict
+/// `tool_policy`, in a sandbox-required workspace; returns each call's result text.
+pub async fn model_runs(ws: &Workspace, calls: &[(&str, &str)]) -> Vec<String> {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tinyagents::harness::workspace::WorkspaceDescriptor;
+    use tinyagents::middleware::{ShellFsGuardMiddleware, ToolPolicyMiddleware};
+    use tinyagents::prelude::*;
+    use tinyagents::sandbox::{SandboxMode, ShellTool};
+
+    let tool = ShellTool::new(ws.policy()).unwrap();
+    let tools = ToolRegistry::new().with(tool).unwrap();
+    let policy = ToolPolicyMiddleware::strict(tools.policies()).require_sandbox(true);
+    let mut turns: Vec<ScriptedTurn> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (cwd, command))| {
+            let mut args = json!({ "command": command });
+            if !cwd.is_empty() {
+                args["cwd"] = json!(cwd);
+            }
+            ScriptedTurn::tool_calls(vec![ToolCall::new(format!("c{i}"), "shell", args)])
+        })
+        .collect();
+    turns.push(ScriptedTurn::text("done"));
+    let model = Arc::new(ScriptedModel::new(turns));
+    let agent: Agent<()> = Agent::from_shared(model.clone()).with_tools(tools).with_stack(
+        MiddlewareStack::new()
+            .with(ShellFsGuardMiddleware::new())
+            .unwrap()
+            .with(policy)
+            .unwrap(),
+    );
+    let workspace = WorkspaceDescriptor::new(&ws.root).with_sandbox(SandboxMode::Required);
+    agent
+        .run(
+            &mut RunContext::new(RunConfig::new("rt"), ()).with_workspace(workspace),
+            &(),
+            "go",
+        )
+        .await
+        .unwrap();
+    model
+        .requests()
+        .last()
+        .unwrap()
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect()
+}
