@@ -100,6 +100,7 @@ mod provider_fakellm;
 mod provider_openai;
 mod provider_stack;
 mod provider_typed;
+mod retries_redteam;
 mod retry_builders;
 mod sandbox_commands;
 mod sandbox_escapes;

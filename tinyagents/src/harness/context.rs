@@ -20,7 +20,7 @@ use crate::harness::model::Usage;
 use crate::harness::run::FailedAttemptUsage;
 use crate::harness::steering::SteeringHandle;
 use crate::harness::tool::{
-    call_digest, Approval, Grants, ParentRun, Restriction, RunRestrictions, ToolCall, ToolPolicy,
+    call_digest, Approval, Grants, GrantsUsed, ParentRun, Restriction, RunRestrictions, ToolCall, ToolPolicy,
 };
 use crate::harness::workspace::WorkspaceDescriptor;
 
@@ -155,6 +155,9 @@ pub struct RunContext<Ctx = ()> {
     /// every hook dispatch reads after each hook (kept equal to
     /// `matches!(jump, Some(j) if j.by.is_none())`).
     jump_unclaimed: bool,
+    /// Which tool batch of the run is at hand (the loop counts them): with a
+    /// call's id, it names one call of the run, whatever its retries.
+    batch: u64,
     cancellation: CancellationToken,
     locals: RunLocals,
     parent_locals: Option<RunLocals>,
@@ -194,6 +197,7 @@ impl<Ctx> RunContext<Ctx> {
             control: None,
             jump: None,
             jump_unclaimed: false,
+            batch: 0,
             cancellation: CancellationToken::new(),
             locals: RunLocals::default(),
             parent_locals: None,
@@ -663,6 +667,35 @@ impl<Ctx> RunContext<Ctx> {
         if let Some(grants) = self.try_local::<Grants>() {
             grants.0.lock().expect("grants lock").clear();
         }
+        if let Some(used) = self.try_local::<GrantsUsed>() {
+            used.0.lock().expect("grants lock").clear();
+        }
+    }
+
+    /// The loop starts the run's next tool batch.
+    pub(crate) fn next_batch(&mut self) {
+        self.batch += 1;
+    }
+
+    /// Records that the approved call `call_id` runs now, at the last check
+    /// before the tool: `Err` when it already ran under this approval (a
+    /// retry inside the call). A person approved one run of the call shown.
+    pub(crate) fn use_approval(&self, call_id: &str) -> std::result::Result<(), String> {
+        let approved = self
+            .try_local::<Grants>()
+            .is_some_and(|g| g.0.lock().expect("grants lock").contains_key(call_id));
+        if !approved {
+            return Ok(());
+        }
+        let used = self.local::<GrantsUsed>();
+        if used.0.lock().expect("grants lock").insert(call_id.to_owned()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "call `{call_id}` already ran under the approval a person gave it, and an approval runs its call \
+                 once: a retry of it needs a new approval (keep approved tools out of `tool_retry`'s `tools`)"
+            ))
+        }
     }
 
     /// Whether a person approved this exact call. `strict` accepts only the
@@ -768,6 +801,7 @@ impl<Ctx> RunContext<Ctx> {
             run_id: &self.config.run_id,
             depth: self.config.depth,
             workspace: self.workspace.as_ref(),
+            batch: self.batch,
         };
         let own = |r: &Restriction| self.own.iter().any(|(_, mine)| mine == r);
         let mut asked: Vec<usize> = Vec::new();
@@ -820,6 +854,7 @@ impl<Ctx> RunContext<Ctx> {
             control: None,
             jump: None,
             jump_unclaimed: false,
+            batch: self.batch,
             cancellation: self.cancellation.clone(),
             locals: self.locals.clone(),
             parent_locals: self.parent_locals.clone(),

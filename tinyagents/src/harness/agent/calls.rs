@@ -256,6 +256,7 @@ where
         };
         ctx.check_call(&call, Some(&tool.policy())).map_err(refused)?;
         ctx.check_call_async(&call).await.map_err(refused)?;
+        ctx.use_approval(&call.id).map_err(refused)?;
         let stack = &self.agent.stack;
         let wants_deltas = stack.has(HookKind::OnToolDelta) || ctx.wants(EventKind::ToolDelta);
         let (tx, mut rx) = if wants_deltas {

@@ -334,6 +334,7 @@ where
         run: &mut AgentRun,
         calls: Vec<ToolCall>,
     ) -> Result<Option<StopReason>> {
+        ctx.next_batch();
         let batch = self.review_batch(ctx, state, calls).await?;
         // A safe point between the review and the calls: a review that asks for a
         // person (an interrupt), ends the run or jumps back to the model stops

@@ -237,6 +237,10 @@ pub struct GuardedRun<'a> {
     pub depth: u32,
     /// Its workspace, when it has one.
     pub workspace: Option<&'a WorkspaceDescriptor>,
+    /// Which tool batch of the run the call belongs to: `(run_id, batch,
+    /// call id)` names one call, whatever its retries (a retry inside the
+    /// call is judged again, with the same three).
+    pub batch: u64,
 }
 
 /// One guard's restriction of a run.
@@ -498,3 +502,9 @@ pub fn call_digest(tool: &str, arguments: &Value) -> String {
 /// digest of the call to run). Shared by every part of the run.
 #[derive(Debug, Default)]
 pub(crate) struct Grants(pub(crate) std::sync::Mutex<std::collections::HashMap<String, (String, String)>>);
+
+/// The approved calls of the batch at hand that have already run once: an
+/// approval runs its call once, so a second run of it (a retry inside the
+/// call) is refused at the last check.
+#[derive(Default)]
+pub(crate) struct GrantsUsed(pub(crate) std::sync::Mutex<std::collections::HashSet<String>>);

@@ -745,11 +745,13 @@ impl PiiMiddleware {
             return Ok(());
         }
         let attempt = ctx.counters().model_calls;
+        let failed = last_failed_attempt(ctx);
         let streams = ctx.local::<PiiStreams>();
         let mut map = streams.0.lock().expect("pii stream lock");
         let state = map.entry(self.key()).or_default();
         if state.attempt != attempt {
-            if state.cut {
+            // a cut reply whose attempt then failed was discarded: nothing continues it
+            if state.cut && state.attempt != failed {
                 // the continuation of a reply cut by the output limit: its text
                 // goes on where the held tails stopped (tool calls start anew)
                 state.attempt = attempt;
@@ -900,9 +902,10 @@ impl PiiMiddleware {
         // A stream a failed call left behind is not this call's: drop it first
         // (a reply cut by the output limit stays: this call may continue it).
         {
+            let failed = last_failed_attempt(ctx);
             let streams = ctx.local::<PiiStreams>();
             let mut map = streams.0.lock().expect("pii stream lock");
-            if map.get(&self.key()).is_some_and(|s| !s.cut) {
+            if map.get(&self.key()).is_some_and(|s| !s.cut || s.attempt == failed) {
                 map.remove(&self.key());
             }
         }
@@ -920,9 +923,7 @@ impl PiiMiddleware {
         };
         let mut counts = PiiCounts::new();
         let mut clean = (false, false);
-        let failed = ctx
-            .try_local::<crate::harness::run::LastFailedAttempt>()
-            .map_or(0, |f| f.0.load(std::sync::atomic::Ordering::Relaxed));
+        let failed = last_failed_attempt(ctx);
         // a stream whose attempt failed was discarded: its tails belong to no reply
         if let Some(mut s) = taken.filter(|s| s.attempt == ctx.counters().model_calls && s.attempt != failed) {
             // A stream that ended without a finish delta (or sent text after it)
@@ -1132,4 +1133,11 @@ fn append_tails(response: &mut ModelResponse, released: &[ModelDelta]) {
             _ => {}
         }
     }
+}
+
+/// The run's last model attempt that failed (0 when none has): its streamed
+/// deltas were discarded, so what `pii` held from them belongs to no reply.
+fn last_failed_attempt<C>(ctx: &RunContext<C>) -> u32 {
+    ctx.try_local::<crate::harness::run::LastFailedAttempt>()
+        .map_or(0, |f| f.0.load(std::sync::atomic::Ordering::Relaxed))
 }

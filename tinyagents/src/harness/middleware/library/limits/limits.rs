@@ -351,15 +351,24 @@ struct StepGuard {
     #[educe(Debug(ignore))]
     run: Arc<Counts>,
     max: u32,
+    /// The sub-agent calls already counted, by (run, batch, call id): the last
+    /// check runs again for each retry inside a call, which is the same call.
+    #[educe(Debug(ignore))]
+    counted: std::sync::Mutex<std::collections::HashSet<(String, u64, String)>>,
 }
 
 impl AsyncCallGuard for StepGuard {
     fn check_call<'a>(
         &'a self,
         call: &'a ToolCall,
-        _run: &'a GuardedRun<'a>,
+        run: &'a GuardedRun<'a>,
     ) -> BoxFuture<'a, std::result::Result<(), String>> {
         Box::pin(async move {
+            let this_call = (run.run_id.to_owned(), run.batch, call.id.clone());
+            if self.counted.lock().expect("step guard lock").contains(&this_call) {
+                // a retry of a call already counted (and admitted)
+                return Ok(());
+            }
             let (admitted, scope) = match &self.session {
                 Some(session) => (
                     self.steps
@@ -374,6 +383,7 @@ impl AsyncCallGuard for StepGuard {
                 ),
             };
             if admitted {
+                self.counted.lock().expect("step guard lock").insert(this_call);
                 Ok(())
             } else {
                 Err(format!(
@@ -428,6 +438,7 @@ impl LimitsMiddleware {
                 steps: self.thread_steps.clone(),
                 run: ctx.local::<Counts>(),
                 max,
+                counted: Default::default(),
             };
             ctx.add_restriction("limits", Restriction::AsyncGuard(Arc::new(guard)));
         }
