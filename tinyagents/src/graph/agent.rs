@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::builder::{StateGraph, END};
 use super::checkpoint::Checkpointer;
-use super::command::{to_command, BoundaryAction, Command, HarnessOutcome, MODEL_NODE, TOOLS_NODE};
+use super::command::{interrupt_command, to_command, BoundaryAction, Command, HarnessOutcome, MODEL_NODE, TOOLS_NODE};
 use super::node::Node;
 use super::run::{CompiledGraph, GraphOutcome, GraphRun};
 use super::state::{update, GraphState, Reducer};
@@ -25,6 +25,14 @@ const PENDING: &str = "pending_calls";
 const STOP: &str = "stop";
 const COUNTERS: &str = "counters";
 const USAGE: &str = "usage";
+/// The refusal of a resume whose decision on request `id` was already used.
+fn already_used(id: &str, thread_id: &str) -> TinyAgentsError {
+    TinyAgentsError::validation(format!(
+        "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a call \
+         at most once; a replayed resume is refused and nothing ran"
+    ))
+}
+
 /// The state keys the graph keeps itself: no middleware may write them.
 const GRAPH_KEYS: [&str; 5] = [MESSAGES, PENDING, STOP, COUNTERS, USAGE];
 
@@ -160,10 +168,7 @@ where
             u.insert(STOP.into(), Value::from(stop_label(&StopReason::Finished)));
         }
         u.insert(PENDING.into(), serde_json::to_value(pending).map_err(ser)?);
-        let pause = match to_command(HarnessOutcome::Control(MiddlewareControl::Interrupt { node, message })) {
-            BoundaryAction::Command(command) => command,
-            other => unreachable!("an interrupt maps onto a command, not {other:?}"),
-        };
+        let pause = interrupt_command(node, message);
         Ok(Command::update_then(u, pause))
     }
 }
@@ -527,10 +532,7 @@ where
         let used: Vec<String> = checkpoint.state.get_as(CONSUMED_KEY)?.unwrap_or_default();
         // (checked again below, on the request ids the store recorded)
         if let Some(id) = resume.request_ids().iter().find(|id| used.contains(id)) {
-            return Err(TinyAgentsError::validation(format!(
-                "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a \
-                 call at most once; a replayed resume is refused and nothing ran"
-            )));
+            return Err(already_used(id, thread_id));
         }
         if checkpoint.interrupt.is_none() || checkpoint.next.as_deref() != Some(TOOLS_NODE) {
             return Err(TinyAgentsError::validation(format!(
@@ -566,10 +568,7 @@ where
         let resume = asked.decide_bound(resume.bound_decisions())?;
         let ids = resume.request_ids();
         if let Some(id) = ids.iter().find(|id| used.contains(id)) {
-            return Err(TinyAgentsError::validation(format!(
-                "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a \
-                 call at most once; a replayed resume is refused and nothing ran"
-            )));
+            return Err(already_used(id, thread_id));
         }
         let messages: Vec<Message> = checkpoint.state.get_as(MESSAGES)?.unwrap_or_default();
         if messages.last() != Some(&resume.interrupt().reply) {

@@ -170,6 +170,15 @@ pub fn to_command(outcome: HarnessOutcome) -> BoundaryAction {
     BoundaryAction::Command(command)
 }
 
+/// The command for a harness-native interrupt reaching the graph boundary
+/// (a node failing with `Interrupted`), through [`to_command`].
+pub(crate) fn interrupt_command(node: Option<String>, message: String) -> Command {
+    match to_command(HarnessOutcome::Control(MiddlewareControl::Interrupt { node, message })) {
+        BoundaryAction::Command(command) => command,
+        other => unreachable!("an interrupt maps onto a command, not {other:?}"),
+    }
+}
+
 fn steering_command(action: SteeringAction) -> Command {
     match action {
         SteeringAction::InjectMessage { message } => Command::Update(update([(

@@ -4,9 +4,8 @@ use serde_json::Value;
 
 use super::builder::{Edge, StateGraph, END};
 use super::checkpoint::{Checkpoint, Checkpointer, InterruptRecord, UpdateRecord};
-use super::command::{to_command, BoundaryAction, Command, HarnessOutcome};
+use super::command::{interrupt_command, Command};
 use super::state::GraphState;
-use crate::harness::context::MiddlewareControl;
 use crate::harness::error::{Result, TinyAgentsError};
 
 /// How a graph run ended.
@@ -234,12 +233,7 @@ impl<G: Send> CompiledGraph<G> {
                 Ok(command) => command,
                 // A node that fails with an interrupt is a harness-native interrupt
                 // reaching the graph boundary.
-                Err(TinyAgentsError::Interrupted { node, message }) => {
-                    match to_command(HarnessOutcome::Control(MiddlewareControl::Interrupt { node, message })) {
-                        BoundaryAction::Command(command) => command,
-                        other => unreachable!("an interrupt maps onto a command, not {other:?}"),
-                    }
-                }
+                Err(TinyAgentsError::Interrupted { node, message }) => interrupt_command(node, message),
                 Err(e) => return Err(e),
             };
             // Progress reported with a routing command is merged first.

@@ -47,6 +47,13 @@ impl Prepared {
     }
 }
 
+/// Why a pending call was answered "not run", at a safe point or when a tool
+/// hook left the batch: a stop with a final text, a jump to the end, a jump
+/// back to the model.
+const NOT_RUN_STOPPED: &str = "the run stopped before this call ran";
+const NOT_RUN_ENDED: &str = "the run ended (a jump to the end) before this call ran";
+const NOT_RUN_BACK_TO_MODEL: &str = "a middleware sent the run back to the model before this call ran";
+
 /// The "not run" answer of a call a hook's jump or stop left behind: the
 /// same words the safe points answer pending calls with.
 fn not_run(call: &ToolCall, why: &str) -> ToolResult {
@@ -60,11 +67,11 @@ fn not_run(call: &ToolCall, why: &str) -> ToolResult {
 /// pauses there, after the batch, as it does from any tool hook.)
 fn leaves_batch<C>(ctx: &RunContext<C>) -> Option<&'static str> {
     if matches!(ctx.pending_control(), Some(MiddlewareControl::StopWithFinal(_))) {
-        return Some("the run stopped before this call ran");
+        return Some(NOT_RUN_STOPPED);
     }
     match ctx.pending_jump().map(|j| j.target) {
-        Some(JumpTarget::End) => Some("the run ended (a jump to the end) before this call ran"),
-        Some(JumpTarget::Model) => Some("a middleware sent the run back to the model before this call ran"),
+        Some(JumpTarget::End) => Some(NOT_RUN_ENDED),
+        Some(JumpTarget::Model) => Some(NOT_RUN_BACK_TO_MODEL),
         _ => None,
     }
 }
@@ -475,8 +482,9 @@ where
     /// Every tool call of a reply gets one result, even when it never runs.
     fn answer_skipped(&self, run: &mut AgentRun, calls: Pending<'_>, why: &str) {
         for call in calls.iter() {
+            let answer = not_run(call, why);
             run.messages
-                .push(Message::tool(&call.id, &call.name, format!("not run: {why}")));
+                .push(Message::tool(answer.call_id, answer.name, answer.content));
         }
     }
 
@@ -533,7 +541,7 @@ where
                         control: kind,
                         detail: "the run stopped with the final text a middleware gave".to_owned(),
                     });
-                    self.answer_skipped(run, pending, "the run stopped before this call ran");
+                    self.answer_skipped(run, pending, NOT_RUN_STOPPED);
                     let message = Message::assistant(text);
                     run.messages.push(message.clone());
                     run.final_message = Some(message);
@@ -559,15 +567,11 @@ where
         let by = jump.by.as_deref().unwrap_or("a middleware");
         let (label, next) = match jump.target {
             JumpTarget::End => {
-                self.answer_skipped(run, pending, "the run ended (a jump to the end) before this call ran");
+                self.answer_skipped(run, pending, NOT_RUN_ENDED);
                 ("jump_to_end", Next::Stop(StopReason::JumpedToEnd))
             }
             JumpTarget::Model => {
-                self.answer_skipped(
-                    run,
-                    pending,
-                    "a middleware sent the run back to the model before this call ran",
-                );
+                self.answer_skipped(run, pending, NOT_RUN_BACK_TO_MODEL);
                 ("jump_to_model", Next::Model)
             }
             JumpTarget::Tools if !pending.is_empty() => match stage {

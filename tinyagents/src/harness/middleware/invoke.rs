@@ -31,22 +31,6 @@ where
     pub(crate) sync: bool,
 }
 
-impl<S, C> Clone for Slot<S, C>
-where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
-{
-    fn clone(&self) -> Self {
-        Self {
-            mw: self.mw.clone(),
-            forms: self.forms.boxed(),
-            name: self.name.clone(),
-            jumps: self.jumps,
-            sync: self.sync,
-        }
-    }
-}
-
 struct Pending {
     sink: Arc<dyn EventSink>,
     run_id: Arc<str>,

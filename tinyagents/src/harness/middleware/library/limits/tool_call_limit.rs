@@ -211,12 +211,7 @@ impl ToolCallLimitMiddleware {
         // what the previous batch counted and never started goes back first
         self.give_back_unstarted(ctx).await?;
         let mut run = RunCounts::get(ctx, self.key);
-        // Without a thread limit the thread is still counted in process (`thread_count`).
-        let thread_limit = match self.thread_limit {
-            Some(limit) => Some(limit),
-            None if !self.threads.is_shared() => Some(u32::MAX),
-            None => None,
-        };
+        let thread_limit = self.thread_cap();
         let (mut admitted, mut blocked, mut ids) = (0u32, Vec::new(), Vec::new());
         for (i, p) in batch.calls().iter().enumerate() {
             if !self.counts(&p.call.name) {
@@ -293,6 +288,17 @@ impl ToolCallLimitMiddleware {
 }
 
 impl ToolCallLimitMiddleware {
+    /// The cap a review admits each call's thread count against: the thread
+    /// limit; without one the thread is still counted in process
+    /// (`thread_count`), but not in a shared ledger.
+    fn thread_cap(&self) -> Option<u32> {
+        match self.thread_limit {
+            Some(limit) => Some(limit),
+            None if !self.threads.is_shared() => Some(u32::MAX),
+            None => None,
+        }
+    }
+
     /// Gives back the calls a review counted that never started: to the
     /// run's count, and to the thread's when a thread limit counted them.
     async fn give_back_unstarted<C>(&self, ctx: &RunContext<C>) -> Result<()> {
@@ -301,7 +307,7 @@ impl ToolCallLimitMiddleware {
             return Ok(());
         }
         RunCounts::sub(ctx, self.key, n);
-        if self.thread_limit.is_some() || !self.threads.is_shared() {
+        if self.thread_cap().is_some() {
             self.threads.release(ctx, n).await?;
         }
         Ok(())
