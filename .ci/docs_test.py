@@ -42,7 +42,11 @@ its `-p` package exists, and so do its `--example`, `--bench`, `--test` and
 `--bin` targets and its `--features`; every `bash FILE` names a file of the
 repository. An inline span identical to a command of a marked block of the
 same page needs no mark of its own. A command in a block fenced `text` (or
-anything not shell) is an error: fence it `sh` and mark it.
+anything not shell) is an error: fence it `sh` and mark it. Two more checks:
+every measured figure of README.md (ns, µs, ms, KiB, MB, a ratio `…x`) names
+the bench that produces it in its paragraph, and README.md's "Use it in your
+crate" blocks are the crate front page's (tinyagents/src/lib.rs), whose
+program compiles and runs as a doc test.
 
 Run it as CI does, with the servers up (see .ci/run):
     python3 .ci/docs_test.py            # check and run everything
@@ -157,6 +161,7 @@ def parse(page, errors):
             commands.append(Command(page, n, span, marker.group(1), marker.group(2), True))
         elif span not in block_commands:
             errors.append(f"{page.relative_to(ROOT)}:{n}: the command `{span}` has no `<!-- docs-test: KIND -->` before it and is no command of a marked block of the page")
+    commands.sort(key=lambda c: c.line)
     for c in commands:
         if c.kind not in KINDS:
             errors.append(f"{c.where()}: unknown docs-test kind `{c.kind}`: one of {', '.join(sorted(KINDS))}")
@@ -323,6 +328,17 @@ def check_front_page(errors):
                       "the crate front page's (tinyagents/src/lib.rs), the doc test that compiles them: copy them over")
 
 
+def check_readme_figures(errors):
+    """Every measured figure the README quotes names the bench that produces it (in its paragraph)."""
+    readme = (ROOT / "README.md").read_text()
+    prose = re.sub(r"^```.*?^```$", "", readme, flags=re.M | re.S)
+    for paragraph in re.split(r"\n\s*\n", prose):
+        figure = re.search(r"\d[\d,.]*\s*(?:ns|µs|ms|KiB|MiB|MB|x)(?![\w-])", paragraph)
+        if figure and not re.search(r"bench", paragraph):
+            errors.append(f"README.md: the figure `{figure.group(0)}` names no bench (`the dispatch bench`, "
+                          f"`bash bench/compare.sh`, …) in its paragraph: {paragraph.strip()[:80]}…")
+
+
 def main():
     list_only = "--list" in sys.argv[1:]
     errors, commands = [], []
@@ -339,6 +355,7 @@ def main():
         if cmd.kind == "run" and "…" in cmd.text:
             errors.append(f"{cmd.where()}: marked run but it holds a `…` placeholder: it cannot run as written")
     check_front_page(errors)
+    check_readme_figures(errors)
     for cmd in commands:
         print(f"{cmd.kind:16} {cmd.where():28} {' ; '.join(logical_lines(cmd.text))}")
     if errors:
