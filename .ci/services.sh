@@ -5,7 +5,8 @@
 #   bash -c 'source .ci/services.sh; trap stop_stores EXIT; start_redis; start_postgres;
 #            cargo test -p tinyagents-tests --features stores --test it store_ --test store_processes'
 #
-# Sets TINYAGENTS_REDIS_URL and TINYAGENTS_POSTGRES_URL. Works as root (the
+# Sets TINYAGENTS_REDIS_URL and TINYAGENTS_POSTGRES_URL (when one is already
+# set and its server answers, that server is used). Works as root (the
 # PostgreSQL server refuses root: its cluster is owned by the `postgres` user,
 # or by a `tinyagents-pg` user created for it) and as any other user.
 
@@ -29,6 +30,11 @@ wait_for() {
 
 start_redis() {
   local port=16379 dir
+  # A server the caller already started (its URL exported and answering) is
+  # used as it is: the docs' commands start the servers too, inside CI's run.
+  if [ -n "${TINYAGENTS_REDIS_URL:-}" ] && redis-cli -u "$TINYAGENTS_REDIS_URL" ping >/dev/null 2>&1; then
+    return 0
+  fi
   if ! command -v redis-server >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
@@ -54,6 +60,10 @@ start_postgres() {
   if [ -z "$bin" ]; then
     echo "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin)" >&2
     return 1
+  fi
+  # As for Redis: a server already started and answering is used as it is.
+  if [ -n "${TINYAGENTS_POSTGRES_URL:-}" ] && "$bin/pg_isready" -q -d "$TINYAGENTS_POSTGRES_URL"; then
+    return 0
   fi
   dir=$(mktemp -d "${TMPDIR:-/tmp}/tinyagents-postgres.XXXXXX")
   if [ "$(id -u)" = 0 ]; then

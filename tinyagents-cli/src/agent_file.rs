@@ -370,6 +370,32 @@ pub fn parse_script(
 /// Reads an agent file from `source`: standard input is read up to
 /// [`MAX_STDIN`] bytes, a longer input is refused.
 fn read_source(source: &Source) -> Result<(ConfigFile, PathBuf), FileErrors> {
+    let (file, base) = read_file(source)?;
+    // An agent file that declares nothing is a mistake (most often `cat
+    // missing.toml | tinyagents check -`, whose `cat` failed), not a request
+    // for the default stack.
+    if file.value().as_object().is_some_and(|sections| sections.is_empty()) {
+        let hint = match source {
+            Source::Stdin => "; standard input was empty: check that the command before `|` printed the file",
+            Source::Path(_) => "",
+        };
+        return Err(errors_of(
+            &source.display(),
+            ConfigError::new(
+                "",
+                None,
+                format!(
+                    "the agent file is empty (no section): write at least one of `[[middleware]]`, `[[hooks]]`, \
+                     `[agent]`, `[model]`, `[[script]]` (see examples/agent.toml){hint}"
+                ),
+            ),
+        ));
+    }
+    Ok((file, base))
+}
+
+/// Reads and parses the agent file at `source`; its directory (relative paths' base).
+fn read_file(source: &Source) -> Result<(ConfigFile, PathBuf), FileErrors> {
     match source {
         Source::Path(path) => {
             let base = path.parent().map(Path::to_path_buf).unwrap_or_default();

@@ -12,7 +12,8 @@
 //! the level of the `tracing` log on stderr; `RUST_LOG`, when set, wins.
 //! `--json` prints every event as one line of JSON on stdout (the shape of
 //! `docs/events.md`), then a `{"type": "finished", …}` line, or a
-//! `{"type": "failed", "error", "status", "message"}` line when the run failed.
+//! `{"type": "failed", "error", "status", "message"}` line when the run failed
+//! or could not start (a bad agent file, a missing key, no model).
 //!
 //! An agent file is TOML: `[[middleware]]` entries and `[[hooks]]` (the
 //! stack, see `tinyagents::config`), `[agent]` (`prompt`, `system_prompt`,
@@ -341,17 +342,24 @@ fn run(
 ) -> ExitCode {
     let loaded = match agent_file::load(source, script) {
         Ok(l) => l,
-        Err(errors) => return report(&errors),
+        Err(errors) => {
+            let message = errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
+            not_started(output, ErrorKind::Config, &message);
+            return report(&errors);
+        }
     };
     let real = match real_model(model, &loaded.model) {
         Ok(m) => m,
         Err(e) => {
+            not_started(output, e.kind(), &e.to_string());
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
     };
     if real.is_none() && loaded.script.is_empty() {
-        eprintln!("error: no model and no scripted replies: add `[model]` with `name = \"provider:model\"`, pass `--model provider:model`, or give scripted replies (`[[script]]` entries or `--script replies.json`)");
+        let message = "no model and no scripted replies: add `[model]` with `name = \"provider:model\"`, pass `--model provider:model`, or give scripted replies (`[[script]]` entries or `--script replies.json`)";
+        not_started(output, ErrorKind::Config, message);
+        eprintln!("error: {message}");
         return ExitCode::FAILURE;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -361,7 +369,9 @@ fn run(
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            let message = format!("cannot start the runtime: {e}");
+            not_started(output, ErrorKind::Config, &message);
+            eprintln!("error: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -507,6 +517,21 @@ async fn run_agent(
             eprintln!("\nerror: the run failed: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Under `--json`, the `failed` line every run ends with, for a run that
+/// could not start (a bad agent file, a missing key, no model): the caller
+/// prints the readable error on stderr.
+fn not_started(output: Output, kind: ErrorKind, message: &str) {
+    if output == Output::Json {
+        let line = serde_json::json!({
+            "type": "failed",
+            "error": kind,
+            "status": null,
+            "message": message,
+        });
+        outln!("{line}");
     }
 }
 

@@ -194,3 +194,77 @@ fn run_without_a_script_says_how_to_give_one() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no scripted replies"), "{}", stderr(&out));
 }
+
+/// Runs the binary with `args` and `input` on standard input.
+fn tinyagents_stdin(args: &[&str], input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tinyagents"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(input.as_bytes())
+        .expect("stdin is written");
+    child.wait_with_output().expect("the binary runs")
+}
+
+#[test]
+fn an_empty_agent_file_is_an_error_naming_it_and_the_fix() {
+    // `cat missing.toml | tinyagents check -`: `cat` fails, standard input is empty
+    let out = tinyagents_stdin(&["check", "-"], "");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("<stdin>: the agent file is empty"), "{err}");
+    assert!(err.contains("standard input was empty"), "{err}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    // a file of blank lines and comments declares nothing either
+    let blank = temp_file("blank.toml", "\n# nothing yet\n\n");
+    let out = tinyagents(&["check", blank.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}: the agent file is empty", blank.display()))
+            && err.contains("write at least one of `[[middleware]]`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn under_json_a_run_that_cannot_start_ends_with_a_failed_line() {
+    let failed = |out: &Output| -> serde_json::Value {
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+        let text = stdout(out);
+        let last = text.lines().last().unwrap_or_default();
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("the last line is JSON ({e}): {text}"))
+    };
+    // a bad agent file
+    let bad = temp_file("bad-json.toml", "[[middleware]]\ntype = \"loging\"\n");
+    let line = failed(&tinyagents(&["run", bad.to_str().unwrap(), "--json"]));
+    assert_eq!(line["type"], "failed");
+    assert_eq!(line["error"], "config");
+    assert_eq!(line["status"], serde_json::Value::Null);
+    assert!(
+        line["message"].as_str().unwrap().contains("unknown middleware type"),
+        "{line}"
+    );
+    // no model and no script
+    let file = temp_file("noscript-json.toml", "[[middleware]]\ntype = \"logging\"\n");
+    let line = failed(&tinyagents(&["run", file.to_str().unwrap(), "--json"]));
+    assert_eq!(line["error"], "config");
+    assert!(
+        line["message"].as_str().unwrap().contains("no scripted replies"),
+        "{line}"
+    );
+    // an empty file on standard input
+    let line = failed(&tinyagents_stdin(&["run", "-", "--json"], ""));
+    assert!(
+        line["message"].as_str().unwrap().contains("the agent file is empty"),
+        "{line}"
+    );
+}

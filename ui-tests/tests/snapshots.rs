@@ -125,7 +125,7 @@ fn render() -> String {
          Each entry is a compile-fail case of `ui-tests/fail/` and the error the DSL reports for it: the\n\
          rule broken and the fix, spanned on the offending token. The page is generated from those cases\n\
          (a test fails when it is stale); regenerate it with\n\
-         `TINYAGENTS_BLESS=1 cargo test -p tinyagents-ui-tests --test snapshots`.\n\n\
+         <!-- docs-test: ci-step cargo test --workspace -->`TINYAGENTS_BLESS=1 cargo test -p tinyagents-ui-tests --test snapshots`.\n\n\
          Two mistakes are reported by rustc itself, since a macro cannot see the rest of the module:\n\
          a generated type colliding with another item (`generated_type_collides`: rustc's E0428, and the\n\
          DSL's assertion adds the `type_name = …` fix) and two `#[middleware]` blocks for one type\n\

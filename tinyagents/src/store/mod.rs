@@ -4,9 +4,9 @@
 //!
 //! | state | in-process | one machine | many machines |
 //! | --- | --- | --- | --- |
-//! | rate-limit buckets ([`RateLimitStore`](crate::middleware::RateLimitStore)) | `InMemoryRateLimitStore` | — | [`RedisStore`] (`redis`) |
-//! | budgets and counters ([`LedgerStore`]) | [`MemoryLedger`] | [`SqliteStore`] (`sqlite`) | [`RedisStore`] (`redis`), [`PostgresStore`] (`postgres`) |
-//! | checkpoints, and so pending approvals ([`Checkpointer`](crate::graph::Checkpointer)) | `MemoryCheckpointer` | [`SqliteStore`] (`sqlite`), `FileCheckpointer` | [`PostgresStore`] (`postgres`) |
+//! | rate-limit buckets ([`RateLimitStore`](crate::middleware::RateLimitStore)) | `InMemoryRateLimitStore` | — | `RedisStore` (`redis`) |
+//! | budgets and counters ([`LedgerStore`]) | [`MemoryLedger`] | `SqliteStore` (`sqlite`) | `RedisStore` (`redis`), `PostgresStore` (`postgres`) |
+//! | checkpoints, and so pending approvals ([`Checkpointer`](crate::graph::Checkpointer)) | `MemoryCheckpointer` | `SqliteStore` (`sqlite`), `FileCheckpointer` | `PostgresStore` (`postgres`) |
 //!
 //! A pending approval is a checkpoint: `human_in_the_loop` records what it
 //! asked in the paused thread's checkpoint, and
@@ -14,6 +14,9 @@
 //! the decisions by writing the next one, which a checkpointer never
 //! replaces. So a store that keeps checkpoints for many processes keeps
 //! their approvals too, single-use across processes.
+//!
+//! (`RedisStore`, `PostgresStore` and `SqliteStore` exist with their
+//! feature: build the docs with `--features redis,postgres,sqlite` to see them.)
 //!
 //! Agent files name the store (`[store] url = "redis://…"`,
 //! `"postgres://…"`, `"sqlite:PATH"`): [`StoreUrl`] parses and checks it.

@@ -34,7 +34,7 @@ impl BucketSpec {
 }
 
 /// Where bucket state lives. The in-memory default serves one process; a
-/// shared store ([`RedisStore`](crate::store::RedisStore), feature `redis`)
+/// shared store (`RedisStore` in [`crate::store`], feature `redis`)
 /// serves every process that connects to it.
 ///
 /// `reserve` takes one token of bucket `key` and says how long the caller
