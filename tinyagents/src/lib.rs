@@ -40,6 +40,7 @@ pub mod harness;
 /// other built-ins, in `harness::middleware::library::external_hooks`).
 pub use harness::middleware::library::external_hooks as hooks;
 pub mod prelude;
+pub mod protected;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub mod sandbox;

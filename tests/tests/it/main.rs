@@ -104,6 +104,7 @@ mod retries_redteam;
 mod retry_builders;
 mod sandbox_commands;
 mod sandbox_escapes;
+mod sandbox_protected;
 mod spend_tree;
 mod steering;
 mod sync_dispatch;
