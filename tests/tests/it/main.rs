@@ -93,6 +93,7 @@ mod ordering;
 mod ordering_displacement;
 mod otel_span_names;
 mod policy_inheritance;
+mod protected_table;
 mod provider_anthropic;
 mod provider_bounds;
 mod provider_client;
