@@ -92,6 +92,7 @@ mod middleware_tools;
 mod ordering;
 mod ordering_displacement;
 mod otel_span_names;
+mod patch_tool;
 mod policy_inheritance;
 mod protected_table;
 mod provider_anthropic;

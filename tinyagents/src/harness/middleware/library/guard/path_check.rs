@@ -16,7 +16,7 @@ const LOOKALIKES: &[char] = &[
 
 /// The lexical checks: `Err(reason)` for a path form that is refused before
 /// the file system is consulted.
-pub(super) fn lexical(raw: &str) -> Result<(), String> {
+pub(crate) fn lexical(raw: &str) -> Result<(), String> {
     if raw.is_empty() {
         return Err("an empty path".to_owned());
     }
@@ -111,7 +111,7 @@ pub(super) fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBu
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = crate::protected::PATTERNS;
 
 /// The protected entry `resolved` (a path under `root`) falls under, if any.
-pub(super) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [String]) -> Option<&'a str> {
+pub(crate) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [String]) -> Option<&'a str> {
     let rel = resolved.strip_prefix(root).ok()?;
     let parts: Vec<String> = rel
         .components()
