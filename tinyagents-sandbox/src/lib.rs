@@ -57,6 +57,8 @@ mod cgroup;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod protect;
+#[cfg(target_os = "linux")]
 mod sys;
 
 /// What the child is confined to. Build it with the builder methods.
@@ -94,6 +96,30 @@ pub struct ConfinementSpec {
     pub file_size_bytes: Option<u64>,
     /// The most processes (and threads) the command's tree may hold at once.
     pub max_processes: Option<u64>,
+    /// Paths under a writable path that stay read-only (configuration other
+    /// programs execute: `.git/config`, `.cargo`, …). One that exists is
+    /// bound read-only onto itself in the child's mount namespace, so it can
+    /// be neither written nor renamed, replaced or removed; one that does not
+    /// exist cannot be protected by a mount, so if the command creates it (or
+    /// replaces a symlink standing there), [`Confinement::restore_protected`]
+    /// removes it after the run and names it.
+    pub protected_paths: Vec<PathBuf>,
+    /// Directories under a writable path that stay writable inside but whose
+    /// own entry may not be renamed or removed (`.git`, whose objects and refs
+    /// `git commit` writes): each is bound onto itself, a mount point. Created
+    /// or replaced ones are undone like [`ConfinementSpec::protected_paths`].
+    pub pinned_paths: Vec<PathBuf>,
+    /// Directories hidden behind an empty read-only `tmpfs` (`/root`, `/home`,
+    /// `/etc`, …), so that neither reading nor `stat` learns what is there.
+    /// The readable, writable and device paths beneath one stay visible (they
+    /// are bound back into the empty directory); a hidden path equal to one
+    /// of them is not hidden. A path that does not exist or is a symlink is
+    /// skipped.
+    ///
+    /// These three are enforced in the child's mount namespace: only where
+    /// [`Confinement::read_only_mounts`] is `true` (a required sandbox
+    /// refuses a machine where it is not).
+    pub hidden_paths: Vec<PathBuf>,
 }
 
 impl Default for ConfinementSpec {
@@ -115,6 +141,9 @@ impl ConfinementSpec {
             memory_bytes: None,
             file_size_bytes: None,
             max_processes: None,
+            protected_paths: Vec::new(),
+            pinned_paths: Vec::new(),
+            hidden_paths: Vec::new(),
         }
     }
 
@@ -181,6 +210,36 @@ impl ConfinementSpec {
     /// Bounds the process count of the command's tree.
     pub fn max_processes(mut self, max: Option<u64>) -> Self {
         self.max_processes = max;
+        self
+    }
+
+    /// Adds read-only paths inside the writable ones (see [`ConfinementSpec::protected_paths`]).
+    pub fn protected<I, P>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        self.protected_paths.extend(paths.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds pinned directories (see [`ConfinementSpec::pinned_paths`]).
+    pub fn pinned<I, P>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        self.pinned_paths.extend(paths.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds hidden directories (see [`ConfinementSpec::hidden_paths`]).
+    pub fn hidden<I, P>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        self.hidden_paths.extend(paths.into_iter().map(Into::into));
         self
     }
 }
@@ -375,7 +434,8 @@ impl Confinement {
 
     /// Whether the child also makes a mount namespace where every mount is
     /// read-only but the writable paths (file modes, owners, times and
-    /// extended attributes outside them then cannot change). `false` on a
+    /// extended attributes outside them then cannot change), the protected
+    /// paths are bound read-only and the hidden ones covered. `false` on a
     /// machine without `mount_setattr` (Linux 5.12) or mount namespaces (for
     /// a user other than root: unprivileged user namespaces), which run the
     /// command with Landlock and seccomp only.
@@ -402,6 +462,24 @@ impl Confinement {
         }
         #[cfg(not(target_os = "linux"))]
         let _ = cmd;
+    }
+
+    /// After the command's whole tree is gone: undoes what the mounts could
+    /// not prevent — a protected or pinned path that did not exist when the
+    /// confinement was prepared and exists now, or one that stood as a
+    /// symlink and was replaced (it is removed, without following symlinks,
+    /// and the symlink is put back). Returns the paths undone; empty when the
+    /// command touched none. Call it only once no process of the tree runs
+    /// ([`Confinement::kill_all`] returned `true`).
+    pub fn restore_protected(&self) -> Vec<PathBuf> {
+        #[cfg(target_os = "linux")]
+        {
+            self.inner.protect.restore()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Vec::new()
+        }
     }
 
     /// Records the spawned child's pid (its process group id), for [`Confinement::kill_all`].

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -16,6 +17,7 @@ use seccompiler::{
 };
 
 use crate::cgroup::Cgroup;
+use crate::protect::Protect;
 use crate::{sys, Availability, ConfinementSpec, ProcessLimitMechanism, SetupError};
 
 /// The newest Landlock ABI this crate knows: rights the running kernel lacks
@@ -46,13 +48,52 @@ pub(crate) type Rlimit = (libc::__rlimit_resource_t, u64);
 /// The mount namespace the child makes for itself before Landlock: every
 /// mount read-only except binds of the writable paths, so what Landlock does
 /// not govern — `chmod`, `chown`, `utimes`, extended attributes, which need
-/// no open file — cannot reach a file outside the writable paths either.
+/// no open file — cannot reach a file outside the writable paths either;
+/// the hidden directories covered by an empty `tmpfs` (the allowed paths
+/// beneath them bound back in); the protected paths bound read-only.
 pub(crate) struct Mounts {
     /// The writable paths, NUL-terminated.
     pub(crate) writable: Vec<CString>,
+    /// The hidden directories, shallowest first, each with its holes.
+    pub(crate) hidden: Vec<Hidden>,
+    /// `(path, read_only)` binds of protected and pinned paths, parents first.
+    pub(crate) protected: Vec<(CString, bool)>,
     /// For a user other than root: the user namespace's maps (the user mapped
     /// to itself), which give the child the right to mount in its namespace.
     pub(crate) user: Option<UserMaps>,
+}
+
+/// The most allowed paths bound back into one hidden directory (the child
+/// keeps their mount descriptors in a fixed array: it may not allocate).
+pub(crate) const MAX_HOLES: usize = 64;
+
+/// One hidden directory: the `tmpfs` over it and what is put back.
+pub(crate) struct Hidden {
+    /// The directory.
+    pub(crate) path: CString,
+    /// What is put back, in order: the directories to make in the `tmpfs`
+    /// first, then the symlinks, files and directories.
+    pub(crate) holes: Vec<Hole>,
+}
+
+/// One entry made in a hidden directory's `tmpfs`.
+pub(crate) enum Hole {
+    /// An empty directory (on the way to an allowed path).
+    Dir(CString),
+    /// A symlink with this target (an allowed path, or one on the way to it, is a symlink).
+    Symlink {
+        /// Where the symlink is made.
+        path: CString,
+        /// Its target, as read from the real one.
+        target: CString,
+    },
+    /// The real file or directory at this path bound back (a mount point is made first).
+    Bind {
+        /// The path (the source, read before the `tmpfs` covers it, and the mount point).
+        path: CString,
+        /// Whether it is a directory (else a file is made as the mount point).
+        dir: bool,
+    },
 }
 
 /// `uid_map` and `gid_map` of a user namespace mapping the user to itself.
@@ -61,14 +102,22 @@ pub(crate) struct UserMaps {
     pub(crate) gid_map: Vec<u8>,
 }
 
+fn c_path(p: &Path) -> Result<CString, SetupError> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| SetupError::Path {
+        path: p.to_path_buf(),
+        detail: "a sandbox path may not contain a NUL byte".to_owned(),
+    })
+}
+
 impl Mounts {
-    fn new(spec: &ConfinementSpec, root: bool) -> Result<Self, SetupError> {
+    fn new(spec: &ConfinementSpec, root: bool, protect: &Protect) -> Result<Self, SetupError> {
         let mut writable = Vec::with_capacity(spec.writable_paths.len());
         for p in &spec.writable_paths {
-            writable.push(CString::new(p.as_os_str().as_bytes()).map_err(|_| SetupError::Path {
-                path: p.clone(),
-                detail: "a writable sandbox path may not contain a NUL byte".to_owned(),
-            })?);
+            writable.push(c_path(p)?);
+        }
+        let mut protected = Vec::with_capacity(protect.binds.len());
+        for (p, read_only) in &protect.binds {
+            protected.push((c_path(p)?, *read_only));
         }
         let user = (!root).then(|| {
             let (uid, gid) = sys::ids();
@@ -77,8 +126,161 @@ impl Mounts {
                 gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             }
         });
-        Ok(Self { writable, user })
+        Ok(Self {
+            writable,
+            hidden: plan_hidden(spec)?,
+            protected,
+            user,
+        })
     }
+}
+
+/// Which hidden directories get a `tmpfs`, and what goes back into each.
+///
+/// The allowed paths (readable, writable, device files) are what must stay
+/// visible: each, as given and resolved, and the symlinks on the way to it.
+/// A hidden directory is skipped when it does not exist, is a symlink, is
+/// itself an allowed path, or lies inside another hidden one outside every
+/// path bound back there (it is invisible already). Each visible path is put
+/// back in the deepest hidden directory holding it.
+fn plan_hidden(spec: &ConfinementSpec) -> Result<Vec<Hidden>, SetupError> {
+    let allowed: Vec<&PathBuf> = spec
+        .read_only_paths
+        .iter()
+        .chain(&spec.writable_paths)
+        .chain(&spec.device_files)
+        .filter(|p| p.is_absolute())
+        .collect();
+    // what must stay visible: each allowed path as given and resolved
+    let mut visible: Vec<PathBuf> = Vec::new();
+    for a in &allowed {
+        if std::fs::symlink_metadata(a).is_err() {
+            continue;
+        }
+        visible.push(lexical(a));
+        if let Ok(real) = std::fs::canonicalize(a) {
+            visible.push(real);
+        }
+    }
+    visible.sort();
+    visible.dedup();
+    let mut hidden: Vec<PathBuf> = spec
+        .hidden_paths
+        .iter()
+        .map(|h| lexical(h))
+        .filter(|h| h.is_absolute() && h.parent().is_some())
+        .filter(|h| std::fs::symlink_metadata(h).is_ok_and(|m| m.is_dir()))
+        .filter(|h| !allowed.iter().any(|a| lexical(a) == *h))
+        .collect();
+    hidden.sort_by_key(|h| h.components().count());
+    hidden.dedup();
+    let mut active: Vec<PathBuf> = Vec::new();
+    for h in hidden {
+        let covering = active
+            .iter()
+            .filter(|a| h.starts_with(a))
+            .max_by_key(|a| a.components().count());
+        let reachable = match covering {
+            None => true,
+            // visible again only inside a directory bound back into `a`
+            Some(a) => visible
+                .iter()
+                .any(|v| v.starts_with(a) && v != a && h.starts_with(v) && v.is_dir()),
+        };
+        if reachable {
+            active.push(h);
+        }
+    }
+    let mut out = Vec::new();
+    for h in &active {
+        let mut holes: Vec<Hole> = Vec::new();
+        // directories made, and paths put back whole (a bind or a symlink:
+        // nothing is made beneath them, the real tree shows through)
+        let (mut dirs, mut whole): (Vec<PathBuf>, Vec<PathBuf>) = (Vec::new(), Vec::new());
+        for v in &visible {
+            let deepest = active
+                .iter()
+                .filter(|a| v.starts_with(a) && v != *a)
+                .max_by_key(|a| a.components().count());
+            if deepest != Some(h) {
+                continue;
+            }
+            let rel = v.strip_prefix(h).unwrap_or(v);
+            let mut at = h.clone();
+            let parts: Vec<_> = rel.components().collect();
+            for (i, part) in parts.iter().enumerate() {
+                at.push(part);
+                if whole.contains(&at) {
+                    break;
+                }
+                if dirs.contains(&at) {
+                    continue;
+                }
+                let Ok(meta) = std::fs::symlink_metadata(&at) else {
+                    break;
+                };
+                if meta.file_type().is_symlink() {
+                    let target = std::fs::read_link(&at).map_err(|e| SetupError::Path {
+                        path: at.clone(),
+                        detail: format!("cannot read the symlink: {e}"),
+                    })?;
+                    holes.push(Hole::Symlink {
+                        path: c_path(&at)?,
+                        target: c_path(&target)?,
+                    });
+                    whole.push(at.clone());
+                    break;
+                }
+                if i + 1 == parts.len() {
+                    holes.push(Hole::Bind {
+                        path: c_path(&at)?,
+                        dir: meta.is_dir(),
+                    });
+                    whole.push(at.clone());
+                } else if meta.is_dir() {
+                    holes.push(Hole::Dir(c_path(&at)?));
+                    dirs.push(at.clone());
+                } else {
+                    break;
+                }
+            }
+        }
+        if holes.iter().filter(|h| matches!(h, Hole::Bind { .. })).count() > MAX_HOLES {
+            return Err(SetupError::Path {
+                path: h.clone(),
+                detail: format!(
+                    "more than {MAX_HOLES} allowed paths lie inside this hidden directory: allow a common parent \
+                     instead"
+                ),
+            });
+        }
+        // directories first (binds may land inside them), binds outermost first
+        holes.sort_by_key(|hole| match hole {
+            Hole::Dir(p) => (0, p.as_bytes().len()),
+            Hole::Symlink { path, .. } => (1, path.as_bytes().len()),
+            Hole::Bind { path, .. } => (2, path.as_bytes().len()),
+        });
+        out.push(Hidden {
+            path: c_path(h)?,
+            holes,
+        });
+    }
+    Ok(out)
+}
+
+/// `p` with `.` and `..` resolved lexically (the sandbox's paths are absolute).
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Whether a child can make the read-only mount namespace on this machine
@@ -88,7 +290,7 @@ impl Mounts {
 pub(crate) fn read_only_mounts_work() -> bool {
     static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *WORKS.get_or_init(|| {
-        let Ok(mounts) = Mounts::new(&ConfinementSpec::new(), sys::is_root()) else {
+        let Ok(mounts) = Mounts::new(&ConfinementSpec::new(), sys::is_root(), &Protect::default()) else {
             return false;
         };
         sys::probe_mounts(std::sync::Arc::new(mounts))
@@ -106,6 +308,8 @@ pub(crate) struct Prepared {
     pub(crate) cgroup: Option<Cgroup>,
     pub(crate) root: bool,
     pub(crate) cap_last: u32,
+    /// The protected and pinned paths, and their state before the run.
+    pub(crate) protect: Protect,
 }
 
 impl Prepared {
@@ -142,8 +346,9 @@ impl Prepared {
                 Err(_) => rlimits.push((libc::RLIMIT_NPROC, user_tasks().saturating_add(max))),
             }
         }
+        let protect = Protect::new(&spec.protected_paths, &spec.pinned_paths, &spec.writable_paths)?;
         let mounts = if read_only_mounts_work() {
-            Some(Mounts::new(spec, avail.root)?)
+            Some(Mounts::new(spec, avail.root, &protect)?)
         } else {
             None
         };
@@ -159,6 +364,7 @@ impl Prepared {
             cgroup,
             root: avail.root,
             cap_last,
+            protect,
         })
     }
 

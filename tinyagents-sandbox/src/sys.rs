@@ -16,7 +16,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 
-use crate::linux::{Mounts, Prepared};
+use crate::linux::{Hidden, Hole, Mounts, Prepared, MAX_HOLES};
 
 fn check(rc: libc::c_long) -> io::Result<()> {
     if rc < 0 {
@@ -170,6 +170,9 @@ unsafe fn read_only_mounts(m: &Mounts) -> io::Result<()> {
         libc::MS_REC | libc::MS_PRIVATE,
         std::ptr::null(),
     ) as libc::c_long)?;
+    for h in &m.hidden {
+        hide(h)?;
+    }
     for path in &m.writable {
         check(libc::mount(
             path.as_ptr(),
@@ -209,6 +212,32 @@ unsafe fn read_only_mounts(m: &Mounts) -> io::Result<()> {
             std::mem::size_of::<MountAttr>(),
         ))?;
     }
+    // Protected paths inside the writable ones: each bound onto itself (a
+    // mount point cannot be renamed, replaced or removed), read-only with
+    // everything beneath it, or (pinned) writable.
+    for (path, read_only) in &m.protected {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ) as libc::c_long)?;
+        let attr = MountAttr {
+            attr_set: if *read_only { MOUNT_ATTR_RDONLY } else { 0 },
+            attr_clr: if *read_only { 0 } else { MOUNT_ATTR_RDONLY },
+            propagation: 0,
+            userns_fd: 0,
+        };
+        check(libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            if *read_only { AT_RECURSIVE } else { 0 },
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ))?;
+    }
     // The working directory was entered before the binds, through the mount
     // beneath them (now read-only): enter it again by its path, which now
     // resolves through the binds. A stack buffer: nothing is allocated.
@@ -218,6 +247,93 @@ unsafe fn read_only_mounts(m: &Mounts) -> io::Result<()> {
     }
     check(libc::chdir(cwd.as_ptr().cast()) as libc::c_long)?;
     Ok(())
+}
+
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+
+/// Covers the hidden directory `h` with an empty `tmpfs`, puts its holes
+/// back (each allowed path's real tree, cloned before it is covered, moved
+/// onto a mount point made in the `tmpfs`), then makes the `tmpfs` read-only.
+///
+/// # Safety
+/// Async-signal-safe: raw syscalls on data prepared by the parent, and a
+/// fixed array of descriptors on the stack.
+unsafe fn hide(h: &Hidden) -> io::Result<()> {
+    let mut trees = [-1 as libc::c_int; MAX_HOLES];
+    let mut n = 0;
+    let result = (|| {
+        for hole in &h.holes {
+            if let Hole::Bind { path, .. } = hole {
+                if n == MAX_HOLES {
+                    return Err(io::Error::from_raw_os_error(libc::E2BIG));
+                }
+                let fd = libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    path.as_ptr(),
+                    OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE,
+                );
+                check(fd)?;
+                trees[n] = fd as libc::c_int;
+                n += 1;
+            }
+        }
+        check(libc::mount(
+            c"tmpfs".as_ptr(),
+            h.path.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"mode=0755,size=1m".as_ptr().cast(),
+        ) as libc::c_long)?;
+        let mut next = 0;
+        for hole in &h.holes {
+            match hole {
+                Hole::Dir(path) => check(libc::mkdir(path.as_ptr(), 0o755) as libc::c_long)?,
+                Hole::Symlink { path, target } => check(libc::symlink(target.as_ptr(), path.as_ptr()) as libc::c_long)?,
+                Hole::Bind { path, dir } => {
+                    if *dir {
+                        check(libc::mkdir(path.as_ptr(), 0o755) as libc::c_long)?;
+                    } else {
+                        let fd = libc::open(
+                            path.as_ptr(),
+                            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                            0o644,
+                        );
+                        check(fd as libc::c_long)?;
+                        libc::close(fd);
+                    }
+                    check(libc::syscall(
+                        libc::SYS_move_mount,
+                        trees[next],
+                        c"".as_ptr(),
+                        libc::AT_FDCWD,
+                        path.as_ptr(),
+                        MOVE_MOUNT_F_EMPTY_PATH,
+                    ))?;
+                    next += 1;
+                }
+            }
+        }
+        let read_only = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        check(libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            h.path.as_ptr(),
+            0 as libc::c_uint,
+            &read_only as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ))
+    })();
+    for fd in &trees[..n] {
+        libc::close(*fd);
+    }
+    result
 }
 
 /// Whether a child can make the read-only mount namespace of `mounts`: one

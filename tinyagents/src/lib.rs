@@ -91,7 +91,9 @@ pub mod harness;
 /// External command hooks: the `external_hooks` built-in (it lives with the
 /// other built-ins, in `harness::middleware::library::external_hooks`).
 pub use harness::middleware::library::external_hooks as hooks;
+pub mod patch;
 pub mod prelude;
+pub mod protected;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub mod sandbox;

@@ -18,6 +18,14 @@ enum Check {
     NothingWrittenOutside,
     /// The output may not contain the planted secret (and the command must not succeed).
     SecretNotRead,
+    /// The output may name no entry of these directories (hidden: they look empty).
+    NothingListed(Vec<&'static str>),
+}
+
+/// `$HOME` (default `/root`), for the whole test run.
+fn home_static() -> &'static str {
+    static HOME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,13 +86,16 @@ async fn escape_corpus_filesystem_is_stopped() {
             Check::SecretNotRead,
         ),
         (format!("tar cf - {out} | tar xOf -"), Check::SecretNotRead),
-        (format!("ls -la {home}"), Check::SecretNotRead),
+        (format!("ls -la {home}"), Check::NothingListed(vec![home_static()])),
         (format!("cat {home}/.bashrc {home}/.profile"), Check::SecretNotRead),
         ("cat /etc/shadow".to_owned(), Check::SecretNotRead),
         ("cat /etc/hostname".to_owned(), Check::SecretNotRead),
         ("cat /proc/1/environ".to_owned(), Check::SecretNotRead),
         ("cat /proc/self/environ".to_owned(), Check::SecretNotRead),
-        ("ls /root /home".to_owned(), Check::SecretNotRead),
+        (
+            "ls /root /home".to_owned(),
+            Check::NothingListed(vec!["/root", "/home"]),
+        ),
     ];
     let tried = corpus.len();
     let mut stopped = 0;
@@ -104,10 +115,21 @@ async fn escape_corpus_filesystem_is_stopped() {
                     && !std::path::Path::new("/usr/ta-sbx-escape").exists()
                     && !text.contains("made")
             }
-            // A pipeline may exit 0 from its last stage: then the refusal must show.
+            // A pipeline may exit 0 from its last stage: then the refusal must
+            // show (a hidden directory does not exist, to the command).
             Check::SecretNotRead => {
-                !text.contains(&ws.secret) && (!result.success() || text.contains("Permission denied"))
+                !text.contains(&ws.secret)
+                    && (!result.success()
+                        || ["Permission denied", "No such file", "Cannot open"]
+                            .iter()
+                            .any(|refusal| text.contains(refusal)))
             }
+            Check::NothingListed(dirs) => dirs.iter().all(|d| {
+                std::fs::read_dir(d).into_iter().flatten().flatten().all(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.len() < 3 || !text.contains(&name)
+                })
+            }),
         };
         assert!(ok, "escape not stopped: `{line}`\n{text}");
         stopped += 1;
@@ -144,9 +166,10 @@ async fn network_is_refused_even_to_loopback() {
             other => panic!("`{line}` reached the loopback listener: {other:?}"),
         }
     }
-    // A daemon's socket file (think /var/run/docker.sock): Landlock does not
-    // govern connecting to it, so AF_UNIX sockets are refused by default.
-    let sock_path = ws.outside_path("daemon.sock");
+    // A daemon's socket file (think /var/run/docker.sock, hidden by default
+    // with `/var` and `/run`, but one may lie in a readable path): Landlock
+    // does not govern connecting to it, so AF_UNIX sockets are refused by default.
+    let sock_path = ws.root.join("daemon.sock");
     let unix = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
     unix.set_nonblocking(true).unwrap();
     let unix_line = format!(

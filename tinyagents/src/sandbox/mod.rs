@@ -11,6 +11,16 @@
 //!   execute under the root and a small set of system paths
 //!   ([`SandboxPolicy::default_read_only_paths`]); nothing else — not
 //!   `$HOME`, not the rest of `/etc`, not `/proc`;
+//! * **protected paths** (the command's mount namespace): the configuration
+//!   other programs execute ([`crate::protected`]: `.git/config`,
+//!   `.git/hooks`, `.cargo`, CI, hook managers, `.envrc`, …) stays
+//!   read-only at the workspace root, and cannot be renamed, replaced or
+//!   removed; one the command creates is removed after the run, which then
+//!   fails naming it ([`SandboxPolicy::protected_paths`]);
+//! * **hidden paths**: `/root`, `/home`, `/etc`, `/run`, `/var`, `/tmp`, …
+//!   are covered by an empty `tmpfs` (the allowed paths beneath them put
+//!   back), so not even `stat` learns what they hold
+//!   ([`SandboxPolicy::hidden_paths`]);
 //! * **network**: no sockets unless the policy allows them (seccomp): network
 //!   families with [`SandboxPolicy::network`], `AF_UNIX` with
 //!   [`SandboxPolicy::unix_sockets`] (`socketpair` always works);
@@ -144,6 +154,23 @@ pub struct SandboxPolicy {
     pub env: BTreeMap<String, String>,
     /// Time, CPU, memory, output, process and file-size limits.
     pub limits: SandboxLimits,
+    /// Paths relative to the root that stay read-only inside the writable
+    /// root: they cannot be written, renamed, replaced or removed, and one
+    /// the command creates is removed after the run (the run then fails,
+    /// naming it). Default: the [`crate::protected::SandboxRule::ReadOnly`]
+    /// rows of [`crate::protected::PROTECTED_PATHS`] (`.git/config`,
+    /// `.git/hooks`, `.cargo`, CI, hook managers, `.envrc`, …).
+    pub protected_paths: Vec<String>,
+    /// Directories relative to the root that stay writable beneath but
+    /// cannot be renamed, replaced or removed. Default: the
+    /// [`crate::protected::SandboxRule::Pinned`] rows (`.git`).
+    pub pinned_paths: Vec<String>,
+    /// Directories hidden behind an empty read-only `tmpfs`, so that neither
+    /// `cat` nor `stat` learns what they hold; the readable and writable
+    /// paths beneath one (the root, the call's temporary directory, the
+    /// `/etc` files of [`SandboxPolicy::default_read_only_paths`]) stay
+    /// visible. Default: [`SandboxPolicy::default_hidden_paths`].
+    pub hidden_paths: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -177,7 +204,50 @@ impl SandboxPolicy {
             .collect(),
             env: BTreeMap::new(),
             limits: SandboxLimits::default(),
+            protected_paths: protected_rows(crate::protected::SandboxRule::ReadOnly),
+            pinned_paths: protected_rows(crate::protected::SandboxRule::Pinned),
+            hidden_paths: Self::default_hidden_paths(),
         }
+    }
+
+    /// The directories hidden by default: the users' homes (`/root`,
+    /// `/home`), `/etc` (but the files commands need), the runtime and
+    /// state directories (`/run`, `/var`, where `/run/secrets` and
+    /// `/var/run/secrets` live), other temporary files (`/tmp`), `/srv`,
+    /// `/mnt`, `/media`, `/opt`, `/boot`, and the private keys
+    /// (`/etc/ssl/private`, `/etc/pki/tls/private`), should `/etc/ssl` be
+    /// made readable.
+    ///
+    /// ```
+    /// let hidden = tinyagents::sandbox::SandboxPolicy::default_hidden_paths();
+    /// assert!(hidden.iter().any(|p| p.as_os_str() == "/root"));
+    /// ```
+    pub fn default_hidden_paths() -> Vec<PathBuf> {
+        [
+            "/root",
+            "/home",
+            "/etc",
+            "/etc/ssl/private",
+            "/etc/pki/tls/private",
+            "/run",
+            "/run/secrets",
+            "/var",
+            "/tmp",
+            "/srv",
+            "/mnt",
+            "/media",
+            "/opt",
+            "/boot",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect()
+    }
+
+    /// The protected and pinned paths under the canonical `root`, absolute.
+    pub(crate) fn enforced_paths(&self, root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let under = |list: &[String]| list.iter().map(|p| root.join(p.trim_matches('/'))).collect();
+        (under(&self.protected_paths), under(&self.pinned_paths))
     }
 
     /// The system paths commands need to start and behave: `/usr`, `/bin`,
@@ -187,10 +257,12 @@ impl SandboxPolicy {
     /// `ld.so.cache`, `ld.so.conf(.d)`, `localtime`, `passwd`, `group`,
     /// `nsswitch.conf`, `gitconfig`, `alternatives`, `magic`, `inputrc`.
     /// `passwd`/`group` hold no secrets (`shadow` is not listed). With
-    /// `network`, the resolver and certificate files are added (`resolv.conf`,
-    /// `hosts`, `host.conf`, `gai.conf`, `services`, `protocols`, `ssl`,
-    /// `ca-certificates`). Paths that do not exist are skipped when the
-    /// ruleset is built.
+    /// `network`, the resolver files (`resolv.conf`, `hosts`, `host.conf`,
+    /// `gai.conf`, `services`, `protocols`) and the CA certificates only —
+    /// `/etc/ssl/certs`, `/etc/ssl/cert.pem`, `/etc/ssl/openssl.cnf`,
+    /// `/etc/pki/tls/certs`, `/etc/pki/tls/cert.pem`,
+    /// `/etc/pki/ca-trust/extracted` — never `/etc/ssl/private`. Paths that
+    /// do not exist are skipped when the ruleset is built.
     pub fn default_read_only_paths(network: bool) -> Vec<PathBuf> {
         let mut paths = vec![
             "/usr",
@@ -220,8 +292,12 @@ impl SandboxPolicy {
                 "/etc/gai.conf",
                 "/etc/services",
                 "/etc/protocols",
-                "/etc/ssl",
-                "/etc/ca-certificates",
+                "/etc/ssl/certs",
+                "/etc/ssl/cert.pem",
+                "/etc/ssl/openssl.cnf",
+                "/etc/pki/tls/certs",
+                "/etc/pki/tls/cert.pem",
+                "/etc/pki/ca-trust/extracted",
             ]);
         }
         paths.into_iter().map(PathBuf::from).collect()
@@ -279,6 +355,16 @@ impl SandboxPolicy {
     }
 
     fn check(&self) -> crate::Result<PathBuf> {
+        for p in self.protected_paths.iter().chain(&self.pinned_paths) {
+            let path = Path::new(p.trim_matches('/'));
+            let plain = path.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+            if p.trim_matches('/').is_empty() || !plain {
+                return Err(crate::TinyAgentsError::config(format!(
+                    "sandbox protected path `{p}` must be a path relative to the workspace root without `.` or \
+                     `..` (such as `.git/config`)"
+                )));
+            }
+        }
         let root = self.root.canonicalize().map_err(|e| {
             crate::TinyAgentsError::config(format!(
                 "sandbox root `{}` must be an existing directory: {e}",
@@ -298,6 +384,15 @@ impl SandboxPolicy {
         }
         Ok(root)
     }
+}
+
+/// The patterns of the table's rows enforced with `rule`.
+fn protected_rows(rule: crate::protected::SandboxRule) -> Vec<String> {
+    crate::protected::PROTECTED_PATHS
+        .iter()
+        .filter(|r| r.sandbox == rule)
+        .map(|r| r.pattern.to_owned())
+        .collect()
 }
 
 /// Whether this machine can provide the sandbox (Landlock and seccomp), probed

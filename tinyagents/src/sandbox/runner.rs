@@ -230,6 +230,20 @@ const NO_READ_ONLY_MOUNTS: &str = "sandbox required, but this machine cannot giv
     modes, times and attributes of files outside the workspace. Fix: allow user namespaces, or opt out with \
     `sandbox = \"preferred\"` (confined without that layer) for this workspace";
 
+/// The refusal of a run that created or replaced protected paths (undone).
+fn protected_created(program: &str, root: &Path, undone: &[PathBuf]) -> TinyAgentsError {
+    let names: Vec<String> = undone
+        .iter()
+        .map(|p| format!("`{}`", p.strip_prefix(root).unwrap_or(p).display()))
+        .collect();
+    tool_error(format!(
+        "`{program}` created or replaced {} in the workspace: protected paths (configuration other programs \
+         execute; SandboxPolicy::protected_paths) may not be made by a sandboxed command, so the sandbox removed \
+         them; make such a change yourself, outside the agent",
+        names.join(", ")
+    ))
+}
+
 impl Sandbox {
     /// A sandbox for `policy`. With [`SandboxMode::Required`] (the default),
     /// a machine that cannot confine commands is refused here, with an error
@@ -279,11 +293,12 @@ impl Sandbox {
             .file_size_bytes(p.limits.file_size_bytes)
             .max_processes(p.limits.processes);
         spec = if p.root_writable {
-            spec.writable([self.root.clone()])
+            let (protected, pinned) = p.enforced_paths(&self.root);
+            spec.writable([self.root.clone()]).protected(protected).pinned(pinned)
         } else {
             spec.read_only([self.root.clone()])
         };
-        spec
+        spec.hidden(p.hidden_paths.iter().cloned())
     }
 
     /// The working directory of `cmd`, which must resolve inside the root.
@@ -463,7 +478,16 @@ impl Sandbox {
             }
         }
         let confined = confinement.is_some();
+        // What the mounts could not prevent (a protected path created where
+        // none stood) is undone now that the tree is gone, and refused.
+        let undone = confinement
+            .as_ref()
+            .map(Confinement::restore_protected)
+            .unwrap_or_default();
         drop(confinement);
+        if !undone.is_empty() {
+            return Err(protected_created(program, &self.root, &undone));
+        }
         drop(temp);
         let termination = match outcome {
             Err(t) => t,

@@ -21,6 +21,7 @@
 mod context;
 pub mod external_hooks;
 mod guard;
+pub(crate) use guard::{path_lexical, protected_hit};
 mod limits;
 mod modes;
 mod observe;

@@ -16,7 +16,7 @@ const LOOKALIKES: &[char] = &[
 
 /// The lexical checks: `Err(reason)` for a path form that is refused before
 /// the file system is consulted.
-pub(super) fn lexical(raw: &str) -> Result<(), String> {
+pub(crate) fn lexical(raw: &str) -> Result<(), String> {
     if raw.is_empty() {
         return Err("an empty path".to_owned());
     }
@@ -105,55 +105,13 @@ pub(super) fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBu
 /// The configuration programs execute, refused to writes by default: an
 /// entry without `/` matches any path component (case-insensitively, as on
 /// case-insensitive file systems), an entry with `/` matches that path
-/// relative to the root and everything under it.
-pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
-    // version control: config (core.fsmonitor, core.pager, aliases), hooks,
-    // attributes (filter/diff/textconv drivers), submodule definitions
-    ".git",
-    ".gitattributes",
-    ".gitmodules",
-    ".githooks",
-    ".husky",
-    ".pre-commit-config.yaml",
-    // build tools that run code from their config (cargo runners, rustc wrappers, toolchain paths)
-    ".cargo",
-    "rust-toolchain",
-    "rust-toolchain.toml",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
-    // CI definitions (run with the project's secrets)
-    ".github",
-    ".gitlab",
-    ".gitlab-ci.yml",
-    ".circleci",
-    ".buildkite",
-    ".travis.yml",
-    "azure-pipelines.yml",
-    "bitbucket-pipelines.yml",
-    "Jenkinsfile",
-    // editors and shells that run tasks or load environments on open
-    ".vscode",
-    ".idea",
-    ".devcontainer",
-    ".envrc",
-    ".direnv",
-    ".mise.toml",
-    "mise.toml",
-    // a home directory's configuration, should HOME point into the workspace
-    // (git reads ~/.gitconfig and ~/.config/git; tools read ~/.config)
-    ".gitconfig",
-    ".config",
-    ".ssh",
-    ".bashrc",
-    ".bash_profile",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-];
+/// relative to the root and everything under it. Derived from the table
+/// [`crate::protected::PROTECTED_PATHS`] (each row names the program that
+/// runs the file), which the sandbox enforces too.
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = crate::protected::PATTERNS;
 
 /// The protected entry `resolved` (a path under `root`) falls under, if any.
-pub(super) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [String]) -> Option<&'a str> {
+pub(crate) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [String]) -> Option<&'a str> {
     let rel = resolved.strip_prefix(root).ok()?;
     let parts: Vec<String> = rel
         .components()

@@ -716,13 +716,12 @@ impl ShellFsGuardMiddleware {
                         self.check_glob(root, cwd, k, raw, writes)?;
                     }
                     KeyKind::Patch => {
-                        let targets = patch_targets(raw);
-                        if targets.is_empty() {
-                            return Err(format!(
-                                "`{k}`: no target path found in the patch (expected `*** Add File:`, `*** Update \
-                                 File:`, `*** Delete File:`, `*** Move to:` or `---`/`+++` lines)"
-                            ));
-                        }
+                        let targets = patch_targets(raw).map_err(|e| {
+                            format!(
+                                "`{k}`: the patch is refused ({e}); the guard judges a patch as the library's \
+                                 `apply_patch` applies it, and refuses what that reading does not take"
+                            )
+                        })?;
                         for target in targets {
                             *found += 1;
                             let path = confine_from(root, cwd, &target)
@@ -780,57 +779,16 @@ impl ShellFsGuardMiddleware {
     }
 }
 
-/// The paths a patch writes: `apply_patch` envelopes (`*** Add File:`,
-/// `*** Update File:`, `*** Delete File:`, `*** Move to:`) and unified or
-/// git diffs (`--- a/x`, `+++ b/x`, `diff --git a/x b/y`, `rename to x`).
-/// For `a/` and `b/` prefixes both the stripped and the raw path are
-/// returned (which one the tool applies depends on its strip level).
-pub(super) fn patch_targets(patch: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut push = |raw: &str, prefixed: bool| {
-        let raw = raw.trim();
-        let raw = raw.split('\t').next().unwrap_or(raw).trim();
-        let raw = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')).unwrap_or(raw);
-        if raw.is_empty() || raw == "/dev/null" {
-            return;
-        }
-        out.push(raw.to_owned());
-        if prefixed {
-            if let Some(stripped) = raw.strip_prefix("a/").or_else(|| raw.strip_prefix("b/")) {
-                out.push(stripped.to_owned());
-            }
-        }
-    };
-    for line in patch.lines() {
-        let line = line.trim_end_matches('\r');
-        for tag in [
-            "*** Add File:",
-            "*** Update File:",
-            "*** Delete File:",
-            "*** Move to:",
-            "*** Move File:",
-        ] {
-            if let Some(rest) = line.strip_prefix(tag) {
-                push(rest, false);
-            }
-        }
-        for tag in ["--- ", "+++ "] {
-            if let Some(rest) = line.strip_prefix(tag) {
-                push(rest, true);
-            }
-        }
-        for tag in ["rename from ", "rename to ", "copy from ", "copy to ", "Index: "] {
-            if let Some(rest) = line.strip_prefix(tag) {
-                push(rest, false);
-            }
-        }
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            for part in rest.split(' ') {
-                push(part, true);
-            }
-        }
-    }
-    out
+/// The paths a patch writes, as [`crate::patch::Patch::parse`] reads it —
+/// the reading the library's `apply_patch` applies — with every name its
+/// headers carry (raw and stripped of `a/`/`b/`, for appliers with another
+/// strip level). A patch that parse refuses (a context diff, a padded or
+/// mixed-case envelope marker, `Index:`, `copy from`, names that disagree,
+/// …) is refused here, with its reason.
+pub(super) fn patch_targets(patch: &str) -> std::result::Result<Vec<String>, String> {
+    crate::patch::Patch::parse(patch)
+        .map(|p| p.names())
+        .map_err(|e| e.to_string())
 }
 
 /// Confines file tools to the workspace root (every argument key known, patches parsed, writes to executed configuration such as `.git/` refused) and shell tools to argv-level specifications of allowed programs, with a read-only mode; anything not understood is refused.
@@ -904,15 +862,16 @@ mod tests {
     #[test]
     fn patch_targets_come_from_envelopes_and_diffs() {
         let envelope = "*** Begin Patch\n*** Add File: a.rs\n+x\n*** Update File: b.rs\n*** Move to: c.rs\n*** Delete File: d.rs\n*** End Patch";
-        assert_eq!(patch_targets(envelope), ["a.rs", "b.rs", "c.rs", "d.rs"]);
-        let diff = "diff --git a/x.rs b/y.rs\nrename from x.rs\nrename to y.rs\n--- a/x.rs\t2024-01-01\n+++ b/y.rs\n@@ -1 +1 @@\n";
-        let t = patch_targets(diff);
+        assert_eq!(patch_targets(envelope).unwrap(), ["a.rs", "b.rs", "c.rs", "d.rs"]);
+        let diff = "diff --git a/x.rs b/y.rs\nsimilarity index 90%\nrename from x.rs\nrename to y.rs\n--- a/x.rs\t2024-01-01\n+++ b/y.rs\n@@ -1 +1 @@\n-a\n+b\n";
+        let t = patch_targets(diff).unwrap();
         for want in ["a/x.rs", "x.rs", "b/y.rs", "y.rs"] {
             assert!(t.iter().any(|p| p == want), "{want} in {t:?}");
         }
-        assert!(patch_targets("--- /dev/null\n+++ b/new.rs\n")
+        assert!(patch_targets("--- /dev/null\n+++ b/new.rs\n@@ -0,0 +1 @@\n+x\n")
+            .unwrap()
             .iter()
             .all(|p| p != "/dev/null"));
-        assert!(patch_targets("no patch here").is_empty());
+        assert!(patch_targets("no patch here").is_err());
     }
 }
