@@ -98,6 +98,7 @@ mod provider_bounds;
 mod provider_client;
 mod provider_fakellm;
 mod provider_openai;
+mod provider_secrets;
 mod provider_stack;
 mod provider_typed;
 mod retries_redteam;
