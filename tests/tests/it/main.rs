@@ -114,6 +114,7 @@ mod sync_dispatch;
 // binary of its own (it re-executes itself as worker processes).
 mod store_config;
 mod store_redis;
+mod store_secrets;
 mod store_sql;
 mod tokens_exact;
 mod tracing_capture;
