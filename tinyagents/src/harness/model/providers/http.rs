@@ -67,14 +67,14 @@ impl HttpClient {
                 "model `{label}`: the HTTP header `{name}` has a name or value that cannot be sent"
             ))
         };
+        // The key in the auth headers was learnt by the redactor when the
+        // configuration was given it; the configured headers were too.
         for (name, value) in auth {
-            redactor().add_header_value(&value);
             let mut value = HeaderValue::from_str(&value).map_err(|_| bad_header(name))?;
             value.set_sensitive(true);
             headers.insert(HeaderName::from_static(name), value);
         }
         for (name, value) in config.headers() {
-            redactor().add_header_value(value);
             let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
             let mut value = HeaderValue::from_str(value).map_err(|_| bad_header(name))?;
             // configured headers are mostly credentials (`api-key`): never logged
