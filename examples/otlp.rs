@@ -16,6 +16,7 @@
 //! of its own on loopback and checks what arrives.
 
 use serde_json::json;
+use tinyagents::harness::secrets::{mask_url, redactor};
 use tinyagents::middleware::TracingMiddleware;
 use tinyagents::prelude::*;
 use tinyagents_examples::otlp;
@@ -23,7 +24,10 @@ use tinyagents_examples::otlp;
 #[tokio::main]
 async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").unwrap_or_else(|_| "http://localhost:4318".to_owned());
-    let provider = otlp::provider(&endpoint)?;
+    // A collector's URL may carry a token (user info, `?api-key=`): learnt,
+    // so no message below shows it.
+    redactor().add_url(&endpoint);
+    let provider = otlp::provider(&endpoint).map_err(|e| redactor().redact(&e.to_string()).into_owned())?;
     tracing::subscriber::set_global_default(otlp::subscriber(&provider))?;
 
     let tools = ToolRegistry::new().with(tool_fn(
@@ -43,6 +47,6 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
 
     // Sends the last batch; spans not yet exported are lost without it.
     provider.shutdown()?;
-    println!("spans exported to {endpoint}/v1/traces");
+    println!("spans exported to {}/v1/traces", mask_url(&endpoint));
     Ok(())
 }

@@ -22,19 +22,38 @@
 //! the key comes from the provider's usual variable) and `[[script]]` (the
 //! scripted model's replies: `text`, `tool_calls = [{ name, arguments }]`, `fail`).
 
-/// `println!` that ignores a closed stdout (`tinyagents docs | head` must not panic).
+// Everything the command prints passes the process's secret redactor
+// (`tinyagents::harness::secrets`): an API key or a URL password never shows.
+
+/// `println!` that ignores a closed stdout (`tinyagents docs | head` must
+/// not panic) and masks every known secret.
 macro_rules! outln {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout());
+    }};
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stdout(), "{}", tinyagents::harness::secrets::redactor().redact(&text));
     }};
 }
 
-/// `print!` that ignores a closed stdout.
+/// `print!` that ignores a closed stdout and masks every known secret.
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = write!(std::io::stdout(), "{}", tinyagents::harness::secrets::redactor().redact(&text));
+    }};
+}
+
+/// `eprintln!` that masks every known secret.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", tinyagents::harness::secrets::redactor().redact(&text));
     }};
 }
 
@@ -149,16 +168,39 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.trim().is_empty() => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
-            eprintln!("warning: RUST_LOG=`{spec}` is not a valid filter ({e}); using `{level}`");
+            errln!("warning: RUST_LOG=`{spec}` is not a valid filter ({e}); using `{level}`");
             EnvFilter::new(level)
         }),
         _ => EnvFilter::new(level),
     };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactingStderr(Vec::new()))
         .with_ansi(false)
         .try_init();
+}
+
+/// The log's writer: one formatted event is buffered, then written to
+/// stderr with every known secret masked.
+struct RedactingStderr(Vec<u8>);
+
+impl std::io::Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(&std::mem::take(&mut self.0)).into_owned();
+        let clean = tinyagents::harness::secrets::redactor().redact(&text);
+        std::io::stderr().write_all(clean.as_bytes())
+    }
+}
+
+impl Drop for RedactingStderr {
+    fn drop(&mut self) {
+        let _ = std::io::Write::flush(self);
+    }
 }
 
 fn main() -> ExitCode {
@@ -196,9 +238,9 @@ fn main() -> ExitCode {
 fn report(errors: &[tinyagents::config::FileErrors]) -> ExitCode {
     let n: usize = errors.iter().map(|e| e.len()).sum();
     for e in errors {
-        eprintln!("{e}");
+        errln!("{e}");
     }
-    eprintln!("error: {n} problem{} found", if n == 1 { "" } else { "s" });
+    errln!("error: {n} problem{} found", if n == 1 { "" } else { "s" });
     ExitCode::FAILURE
 }
 
@@ -299,7 +341,7 @@ fn real_model(flag: Option<&str>, section: &agent_file::ModelSection) -> Result<
     let ignored = !section_applies
         && (section.api_key_env.is_some() || section.base_url.is_some() || section.streaming.is_some());
     if ignored {
-        eprintln!(
+        errln!(
             "warning: `--model {spec}` names another provider than `[model]` (`{}`): the file's `api_key_env`, \
              `base_url` and `streaming` are for that one and are not used",
             section.name.as_deref().unwrap_or_default()
@@ -352,14 +394,14 @@ fn run(
         Ok(m) => m,
         Err(e) => {
             not_started(output, e.kind(), &e.to_string());
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::FAILURE;
         }
     };
     if real.is_none() && loaded.script.is_empty() {
         let message = "no model and no scripted replies: add `[model]` with `name = \"provider:model\"`, pass `--model provider:model`, or give scripted replies (`[[script]]` entries or `--script replies.json`)";
         not_started(output, ErrorKind::Config, message);
-        eprintln!("error: {message}");
+        errln!("error: {message}");
         return ExitCode::FAILURE;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -371,7 +413,7 @@ fn run(
         Err(e) => {
             let message = format!("cannot start the runtime: {e}");
             not_started(output, ErrorKind::Config, &message);
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -403,7 +445,7 @@ async fn run_agent(
             .cloned()
             .unwrap_or_else(|| "ok".to_owned());
         if let Err(e) = registry.register(RecordingTool::new(name.clone()).returning(output)) {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::FAILURE;
         }
     }
@@ -427,9 +469,13 @@ async fn run_agent(
     let printer = tokio::spawn(async move {
         if output == Output::Json {
             while let Some(event) = events.recv().await {
-                match serde_json::to_string(&event) {
+                let line = serde_json::to_value(&event).map(|mut v| {
+                    tinyagents::harness::secrets::redactor().redact_json(&mut v);
+                    v.to_string()
+                });
+                match line {
                     Ok(line) => outln!("{line}"),
-                    Err(e) => eprintln!("error: an event could not be written as JSON: {e}"),
+                    Err(e) => errln!("error: an event could not be written as JSON: {e}"),
                 }
             }
             return;
@@ -463,7 +509,7 @@ async fn run_agent(
     let _ = printer.await;
     match result {
         Ok(run) if output == Output::Json => {
-            let line = serde_json::json!({
+            let mut line = serde_json::json!({
                 "type": "finished",
                 "stop": stop_label(&run.stop),
                 "steps": run.counters.steps,
@@ -472,6 +518,7 @@ async fn run_agent(
                 "usage": run.usage,
                 "final": run.final_text(),
             });
+            tinyagents::harness::secrets::redactor().redact_json(&mut line);
             outln!("{line}");
             ExitCode::SUCCESS
         }
@@ -506,15 +553,16 @@ async fn run_agent(
         }
         Err(e) => {
             if output == Output::Json {
-                let line = serde_json::json!({
+                let mut line = serde_json::json!({
                     "type": "failed",
                     "error": e.kind(),
                     "status": e.status(),
                     "message": e.to_string(),
                 });
+                tinyagents::harness::secrets::redactor().redact_json(&mut line);
                 outln!("{line}");
             }
-            eprintln!("\nerror: the run failed: {e}");
+            errln!("\nerror: the run failed: {e}");
             ExitCode::FAILURE
         }
     }

@@ -359,3 +359,90 @@ async fn a_failed_run_ends_the_json_lines_with_failed_and_the_status() {
         .iter()
         .any(|l| l["type"] == "run_completed" && l["error"] == "model"));
 }
+
+/// The API key of the secret tests, and the base URL's password and query key.
+const SECRET_KEY: &str = "sk-cli-Zq7Wd93kLmNpRt5Vx8Yb2Cf4Gh6Jk";
+const SECRET_PASSWORD: &str = "pw-cli-Jh5Kl8Mn2Qr4St7Uv";
+const SECRET_QUERY_KEY: &str = "qk-cli-Ab3Cd6Ef9Gh2Ij5Kl8Mn";
+
+/// Fails when any secret, or any 16 bytes in a row of one, shows in `text`.
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in [SECRET_KEY, SECRET_PASSWORD, SECRET_QUERY_KEY] {
+        for piece in secret.as_bytes().windows(16) {
+            let piece = std::str::from_utf8(piece).unwrap();
+            assert!(!text.contains(piece), "{what} shows `{piece}` of a secret:\n{text}");
+        }
+    }
+}
+
+/// `tinyagents run --json -vv` on a model whose server fails in each way,
+/// quoting the key and the URL back: neither the `--json` lines nor the
+/// log and messages on stderr show a secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_prints_no_secret_in_json_or_the_log() {
+    let echo = format!("key {SECRET_KEY}, password {SECRET_PASSWORD}, query {SECRET_QUERY_KEY}");
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        addr
+    };
+    for (provider, key_var, url_var) in [
+        ("openai:gpt-test", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        ("anthropic:claude-test", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    ] {
+        let auth = json!({"type": "error", "error": {
+            "type": "authentication_error", "message": format!("Incorrect API key provided: {echo}"),
+        }});
+        let stream_error = if provider.starts_with("openai") {
+            openai_sse(&[json!({"error": {"message": echo.clone(), "type": "server_error"}})])
+        } else {
+            format!(
+                "event: error\ndata: {}\n\n",
+                json!({"type": "error", "error": {"type": "api_error", "message": echo.clone()}})
+            )
+        };
+        let modes: [(&str, Option<Reply>); 4] = [
+            (
+                "HTTP 401",
+                Some(Reply::status(401, &[("x-request-id", SECRET_KEY)], &auth.to_string())),
+            ),
+            ("HTTP 500", Some(Reply::status(500, &[], &echo))),
+            ("stream error event", Some(Reply::sse(&stream_error, 11))),
+            ("connect refused", None),
+        ];
+        for (mode, reply) in modes {
+            let server = match reply {
+                Some(reply) => Some(Server::start(vec![reply]).await),
+                None => None,
+            };
+            let host = server
+                .as_ref()
+                .map_or(closed.clone(), |s| s.base.trim_start_matches("http://").to_owned());
+            let base = format!("http://user:{SECRET_PASSWORD}@{host}/v1?api-key={SECRET_QUERY_KEY}");
+            let path = file("secrets.toml", AGENT);
+            let out = tinyagents(
+                &["run", &path, "--model", provider, "--json", "-vv"],
+                &[(key_var, SECRET_KEY), (url_var, &base)],
+                None,
+            )
+            .await;
+            let what = format!("{provider} {mode}");
+            assert_eq!(out.status.code(), Some(1), "{what}: {}{}", stdout(&out), stderr(&out));
+            assert_no_secret(&format!("{what}: --json"), &stdout(&out));
+            assert_no_secret(&format!("{what}: stderr"), &stderr(&out));
+            let lines = json_lines(&out);
+            let last = lines.last().expect("a last line");
+            assert_eq!(last["type"], "failed", "{what}: {last}");
+            if let Some(server) = &server {
+                let message = last["message"].as_str().unwrap();
+                assert!(message.contains("***"), "{what}: the echo is masked: {message}");
+                let request = &server.requests()[0];
+                assert!(
+                    request.path.contains(SECRET_QUERY_KEY),
+                    "{what}: the query key still goes out"
+                );
+            }
+        }
+    }
+}

@@ -100,6 +100,7 @@ mod provider_bounds;
 mod provider_client;
 mod provider_fakellm;
 mod provider_openai;
+mod provider_secrets;
 mod provider_stack;
 mod provider_typed;
 mod retries_redteam;
@@ -116,6 +117,7 @@ mod sync_dispatch;
 // binary of its own (it re-executes itself as worker processes).
 mod store_config;
 mod store_redis;
+mod store_secrets;
 mod store_sql;
 mod tokens_exact;
 mod tracing_capture;

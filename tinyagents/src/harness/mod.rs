@@ -15,6 +15,7 @@ pub mod middleware;
 pub mod model;
 pub mod provenance;
 pub mod run;
+pub mod secrets;
 pub(crate) mod shorten;
 pub mod steering;
 pub mod tokens;

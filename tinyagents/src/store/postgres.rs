@@ -10,10 +10,10 @@ use tokio_postgres::error::Severity;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::sql::{self, SCHEMA};
-use super::url::redact;
 use super::{check_units, LedgerStore, LedgerTotals, Reservation};
 use crate::graph::{Checkpoint, Checkpointer};
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::secrets::{mask_url as redact, redactor};
 
 /// The ledger's two operations, each one function call (one statement, one
 /// round trip) that locks the key's row for the rest of its transaction.
@@ -159,7 +159,8 @@ impl Conn {
         let (client, connection) = bounded(shown, config.connect(NoTls)).await?.map_err(unreachable)?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "the PostgreSQL store's connection ended");
+                let error = redactor().redact(&e.to_string()).into_owned();
+                tracing::warn!(%error, "the PostgreSQL store's connection ended");
             }
         });
         let setup = format!("BEGIN; SELECT pg_advisory_xact_lock(7305402871183511600); {SCHEMA} {FUNCTIONS} COMMIT;");
@@ -200,6 +201,12 @@ impl PostgresStore {
     /// A `Config` error naming the URL (password hidden) and the feature when
     /// the URL is malformed or the server cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
+        redactor().add_url(url);
+        Self::open(url).await.map_err(|e| redactor().redact_error(e))
+    }
+
+    /// [`connect`](Self::connect) before its error passes the redactor.
+    async fn open(url: &str) -> Result<Self> {
         let shown = redact(url);
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
             TinyAgentsError::config(format!(
@@ -236,7 +243,10 @@ impl PostgresStore {
         if current.live() {
             return Ok(current);
         }
-        let fresh = Arc::new(Conn::open(&self.config, &self.url).await?);
+        let fresh = Conn::open(&self.config, &self.url)
+            .await
+            .map_err(|e| redactor().redact_error(e))?;
+        let fresh = Arc::new(fresh);
         *self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
         Ok(fresh)
     }
@@ -259,6 +269,7 @@ impl PostgresStore {
             Some(db) => db.to_string(),
             None => e.to_string(),
         };
+        let why = redactor().redact(&why);
         TinyAgentsError::config(format!("store `{}` (PostgreSQL): {what} failed: {why}", self.url))
     }
 

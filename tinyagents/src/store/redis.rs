@@ -8,10 +8,10 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
-use super::url::redact;
 use super::{check_units, sql, LedgerStore, LedgerTotals, Reservation};
 use crate::graph::{Checkpoint, Checkpointer};
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::secrets::{mask_url as redact, redactor};
 use crate::middleware::{BucketSpec, RateLimitStore};
 
 /// GCRA (the exact form of a token bucket) on the server's clock: one
@@ -169,6 +169,12 @@ impl RedisStore {
     /// A `Config` error naming the URL (password hidden) and the feature
     /// when the URL is malformed or the server cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
+        redactor().add_url(url);
+        Self::open(url).await.map_err(|e| redactor().redact_error(e))
+    }
+
+    /// [`connect`](Self::connect) before its error passes the redactor.
+    async fn open(url: &str) -> Result<Self> {
         let shown = redact(url);
         let unreachable = |e: redis::RedisError| {
             TinyAgentsError::config(format!(
@@ -245,6 +251,7 @@ impl RedisStore {
     }
 
     fn failed(&self, what: &str, e: redis::RedisError) -> TinyAgentsError {
+        let e = redactor().redact(&e.to_string()).into_owned();
         TinyAgentsError::config(format!("store `{}` (Redis): {what} failed: {e}", self.url))
     }
 

@@ -163,6 +163,7 @@ impl SqliteStore {
 }
 
 fn failed(shown: &str, what: &str, e: rusqlite::Error) -> TinyAgentsError {
+    let e = crate::harness::secrets::redactor().redact(&e.to_string()).into_owned();
     TinyAgentsError::config(format!("store `{shown}` (SQLite): {what} failed: {e}"))
 }
 

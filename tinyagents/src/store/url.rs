@@ -11,6 +11,7 @@ use super::LedgerStore;
 use crate::config::{ConfigError, ConfigErrors};
 use crate::graph::Checkpointer;
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::secrets::{mask_url as redact, redactor};
 use crate::middleware::RateLimitStore;
 
 /// Where shared state lives, as an agent file names it (`[store] url`):
@@ -20,7 +21,11 @@ use crate::middleware::RateLimitStore;
 ///
 /// Parsing checks the scheme and that the build has the feature the
 /// scheme needs: a URL whose feature is not compiled in is an error naming
-/// the URL and the feature. Displaying a URL hides its password.
+/// the URL and the feature. Displaying a URL hides its password and its
+/// secret query values ([`mask_url`](crate::harness::secrets::mask_url)), and
+/// parsing teaches them to the process's
+/// [`Redactor`](crate::harness::secrets::Redactor), so an error of the
+/// store's client that quotes them has them masked.
 ///
 /// ```
 /// use tinyagents::store::StoreUrl;
@@ -44,58 +49,6 @@ pub enum StoreUrl {
     Sqlite(PathBuf),
 }
 
-/// `url` with its secrets replaced by `***`: the password of its authority
-/// (`user:password@`) and the value of every query parameter whose name
-/// says secret (`password`, `sslpassword`, `…token…`, `…secret…`), as libpq
-/// URLs may carry them.
-///
-/// The authority is read up to the last `@` before the query, not up to the
-/// first `/` or `#`: a password holding a raw `/` or `#` (not valid URL
-/// syntax, but what a user pastes) is hidden whole.
-pub(crate) fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end + 3..];
-    let (before_query, query) = match rest.find('?') {
-        Some(q) => (&rest[..q], Some(&rest[q + 1..])),
-        None => (rest, None),
-    };
-    let mut out = format!("{}://", &url[..scheme_end]);
-    match before_query.rfind('@') {
-        Some(at) => {
-            let userinfo = &before_query[..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => {
-                    out.push_str(user);
-                    out.push_str(":***");
-                }
-                None => out.push_str(userinfo),
-            }
-            out.push_str(&before_query[at..]);
-        }
-        None => out.push_str(before_query),
-    }
-    if let Some(query) = query {
-        out.push('?');
-        let params: Vec<String> = query
-            .split('&')
-            .map(|param| match param.split_once('=') {
-                Some((key, _)) if secret_key(key) => format!("{key}=***"),
-                _ => param.to_owned(),
-            })
-            .collect();
-        out.push_str(&params.join("&"));
-    }
-    out
-}
-
-/// Whether a query parameter of this name carries a secret.
-fn secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    ["pass", "secret", "token"].iter().any(|w| key.contains(w))
-}
-
 fn compiled(feature: &str) -> bool {
     [
         ("redis", cfg!(feature = "redis")),
@@ -110,6 +63,7 @@ impl StoreUrl {
     /// Parses and checks a store URL; `Err` is a message naming the URL
     /// (password hidden), the rule and the fix.
     pub fn parse(url: &str) -> std::result::Result<Self, String> {
+        redactor().add_url(url);
         let shown = redact(url);
         let parsed = if let Some(path) = url.strip_prefix("sqlite:") {
             let path = path.strip_prefix("//").unwrap_or(path);

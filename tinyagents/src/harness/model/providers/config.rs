@@ -41,6 +41,7 @@ use std::time::Duration;
 
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::ChatModel;
+use crate::harness::secrets::{mask_url, redactor};
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,7 +139,12 @@ pub const MODEL_ENV: &str = "TINYAGENTS_MODEL";
 /// Build one with [`parse`](Self::parse) (defaults only) or
 /// [`from_env`](Self::from_env) (defaults, then the environment), adjust it
 /// with the `with_*` methods, then [`build`](Self::build) the [`ChatModel`].
-/// The API key is never printed by `Debug`.
+///
+/// Every secret it is given (the API key, each header value, the base URL's
+/// user info and query values) is learnt by the process's
+/// [`Redactor`](crate::harness::secrets::Redactor), so no error of the
+/// model, and no `Debug` output, shows it: `Debug` prints no key and no
+/// header, and the base URL [masked](crate::harness::secrets::mask_url).
 #[derive(Clone)]
 pub struct ProviderConfig {
     provider: String,
@@ -165,7 +171,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("provider", &self.provider)
             .field("kind", &self.kind)
             .field("model", &self.model)
-            .field("base_url", &self.base_url)
+            .field("base_url", &self.base_url.as_deref().map(mask_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("api_key_env", &self.api_key_env)
             .field("streaming", &self.streaming)
@@ -256,17 +262,19 @@ impl ProviderConfig {
                 .filter(|v| !v.is_empty())
         };
         if let Some(key) = get(&config.api_key_env) {
-            config.api_key = Some(key);
+            config = config.with_api_key(key);
         }
         if let Some(url) = get(&config.base_url_env) {
-            config.base_url = Some(url);
+            config = config.with_base_url(url);
         }
         Ok(config)
     }
 
     /// The same configuration with this base URL (a local server, a proxy, a gateway).
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = Some(base_url.into());
+        let base_url = base_url.into();
+        redactor().add_url(&base_url);
+        self.base_url = Some(base_url);
         self
     }
 
@@ -319,7 +327,9 @@ impl ProviderConfig {
 
     /// The same configuration with this API key.
     pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
+        let api_key = api_key.into();
+        redactor().add(&api_key);
+        self.api_key = Some(api_key);
         self
     }
 
@@ -329,7 +339,7 @@ impl ProviderConfig {
     pub fn with_api_key_env(mut self, variable: impl Into<String>) -> Self {
         let variable = variable.into();
         if let Some(key) = std::env::var(&variable).ok().filter(|v| !v.trim().is_empty()) {
-            self.api_key = Some(key.trim().to_owned());
+            self = self.with_api_key(key.trim());
         }
         self.api_key_env = Some(variable);
         self
@@ -349,9 +359,13 @@ impl ProviderConfig {
     }
 
     /// The same configuration sending one more HTTP header on every call
-    /// (`OpenAI-Organization`, `anthropic-beta`, a gateway's routing header).
+    /// (`OpenAI-Organization`, `anthropic-beta`, a gateway's `api-key`).
+    /// The value is taken for a credential: marked sensitive on the wire and
+    /// masked in every error and log line.
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        let value = value.into();
+        redactor().add_header_value(&value);
+        self.headers.push((name.into(), value));
         self
     }
 
@@ -477,7 +491,8 @@ impl ProviderConfig {
         };
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(TinyAgentsError::config(format!(
-                "model `{id}` has the base URL `{base}`, which is not an http:// or https:// URL"
+                "model `{id}` has the base URL `{}`, which is not an http:// or https:// URL",
+                mask_url(base)
             )));
         }
         if self.key_required && self.api_key.is_none() {
@@ -528,19 +543,26 @@ impl ProviderConfig {
     /// assert_eq!(at("vllm:m", "http://h:1"), "http://h:1/v1/chat/completions");
     /// assert_eq!(at("vllm:m", "http://h:1/v1/"), "http://h:1/v1/chat/completions");
     /// assert_eq!(at("openai:m", "https://proxy/openai/v1"), "https://proxy/openai/v1/chat/completions");
+    /// // a query (a gateway's `api-key`, Azure's `api-version`) stays after the path
+    /// assert_eq!(at("vllm:m", "http://h:1/v1/?api-version=2"), "http://h:1/v1/chat/completions?api-version=2");
     /// ```
     pub fn endpoint(&self) -> String {
-        let base = self.base_url().trim_end_matches('/');
+        let full = self.base_url();
+        let (base, query) = match full.find('?') {
+            Some(q) => (&full[..q], &full[q..]),
+            None => (full, ""),
+        };
+        let base = base.trim_end_matches('/');
         let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
         let bare_host = !after_scheme.contains('/');
         match self.kind {
             ProviderKind::Anthropic => {
-                format!("{}/v1/messages", base.strip_suffix("/v1").unwrap_or(base))
+                format!("{}/v1/messages{query}", base.strip_suffix("/v1").unwrap_or(base))
             }
             ProviderKind::OpenAi | ProviderKind::OpenAiCompatible if bare_host => {
-                format!("{base}/v1/chat/completions")
+                format!("{base}/v1/chat/completions{query}")
             }
-            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => format!("{base}/chat/completions"),
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => format!("{base}/chat/completions{query}"),
         }
     }
 
@@ -669,6 +691,17 @@ mod tests {
         assert_eq!(c.api_key(), Some("sk-1"));
         assert_eq!(c.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
         assert!(!format!("{c:?}").contains("sk-1"), "Debug must not print the key");
+        let c = c
+            .with_base_url("https://me:pw-in-url@gw.example/v1?api-key=sk-in-query-1&api-version=1")
+            .with_header("api-key", "sk-in-header-1");
+        let shown = format!("{c:?}");
+        for secret in ["pw-in-url", "sk-in-query-1", "sk-in-header-1"] {
+            assert!(!shown.contains(secret), "Debug must not print `{secret}`: {shown}");
+        }
+        assert!(
+            shown.contains("https://me:***@gw.example/v1?api-key=***&api-version=1"),
+            "{shown}"
+        );
     }
 
     #[test]

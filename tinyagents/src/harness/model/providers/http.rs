@@ -14,6 +14,7 @@ use super::sse::{SseError, SseEvent, SseParser};
 use super::ProviderConfig;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::model::{ModelDelta, ModelStream};
+use crate::harness::secrets::{mask_url, redactor};
 use crate::harness::shorten::shorten;
 
 /// The most characters of an error body (or of a provider's error message)
@@ -66,6 +67,8 @@ impl HttpClient {
                 "model `{label}`: the HTTP header `{name}` has a name or value that cannot be sent"
             ))
         };
+        // The key in the auth headers was learnt by the redactor when the
+        // configuration was given it; the configured headers were too.
         for (name, value) in auth {
             let mut value = HeaderValue::from_str(&value).map_err(|_| bad_header(name))?;
             value.set_sensitive(true);
@@ -96,7 +99,11 @@ impl HttpClient {
                     builder = builder.no_proxy();
                 }
                 builder.build().map_err(|e| {
-                    TinyAgentsError::config(format!("model `{label}`: cannot build the HTTP client: {e}"))
+                    let e = e.without_url();
+                    redacted(TinyAgentsError::config(format!(
+                        "model `{label}`: cannot build the HTTP client: {}",
+                        error_chain(&e)
+                    )))
                 })?
             }
         };
@@ -165,8 +172,11 @@ impl HttpClient {
 
     /// A transport failure: a timeout, a refused connection, a broken body.
     /// All are retryable: nothing says the next attempt fails the same way.
-    /// A transport failure, classified, keeping `e` as the error's source.
+    /// The error is classified and kept as the source, without its URL
+    /// (reqwest's own message names the URL, query and user info included);
+    /// the message passes the [redactor](crate::harness::secrets::Redactor).
     pub(crate) fn transport_error(&self, e: reqwest::Error, doing: &str) -> TinyAgentsError {
+        let e = e.without_url();
         let label = &self.label;
         if e.is_timeout() {
             let after = if e.is_connect() {
@@ -174,7 +184,10 @@ impl HttpClient {
             } else {
                 self.idle_timeout
             };
-            return TinyAgentsError::timeout(format!("model call to `{label}` ({doing})"), after);
+            return redacted(TinyAgentsError::timeout(
+                format!("model call to `{label}` ({doing})"),
+                after,
+            ));
         }
         let what = if e.is_connect() {
             "could not connect"
@@ -183,7 +196,11 @@ impl HttpClient {
         } else {
             "the HTTP call failed"
         };
-        TinyAgentsError::model(format!("`{label}`: {what} while {doing}: {}", error_chain(&e)), true).with_source(e)
+        redacted(TinyAgentsError::model(
+            format!("`{label}`: {what} while {doing}: {}", error_chain(&e)),
+            true,
+        ))
+        .with_source(e)
     }
 
     /// The classified error for a non-2xx reply to a POST to `url` (named in
@@ -203,8 +220,20 @@ impl HttpClient {
             request: Some(&request),
             key_env: self.key_env.as_deref(),
         };
-        classify_status(&target, status, hint, should_retry, request_id, body)
+        redacted(classify_status(&target, status, hint, should_retry, request_id, body))
     }
+}
+
+/// `error` with every known secret masked (see [`Redactor`](crate::harness::secrets::Redactor)):
+/// what every error of a provider passes before it is returned.
+pub(crate) fn redacted(error: TinyAgentsError) -> TinyAgentsError {
+    redactor().redact_error(error)
+}
+
+/// A model's URL in its `Debug` output: [masked](mask_url).
+#[allow(clippy::ptr_arg)] // the field's type, as `educe` hands it over
+pub(crate) fn debug_url(url: &String, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    std::fmt::Debug::fmt(&mask_url(url), f)
 }
 
 /// `url` as it may be shown in an error: without user info (`user:key@`),
@@ -242,6 +271,7 @@ async fn read_limited(mut response: reqwest::Response, limit: usize) -> reqwest:
 fn is_loopback(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
     let host = match authority.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
         None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
@@ -250,6 +280,7 @@ fn is_loopback(url: &str) -> bool {
 }
 
 /// An error and its sources, joined (`reqwest`'s own message is terse).
+/// Give it a `reqwest` error [without its URL](reqwest::Error::without_url).
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
@@ -611,7 +642,7 @@ pub(crate) fn drive<D: Decoder>(
             return Some((Ok(delta), Some(driver)));
         }
         // Deltas that came before an error were handed out first.
-        driver.error.take().map(|e| (Err(e), None))
+        driver.error.take().map(|e| (Err(redacted(e)), None))
     })
     .boxed()
 }
@@ -764,6 +795,7 @@ mod tests {
         );
         assert!(is_loopback("http://localhost:11434/v1"));
         assert!(is_loopback("http://[::1]:8000"));
+        assert!(is_loopback("http://user:pw@127.0.0.1:9/v1?api-key=k"));
         assert!(!is_loopback("https://api.openai.com/v1"));
         assert!(!is_loopback("http://10.0.0.1:8000/v1"));
     }

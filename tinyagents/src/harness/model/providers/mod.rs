@@ -58,6 +58,11 @@
 //!   the key variable; other 4xx are not retryable; a stream that drops before
 //!   the provider's end marker, and a malformed chunk, are retryable model
 //!   errors. Nothing panics on bad input.
+//! * **Secrets.** No error names a secret: the key, the configured header
+//!   values and the base URL's password and secret query values are learnt
+//!   by the process's [`Redactor`](crate::harness::secrets::Redactor), every
+//!   error passes it (a server quoting the key back has it masked), and the
+//!   HTTP client's error is kept without its URL.
 //! * **Bounds.** Every read and every number off the wire is checked; a
 //!   breach is a model error that is *not* retryable (the reply is refused):
 //!   an SSE line or event above 4 MiB, a stream above 128 MiB, a non-streamed

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{
-    body_text, check_tokens, merge_extra, other_reason, parse_json, sse_stream, stream_error, truncated, violation,
-    Decoder, HttpClient, MAX_TOOL_CALLS,
+    body_text, check_tokens, debug_url, merge_extra, other_reason, parse_json, redacted, sse_stream, stream_error,
+    truncated, violation, Decoder, HttpClient, MAX_TOOL_CALLS,
 };
 use super::sse::SseEvent;
 use super::{checked_tool_choice, fold, ordered_segments, replay, ProviderConfig, ProviderKind};
@@ -39,6 +39,7 @@ pub struct OpenAiModel {
     #[educe(Debug(ignore))]
     config: ProviderConfig,
     id: String,
+    #[educe(Debug(method(debug_url)))]
     url: String,
     #[educe(Debug(ignore))]
     http: HttpClient,
@@ -152,8 +153,8 @@ impl OpenAiModel {
     /// # Errors
     /// As [`ChatModel::stream`].
     pub async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse> {
-        let deltas = self.complete_deltas(request).await?;
-        fold(&deltas, &self.id)
+        let deltas = self.complete_deltas(request).await.map_err(redacted)?;
+        fold(&deltas, &self.id).map_err(redacted)
     }
 
     async fn complete_deltas(&self, request: &ModelRequest) -> Result<Vec<ModelDelta>> {
@@ -176,6 +177,14 @@ impl ChatModel for OpenAiModel {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream> {
+        self.open_stream(request).await.map_err(redacted)
+    }
+}
+
+impl OpenAiModel {
+    /// [`ChatModel::stream`] before its error passes the redactor (the
+    /// stream's own errors pass it in [`sse_stream`]).
+    async fn open_stream(&self, request: &ModelRequest) -> Result<ModelStream> {
         if !self.config.streaming() {
             return Ok(replay(self.complete_deltas(request).await?));
         }
