@@ -63,6 +63,7 @@ mod checkpoint_resume;
 mod concurrency;
 mod config_file;
 mod config_file_bounds;
+mod conflict_errors;
 mod control;
 mod default_middleware;
 mod deltas;
