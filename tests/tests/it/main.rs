@@ -87,6 +87,7 @@ mod hook_order;
 mod hooks_fail_closed;
 mod hooks_sandboxed;
 mod legacy_context_keys;
+mod loop_limits;
 mod loop_promises;
 mod loop_promises_redteam;
 mod loop_properties;
