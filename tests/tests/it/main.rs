@@ -17,6 +17,7 @@ mod sandbox_support;
 mod agent_loop;
 mod approval_binding;
 mod approvals_redteam;
+mod argument_limits;
 mod budget_outage;
 mod builtin_agent_mode;
 mod builtin_context;

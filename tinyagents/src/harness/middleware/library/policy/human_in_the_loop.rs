@@ -480,6 +480,12 @@ where
                     r.call_id
                 )));
             }
+            if let Err(why) = crate::harness::tool::check_argument_value(arguments) {
+                return Err(TinyAgentsError::validation(format!(
+                    "the edit of call `{}` of `{}` is refused: {why}; nothing ran",
+                    r.call_id, r.tool
+                )));
+            }
         }
     }
     Ok(())
