@@ -18,9 +18,11 @@
 //! 5. the store fails while 4 processes each have a paid call in flight,
 //!    under the default `SharedBudget` (no `reserve_usd`): the connection to
 //!    Redis and to PostgreSQL is cut through a loopback proxy (the shared
-//!    servers stay up for the other tests), SQLite's file is held by a
-//!    writer process that is then SIGKILLed; each settle that failed is kept
-//!    and lands when the store is back, so nothing is unrecorded.
+//!    servers stay up for the other tests), a private Redis server of this
+//!    test (append-only file) is SIGKILLed and started again, SQLite's file
+//!    is held by a writer process that is then SIGKILLed; each settle that
+//!    failed is kept and lands when the store is back, so nothing is
+//!    unrecorded.
 //!
 //! `harness = false`: this binary is both the test and, when
 //! `TINYAGENTS_STORE_WORKER` is set, the worker it starts.
@@ -710,15 +712,106 @@ enum Outage<'a> {
     Proxy(&'a Proxy),
     /// Hold the SQLite file's write lock in another process, then SIGKILL it.
     Locker(&'a str),
+    /// SIGKILL this private Redis server, then start it again on its files.
+    Kill(PrivateRedis),
+}
+
+/// A Redis server of this test alone, on a free loopback port, keeping an
+/// append-only file synced on every write (as a production Redis that must
+/// not lose acknowledged writes is configured), so it can be SIGKILLed and
+/// started again without disturbing the servers other tests share.
+struct PrivateRedis {
+    dir: std::path::PathBuf,
+    port: u16,
+    server: Option<std::process::Child>,
+}
+
+impl PrivateRedis {
+    fn start() -> Result<PrivateRedis, String> {
+        let dir = std::env::temp_dir().join(unique("redis-private"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut redis = PrivateRedis {
+            dir,
+            port,
+            server: None,
+        };
+        redis.restart()?;
+        Ok(redis)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Starts the server on its directory and waits until it says it is ready.
+    fn restart(&mut self) -> Result<(), String> {
+        let mut child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--dir"])
+            .arg(&self.dir)
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--daemonize",
+                "no",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start redis-server (install it, as .ci/services.sh does): {e}"))?;
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut l = String::new();
+            if out.read_line(&mut l).unwrap_or(0) == 0 {
+                let _ = child.kill();
+                child.wait().unwrap();
+                return Err(format!(
+                    "redis-server on port {} exited before it was ready: {seen}",
+                    self.port
+                ));
+            }
+            if l.contains("Ready to accept connections") {
+                break;
+            }
+            seen.push_str(&l);
+        }
+        // Its later log lines are read and dropped, so the pipe never fills.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        self.server = Some(child);
+        Ok(())
+    }
+
+    /// SIGKILL: no shutdown, no final write.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.server.take() {
+            child.kill().expect("SIGKILL redis-server");
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// 4 workers, each with a paid call in flight when the store fails: every
 /// call the model answered is recorded once the store is back.
-fn outage_test(url: &str, outage: Outage<'_>) -> Result<(), String> {
+fn outage_test(url: &str, mut outage: Outage<'_>) -> Result<(), String> {
     let key = unique("outage");
     let worker_url = match &outage {
         Outage::Proxy(proxy) => proxy.url(url),
-        Outage::Locker(_) => url.to_owned(),
+        Outage::Locker(_) | Outage::Kill(_) => url.to_owned(),
     };
     let mut children: Vec<_> = (0..PROCESSES)
         .map(|_| {
@@ -749,8 +842,9 @@ fn outage_test(url: &str, outage: Outage<'_>) -> Result<(), String> {
     }
     // Every worker has a call in flight: the store fails now.
     let mut locker = None;
-    match &outage {
+    match &mut outage {
         Outage::Proxy(proxy) => proxy.cut(),
+        Outage::Kill(redis) => redis.kill(),
         Outage::Locker(path) => {
             let mut child = Command::new(std::env::current_exe().unwrap())
                 .env(WORKER_ENV, "locker")
@@ -781,8 +875,9 @@ fn outage_test(url: &str, outage: Outage<'_>) -> Result<(), String> {
         }
     }
     // The store is back.
-    match &outage {
+    match &mut outage {
         Outage::Proxy(proxy) => proxy.restore(),
+        Outage::Kill(redis) => redis.restart()?,
         Outage::Locker(_) => {
             let mut child = locker.take().unwrap();
             child.kill().expect("SIGKILL the writer");
@@ -872,6 +967,11 @@ fn main() {
             outage_test(url, Outage::Proxy(&proxy)),
         ));
     }
+    let private = PrivateRedis::start();
+    results.push((
+        "a private Redis (append-only file) SIGKILLed with calls in flight, then started again".into(),
+        private.and_then(|redis| outage_test(&redis.url(), Outage::Kill(redis))),
+    ));
     results.push((
         format!("SQLite's writer holding the lock, then SIGKILLed, with calls in flight ({sqlite_url})"),
         outage_test(&sqlite_url, Outage::Locker(&sqlite_path.display().to_string())),
