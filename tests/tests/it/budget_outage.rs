@@ -158,3 +158,37 @@ async fn budget_flush_records_the_kept_cost_before_an_exit() {
     assert_eq!(s.budget.unrecorded_usd(), 0.0);
     assert_eq!(totals(&s.ledger).await.spent, CALL_NANOS);
 }
+
+/// Spend still kept when the last clone of the budget goes (a worker that
+/// exits without `flush`) is not dropped silently: a `tracing` error names
+/// the key and the amount.
+#[tokio::test]
+async fn budget_dropped_with_kept_spend_logs_an_error_naming_the_key_and_amount() {
+    let (captured, _guard) = crate::capture::capture();
+    let s = setup(0.0);
+    s.cut_mid_call.store(true, Ordering::SeqCst);
+    run(&s.agent).await.unwrap_err();
+    assert!(s.budget.unrecorded_usd() > 0.0);
+    drop(s);
+    let errors: Vec<_> = captured
+        .events()
+        .into_iter()
+        .filter(|e| e.level == tracing::Level::ERROR && e.message().contains("never recorded"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].fields.get("key").map(String::as_str), Some("budget:team"));
+    assert_eq!(errors[0].fields.get("unrecorded_usd").map(String::as_str), Some("0.03"));
+
+    // A budget whose kept spend was recorded leaves without a word.
+    let (captured, _guard2) = crate::capture::capture();
+    let s = setup(0.0);
+    s.cut_mid_call.store(true, Ordering::SeqCst);
+    run(&s.agent).await.unwrap_err();
+    s.ledger.down.store(false, Ordering::SeqCst);
+    s.budget.flush().await.unwrap();
+    drop(s);
+    assert!(
+        !captured.events().iter().any(|e| e.message().contains("never recorded")),
+        "nothing kept, nothing logged"
+    );
+}
