@@ -190,7 +190,11 @@ async fn checkpoints_are_never_replaced_and_a_damaged_latest_is_an_error() {
     }
     assert_eq!(store.latest(&t).await.unwrap(), Some(cp(&t, 3)), "latest by sequence");
     let again = store.put(&cp(&t, 3)).await.unwrap_err();
-    assert_eq!(again.kind(), tinyagents::harness::error::ErrorKind::Conflict, "a lost write is a conflict: {again}");
+    assert_eq!(
+        again.kind(),
+        tinyagents::harness::error::ErrorKind::Conflict,
+        "a lost write is a conflict: {again}"
+    );
     let again = again.to_string();
     assert!(
         again.contains("never replaced") && again.contains("checkpoint 3"),
