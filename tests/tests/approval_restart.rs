@@ -103,9 +103,9 @@ async fn role(role: &str, dir: &Path) -> Result<String> {
                 .resume_with(&mut ctx, &(), THREAD, &store, resume)
                 .await
             {
-                Err(e) if e.kind() == ErrorKind::Validation => Ok(format!("refused: {e}")),
+                Err(e) if e.kind() == ErrorKind::Conflict => Ok(format!("refused: {e}")),
                 other => Err(TinyAgentsError::validation(format!(
-                    "a replayed resume was not refused: {other:?}"
+                    "a replayed resume was not refused with a conflict: {other:?}"
                 ))),
             }
         }

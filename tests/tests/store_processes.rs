@@ -14,7 +14,15 @@
 //!    resumed by process B from PostgreSQL and from SQLite: the approved
 //!    call runs exactly once, and a replay in process C is refused;
 //! 4. a writer SIGKILLed while it puts checkpoints leaves PostgreSQL and
-//!    SQLite at their last complete checkpoint.
+//!    SQLite at their last complete checkpoint;
+//! 5. the store fails while 4 processes each have a paid call in flight,
+//!    under the default `SharedBudget` (no `reserve_usd`): the connection to
+//!    Redis and to PostgreSQL is cut through a loopback proxy (the shared
+//!    servers stay up for the other tests), a private Redis server of this
+//!    test (append-only file) is SIGKILLed and started again, SQLite's file
+//!    is held by a writer process that is then SIGKILLed; each settle that
+//!    failed is kept and lands when the store is back, so nothing is
+//!    unrecorded.
 //!
 //! `harness = false`: this binary is both the test and, when
 //! `TINYAGENTS_STORE_WORKER` is set, the worker it starts.
@@ -314,6 +322,80 @@ async fn worker_resume(args: &[String]) {
     }
 }
 
+/// Reads one line of the parent's orders from stdin (blocking: the worker
+/// has nothing else to do meanwhile).
+fn order() -> String {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    line.trim().to_owned()
+}
+
+/// `outage URL KEY`: the default shared budget ($100 cap, no reservation),
+/// one $0.03 call per run. Run 1 settles; run 2's model prints `in-call` and
+/// waits for `go` (the parent cuts the store meanwhile), so its settle fails;
+/// run 3 is refused while the store is out; after `back`, runs until one
+/// succeeds (at most 5 tries: each try makes the store client connect again).
+/// Prints `run2 …`, `run3 …`, `waiting`, then `made CALLS unrecorded NANOS tries N`.
+async fn worker_outage(args: &[String]) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let stores = StoreUrl::parse(&args[0]).unwrap().open().await.unwrap();
+    let budget = SharedBudget::new(stores.ledger(), args[1].clone(), 100.0).unwrap();
+    let limits = LimitsMiddleware::new()
+        .manual_rates(TokenRates {
+            input: Some(30.0),
+            output: Some(0.0),
+            ..TokenRates::default()
+        })
+        .unwrap()
+        .shared_budget(budget.clone());
+    let calls = Arc::new(AtomicU32::new(0));
+    let counted = calls.clone();
+    let model = ScriptedModel::from_fn(move |_| {
+        if counted.fetch_add(1, Ordering::SeqCst) + 1 == 2 {
+            println!("in-call");
+            assert_eq!(order(), "go");
+        }
+        ModelResponse::text("ok").with_usage(Usage::new(1000, 0)).into()
+    });
+    let agent: Agent<()> = Agent::new(model).with_stack(MiddlewareStack::new().with(limits).unwrap());
+    let run = |i: usize| {
+        let agent = &agent;
+        async move {
+            let mut ctx = RunContext::new(RunConfig::new(format!("r{i}")), ());
+            match agent.run(&mut ctx, &(), "go").await {
+                Ok(_) => "ok".to_owned(),
+                Err(e) => format!("error {:?}", e.kind()),
+            }
+        }
+    };
+    assert_eq!(run(1).await, "ok", "the first run, before the outage");
+    println!("run2 {} calls {}", run(2).await, calls.load(Ordering::SeqCst));
+    println!("run3 {} calls {}", run(3).await, calls.load(Ordering::SeqCst));
+    println!("waiting");
+    assert_eq!(order(), "back");
+    let mut tries = 0;
+    while tries < 5 {
+        tries += 1;
+        if run(3 + tries).await == "ok" {
+            break;
+        }
+    }
+    let unrecorded = tinyagents::store::usd_to_nanos(budget.unrecorded_usd());
+    println!(
+        "made {} unrecorded {unrecorded} tries {tries}",
+        calls.load(Ordering::SeqCst)
+    );
+}
+
+/// `locker PATH`: holds SQLite's write lock on PATH (an open `IMMEDIATE`
+/// transaction), prints `locked`, and waits to be killed.
+fn worker_locker(args: &[String]) {
+    let conn = rusqlite::Connection::open(&args[0]).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    println!("locked");
+    let _ = order();
+}
+
 fn big_checkpoint(thread: &str, seq: u64) -> Checkpoint {
     // A large payload, so a kill often lands in the middle of a write.
     let payload = format!("{seq}:").repeat(50_000);
@@ -358,6 +440,8 @@ fn worker(mode: &str) {
             "pause" => worker_pause(&args).await,
             "resume" => worker_resume(&args).await,
             "writer" => worker_writer(&args).await,
+            "outage" => worker_outage(&args).await,
+            "locker" => worker_locker(&args),
             other => panic!("unknown worker mode {other}"),
         }
     });
@@ -496,7 +580,7 @@ fn approval_test(url: &str) -> Result<(), String> {
     }
     // A replay in a third process is refused, and runs nothing.
     let c = run_all(1, "resume", &[url, &thread, &log_s, &resume]).remove(0);
-    if c.trim() != "error Validation" {
+    if c.trim() != "error Conflict" {
         return Err(format!("{url}: a replayed decision was not refused: {c}"));
     }
     let ran = std::fs::read_to_string(&log).unwrap_or_default();
@@ -549,6 +633,303 @@ fn crash_test(url: &str) -> Result<(), String> {
     })
 }
 
+/// A loopback TCP proxy in front of a store server that the test can cut:
+/// every open connection is shut down and new ones are closed at once,
+/// which a client sees exactly as a server that died.
+struct Proxy {
+    addr: std::net::SocketAddr,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+    open: Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(upstream: String) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open: Arc<std::sync::Mutex<Vec<std::net::TcpStream>>> = Arc::default();
+        let (is_cut, conns) = (cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if is_cut.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = std::net::TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let mut list = conns.lock().unwrap();
+                list.push(client.try_clone().unwrap());
+                list.push(server.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { addr, cut, open }
+    }
+
+    /// The outage: every connection through the proxy breaks, new ones are closed.
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for conn in self.open.lock().unwrap().drain(..) {
+            let _ = conn.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// `url` with its `host:port` replaced by the proxy's.
+    fn url(&self, url: &str) -> String {
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let start = rest.find('@').map_or(0, |at| at + 1);
+        let end = rest[start..].find('/').map_or(rest.len(), |slash| start + slash);
+        format!("{scheme}://{}{}{}", &rest[..start], self.addr, &rest[end..])
+    }
+}
+
+/// `host:port` of a store URL.
+fn authority(url: &str) -> String {
+    let rest = url.split_once("://").unwrap().1;
+    let start = rest.find('@').map_or(0, |at| at + 1);
+    let end = rest[start..].find('/').map_or(rest.len(), |slash| start + slash);
+    rest[start..end].to_owned()
+}
+
+/// How the store fails in `outage_test`.
+enum Outage<'a> {
+    /// Cut the connections through this proxy, then restore them.
+    Proxy(&'a Proxy),
+    /// Hold the SQLite file's write lock in another process, then SIGKILL it.
+    Locker(&'a str),
+    /// SIGKILL this private Redis server, then start it again on its files.
+    Kill(PrivateRedis),
+}
+
+/// A Redis server of this test alone, on a free loopback port, keeping an
+/// append-only file synced on every write (as a production Redis that must
+/// not lose acknowledged writes is configured), so it can be SIGKILLed and
+/// started again without disturbing the servers other tests share.
+struct PrivateRedis {
+    dir: std::path::PathBuf,
+    port: u16,
+    server: Option<std::process::Child>,
+}
+
+impl PrivateRedis {
+    fn start() -> Result<PrivateRedis, String> {
+        let dir = std::env::temp_dir().join(unique("redis-private"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut redis = PrivateRedis {
+            dir,
+            port,
+            server: None,
+        };
+        redis.restart()?;
+        Ok(redis)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Starts the server on its directory and waits until it says it is ready.
+    fn restart(&mut self) -> Result<(), String> {
+        let mut child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--dir"])
+            .arg(&self.dir)
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--daemonize",
+                "no",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start redis-server (install it, as .ci/services.sh does): {e}"))?;
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut l = String::new();
+            if out.read_line(&mut l).unwrap_or(0) == 0 {
+                let _ = child.kill();
+                child.wait().unwrap();
+                return Err(format!(
+                    "redis-server on port {} exited before it was ready: {seen}",
+                    self.port
+                ));
+            }
+            if l.contains("Ready to accept connections") {
+                break;
+            }
+            seen.push_str(&l);
+        }
+        // Its later log lines are read and dropped, so the pipe never fills.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        self.server = Some(child);
+        Ok(())
+    }
+
+    /// SIGKILL: no shutdown, no final write.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.server.take() {
+            child.kill().expect("SIGKILL redis-server");
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// 4 workers, each with a paid call in flight when the store fails: every
+/// call the model answered is recorded once the store is back.
+fn outage_test(url: &str, mut outage: Outage<'_>) -> Result<(), String> {
+    let key = unique("outage");
+    let worker_url = match &outage {
+        Outage::Proxy(proxy) => proxy.url(url),
+        Outage::Locker(_) | Outage::Kill(_) => url.to_owned(),
+    };
+    let mut children: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .env(WORKER_ENV, "outage")
+                .args([worker_url.as_str(), key.as_str()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn a worker")
+        })
+        .collect();
+    let mut outs: Vec<_> = children
+        .iter_mut()
+        .map(|c| BufReader::new(c.stdout.take().unwrap()))
+        .collect();
+    let mut ins: Vec<_> = children.iter_mut().map(|c| c.stdin.take().unwrap()).collect();
+    let line = |out: &mut BufReader<std::process::ChildStdout>| {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        l.trim().to_owned()
+    };
+    for out in &mut outs {
+        let l = line(out);
+        if l != "in-call" {
+            return Err(format!("{url}: a worker said {l:?} before its second call"));
+        }
+    }
+    // Every worker has a call in flight: the store fails now.
+    let mut locker = None;
+    match &mut outage {
+        Outage::Proxy(proxy) => proxy.cut(),
+        Outage::Kill(redis) => redis.kill(),
+        Outage::Locker(path) => {
+            let mut child = Command::new(std::env::current_exe().unwrap())
+                .env(WORKER_ENV, "locker")
+                .arg(path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn the locker");
+            let l = line(&mut BufReader::new(child.stdout.take().unwrap()));
+            if l != "locked" {
+                let _ = child.kill();
+                child.wait().unwrap();
+                return Err(format!("{url}: the locker said {l:?}"));
+            }
+            locker = Some(child);
+        }
+    }
+    for input in &mut ins {
+        writeln!(input, "go").unwrap();
+    }
+    for out in &mut outs {
+        let (two, three, waiting) = (line(out), line(out), line(out));
+        if two != "run2 error Middleware calls 2" || three != "run3 error Middleware calls 2" || waiting != "waiting" {
+            return Err(format!(
+                "{url}: during the outage a worker said {two:?}, {three:?}, {waiting:?} (expected the in-flight \
+                 call's settle to fail and the next call to be refused without being made)"
+            ));
+        }
+    }
+    // The store is back.
+    match &mut outage {
+        Outage::Proxy(proxy) => proxy.restore(),
+        Outage::Kill(redis) => redis.restart()?,
+        Outage::Locker(_) => {
+            let mut child = locker.take().unwrap();
+            child.kill().expect("SIGKILL the writer");
+            child.wait().unwrap();
+        }
+    }
+    for input in &mut ins {
+        writeln!(input, "back").unwrap();
+    }
+    let mut made = 0u64;
+    for out in &mut outs {
+        let l = line(out);
+        let f: Vec<&str> = l.split(' ').collect();
+        if f.len() != 6 || f[0] != "made" || f[2] != "unrecorded" || f[3] != "0" {
+            return Err(format!("{url}: after the outage a worker said {l:?}"));
+        }
+        made += f[1].parse::<u64>().unwrap();
+    }
+    for mut child in children {
+        let status = child.wait().unwrap();
+        if !status.success() {
+            return Err(format!("{url}: a worker failed: {status:?}"));
+        }
+    }
+    let totals = rt().block_on(async {
+        let stores = StoreUrl::parse(url).unwrap().open().await.unwrap();
+        stores.ledger().totals(&format!("budget:{key}")).await.unwrap()
+    });
+    let call = tinyagents::store::usd_to_nanos(CALL_USD);
+    if made != 3 * PROCESSES as u64 {
+        return Err(format!(
+            "{url}: the workers made {made} calls, expected {}",
+            3 * PROCESSES
+        ));
+    }
+    if totals.spent + totals.held < made * call {
+        return Err(format!(
+            "{url}: {made} calls of {call} nano-dollars were made, the store holds {totals:?}: spend was lost"
+        ));
+    }
+    if totals.spent != made * call || totals.held != 0 {
+        return Err(format!(
+            "{url}: the store holds {totals:?} for {made} calls of {call} nano-dollars (a kept settle landed twice?)"
+        ));
+    }
+    println!(
+        "outage {url}: {made} calls made, all {} nano-dollars recorded",
+        totals.spent
+    );
+    Ok(())
+}
+
 fn main() {
     if let Ok(mode) = std::env::var(WORKER_ENV) {
         worker(&mode);
@@ -579,6 +960,22 @@ fn main() {
         ));
         results.push((format!("SIGKILL mid-put ({url})"), crash_test(url)));
     }
+    for url in [&redis_url, &postgres_url] {
+        let proxy = Proxy::start(authority(url));
+        results.push((
+            format!("store cut off with calls in flight ({url})"),
+            outage_test(url, Outage::Proxy(&proxy)),
+        ));
+    }
+    let private = PrivateRedis::start();
+    results.push((
+        "a private Redis (append-only file) SIGKILLed with calls in flight, then started again".into(),
+        private.and_then(|redis| outage_test(&redis.url(), Outage::Kill(redis))),
+    ));
+    results.push((
+        format!("SQLite's writer holding the lock, then SIGKILLed, with calls in flight ({sqlite_url})"),
+        outage_test(&sqlite_url, Outage::Locker(&sqlite_path.display().to_string())),
+    ));
     for ext in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{ext}", sqlite_path.display()));
     }

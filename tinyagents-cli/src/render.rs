@@ -100,6 +100,9 @@ impl Renderer {
                 self.started.insert(call_id.clone());
                 self.line(format!("  ⚙ {tool} ({call_id})"));
             }
+            AgentEvent::ToolCallRefused { tool, call_id, .. } => {
+                self.line(format!("  ✗ {tool} ({call_id}) refused before it ran"));
+            }
             AgentEvent::ToolCallCompleted {
                 tool,
                 is_error,

@@ -94,6 +94,7 @@ pub fn trace_line(event: &AgentEvent) -> Option<String> {
         AgentEvent::AttemptDiscarded { attempt, .. } => format!("discarded attempt={attempt}"),
         AgentEvent::DeltaSuppressed { middleware, .. } => format!("suppressed {middleware}"),
         AgentEvent::ToolCallStarted { tool, .. } => format!("tool_call {tool}"),
+        AgentEvent::ToolCallRefused { tool, .. } => format!("tool_refused {tool}"),
         AgentEvent::ToolDelta { delta, .. } => format!("tool_delta {:?}", delta.content),
         AgentEvent::ToolCallCompleted {
             tool, is_error: false, ..

@@ -147,7 +147,7 @@ async fn a_decision_is_single_use_a_replayed_resume_is_refused() {
     assert_eq!(delete.calls().len(), 1);
     for again in [replay, through_json] {
         let err = resume(&a, again).await.unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
         assert!(err.to_string().contains("already used"), "{err}");
     }
     assert_eq!(delete.calls().len(), 1, "the approved call ran exactly once");
@@ -313,7 +313,7 @@ async fn a_sub_agent_s_request_is_decided_and_resumed_through_the_parent() {
     );
 
     let err = resume(&parent, replay).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert_eq!(err.kind(), ErrorKind::Conflict);
     assert_eq!(delete.calls().len(), 1, "a replay ran nothing");
 }
 
@@ -405,7 +405,7 @@ async fn a_sub_agent_s_request_resumes_through_a_durable_parent() {
         .resume_with(&mut ctx, &(), "t", &store, r)
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     assert_eq!(delete.calls().len(), 1);
 }
 
@@ -443,7 +443,7 @@ async fn a_shared_stack_routes_the_child_s_request_up_once() {
     assert_eq!(run.final_text(), "parent done");
     assert_eq!(delete.calls().len(), 1);
     let err = resume(&parent, replay).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     assert!(err.to_string().contains("already used"), "{err}");
     assert_eq!(delete.calls().len(), 1);
 }

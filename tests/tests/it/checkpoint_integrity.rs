@@ -220,6 +220,7 @@ async fn a_second_put_of_a_sequence_is_refused_and_the_first_is_kept() {
         "{err}"
     );
     assert!(err.to_string().contains("never replaced"), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Conflict, "a lost write is a conflict: {err}");
     let history = store.history("t").await.unwrap();
     assert_eq!(
         history,
@@ -240,6 +241,7 @@ async fn a_second_put_of_a_sequence_is_refused_and_the_first_is_kept() {
     for seq in [3, 2] {
         let err = memory.put(&cp("t", seq, 999)).await.unwrap_err();
         assert!(err.to_string().contains("already has checkpoint 3"), "{err}");
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     }
     assert_eq!(
         memory.history("t"),

@@ -135,6 +135,16 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
             &["run_id", "call_id", "tool"],
         ),
         (
+            AgentEvent::ToolCallRefused {
+                run_id: run.clone(),
+                call_id: "c1".into(),
+                tool: "search".into(),
+                reason: "denied".into(),
+            },
+            "tool_call_refused",
+            &["run_id", "call_id", "tool", "reason"],
+        ),
+        (
             AgentEvent::ToolDelta {
                 run_id: run.clone(),
                 delta: ToolDelta::new("c1", "50%"),

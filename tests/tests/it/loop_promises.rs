@@ -493,13 +493,13 @@ async fn a_panicking_tool_is_not_blamed_on_the_innermost_wrap() {
 fn tool_events(trace: &[String]) -> Vec<&str> {
     trace
         .iter()
-        .filter(|l| l.starts_with("tool_call ") || l.starts_with("tool_done "))
+        .filter(|l| l.starts_with("tool_call ") || l.starts_with("tool_done ") || l.starts_with("tool_refused "))
         .map(String::as_str)
         .collect()
 }
 
 #[tokio::test]
-async fn a_call_refused_in_before_tool_is_started_before_it_completes() {
+async fn a_call_refused_in_before_tool_is_refused_and_never_started() {
     let tool = RecordingTool::new("t");
     let at = At {
         hook: HookSet::BEFORE_TOOL,
@@ -515,7 +515,7 @@ async fn a_call_refused_in_before_tool_is_started_before_it_completes() {
     )
     .await;
     assert_valid_transcript(&run.unwrap().messages);
-    assert_eq!(tool_events(&trace), ["tool_call t", "tool_done t error"]);
+    assert_eq!(tool_events(&trace), ["tool_refused t"]);
 }
 
 /// Rejects every call of a batch.
@@ -535,7 +535,7 @@ impl Middleware<()> for RejectAll {
 }
 
 #[tokio::test]
-async fn a_call_rejected_by_the_batch_review_is_started_before_it_completes() {
+async fn a_call_rejected_by_the_batch_review_is_refused_and_never_started() {
     let tool = RecordingTool::new("t");
     let (run, trace) = run_with(
         MiddlewareStack::new().with(RejectAll).unwrap(),
@@ -545,9 +545,6 @@ async fn a_call_rejected_by_the_batch_review_is_started_before_it_completes() {
     )
     .await;
     assert_valid_transcript(&run.unwrap().messages);
-    assert_eq!(
-        tool_events(&trace),
-        ["tool_call t", "tool_done t error", "tool_call t", "tool_done t error"]
-    );
+    assert_eq!(tool_events(&trace), ["tool_refused t", "tool_refused t"]);
     assert!(tool.calls().is_empty());
 }

@@ -50,13 +50,22 @@ async fn checkpoint_suite<S: Sql>(store: &S) {
     }
     assert_eq!(store.latest(&t).await.unwrap(), Some(cp(&t, 3)), "latest by sequence");
     // Never replaced, never moved back.
-    let again = store.put(&cp(&t, 3)).await.unwrap_err().to_string();
+    let again = store.put(&cp(&t, 3)).await.unwrap_err();
+    assert_eq!(
+        again.kind(),
+        tinyagents::harness::error::ErrorKind::Conflict,
+        "a lost write is a conflict: {again}"
+    );
+    let again = again.to_string();
     assert!(
         again.contains("never replaced") && again.contains("checkpoint 3"),
         "{again}"
     );
     assert!(
-        store.put(&cp(&t, 2)).await.is_err(),
+        store
+            .put(&cp(&t, 2))
+            .await
+            .is_err_and(|e| e.kind() == tinyagents::harness::error::ErrorKind::Conflict),
         "an older sequence number is refused"
     );
     assert_eq!(store.latest(&t).await.unwrap(), Some(cp(&t, 3)));

@@ -25,11 +25,13 @@ const PENDING: &str = "pending_calls";
 const STOP: &str = "stop";
 const COUNTERS: &str = "counters";
 const USAGE: &str = "usage";
-/// The refusal of a resume whose decision on request `id` was already used.
+/// The refusal of a resume whose decision on request `id` was already used
+/// (a replay, or the loser of two resumes racing): a `Conflict`.
 fn already_used(id: &str, thread_id: &str) -> TinyAgentsError {
-    TinyAgentsError::validation(format!(
+    TinyAgentsError::conflict(format!(
         "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a call \
-         at most once; a replayed resume is refused and nothing ran"
+         at most once; a replayed or concurrent resume is refused and nothing ran: reload the thread's latest \
+         checkpoint to see what the other resume did"
     ))
 }
 

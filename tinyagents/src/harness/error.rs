@@ -118,6 +118,17 @@ pub enum TinyAgentsError {
         /// The panic payload, when it was a string.
         message: String,
     },
+    /// A write lost a race to a concurrent one: a checkpoint another writer
+    /// stored first (compare-and-set refused), or approval decisions another
+    /// resume already spent. The state moved on without this caller: reload
+    /// it (`latest`) and decide again from what it holds; retrying the same
+    /// write blindly fails the same way (or, for decisions, would run a call
+    /// twice if it did not).
+    #[error("conflict: {message}")]
+    Conflict {
+        /// What lost, to what, and what to do.
+        message: String,
+    },
     /// A middleware failed for a reason of its own.
     #[error("middleware `{middleware}` failed: {message}")]
     Middleware {
@@ -210,6 +221,8 @@ pub enum ErrorKind {
     MiddlewarePanic,
     /// See [`TinyAgentsError::Middleware`].
     Middleware,
+    /// See [`TinyAgentsError::Conflict`].
+    Conflict,
 }
 
 impl ErrorKind {
@@ -227,6 +240,7 @@ impl ErrorKind {
             Self::Cancelled => "cancelled",
             Self::MiddlewarePanic => "middleware_panic",
             Self::Middleware => "middleware",
+            Self::Conflict => "conflict",
         }
     }
 }
@@ -366,6 +380,21 @@ impl TinyAgentsError {
         Self::Cancelled { reason: reason.into() }
     }
 
+    /// A [`TinyAgentsError::Conflict`] error.
+    ///
+    /// ```
+    /// use tinyagents::harness::error::{ErrorKind, TinyAgentsError};
+    ///
+    /// let err = TinyAgentsError::conflict("checkpoint 4 of thread \"t\" was stored by another writer first");
+    /// assert_eq!(err.kind(), ErrorKind::Conflict);
+    /// assert!(!err.is_retryable(), "reload the state, do not retry the same write");
+    /// ```
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::Conflict {
+            message: message.into(),
+        }
+    }
+
     /// A [`TinyAgentsError::Middleware`] error.
     pub fn middleware(middleware: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Middleware {
@@ -388,6 +417,7 @@ impl TinyAgentsError {
             Self::Cancelled { .. } => ErrorKind::Cancelled,
             Self::MiddlewarePanic { .. } => ErrorKind::MiddlewarePanic,
             Self::Middleware { .. } => ErrorKind::Middleware,
+            Self::Conflict { .. } => ErrorKind::Conflict,
         }
     }
 
@@ -395,7 +425,7 @@ impl TinyAgentsError {
     ///
     /// Retryable: model errors flagged retryable, timeouts and rate limits.
     /// Never retryable: interrupts, cancellations, validation, configuration,
-    /// limits and panics.
+    /// limits, conflicts (reload instead) and panics.
     pub const fn is_retryable(&self) -> bool {
         match self {
             Self::Model { retryable, .. } => *retryable,

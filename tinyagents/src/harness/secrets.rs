@@ -260,6 +260,7 @@ impl Redactor {
                 message: r(message),
             },
             E::Cancelled { reason } => E::Cancelled { reason: r(reason) },
+            E::Conflict { message } => E::Conflict { message: r(message) },
             E::MiddlewarePanic {
                 middleware,
                 hook,

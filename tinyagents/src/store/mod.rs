@@ -228,6 +228,19 @@ impl LedgerStore for MemoryLedger {
 /// cap. An attempt whose cost is unknown (it failed without final usage)
 /// settles at its reservation.
 ///
+/// **Spend is never dropped.** A settle the store cannot take (it is down,
+/// or a connection broke mid-call) keeps the attempt's cost in this process
+/// (shared by every clone of the budget) and fails the attempt with a
+/// `Middleware` error saying so. The next operation on that key records it
+/// first: until the store takes it, every paid request under the key is
+/// refused (fail closed), so spent + held on the store plus
+/// [`unrecorded_usd`](Self::unrecorded_usd) is never below what was spent.
+/// Call [`flush`](Self::flush) before a process exits; an amount still
+/// unrecorded when the last clone is dropped is logged as a `tracing`
+/// error naming the key and the amount. A settle whose answer was lost after
+/// the store applied it is recorded again: an outage can count a call twice,
+/// never zero times.
+///
 /// ```
 /// use std::sync::Arc;
 /// use tinyagents::middleware::LimitsMiddleware;
@@ -242,6 +255,7 @@ impl LedgerStore for MemoryLedger {
 pub struct SharedBudget {
     #[educe(Debug(ignore))]
     ledger: Arc<dyn LedgerStore>,
+    unrecorded: Arc<Unrecorded>,
     key: String,
     per_thread: bool,
     cap_usd: f64,
@@ -268,6 +282,58 @@ fn usd_check(what: &str, usd: f64) -> Result<()> {
     Ok(())
 }
 
+/// Settles a [`SharedBudget`] could not record, per ledger key: the units
+/// still held and the units spent, applied to the store on its next answer.
+#[derive(Debug, Default)]
+struct Unrecorded(Mutex<HashMap<String, Pending>>);
+
+/// One key's unrecorded settles, summed (a settle is additive).
+#[derive(Debug, Default, Clone, Copy)]
+struct Pending {
+    reserved: u64,
+    actual: u64,
+}
+
+impl Unrecorded {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps a settle of `key` the store did not take.
+    fn keep(&self, key: &str, pending: Pending) {
+        let mut map = self.lock();
+        let entry = map.entry(key.to_owned()).or_default();
+        entry.reserved = entry.reserved.saturating_add(pending.reserved).min(MAX_LEDGER_UNITS);
+        entry.actual = entry.actual.saturating_add(pending.actual).min(MAX_LEDGER_UNITS);
+    }
+
+    /// Takes `key`'s unrecorded settles out (to record them; [`keep`](Self::keep) them again on failure).
+    fn take(&self, key: &str) -> Option<Pending> {
+        self.lock().remove(key)
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    fn nanos(&self) -> u64 {
+        self.lock().values().fold(0u64, |n, p| n.saturating_add(p.actual))
+    }
+}
+
+impl Drop for Unrecorded {
+    fn drop(&mut self) {
+        for (key, pending) in self.lock().iter() {
+            tracing::error!(
+                key = %key,
+                unrecorded_usd = pending.actual as f64 / NANOS_PER_USD,
+                "a shared budget was dropped with spend its store never recorded (the store could not answer); \
+                 the amount is lost from the shared total: call `SharedBudget::flush` before exiting"
+            );
+        }
+    }
+}
+
 /// What one admitted attempt holds on a [`SharedBudget`].
 #[derive(Debug)]
 pub(crate) struct SharedHold {
@@ -286,6 +352,7 @@ impl SharedBudget {
         usd_check("cap_usd", cap_usd)?;
         Ok(Self {
             ledger,
+            unrecorded: Arc::default(),
             key: key.into(),
             per_thread: false,
             cap_usd,
@@ -351,11 +418,62 @@ impl SharedBudget {
         Ok((t.spent as f64 / NANOS_PER_USD, t.held as f64 / NANOS_PER_USD))
     }
 
+    /// The US dollars this process spent under any key of this budget that
+    /// the store has not recorded yet (a settle failed): recorded by the next
+    /// operation on the key, or by [`flush`](Self::flush).
+    pub fn unrecorded_usd(&self) -> f64 {
+        self.unrecorded.nanos() as f64 / NANOS_PER_USD
+    }
+
+    /// Records every amount the store could not take when it was settled
+    /// ([`unrecorded_usd`](Self::unrecorded_usd)); call it before a process
+    /// exits. What the store still cannot take stays kept.
+    ///
+    /// # Errors
+    /// A `Middleware` error naming the first key the store could not answer for.
+    pub async fn flush(&self) -> Result<()> {
+        let mut first = None;
+        for key in self.unrecorded.keys() {
+            if let Err(e) = self.record_unrecorded(&key).await {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Applies `key`'s unrecorded settles to the store, keeping them on failure.
+    async fn record_unrecorded(&self, key: &str) -> Result<()> {
+        let Some(pending) = self.unrecorded.take(key) else {
+            return Ok(());
+        };
+        match self
+            .ledger
+            .settle(key, pending.reserved, pending.actual, self.ttl)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.unrecorded.keep(key, pending);
+                Err(TinyAgentsError::middleware(
+                    "limits",
+                    format!(
+                        "the shared budget store still cannot record ${:.9} spent under `{key}` by earlier calls \
+                         ({e}); the amount is kept in this process and no paid request is sent until the store \
+                         takes it: bring the store back",
+                        pending.actual as f64 / NANOS_PER_USD
+                    ),
+                ))
+            }
+        }
+    }
+
     /// Reserves before a paid attempt: `LimitExceeded { limit: "max_price_usd" }`
     /// when the shared cap is reached; a `Middleware` error when the ledger
-    /// cannot answer (the attempt is not sent: fail closed).
+    /// cannot answer or still cannot record an earlier settle (the attempt
+    /// is not sent: fail closed).
     pub(crate) async fn reserve<C>(&self, ctx: &RunContext<C>) -> Result<SharedHold> {
         let key = self.key_of(ctx)?;
+        self.record_unrecorded(&key).await?;
         let nanos = usd_to_nanos(self.reserve_usd);
         let cap = usd_to_nanos(self.cap_usd);
         let answer = self
@@ -381,14 +499,32 @@ impl SharedBudget {
     }
 
     /// Settles an attempt at `usd` (`None`: its cost is unknown, so it is
-    /// charged its reservation).
+    /// charged its reservation). A settle the store does not take is kept
+    /// (see "Spend is never dropped" on [`SharedBudget`]) and fails the attempt.
     pub(crate) async fn settle(&self, hold: SharedHold, usd: Option<f64>) -> Result<()> {
         let actual = usd.map_or(hold.nanos, usd_to_nanos);
-        self.ledger
-            .settle(&hold.key, hold.nanos, actual, self.ttl)
-            .await
-            .map_err(|e| self.unavailable(&hold.key, e))?;
-        Ok(())
+        match self.ledger.settle(&hold.key, hold.nanos, actual, self.ttl).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.unrecorded.keep(
+                    &hold.key,
+                    Pending {
+                        reserved: hold.nanos,
+                        actual,
+                    },
+                );
+                Err(TinyAgentsError::middleware(
+                    "limits",
+                    format!(
+                        "the shared budget store could not record a call's ${:.9} under `{}` ({e}); the amount is \
+                         kept in this process and recorded on the store's next answer, and no paid request is \
+                         sent until then: bring the store back",
+                        actual as f64 / NANOS_PER_USD,
+                        hold.key
+                    ),
+                ))
+            }
+        }
     }
 
     fn unavailable(&self, key: &str, e: TinyAgentsError) -> TinyAgentsError {

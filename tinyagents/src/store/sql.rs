@@ -60,12 +60,13 @@ pub(super) fn encode(checkpoint: &Checkpoint) -> Result<(i64, i32, String, Strin
     Ok((seq, CHECKPOINT_FORMAT_VERSION as i32, body, digest))
 }
 
-/// The error for a `put` that would not move the thread forward.
+/// The error for a `put` that would not move the thread forward: a lost race (`Conflict`).
 pub(super) fn exists(store: &str, checkpoint: &Checkpoint) -> TinyAgentsError {
-    TinyAgentsError::config(format!(
+    TinyAgentsError::conflict(format!(
         "checkpoint store `{store}`: checkpoint {} of thread {:?} cannot be stored: the thread already has it or a \
-         later one; checkpoints are never replaced: another run of this thread is writing, or it was restarted \
-         from an older checkpoint. Use a new thread id, or resume from the latest",
+         later one; checkpoints are never replaced: another run of this thread wrote first, or it was restarted \
+         from an older checkpoint. Reload the thread's latest checkpoint and go on from it (do not retry the same \
+         write), or use a new thread id",
         checkpoint.seq,
         crate::harness::shorten::shorten(&checkpoint.thread_id, 80)
     ))

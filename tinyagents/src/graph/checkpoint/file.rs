@@ -299,10 +299,11 @@ impl FileCheckpointer {
         let fin = dir.join(format!("{:020}.ckpt", checkpoint.seq));
         let legacy = dir.join(format!("{:020}.json", checkpoint.seq));
         let exists = |path: &Path| {
-            TinyAgentsError::config(format!(
+            TinyAgentsError::conflict(format!(
                 "checkpoint store: checkpoint {} of thread {:?} already exists (`{}`); checkpoints are never \
-                 replaced: another run of this thread is writing, or the thread was restarted from an older \
-                 checkpoint. Use a new thread id, or resume from the latest checkpoint",
+                 replaced: another run of this thread wrote first, or the thread was restarted from an older \
+                 checkpoint. Reload the thread's latest checkpoint and go on from it (do not retry the same \
+                 write), or use a new thread id",
                 checkpoint.seq,
                 crate::harness::shorten::shorten(&checkpoint.thread_id, 80),
                 path.display()

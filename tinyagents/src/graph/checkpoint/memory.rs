@@ -55,10 +55,11 @@ impl Checkpointer for MemoryCheckpointer {
         let mut threads = self.threads.lock().expect("checkpoint lock");
         let history = threads.entry(checkpoint.thread_id.clone()).or_default();
         if let Some(last) = history.last().filter(|last| last.seq >= checkpoint.seq) {
-            return Err(TinyAgentsError::config(format!(
+            return Err(TinyAgentsError::conflict(format!(
                 "checkpoint store: checkpoint {} of thread {:?} cannot be stored: the thread already has \
-                 checkpoint {}; checkpoints are never replaced: another run of this thread is writing, or it \
-                 was restarted from an older checkpoint. Use a new thread id, or resume from the latest",
+                 checkpoint {}; checkpoints are never replaced: another run of this thread wrote first, or it \
+                 was restarted from an older checkpoint. Reload the thread's latest checkpoint and go on from \
+                 it (do not retry the same write), or use a new thread id",
                 checkpoint.seq,
                 crate::harness::shorten::shorten(&checkpoint.thread_id, 80),
                 last.seq

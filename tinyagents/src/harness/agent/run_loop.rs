@@ -60,6 +60,16 @@ fn not_run(call: &ToolCall, why: &str) -> ToolResult {
     ToolResult::error(call, format!("not run: {why}"))
 }
 
+/// `ToolCallRefused` for a call answered by `result` without running.
+fn refused_event<C>(ctx: &RunContext<C>, result: &ToolResult) {
+    ctx.emit_with(EventKind::ToolCallRefused, || AgentEvent::ToolCallRefused {
+        run_id: ctx.run_id().clone(),
+        call_id: result.call_id.clone(),
+        tool: result.name.clone(),
+        reason: result.content.clone(),
+    });
+}
+
 /// Whether a hook of the batch at hand asked to leave it: a jump to the end
 /// or to the model, or a stop with a final text. The calls it has not
 /// reached are then answered "not run" and never run; the jump or stop
@@ -668,10 +678,14 @@ where
         // the arguments the call runs with), then the declared file access of
         // the effective arguments decides the schedule: calls that touch a
         // common file (a write and any other access) run one after another in
-        // the model's order; independent groups run concurrently.
+        // the model's order; independent groups run concurrently. A
+        // `before_tool` that fails the run (a limit reached, a pause) stops
+        // the preparing there: the calls prepared before it still run, as in
+        // a sequential batch, and none after it is prepared or run.
         let mut prepared = Vec::with_capacity(batch.len());
         let mut access = Vec::with_capacity(batch.len());
         let mut cut = None;
+        let mut failed = None;
         for mut p in batch {
             if let Some(why) = cut {
                 // nothing of this call ran: answered, never scheduled
@@ -682,8 +696,13 @@ where
             let reviewed_access = std::mem::take(&mut p.access);
             match p.into_parts() {
                 (call, PreparedCallVerdict::Proceed) => {
-                    // nothing has run yet: no result to keep
-                    let step = self.prepare_one(ctx, state, call).await.map_err(|e| (Vec::new(), e))?;
+                    let step = match self.prepare_one(ctx, state, call).await {
+                        Ok(step) => step,
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    };
                     cut = leaves_batch(ctx);
                     let step = match cut {
                         Some(why) => Prepared::Skipped(step.not_run(why)),
@@ -735,7 +754,8 @@ where
                 }
             }
         }
-        if let Some((_, e)) = first_err {
+        // A call that failed comes before the call whose `before_tool` failed.
+        if let Some(e) = first_err.map(|(_, e)| e).or(failed) {
             return Err((results.into_iter().flatten().collect(), e));
         }
         Ok(results
@@ -781,22 +801,28 @@ where
     /// Answers one prepared call: the wrap-tool onion (when ready), then `after_tool`.
     ///
     /// `ToolCallStarted` and `ToolCallCompleted` are paired by one guard for
-    /// every call answered here — run, refused by `before_tool` or rejected by
-    /// the batch review: the completed event is emitted exactly once, also when
-    /// the run ends on this call's error or the call's future is dropped. (A
-    /// rejected call is reported as completed with an error.)
+    /// every call that runs: the completed event is emitted exactly once, also
+    /// when the run ends on this call's error or the call's future is dropped.
+    /// A call refused by `before_tool` or rejected by the batch review never
+    /// starts: it emits `ToolCallRefused` alone.
     async fn finish_one(&self, ctx: &mut RunContext<C>, state: &S, prepared: Prepared) -> Result<ToolResult> {
         if let Prepared::Skipped(result) = prepared {
             // answered as a safe point answers a pending call: no run, no hook, no event
             return Ok(result);
         }
-        let (id, name) = prepared.id_and_name();
-        let events = ToolCallEvents::open(ctx, id, name);
-        let (mut result, rejected) = match prepared {
-            Prepared::Rejected(result) => (result, true),
+        let (mut result, events) = match prepared {
+            Prepared::Rejected(result) => {
+                refused_event(ctx, &result);
+                (result, None)
+            }
             Prepared::Skipped(_) => unreachable!("a skipped call returned above"),
-            Prepared::Refused(call, e) => (ToolResult::error(&call, e.to_string()), false),
+            Prepared::Refused(call, e) => {
+                let result = ToolResult::error(&call, e.to_string());
+                refused_event(ctx, &result);
+                (result, None)
+            }
             Prepared::Ready(call) => {
+                let events = ToolCallEvents::open(ctx, &call.id, &call.name);
                 let (id, name) = (call.id.clone(), call.name.clone());
                 ctx.counters_mut().tool_calls += 1;
                 let result = match self
@@ -818,13 +844,15 @@ where
                     // The run ends with this error; the guard still ends the call's events.
                     Err(e) => return Err(e),
                 };
-                (result, false)
+                (result, Some(events))
             }
         };
         let id = result.call_id.clone();
         self.stack.run_after_tool(ctx, state, &mut result).await?;
         self.answers_its_call(&id, &result.call_id, HookKind::AfterTool)?;
-        events.close(rejected || result.is_error());
+        if let Some(events) = events {
+            events.close(result.is_error());
+        }
         Ok(result)
     }
 }

@@ -161,7 +161,7 @@ pub enum AgentEvent {
         /// The hook (model or tool delta).
         hook: HookKind,
     },
-    /// A tool call is about to run.
+    /// A tool call is about to run (every hook before it admitted it).
     ToolCallStarted {
         /// The run's id.
         run_id: Arc<str>,
@@ -169,6 +169,20 @@ pub enum AgentEvent {
         call_id: String,
         /// The tool's name.
         tool: String,
+    },
+    /// A tool call was answered without running: refused by a `before_tool`
+    /// hook (`tool_policy`, a limit under the tool error policy) or rejected
+    /// by the batch review. No `ToolCallStarted` or `ToolCallCompleted` is
+    /// emitted for it; its error result goes to the model as usual.
+    ToolCallRefused {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        tool: String,
+        /// Why it did not run (the text of its error result).
+        reason: String,
     },
     /// Progress from a running tool, after the delta hooks.
     ToolDelta {
@@ -339,6 +353,7 @@ pub enum EventKind {
     AttemptDiscarded,
     DeltaSuppressed,
     ToolCallStarted,
+    ToolCallRefused,
     ToolDelta,
     ToolCallCompleted,
     ControlApplied,
@@ -369,6 +384,7 @@ impl AgentEvent {
             Self::AttemptDiscarded { .. } => EventKind::AttemptDiscarded,
             Self::DeltaSuppressed { .. } => EventKind::DeltaSuppressed,
             Self::ToolCallStarted { .. } => EventKind::ToolCallStarted,
+            Self::ToolCallRefused { .. } => EventKind::ToolCallRefused,
             Self::ToolDelta { .. } => EventKind::ToolDelta,
             Self::ToolCallCompleted { .. } => EventKind::ToolCallCompleted,
             Self::ControlApplied { .. } => EventKind::ControlApplied,

@@ -116,7 +116,10 @@ impl ResponseAccumulator {
         &self.text
     }
 
-    /// The response. A tool call whose arguments are not valid JSON, or that
+    /// The response. A tool call whose arguments are not valid JSON, are
+    /// nested deeper or are larger than the limits
+    /// ([`MAX_ARGUMENT_DEPTH`](crate::harness::tool::MAX_ARGUMENT_DEPTH),
+    /// [`MAX_ARGUMENT_BYTES`](crate::harness::tool::MAX_ARGUMENT_BYTES)), or that
     /// lacks an id or a name, is a retryable model error — unless the reply was
     /// cut off by the output limit, in which case the unfinished call is dropped
     /// (it must never run) and the finish reason stays [`FinishReason::Length`].
@@ -149,6 +152,17 @@ impl ResponseAccumulator {
             } else {
                 c.arguments.as_str()
             };
+            if let Err(why) = crate::harness::tool::check_argument_text(args) {
+                return Err(TinyAgentsError::model(
+                    format!(
+                        "tool call #{i} from the model (id: {:?}, name: {:?}) is refused: {why}; nothing of the \
+                         reply ran",
+                        c.id.as_deref().unwrap_or("none"),
+                        c.name.as_deref().unwrap_or("none")
+                    ),
+                    true,
+                ));
+            }
             let parsed = serde_json::from_str(args);
             match (c.id, c.name, parsed) {
                 (Some(id), Some(name), Ok(arguments)) => calls.push(ToolCall { id, name, arguments }),

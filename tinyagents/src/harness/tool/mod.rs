@@ -4,6 +4,7 @@
 //! the [`Tool`] trait, fn-tools, typed tools ([`typed`], the `#[tool]`
 //! attribute) and the [`ToolRegistry`].
 
+mod arguments;
 pub(crate) mod batch;
 mod call;
 mod policy;
@@ -11,6 +12,7 @@ mod registry;
 mod restrictions;
 pub mod typed;
 
+pub use arguments::{check_argument_text, check_argument_value, MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH};
 pub use call::{FileAccess, FileAccessMode, ToolCall, ToolDelta, ToolResult, ToolSchema};
 pub use policy::{SandboxMode, SideEffects, ToolAccess, ToolPolicy, ToolRuntime};
 pub use registry::{tool_fn, FnTool, ParentRun, Tool, ToolContext, ToolOutput, ToolRegistry};

@@ -480,6 +480,12 @@ where
                     r.call_id
                 )));
             }
+            if let Err(why) = crate::harness::tool::check_argument_value(arguments) {
+                return Err(TinyAgentsError::validation(format!(
+                    "the edit of call `{}` of `{}` is refused: {why}; nothing ran",
+                    r.call_id, r.tool
+                )));
+            }
         }
     }
     Ok(())
@@ -826,9 +832,10 @@ impl HumanInTheLoopMiddleware {
             let mut run_used = run_used.0.lock().expect("consumed lock");
             let replayed = ids.iter().find(|id| used.contains(*id) || run_used.contains(*id));
             if let Some(id) = replayed.filter(|_| !resume.spent_by_parent) {
-                return Err(TinyAgentsError::validation(format!(
+                return Err(TinyAgentsError::conflict(format!(
                     "the decision on request `{id}` was already used: a person's decision runs a call at most \
-                     once; a replayed resume is refused and nothing ran (pause again to ask anew)"
+                     once; a replayed or concurrent resume is refused and nothing ran (reload the thread to see \
+                     what the other resume did, or pause again to ask anew)"
                 )));
             }
             used.extend(ids.iter().cloned());
@@ -848,7 +855,7 @@ impl HumanInTheLoopMiddleware {
     doc(
         mutation = "Records its gated tools as a run restriction (every call to them in a sub-agent run needs a person's approval of that call). On resume: replaces the first model call with the paused reply, rewrites an edited call's arguments, gives rejected and answered calls their one result, and records each approved call (its digest) so `tool_policy`'s `approval_required` accepts it. Records `hitl_pending` and `hitl_interrupt` (the whole interrupt) when it pauses and `hitl_consumed` (used decision ids) when it applies decisions, with `update_state`; a durable graph run keeps them in its checkpoint.",
         events = "`StateUpdated { key: \"hitl_pending\" }`, `StateUpdated { key: \"hitl_interrupt\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses; `StateUpdated { key: \"hitl_consumed\" }` when it applies decisions.",
-        failure = "Fails closed: a batch with any gated call and no decisions fails the run with `Interrupted` before any call of the batch runs; decisions that are missing, extra, of a kind not allowed, that do not match the replayed batch, whose call's tool or arguments differ from the digest the person decided on, or that were already used once are a `Validation` error and nothing runs; `before_tool` refuses a gated call the batch review did not admit. A sub-agent's request pauses the parent too and is carried in the parent's interrupt (`children`).",
+        failure = "Fails closed: a batch with any gated call and no decisions fails the run with `Interrupted` before any call of the batch runs; decisions that are missing, extra, of a kind not allowed, that do not match the replayed batch, or whose call's tool or arguments differ from the digest the person decided on are a `Validation` error and nothing runs; decisions already used once (a replay, or the loser of two concurrent resumes) are a `Conflict` error and nothing runs; `before_tool` refuses a gated call the batch review did not admit. A sub-agent's request pauses the parent too and is carried in the parent's interrupt (`children`).",
         streaming = "None: the replayed reply is not streamed again (no deltas on the resumed turn).",
         cache = "None: it does not change the request; a resumed run sends the same history as the paused one.",
         retries = "Results of calls that ran before a sub-agent paused the batch are kept in the interrupt and given back on resume (not run again). The replay happens in its `wrap_model`, so register it outermost: inner retries and fallbacks never re-ask the model for the paused reply."

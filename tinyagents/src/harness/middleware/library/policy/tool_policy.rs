@@ -268,7 +268,7 @@ impl ToolPolicyMiddleware {
     config = ToolPolicyConfig,
     doc(
         mutation = "Records its rules as a run restriction that every sub-agent run inherits and the agent loop enforces there; removes blocked tools from `request.tools`; truncates an oversized tool result in place and sets its `error` (naming `max_result_bytes`).",
-        events = "`ToolsFiltered { by: \"tool_policy\", excluded, remaining }` when it hides tools; refusals are `Validation` errors, not events.",
+        events = "`ToolsFiltered { by: \"tool_policy\", excluded, remaining }` when it hides tools; refusals are `Validation` errors; the agent loop reports each refused call with `ToolCallRefused`, never `ToolCallStarted`.",
         failure = "Fails closed: one decision function for exposure, execution and inherited enforcement in sub-agent runs; `approval_required` is satisfied only by the approved set or a person's approval of that exact call (`human_in_the_loop`); a blocked call is refused with `TinyAgentsError::Validation` naming the tool and the rule (by default the call's error result); an unknown tool counts as unclassified.",
         streaming = "None: it acts on the request before the stream starts and on whole tool results.",
         cache = "Hiding tools changes the tool list, which providers put in the cached prefix; the set is stable across calls of one run, so the prefix stays stable.",
