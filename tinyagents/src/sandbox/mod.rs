@@ -51,6 +51,7 @@
 //! # Ok(()) }
 //! ```
 
+mod plan;
 mod runner;
 mod shell;
 
@@ -59,6 +60,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+pub(crate) use plan::AdmittedPlans;
+pub use plan::{admitted_plan, PlanRedirect, PlanStage, RedirectTarget, ShellPlan, GIT_NO_DRIVERS, SAFE_MODES};
 pub use runner::{Sandbox, SandboxCommand, SandboxOutput, Termination};
 pub use shell::ShellTool;
 

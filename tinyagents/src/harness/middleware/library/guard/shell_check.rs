@@ -10,6 +10,7 @@ use std::path::Path;
 
 use super::commands::{self, intrinsic_refusal, Ctx};
 use super::path_check::{confine_from, expand_glob, protected_hit, WalkBudget, EXPANSION_LIMIT};
+use crate::sandbox::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan};
 
 /// The longest command line judged.
 const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -302,8 +303,9 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
     Ok(tokens)
 }
 
-/// `Err(reason)` when the command line is refused.
-pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), String> {
+/// The plan of the command line — what runs, exactly — or `Err(reason)`
+/// when it is refused.
+pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<ShellPlan, String> {
     if cmd.trim().is_empty() {
         return Err("an empty command".to_owned());
     }
@@ -323,10 +325,11 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), Str
     // is bounded, and so is what all of them together may
     let mut budget = GlobBudget::default();
     let walk = WalkBudget::default();
+    let mut planned = Vec::with_capacity(stages.len());
     for stage in stages {
-        check_stage(stage, rules, pipeline, &mut budget, &walk)?;
+        planned.push(check_stage(stage, rules, pipeline, &mut budget, &walk)?);
     }
-    Ok(())
+    Ok(ShellPlan::new(cmd, planned, rules.cwd))
 }
 
 /// The words the globs of one command line have become so far (at most
@@ -343,21 +346,22 @@ fn check_stage(
     pipeline: bool,
     budget: &mut GlobBudget,
     walk: &WalkBudget,
-) -> Result<(), String> {
+) -> Result<PlanStage, String> {
     let mut words: Vec<&Word> = Vec::new();
     let mut redirects = Vec::new();
     let mut iter = tokens.iter();
     while let Some(t) = iter.next() {
         match t {
             Token::Word(w) => words.push(w),
-            Token::Redirect { op, dup: Some(_), .. } => {
+            Token::Redirect { fd, op, dup: Some(dup) } => {
                 debug_assert_eq!(*op, ">&");
+                redirects.push((*fd, *op, Err(*dup)));
             }
             Token::Redirect { fd, op, dup: None } => {
                 let Some(Token::Word(target)) = iter.next() else {
                     return Err(format!("a `{op}` redirection without a target"));
                 };
-                redirects.push((*fd, *op, target));
+                redirects.push((*fd, *op, Ok(target)));
             }
             Token::Pipe => unreachable!("stages are split at pipes"),
         }
@@ -442,14 +446,28 @@ fn check_stage(
             }
         }
     }
+    let mut planned = Vec::with_capacity(redirects.len());
     for (fd, op, target) in redirects {
-        check_redirect(fd, op, target, rules)?;
+        let default = if op == "<" { 0 } else { 1 };
+        let target = match target {
+            Err(dup) => RedirectTarget::Dup(dup),
+            Ok(target) => check_redirect(fd, op, target, rules)?,
+        };
+        planned.push(PlanRedirect {
+            fd: fd.unwrap_or(default),
+            target,
+        });
     }
-    commands::check(spec, &argv, &cx)
+    commands::check(spec, &argv, &cx)?;
+    let mut run = Vec::with_capacity(argv.len() + 1);
+    run.push(command.to_owned());
+    run.extend(argv);
+    PlanStage::new(run, planned)
 }
 
 /// The words an unquoted glob word becomes, each confined: its matches, or
-/// the word itself when nothing matches.
+/// the word itself when nothing matches. A match that begins with `-` is
+/// given as `./-name`: the same file, which no program reads as an option.
 fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) -> Result<Vec<String>, String> {
     if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS {
         return Err(cx.refuse(
@@ -473,7 +491,10 @@ fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) 
                 confine_from(rules.root, rules.cwd, m)
                     .map_err(|e| cx.refuse(text, format!("the glob matches `{m}`: {e}")))?;
             }
-            Ok(matches)
+            Ok(matches
+                .into_iter()
+                .map(|m| if m.starts_with('-') { format!("./{m}") } else { m })
+                .collect())
         }
         None => {
             if text.starts_with('/') || text.split('/').any(|p| p == "..") {
@@ -485,7 +506,8 @@ fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) 
     }
 }
 
-fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'_>) -> Result<(), String> {
+/// Checks one redirection and returns the file it opens, resolved.
+fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'_>) -> Result<RedirectTarget, String> {
     let shown = format!("{}{op} {}", fd.map(|f| f.to_string()).unwrap_or_default(), target.text);
     if target.glob.is_some() {
         return Err(format!(
@@ -493,7 +515,7 @@ fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'
         ));
     }
     if target.text == "/dev/null" {
-        return Ok(());
+        return Ok(RedirectTarget::Null);
     }
     let writes = op != "<";
     if writes && rules.read_only {
@@ -512,7 +534,11 @@ fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'
             ));
         }
     }
-    Ok(())
+    Ok(match op {
+        "<" => RedirectTarget::Read(path),
+        ">>" => RedirectTarget::Append(path),
+        _ => RedirectTarget::Write(path),
+    })
 }
 
 #[cfg(test)]

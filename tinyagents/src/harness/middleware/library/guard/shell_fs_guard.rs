@@ -18,6 +18,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::PreparedBatch;
 use crate::harness::tool::{FileAccessMode, ToolCall};
 use crate::harness::workspace::WorkspaceDescriptor;
+use crate::sandbox::ShellPlan;
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
@@ -523,20 +524,62 @@ impl ShellFsGuardMiddleware {
         call: &ToolCall,
         workspace: Option<&WorkspaceDescriptor>,
     ) -> std::result::Result<(), String> {
+        self.plan_call(call, workspace).map(drop)
+    }
+
+    /// The decision on one call, and for an admitted shell call the plan of
+    /// what runs ([`ShellPlan`]: stages of argv with the programs' safe
+    /// modes, redirections resolved, the working directory): `Ok(None)` for
+    /// an admitted call of another tool, `Err(reason)` when it is refused.
+    /// The guard records the plan of each call it admits in the run, where
+    /// [`admitted_plan`](crate::sandbox::admitted_plan) finds it.
+    ///
+    /// ```
+    /// use tinyagents::harness::tool::ToolCall;
+    /// use tinyagents::middleware::ShellFsGuardMiddleware;
+    ///
+    /// let root = std::env::temp_dir();
+    /// let guard = ShellFsGuardMiddleware::new().with_root(&root);
+    /// let call = ToolCall::new("1", "shell", serde_json::json!({ "command": "sed -n 's/[^/]*$//p' x | sort" }));
+    /// let plan = guard.plan_call(&call, None).unwrap().unwrap();
+    /// assert_eq!(plan.stages().len(), 2);
+    /// // sed runs in its sandbox mode whatever the model wrote
+    /// assert_eq!(plan.stages()[0].argv(), ["sed", "--sandbox", "-n", "s/[^/]*$//p", "x"]);
+    /// ```
+    pub fn plan_call(
+        &self,
+        call: &ToolCall,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<Option<ShellPlan>, String> {
         let c = &self.config;
         let is_shell = c.shell_tools.contains(&call.name);
         let is_file = c.file_tools.contains(&call.name) || c.write_tools.contains(&call.name);
         if !is_shell && !is_file {
-            return Ok(());
+            return Ok(None);
         }
+        if is_file {
+            let (root, read_only) = self.scope(workspace)?;
+            let Some(args) = call.arguments.as_object() else {
+                return Err("the arguments are not an object".to_owned());
+            };
+            let cwd = self.cwd_of(args, &root, false)?;
+            return self.check_file_call(call, &root, &cwd, read_only).map(|()| None);
+        }
+        self.plan_shell(&call.arguments, workspace).map(Some)
+    }
+
+    /// The plan of a shell call's arguments (whatever the tool's name).
+    pub(crate) fn plan_shell(
+        &self,
+        arguments: &Value,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<ShellPlan, String> {
+        let c = &self.config;
         let (root, read_only) = self.scope(workspace)?;
-        let Some(args) = call.arguments.as_object() else {
+        let Some(args) = arguments.as_object() else {
             return Err("the arguments are not an object".to_owned());
         };
-        let cwd = self.cwd_of(args, &root, is_shell)?;
-        if is_file {
-            return self.check_file_call(call, &root, &cwd, read_only);
-        }
+        let cwd = self.cwd_of(args, &root, true)?;
         if args
             .get("env")
             .is_some_and(|e| !(e.is_null() || e.as_object().is_some_and(|o| o.is_empty())))
@@ -891,9 +934,16 @@ impl ShellFsGuardMiddleware {
 
     #[before_tool]
     fn admit<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
-        self.check_call(call, ctx.workspace()).map_err(|reason| {
+        let plan = self.plan_call(call, ctx.workspace()).map_err(|reason| {
             TinyAgentsError::validation(format!("shell/filesystem guard refused `{}`: {reason}", call.name))
-        })
+        })?;
+        // What the tool runs is this plan, read back by call id: the model
+        // supplies only the command line, never the plan.
+        if let Some(plan) = plan {
+            ctx.local::<crate::sandbox::AdmittedPlans>()
+                .record(&call.id, &call.arguments, plan);
+        }
+        Ok(())
     }
 }
 

@@ -56,8 +56,9 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
             *i += 1;
         }
     };
-    // a regex delimited by `d`, starting after the opening delimiter
-    let delimited = |i: &mut usize, d: char| -> Result<(), String> {
+    // a regex (`regex`: brackets are read) or a replacement delimited by
+    // `d`, starting after the opening delimiter
+    let delimited = |i: &mut usize, d: char, regex: bool| -> Result<(), String> {
         while *i < c.len() {
             match c[*i] {
                 '\\' => *i += 2,
@@ -66,6 +67,7 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     *i += 1;
                     return Ok(());
                 }
+                '[' if regex => *i = bracket_end(&c, *i)?,
                 _ => *i += 1,
             }
         }
@@ -88,7 +90,7 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
             }
             '/' => {
                 *i += 1;
-                delimited(i, '/')?;
+                delimited(i, '/', true)?;
                 while *i < c.len() && matches!(c[*i], 'I' | 'M') {
                     *i += 1;
                 }
@@ -99,7 +101,7 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     return Err("an address delimiter is missing".to_owned());
                 };
                 *i += 2;
-                delimited(i, d)?;
+                delimited(i, d, true)?;
                 while *i < c.len() && matches!(c[*i], 'I' | 'M') {
                     *i += 1;
                 }
@@ -198,8 +200,8 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     return Err("`s` with a line break or backslash delimiter".to_owned());
                 }
                 i += 1;
-                delimited(&mut i, d)?;
-                delimited(&mut i, d)?;
+                delimited(&mut i, d, true)?;
+                delimited(&mut i, d, false)?;
                 while i < c.len() {
                     match c[i] {
                         'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => i += 1,
@@ -214,8 +216,8 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     return Err("`y` without a delimiter".to_owned());
                 };
                 i += 1;
-                delimited(&mut i, d)?;
-                delimited(&mut i, d)?;
+                delimited(&mut i, d, false)?;
+                delimited(&mut i, d, false)?;
             }
             'e' => return Err("the `e` command runs a command".to_owned()),
             'w' | 'W' => return Err(format!("the `{cmd}` command writes a file")),
@@ -231,6 +233,45 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
         return Err("an unclosed `{`".to_owned());
     }
     Ok(())
+}
+
+/// The index just past the bracket expression opening at `c[open]` (`[`),
+/// as GNU sed reads it: the delimiter and a backslash are ordinary members
+/// there; a `]` first (after an optional `^`) is a member; `[:`, `[.` and
+/// `[=` open a class, collating element or equivalence class that ends at
+/// `:]`, `.]` or `=]`.
+fn bracket_end(c: &[char], open: usize) -> Result<usize, String> {
+    let mut j = open + 1;
+    if c.get(j) == Some(&'^') {
+        j += 1;
+    }
+    if c.get(j) == Some(&']') {
+        j += 1;
+    }
+    loop {
+        match c.get(j) {
+            None => return Err("an unterminated bracket expression `[...]` in a regex".to_owned()),
+            Some('\n') => return Err("a line break inside a bracket expression".to_owned()),
+            Some(']') => return Ok(j + 1),
+            Some('[') if matches!(c.get(j + 1), Some(':' | '.' | '=')) => {
+                let kind = c[j + 1];
+                let mut k = j + 2;
+                loop {
+                    match (c.get(k), c.get(k + 1)) {
+                        (Some(&a), Some(']')) if a == kind => break,
+                        (None, _) => {
+                            return Err(format!(
+                                "an unterminated `[{kind}` inside a bracket expression (it ends at `{kind}]`)"
+                            ))
+                        }
+                        _ => k += 1,
+                    }
+                }
+                j = k + 2;
+            }
+            Some(_) => j += 1,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -262,6 +303,14 @@ mod tests {
             "bend;p;:end",
             "v 4.2",
             "v;p",
+            // a delimiter inside a bracket expression belongs to the regex
+            "s/[^/]*$//",
+            "s/[/]/-/g",
+            "/[/a]/p",
+            "s/[]/]/x/",
+            "s/[[:alpha:]/]/x/",
+            "s^[^^]^x^",
+            "\\,[,],p",
         ] {
             assert!(script(ok).is_ok(), "{ok}: {:?}", script(ok));
         }
@@ -293,6 +342,17 @@ mod tests {
             ":a w out",
             ":",
             ":a$b",
+            // the bracket spellings that hid a command from a reader that ended the regex at the delimiter
+            "/[/a]/e",
+            "/[/a]/e id",
+            "s/[/]/g;/w .git/config",
+            "s/[/]/x/w out",
+            "/[/]/r /etc/passwd",
+            "\\,[,],e",
+            "s|[|]|x|e",
+            "/[[:alpha:]/]/W out",
+            "s/[/x/",
+            "s/[[:/]/x/",
         ] {
             assert!(script(bad).is_err(), "{bad}");
         }
