@@ -427,10 +427,34 @@ impl Sandbox {
                 format!("it is outside the workspace root `{}`", self.root.display()),
             ));
         }
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(refuse(path, "it names no file".to_owned()));
+        };
+        // The directory first, checked to be the one the guard judged (a
+        // directory on the way swapped for a symlink since the check is
+        // caught here, before anything is created), then the file in it,
+        // through that open directory.
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(parent)
+            .map_err(|e| refuse(path, format!("its directory cannot be opened: {e}")))?;
+        let fd_path = |fd: i32| PathBuf::from(format!("/proc/self/fd/{fd}"));
+        let real_dir = std::fs::read_link(fd_path(dir.as_raw_fd()))
+            .map_err(|e| refuse(path, format!("its directory cannot be identified (/proc/self/fd): {e}")))?;
+        if real_dir != parent {
+            return Err(refuse(
+                path,
+                format!(
+                    "its directory resolves to `{}` now, not the directory the guard checked (a path changed since)",
+                    real_dir.display()
+                ),
+            ));
+        }
         // No symlink at the end, no blocking open of a FIFO, no controlling terminal.
         options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
         let file = options
-            .open(path)
+            .open(fd_path(dir.as_raw_fd()).join(name))
             .map_err(|e| refuse(path, format!("it cannot be opened: {e}")))?;
         let meta = file
             .metadata()
@@ -438,9 +462,8 @@ impl Sandbox {
         if !meta.is_file() {
             return Err(refuse(path, "it is not a regular file".to_owned()));
         }
-        // What was opened must be the file the guard judged: a directory on
-        // the way swapped for a symlink since the check is caught here.
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|e| {
+        // What was opened must be the file the guard judged.
+        let real = std::fs::read_link(fd_path(file.as_raw_fd())).map_err(|e| {
             refuse(
                 path,
                 format!("the opened file cannot be identified (/proc/self/fd): {e}"),
