@@ -211,3 +211,87 @@ fn admitted_plans_carry_the_safe_modes() {
     let err = plan(&ws.root, "sed '/[/a]/e' f").unwrap_err();
     assert!(err.contains("`e` command"), "{err}");
 }
+
+/// The `workspace` profile: with the sandbox required, a coding agent
+/// commits its work, runs the project's `make` and its build script; the
+/// default profile still refuses all three, and so does the workspace
+/// profile where the run's workspace does not require the sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_profile_commits_makes_and_builds_in_the_sandbox() {
+    if !sandbox_available("the_workspace_profile_commits_makes_and_builds_in_the_sandbox") {
+        return;
+    }
+    let ws = Workspace::new("profile");
+    git_repo(&ws.root);
+    for (k, v) in [("user.name", "agent"), ("user.email", "agent@example.com")] {
+        let out = Command::new("git")
+            .args(["config", k, v])
+            .current_dir(&ws.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    std::fs::write(ws.root.join("Makefile"), "out.txt:\n\techo made > out.txt\n").unwrap();
+    std::fs::write(ws.root.join("build.sh"), "echo built > built.txt\n").unwrap();
+    let calls = [
+        ("", "git add hello.txt Makefile build.sh"),
+        ("", "git commit -q -m 'first commit'"),
+        ("", "git checkout -b feature"),
+        ("", "make out.txt"),
+        ("", "sh build.sh"),
+        ("", "git log --oneline"),
+        ("", "git status --short"),
+    ];
+    let texts = sandbox_support::model_runs_with(&ws, ShellFsGuardMiddleware::workspace(), &calls).await;
+    for (call, text) in calls.iter().zip(&texts) {
+        assert!(text.starts_with("exit status 0"), "{}: {text}", call.1);
+    }
+    assert!(texts[5].contains("first commit"), "{}", texts[5]);
+    assert_eq!(std::fs::read_to_string(ws.root.join("out.txt")).unwrap(), "made\n");
+    assert_eq!(std::fs::read_to_string(ws.root.join("built.txt")).unwrap(), "built\n");
+    let head = std::fs::read_to_string(ws.root.join(".git/HEAD")).unwrap();
+    assert!(head.contains("refs/heads/feature"), "{head}");
+
+    // the default profile refuses them, naming why
+    let root = ws.root.canonicalize().unwrap();
+    for command in ["git commit -m x", "make out.txt", "sh build.sh", "git checkout -b x"] {
+        let err = plan(&root, command).unwrap_err();
+        assert!(err.contains("refused") || err.contains("not"), "{command}: {err}");
+    }
+    // the workspace profile without a required sandbox refuses them too
+    let guard = ShellFsGuardMiddleware::workspace();
+    let unsandboxed = WorkspaceDescriptor::new(&root);
+    for command in ["make out.txt", "sh build.sh", "git commit -m x", "cargo build"] {
+        let call = ToolCall::new("c", "shell", json!({ "command": command }));
+        assert!(guard.check_call(&call, Some(&unsandboxed)).is_err(), "{command}");
+    }
+    // and it still refuses what runs code given inline, sandbox or not
+    let sandboxed = unsandboxed
+        .clone()
+        .with_sandbox(tinyagents::sandbox::SandboxMode::Required);
+    for command in [
+        "sh -c 'id'",
+        "sh",
+        "npm install",
+        "npm exec x",
+        "make -C /tmp",
+        "git config core.pager x",
+    ] {
+        let call = ToolCall::new("c", "shell", json!({ "command": command }));
+        assert!(guard.check_call(&call, Some(&sandboxed)).is_err(), "{command}");
+    }
+    for command in [
+        "npm run test -- --watch",
+        "cargo build",
+        "git stash",
+        "git switch -c b2",
+        "git restore hello.txt",
+    ] {
+        let call = ToolCall::new("c", "shell", json!({ "command": command }));
+        assert!(
+            guard.check_call(&call, Some(&sandboxed)).is_ok(),
+            "{command}: {:?}",
+            guard.check_call(&call, Some(&sandboxed))
+        );
+    }
+}

@@ -116,7 +116,7 @@ impl ShellTool {
     /// use tinyagents::sandbox::{SandboxPolicy, ShellTool};
     ///
     /// let tool = ShellTool::new(SandboxPolicy::new("/path/to/workspace"))?
-    ///     .with_rules(ShellFsGuardMiddleware::new().read_only(true));
+    ///     .with_rules(ShellFsGuardMiddleware::workspace());
     /// # Ok::<(), tinyagents::TinyAgentsError>(())
     /// ```
     pub fn with_rules(mut self, rules: ShellFsGuardMiddleware) -> Self {
@@ -282,7 +282,9 @@ impl Tool for ShellTool {
                 None => {
                     let ws = match &cx.parent().workspace {
                         Some(ws) => ws.clone(),
-                        None => WorkspaceDescriptor::new(sandbox.root()).read_only(!sandbox.policy().root_writable),
+                        None => WorkspaceDescriptor::new(sandbox.root())
+                            .read_only(!sandbox.policy().root_writable)
+                            .with_sandbox(sandbox.policy().mode),
                     };
                     self.rules.plan_shell(&arguments, Some(&ws)).map_err(|reason| {
                         TinyAgentsError::validation(format!(

@@ -27,6 +27,10 @@ pub(super) struct ShellRules<'a> {
     /// The canonical directory the command runs in (under the root).
     pub(super) cwd: &'a Path,
     pub(super) protected: &'a [String],
+    /// The `workspace` profile is on.
+    pub(super) workspace: bool,
+    /// The run's workspace requires the OS sandbox.
+    pub(super) sandboxed: bool,
 }
 
 /// One shell word: its text after quote removal, and the glob pattern it is
@@ -388,19 +392,35 @@ fn check_stage(
     {
         return Err(format!("a command name that is not understood (`{command}`)"));
     }
-    if let Some(why) = intrinsic_refusal(command) {
-        return Err(format!("the command `{command}` is refused: {why}"));
+    let profile_spec = if rules.workspace {
+        commands::workspace_spec(command)
+    } else {
+        None
+    };
+    if profile_spec.is_some() && !rules.sandboxed {
+        return Err(format!(
+            "`{command}` runs the project's own code: the `workspace` profile admits it only where the run's \
+             workspace requires the OS sandbox (WorkspaceDescriptor::with_sandbox(SandboxMode::Required)), and this \
+             run's does not"
+        ));
+    }
+    if profile_spec.is_none() {
+        if let Some(why) = intrinsic_refusal(command) {
+            return Err(format!("the command `{command}` is refused: {why}"));
+        }
     }
     if rules.deny.iter().any(|d| d == command) {
         return Err(format!("the command `{command}` is denied (`deny_commands`)"));
     }
-    let Some(spec) = commands::spec(command) else {
+    let Some(spec) = profile_spec.or_else(|| commands::spec(command)) else {
         return Err(format!(
             "the command `{command}` has no argv specification in the guard, so it is refused (specified: {})",
             commands::specified_commands().join(", ")
         ));
     };
-    let listed = rules.allow.iter().any(|a| a == command);
+    // the workspace profile, with the sandbox required, admits its own programs and cargo
+    let profile = rules.workspace && rules.sandboxed && (profile_spec.is_some() || command == "cargo");
+    let listed = profile || rules.allow.iter().any(|a| a == command);
     if !listed && (!rules.allow.is_empty() || spec.opt_in) {
         return Err(format!(
             "the command `{command}` is not in the allowed commands (`allow_commands`){}",
@@ -424,6 +444,7 @@ fn check_stage(
         protected: rules.protected,
         program: spec.name,
         walk,
+        workspace: rules.workspace && rules.sandboxed,
     };
     // Expand globs as bash would; every match must be confined whatever the program does with it.
     let mut argv: Vec<String> = Vec::with_capacity(args.len());

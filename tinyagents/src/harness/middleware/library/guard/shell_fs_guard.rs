@@ -188,7 +188,6 @@ pub const DEFAULT_DENY_COMMANDS: &[&str] = &[
     "timeout",
     "nice",
     "setsid",
-    "sh",
     "bash",
     "zsh",
     "dash",
@@ -245,6 +244,9 @@ pub const DEFAULT_DENY_COMMANDS: &[&str] = &[
 /// assert!(c.read_only);
 /// let err = from_toml_str::<ShellFsGuardConfig>("allow_commands = [\"ls\", \"sudo\"]").unwrap_err();
 /// assert!(err.to_string().contains("allow_commands"));
+/// let c: ShellFsGuardConfig = from_toml_str("profile = \"workspace\"").unwrap();
+/// assert_eq!(c.profile, "workspace");
+/// assert!(from_toml_str::<ShellFsGuardConfig>("profile = \"open\"").unwrap_err().to_string().contains("profile"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
 #[config(type = "shell_fs_guard", builds = ShellFsGuardMiddleware, validate = check_guard_config)]
@@ -293,6 +295,9 @@ pub struct ShellFsGuardConfig {
     /// File-tool argument keys holding a patch (its target paths are confined like writes).
     #[config(default = strings(DEFAULT_PATCH_KEYS))]
     pub patch_keys: Vec<String>,
+    /// The command profile: `default` (what the allow list admits: reading commands and plain file edits, as strict where no sandbox confines the run) or `workspace` (also `git add/commit/checkout -b/switch/stash/restore/rm/mv`, `make`, `sh SCRIPT`, `cargo`, `npm run SCRIPT`, only where the run's workspace requires the OS sandbox, which is then the enforcement).
+    #[config(default = "default".to_owned())]
+    pub profile: String,
     /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path from the root). Empty: no protection.
     #[config(default = strings(DEFAULT_PROTECTED_PATHS))]
     pub protected_paths: Vec<String>,
@@ -341,6 +346,12 @@ fn check_guard_config(c: &ShellFsGuardConfig) -> std::result::Result<(), ConfigV
             .with_value(command));
         }
     }
+    if !GUARD_PROFILES.contains(&c.profile.as_str()) {
+        return Err(
+            ConfigViolation::new("profile", format!("must be one of: {}", GUARD_PROFILES.join(", ")))
+                .with_value(&c.profile),
+        );
+    }
     for entry in &c.protected_paths {
         let e = entry.trim_matches('/');
         if e.is_empty() || Path::new(entry).is_absolute() || e.split('/').any(|p| p == ".." || p == ".") {
@@ -373,9 +384,13 @@ impl Default for ShellFsGuardConfig {
             glob_keys: strings(DEFAULT_GLOB_KEYS),
             patch_keys: strings(DEFAULT_PATCH_KEYS),
             protected_paths: strings(DEFAULT_PROTECTED_PATHS),
+            profile: "default".to_owned(),
         }
     }
 }
+
+/// The guard's command profiles (see [`ShellFsGuardConfig::profile`]).
+pub const GUARD_PROFILES: &[&str] = &["default", "workspace"];
 
 impl From<ShellFsGuardConfig> for ShellFsGuardMiddleware {
     fn from(config: ShellFsGuardConfig) -> Self {
@@ -491,6 +506,39 @@ impl ShellFsGuardMiddleware {
     pub fn protected_paths<I: IntoIterator<Item = S>, S: Into<String>>(mut self, paths: I) -> Self {
         self.config.protected_paths = paths.into_iter().map(Into::into).collect();
         self
+    }
+
+    /// The guard with the `workspace` profile: what a coding agent needs to
+    /// work — `git add`, `commit`, `checkout -b`, `switch`, `stash`,
+    /// `restore`, `rm`, `mv`; `make`; `sh SCRIPT`; `cargo`; `npm run
+    /// SCRIPT` — on top of the default allow list, admitted only where the
+    /// run's workspace requires the OS sandbox (elsewhere they are refused,
+    /// naming the requirement). These run the project's own code: the
+    /// sandbox is the enforcement, the guard the early, explained refusal.
+    /// Git runs with hooks, pagers, editors, signing and external drivers
+    /// off ([`SAFE_MODES`](crate::sandbox::SAFE_MODES)).
+    ///
+    /// ```
+    /// use tinyagents::harness::tool::{SandboxMode, ToolCall};
+    /// use tinyagents::harness::workspace::WorkspaceDescriptor;
+    /// use tinyagents::middleware::ShellFsGuardMiddleware;
+    ///
+    /// let root = std::env::temp_dir();
+    /// let guard = ShellFsGuardMiddleware::workspace().with_root(&root);
+    /// let call = ToolCall::new("1", "shell", serde_json::json!({ "command": "make -j4 test" }));
+    /// let sandboxed = WorkspaceDescriptor::new(&root).with_sandbox(SandboxMode::Required);
+    /// assert!(guard.check_call(&call, Some(&sandboxed)).is_ok());
+    /// // without a required sandbox, and under the default profile, it is refused
+    /// let err = guard.check_call(&call, Some(&WorkspaceDescriptor::new(&root))).unwrap_err();
+    /// assert!(err.contains("requires the OS sandbox"), "{err}");
+    /// assert!(ShellFsGuardMiddleware::new().with_root(&root).check_call(&call, Some(&sandboxed)).is_err());
+    /// ```
+    pub fn workspace() -> Self {
+        ShellFsGuardConfig {
+            profile: "workspace".to_owned(),
+            ..ShellFsGuardConfig::default()
+        }
+        .into()
     }
 
     /// The names of the programs the guard has an argv-level specification for.
@@ -619,6 +667,8 @@ impl ShellFsGuardMiddleware {
             root: &root,
             cwd: &cwd,
             protected: &c.protected_paths,
+            workspace: c.profile == "workspace",
+            sandboxed: workspace.is_some_and(|w| w.sandbox == crate::harness::tool::SandboxMode::Required),
         };
         check_command(command, &rules)
     }

@@ -298,7 +298,7 @@ mod differential {
             std::fs::write(dir.join("f"), "").unwrap();
             let root = dir.canonicalize().unwrap();
             let walk = WalkBudget::default();
-            let cx = Ctx { root: &root, cwd: &root, read_only: true, protected: &[], program: "find", walk: &walk };
+            let cx = Ctx { root: &root, cwd: &root, read_only: true, protected: &[], program: "find", walk: &walk, workspace: false };
             let mut args = vec![".".to_owned()];
             args.extend(expr.iter().cloned());
             let guard = primaries(&args, &cx).map(|p| {
