@@ -295,3 +295,39 @@ async fn the_workspace_profile_commits_makes_and_builds_in_the_sandbox() {
         );
     }
 }
+
+/// A sub-agent whose own stack holds no shell guard still runs the plan
+/// its inherited guard admitted: the agent loop's last check records it for
+/// the call, and only for exactly the arguments judged.
+#[test]
+fn an_inherited_guard_hands_its_plan_to_the_shell_tool() {
+    use std::sync::Arc;
+    use tinyagents::harness::context::{RunConfig, RunContext};
+    use tinyagents::harness::tool::{Restriction, RunRestrictions, ToolContext};
+    use tinyagents::sandbox::{admitted_plan, SandboxMode};
+
+    let ws = Workspace::new("inherited-plan");
+    let root = ws.root.canonicalize().unwrap();
+    let restrictions = RunRestrictions::new().with(
+        "shell_fs_guard",
+        Restriction::Guard(Arc::new(ShellFsGuardMiddleware::workspace())),
+    );
+    let ctx: RunContext = RunContext::new(RunConfig::new("child"), ())
+        .with_workspace(WorkspaceDescriptor::new(&root).with_sandbox(SandboxMode::Required))
+        .with_inherited_restrictions(Arc::new(restrictions));
+    let call = ToolCall::new("c1", "shell", json!({ "command": "make -j2 all | tail -n 5" }));
+    ctx.check_call(&call, None).unwrap();
+    let cx = ToolContext::new("c1", ctx.as_parent(), None);
+    let plan = admitted_plan(&cx, &call.arguments).expect("the inherited guard's plan");
+    assert_eq!(plan.stages().len(), 2);
+    assert_eq!(plan.stages()[0].argv(), ["make", "-j2", "all"]);
+    // other arguments under the same id, or another id: no plan
+    assert!(admitted_plan(&cx, &json!({ "command": "make other" })).is_none());
+    let other = ToolContext::new("c2", ctx.as_parent(), None);
+    assert!(admitted_plan(&other, &call.arguments).is_none());
+    // a refused call records nothing
+    let refused = ToolCall::new("c3", "shell", json!({ "command": "sh -c id" }));
+    assert!(ctx.check_call(&refused, None).is_err());
+    let cx3 = ToolContext::new("c3", ctx.as_parent(), None);
+    assert!(admitted_plan(&cx3, &refused.arguments).is_none());
+}
