@@ -138,10 +138,15 @@ impl ShellPlan {
 /// that it cannot run code named by its input, its configuration or the
 /// work tree: `(program, arguments inserted after the program name)`.
 /// `git` also gets `--no-ext-diff`/`--no-textconv` after the subcommands
-/// that can diff ([`GIT_NO_DRIVERS`]).
+/// that can diff ([`GIT_NO_DRIVERS`]). The other specified programs have no
+/// such switch: their code-running features are refused by the guard's
+/// specifications (`find -exec`, `jq`'s `import`), and the files they would
+/// load on their own (`~/.jq`) are in the sandbox's private, empty `HOME`.
 pub const SAFE_MODES: &[(&str, &[&str])] = &[
     // GNU sed refuses the `e`, `w`, `W`, `r`, `R` commands and the `e`/`w` flags of `s` itself
     ("sed", &["--sandbox"]),
+    // ripgrep reads no config file (RIPGREP_CONFIG_PATH could name one with `--pre`)
+    ("rg", &["--no-config"]),
     (
         "git",
         &[
@@ -345,5 +350,6 @@ mod tests {
         assert!(safe_argv(v(&["git", "-c", "core.fsmonitor=x", "status"])).is_err());
         assert!(safe_argv(v(&["git", "-ccore.pager=x", "status"])).is_err());
         assert_eq!(safe_argv(v(&["ls", "-l"])).unwrap(), v(&["ls", "-l"]));
+        assert_eq!(safe_argv(v(&["rg", "x"])).unwrap(), v(&["rg", "--no-config", "x"]));
     }
 }
