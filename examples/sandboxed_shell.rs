@@ -1,7 +1,11 @@
 //! Sandboxed shell: an agent on the scripted model calls the library's
 //! `ShellTool`, whose every command runs confined by the OS (Landlock,
 //! seccomp, limits; see `docs/security.md`). One command works in the
-//! workspace, one tries to write outside it, one tries the network.
+//! workspace, one tries to write outside it, one tries the network: the tool
+//! reads each line with the shell guard's parser and rules and runs the
+//! plan it read, without `/bin/sh`, so the last two are refused before
+//! anything runs (under `ShellTool::with_shell(true)` the kernel refuses
+//! them instead).
 //!
 //! Run it with `cargo run -p tinyagents-examples --example sandboxed_shell`.
 //! On a machine without Landlock it says what is missing and stops: the

@@ -684,6 +684,23 @@ fn hostile() -> Vec<(&'static str, ToolCall)> {
         ],
     ));
     all.extend(shells(
+        "sed bracket forms and delimiters",
+        &[
+            "sed '/[/a]/e' notes.txt",
+            "sed -n 's/[/]/g;/w .git/config' notes.txt",
+            "sed 's/[/]/x/w pwned' notes.txt",
+            "sed '/[/]/W pwned' notes.txt",
+            "sed '/[/]/r /etc/passwd' notes.txt",
+            "sed '\\,[,],e' notes.txt",
+            "sed 's|[|]|x|e' notes.txt",
+            "sed '/[[:alpha:]/]/e' notes.txt",
+            "sed 's^[^^]^x^w pwned' notes.txt",
+            "sed -e '/[/a]/e touch pwned' notes.txt",
+            "sed --expression='/[]/]/w pwned' notes.txt",
+            "sed 's/[[:/]/x/' notes.txt",
+        ],
+    ));
+    all.extend(shells(
         "shell syntax",
         &[
             "ls x${IFS}y",
@@ -996,6 +1013,8 @@ fn ordinary() -> Vec<ToolCall> {
         "sed -n '1,20p' notes.txt",
         "sed 's/a/b/g' notes.txt",
         "sed -e 's/x/y/' -e '/^$/d' notes.txt",
+        "sed 's/[^/]*$//' notes.txt",
+        "sed -n '/[/]/p' notes.txt",
         "sed -E 's/([a-z]+) ([0-9])/\\2 \\1/' notes.txt",
         "cat src/main.rs",
         "cat -n notes.txt",
@@ -1479,6 +1498,14 @@ fn admitted_ordinary_commands_run_for_real() {
     let ws = Workspace::new("run");
     let guard = ShellFsGuardMiddleware::new();
     let d = Some(ws.descriptor());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = tinyagents::sandbox::Sandbox::new(
+        tinyagents::sandbox::SandboxPolicy::new(ws.root()).with_mode(tinyagents::sandbox::SandboxMode::Off),
+    )
+    .unwrap();
     let (mut ran, mut skipped) = (0, Vec::new());
     for c in ordinary() {
         if c.name != "shell" {
@@ -1499,15 +1526,14 @@ fn admitted_ordinary_commands_run_for_real() {
         let cwd = c.arguments["cwd"]
             .as_str()
             .map_or(ws.root().to_path_buf(), |p| ws.root().join(p));
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(cmd)
-            .current_dir(&cwd)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
+        // what runs is the guard's plan (safe modes included), executed
+        // without a shell by the runner (unconfined here: the corpus's
+        // workspace is a throw-away directory)
+        let _ = &cwd;
+        let plan = guard.plan_call(&c, d.as_ref()).unwrap().unwrap();
+        let out = runtime.block_on(sandbox.run_plan(&plan)).unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let code = out.status.code().unwrap_or(-1);
+        let code = out.exit_code().unwrap_or(-1);
         let expect_one = cmd == "false" || cmd.starts_with("diff ");
         assert!(
             code == 0 || (expect_one && code == 1),

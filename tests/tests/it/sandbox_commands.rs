@@ -250,7 +250,13 @@ async fn shell_tool_runs_in_the_sandbox_inside_an_agent() {
         "{}",
         texts[0]
     );
-    assert!(refused_by_the_kernel(&texts[1]), "{}", texts[1]);
+    // The tool reads the line itself (no guard in front) with the guard's
+    // parser and rules: the redirection outside the root never runs.
+    assert!(
+        texts[1].contains("refused the command") && texts[1].contains("outside the workspace root"),
+        "{}",
+        texts[1]
+    );
     assert!(ws.outside_files().is_empty());
     assert!(texts[2].contains("unknown argument `argv`"), "{}", texts[2]);
     assert!(texts[3].contains("working directory"), "{}", texts[3]);
@@ -280,25 +286,29 @@ async fn shell_tool_is_refused_without_a_sandboxed_workspace_and_read_only_holds
         tool_texts(&model)
     );
     assert!(!ws.root.join("made.txt").exists());
-    // A read-only workspace: the command runs, the write is refused by the kernel.
-    let (model, agent) = shell_agent(&ws, ShellTool::new(ws.policy()).unwrap(), turns());
-    let ro = WorkspaceDescriptor::new(&ws.root)
-        .with_sandbox(SandboxMode::Required)
-        .read_only(true);
-    agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_workspace(ro),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
-    assert!(
-        refused_by_the_kernel(&tool_texts(&model)[0]),
-        "{:?}",
-        tool_texts(&model)
-    );
-    assert!(!ws.root.join("made.txt").exists());
+    // A read-only workspace: the tool's own reading refuses the write, and
+    // under the `/bin/sh` opt-out the kernel does.
+    for shell in [false, true] {
+        let (model, agent) = shell_agent(&ws, ShellTool::new(ws.policy()).unwrap().with_shell(shell), turns());
+        let ro = WorkspaceDescriptor::new(&ws.root)
+            .with_sandbox(SandboxMode::Required)
+            .read_only(true);
+        agent
+            .run(
+                &mut RunContext::new(RunConfig::new("r"), ()).with_workspace(ro),
+                &(),
+                "go",
+            )
+            .await
+            .unwrap();
+        let text = &tool_texts(&model)[0];
+        if shell {
+            assert!(refused_by_the_kernel(text), "{text}");
+        } else {
+            assert!(text.contains("the guard is read-only"), "{text}");
+        }
+        assert!(!ws.root.join("made.txt").exists());
+    }
     // Another workspace root: refused, naming both.
     let other = Workspace::new("tool-other");
     let (model, agent) = shell_agent(&ws, ShellTool::new(ws.policy()).unwrap(), turns());

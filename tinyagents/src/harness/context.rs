@@ -781,10 +781,18 @@ impl<Ctx> RunContext<Ctx> {
         } else {
             Approval::Missing
         };
-        self.config
+        let plan = self
+            .config
             .inherited
-            .check_call(call, declared, self.workspace(), approval)
-            .map_err(|reason| format!("{reason}; it is inherited from the parent run, and a sub-agent can only narrow its parent's restrictions"))
+            .check_call_planned(call, declared, self.workspace(), approval)
+            .map_err(|reason| format!("{reason}; it is inherited from the parent run, and a sub-agent can only narrow its parent's restrictions"))?;
+        // The plan an inherited shell guard admitted is what the shell tool
+        // runs (the child's own stack may hold no such guard).
+        if let Some(plan) = plan {
+            self.local::<crate::sandbox::AdmittedPlans>()
+                .record(&call.id, &call.arguments, plan);
+        }
+        Ok(())
     }
 
     /// `Err(reason)` when a guard the run inherited that asks something

@@ -61,6 +61,7 @@
 //! # Ok(()) }
 //! ```
 
+mod plan;
 mod runner;
 mod shell;
 
@@ -69,6 +70,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+pub(crate) use plan::AdmittedPlans;
+pub use plan::{admitted_plan, PlanRedirect, PlanStage, RedirectTarget, ShellPlan, GIT_NO_DRIVERS, SAFE_MODES};
 pub use runner::{Sandbox, SandboxCommand, SandboxOutput, Termination};
 pub use shell::ShellTool;
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use tinyagents_sandbox::{Confinement, ConfinementSpec};
 
+use super::plan::{PlanRedirect, RedirectTarget, ShellPlan};
 use super::{SandboxMode, SandboxPolicy};
 use crate::{Result, TinyAgentsError};
 
@@ -335,12 +337,179 @@ impl Sandbox {
 
     /// [`Sandbox::run`], also killing the tree when `cancel` fires.
     pub async fn run_cancellable(&self, cmd: SandboxCommand, cancel: &CancellationToken) -> Result<SandboxOutput> {
-        let Some(program) = cmd.argv.first().filter(|p| !p.is_empty()) else {
+        if cmd.argv.first().is_none_or(|p| p.is_empty()) {
             return Err(TinyAgentsError::validation(
                 "sandbox: the command's argv is empty; give a program to run",
             ));
-        };
+        }
         let cwd = self.cwd(&cmd)?;
+        let run = Execution {
+            stages: vec![(cmd.argv.clone(), &[][..])],
+            cwd,
+            env: &cmd.env,
+            stdin: cmd.stdin,
+            timeout: cmd.timeout,
+            output_limits: cmd.output_limits,
+        };
+        self.execute(run, cancel).await
+    }
+
+    /// Runs a checked command line ([`ShellPlan`], made by the shell guard):
+    /// each stage spawned directly in the sandbox with OS pipes between them,
+    /// each redirection file opened here (it must be the very file the guard
+    /// judged, a regular file inside the root: a path swapped for a symlink,
+    /// a FIFO or a device since the check is refused), no `/bin/sh`. The
+    /// status is the last stage's, as in sh; stderr is every stage's.
+    /// Errors as [`Sandbox::run`], and `Validation` for a plan whose
+    /// working directory or files are outside this sandbox's root.
+    pub async fn run_plan(&self, plan: &ShellPlan) -> Result<SandboxOutput> {
+        self.run_plan_cancellable(plan, &CancellationToken::new()).await
+    }
+
+    /// [`Sandbox::run_plan`], also killing the tree when `cancel` fires.
+    pub async fn run_plan_cancellable(&self, plan: &ShellPlan, cancel: &CancellationToken) -> Result<SandboxOutput> {
+        if plan.stages.is_empty() {
+            return Err(TinyAgentsError::validation("sandbox: the plan has no stage to run"));
+        }
+        let cwd = self.cwd(&SandboxCommand::default().with_cwd(&plan.cwd))?;
+        let run = Execution {
+            stages: plan
+                .stages
+                .iter()
+                .map(|s| (s.argv.clone(), s.redirects.as_slice()))
+                .collect(),
+            cwd,
+            env: &plan.env,
+            stdin: None,
+            timeout: None,
+            output_limits: None,
+        };
+        self.execute(run, cancel).await
+    }
+
+    /// Opens the file of a redirection, as the plan resolved it.
+    fn open_redirect(&self, line: &str, target: &RedirectTarget, fd: u32, fds: &[OwnedFd]) -> Result<OwnedFd> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let refuse = |path: &Path, why: String| {
+            TinyAgentsError::validation(format!(
+                "sandbox: the redirection to `{}` of `{line}` is refused: {why}",
+                path.display()
+            ))
+        };
+        let (path, mut options) = match target {
+            RedirectTarget::Dup(m) => {
+                let Some(src) = fds.get(*m as usize) else {
+                    return Err(TinyAgentsError::validation(format!(
+                        "sandbox: `{line}` duplicates descriptor {m}, which the runner does not know (0, 1, 2)"
+                    )));
+                };
+                return src
+                    .try_clone()
+                    .map_err(|e| tool_error(format!("cannot duplicate descriptor {m}: {e}")));
+            }
+            RedirectTarget::Null => {
+                let f = std::fs::OpenOptions::new()
+                    .read(fd == 0)
+                    .write(fd != 0)
+                    .open("/dev/null")
+                    .map_err(|e| tool_error(format!("cannot open /dev/null: {e}")))?;
+                return Ok(f.into());
+            }
+            RedirectTarget::Read(p) => {
+                let mut o = std::fs::OpenOptions::new();
+                o.read(true);
+                (p, o)
+            }
+            RedirectTarget::Write(p) | RedirectTarget::Append(p) => {
+                if !self.policy.root_writable {
+                    return Err(refuse(
+                        p,
+                        "the workspace is read-only (fix: drop the redirection, the output comes back anyway)"
+                            .to_owned(),
+                    ));
+                }
+                let mut o = std::fs::OpenOptions::new();
+                o.write(true).create(true).mode(0o644);
+                if matches!(target, RedirectTarget::Append(_)) {
+                    o.append(true);
+                }
+                (p, o)
+            }
+        };
+        if !path.starts_with(&self.root) {
+            return Err(refuse(
+                path,
+                format!("it is outside the workspace root `{}`", self.root.display()),
+            ));
+        }
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(refuse(path, "it names no file".to_owned()));
+        };
+        // The directory first, checked to be the one the guard judged (a
+        // directory on the way swapped for a symlink since the check is
+        // caught here, before anything is created), then the file in it,
+        // through that open directory.
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(parent)
+            .map_err(|e| refuse(path, format!("its directory cannot be opened: {e}")))?;
+        let fd_path = |fd: i32| PathBuf::from(format!("/proc/self/fd/{fd}"));
+        let real_dir = std::fs::read_link(fd_path(dir.as_raw_fd()))
+            .map_err(|e| refuse(path, format!("its directory cannot be identified (/proc/self/fd): {e}")))?;
+        if real_dir != parent {
+            return Err(refuse(
+                path,
+                format!(
+                    "its directory resolves to `{}` now, not the directory the guard checked (a path changed since)",
+                    real_dir.display()
+                ),
+            ));
+        }
+        // No symlink at the end, no blocking open of a FIFO, no controlling terminal.
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+        let file = options
+            .open(fd_path(dir.as_raw_fd()).join(name))
+            .map_err(|e| refuse(path, format!("it cannot be opened: {e}")))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| refuse(path, format!("it cannot be examined: {e}")))?;
+        if !meta.is_file() {
+            return Err(refuse(path, "it is not a regular file".to_owned()));
+        }
+        // What was opened must be the file the guard judged.
+        let real = std::fs::read_link(fd_path(file.as_raw_fd())).map_err(|e| {
+            refuse(
+                path,
+                format!("the opened file cannot be identified (/proc/self/fd): {e}"),
+            )
+        })?;
+        if real != *path {
+            return Err(refuse(
+                path,
+                format!(
+                    "it resolves to `{}` now, not the file the guard checked (a path changed since)",
+                    real.display()
+                ),
+            ));
+        }
+        if matches!(target, RedirectTarget::Write(_)) {
+            file.set_len(0)
+                .map_err(|e| refuse(path, format!("it cannot be truncated: {e}")))?;
+        }
+        Ok(file.into())
+    }
+
+    /// Spawns the stages of `run` confined, pipes between them, and collects
+    /// the bounded output of the last stage and the stderr of all.
+    async fn execute(&self, run: Execution<'_>, cancel: &CancellationToken) -> Result<SandboxOutput> {
+        let program = run.stages[0].0[0].clone();
+        let shown = run
+            .stages
+            .iter()
+            .map(|(argv, _)| argv[0].as_str())
+            .collect::<Vec<_>>()
+            .join(" | ");
         let temp = TempDir::create(&self.policy.temp_parent)?;
         let confinement = match self.policy.mode {
             SandboxMode::Off => None,
@@ -354,85 +523,162 @@ impl Sandbox {
             }
             SandboxMode::Preferred => Confinement::prepare(&self.spec(temp.path())).ok(),
         };
-
-        let mut std_cmd = std::process::Command::new(program);
-        std_cmd.args(&cmd.argv[1..]).current_dir(&cwd).env_clear();
-        let mut has_path = self.policy.env.contains_key("PATH") || cmd.env.contains_key("PATH");
-        for name in &self.policy.env_allow {
-            if let Some(value) = std::env::var_os(name) {
-                has_path |= name == "PATH";
-                std_cmd.env(name, value);
-            }
-        }
-        std_cmd.envs(&self.policy.env).envs(&cmd.env);
-        if !has_path {
-            std_cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
-        }
-        std_cmd
-            .env("HOME", temp.home())
-            .env("TMPDIR", temp.tmp())
-            .stdin(if cmd.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        match &confinement {
-            Some(c) => c.install(&mut std_cmd),
-            None => {
-                use std::os::unix::process::CommandExt;
-                std_cmd.process_group(0);
-            }
-        }
-        let mut command = tokio::process::Command::from(std_cmd);
-        command.kill_on_drop(true);
-        // Tokio panics when the runtime has no IO driver: report it instead.
-        let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn()));
-        let mut child = match spawned {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                return Err(tool_error(format!(
-                    "cannot start `{program}`{}: {e}",
-                    if confinement.is_some() { " in the sandbox" } else { "" }
-                )))
-            }
-            Err(_) => {
-                return Err(tool_error(
-                    "sandboxed commands need a Tokio runtime with IO enabled (`Builder::enable_all()`)".to_owned(),
-                ))
-            }
+        let pipe = || std::io::pipe().map_err(|e| tool_error(format!("cannot make a pipe: {e}")));
+        let null = || -> Result<OwnedFd> {
+            std::fs::File::open("/dev/null")
+                .map(Into::into)
+                .map_err(|e| tool_error(format!("cannot open /dev/null: {e}")))
         };
-        let pid = child.id().unwrap_or(0);
-        if let Some(c) = &confinement {
-            c.started(pid);
-        }
-        // The process group first, in one atomic signal (nothing in the tree can
-        // leave it: setsid/setpgid are refused), so no process runs on between
-        // two kills (a shell going on to its next line when its child dies);
-        // then the cgroup sweep for anything else.
-        let kill = || {
-            tinyagents_sandbox::kill_process_group(pid);
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        let (mut prev, in_w): (Option<OwnedFd>, _) = match run.stdin.is_some() {
+            true => {
+                let (r, w) = pipe()?;
+                (Some(r.into()), Some(w))
+            }
+            false => (None, None),
+        };
+        let mut children: Vec<tokio::process::Child> = Vec::new();
+        let mut pids: Vec<u32> = Vec::new();
+        let kill_pids = |pids: &[u32]| {
+            for &pid in pids {
+                tinyagents_sandbox::kill_process_group(pid);
+            }
             if let Some(c) = &confinement {
                 c.kill_all();
             }
         };
+        let line = run
+            .stages
+            .iter()
+            .map(|(a, _)| a.join(" "))
+            .collect::<Vec<_>>()
+            .join(" | ");
+        let count = run.stages.len();
+        for (i, (argv, redirects)) in run.stages.iter().enumerate() {
+            let spawned: Result<tokio::process::Child> = (|| {
+                let stdin = match prev.take() {
+                    Some(fd) => fd,
+                    None => null()?,
+                };
+                let (next, stdout): (Option<OwnedFd>, OwnedFd) = if i + 1 == count {
+                    let w = out_w
+                        .try_clone()
+                        .map_err(|e| tool_error(format!("cannot clone a pipe: {e}")))?;
+                    (None, w.into())
+                } else {
+                    let (r, w) = pipe()?;
+                    (Some(r.into()), w.into())
+                };
+                prev = next;
+                let stderr: OwnedFd = err_w
+                    .try_clone()
+                    .map_err(|e| tool_error(format!("cannot clone a pipe: {e}")))?
+                    .into();
+                let mut fds = vec![stdin, stdout, stderr];
+                for r in redirects.iter() {
+                    let fd = self.open_redirect(&line, &r.target, r.fd, &fds)?;
+                    fds[r.fd as usize] = fd;
+                }
+                let stderr = fds.pop().expect("three descriptors");
+                let stdout = fds.pop().expect("three descriptors");
+                let stdin = fds.pop().expect("three descriptors");
+                let mut std_cmd = std::process::Command::new(&argv[0]);
+                std_cmd.args(&argv[1..]).current_dir(&run.cwd).env_clear();
+                let mut has_path = self.policy.env.contains_key("PATH") || run.env.contains_key("PATH");
+                for name in &self.policy.env_allow {
+                    if let Some(value) = std::env::var_os(name) {
+                        has_path |= name == "PATH";
+                        std_cmd.env(name, value);
+                    }
+                }
+                std_cmd.envs(&self.policy.env).envs(run.env);
+                if !has_path {
+                    std_cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+                }
+                std_cmd
+                    .env("HOME", temp.home())
+                    .env("TMPDIR", temp.tmp())
+                    .stdin(Stdio::from(stdin))
+                    .stdout(Stdio::from(stdout))
+                    .stderr(Stdio::from(stderr));
+                match &confinement {
+                    Some(c) => c.install(&mut std_cmd),
+                    None => {
+                        use std::os::unix::process::CommandExt;
+                        std_cmd.process_group(0);
+                    }
+                }
+                let mut command = tokio::process::Command::from(std_cmd);
+                command.kill_on_drop(true);
+                // Tokio panics when the runtime has no IO driver: report it instead.
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn())) {
+                    Ok(Ok(c)) => Ok(c),
+                    Ok(Err(e)) => Err(tool_error(format!(
+                        "cannot start `{}`{}: {e}",
+                        argv[0],
+                        if confinement.is_some() { " in the sandbox" } else { "" }
+                    ))),
+                    Err(_) => Err(tool_error(
+                        "sandboxed commands need a Tokio runtime with IO enabled (`Builder::enable_all()`)".to_owned(),
+                    )),
+                }
+            })();
+            match spawned {
+                Ok(child) => {
+                    let pid = child.id().unwrap_or(0);
+                    if pids.is_empty() {
+                        if let Some(c) = &confinement {
+                            c.started(pid);
+                        }
+                    }
+                    pids.push(pid);
+                    children.push(child);
+                }
+                Err(e) => {
+                    // The stages already started die with the call.
+                    kill_pids(&pids);
+                    for c in &mut children {
+                        let _ = c.wait().await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        // The runner's copies of the write ends: the readers see the end of
+        // output when the last stage holding one exits.
+        drop((out_w, err_w, prev));
+        // Each process group first, in one atomic signal each (nothing in the
+        // tree can leave its group: setsid/setpgid are refused), then the
+        // cgroup sweep for anything else.
+        let kill = || kill_pids(&pids);
         // If this future is dropped mid-run (a timeout around the tool), the
-        // tree is killed while the child is still unreaped.
+        // tree is killed while the children are still unreaped.
         let guard = TreeGuard(&kill);
 
+        let as_pipe = |fd: OwnedFd| {
+            tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+                .map_err(|e| tool_error(format!("cannot read the output of `{shown}`: {e}")))
+        };
+        let mut stdout = Some(as_pipe(out_r.into())?);
+        let mut stderr = Some(as_pipe(err_r.into())?);
+        let stdin = match in_w {
+            Some(w) => Some(
+                tokio::net::unix::pipe::Sender::from_owned_fd(w.into())
+                    .map_err(|e| tool_error(format!("cannot write the input of `{shown}`: {e}")))?,
+            ),
+            None => None,
+        };
+
         let cap = self.policy.limits.output_bytes;
-        let (out_cap, err_cap) = cmd.output_limits.map_or((cap, cap), |(o, e)| (o.min(cap), e.min(cap)));
-        let wall = cmd
+        let (out_cap, err_cap) = run.output_limits.map_or((cap, cap), |(o, e)| (o.min(cap), e.min(cap)));
+        let wall = run
             .timeout
             .map_or(self.policy.limits.wall_time, |t| t.min(self.policy.limits.wall_time));
         let overflow = CancellationToken::new();
         let (mut out_buf, mut err_buf) = (Vec::new(), Vec::new());
         let (mut out_cut, mut err_cut) = (false, false);
-        let stdin = child.stdin.take();
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
-        let input = cmd.stdin;
+        let input = run.stdin;
 
         let outcome = {
             let write = async move {
@@ -445,16 +691,16 @@ impl Sandbox {
             let read_out = read_capped(&mut stdout, out_cap, &mut out_buf, &mut out_cut, &overflow);
             let read_err = read_capped(&mut stderr, err_cap, &mut err_buf, &mut err_cut, &overflow);
             let wait = async {
-                let status = tokio::select! {
-                    s = child.wait() => s,
+                let mut statuses = tokio::select! {
+                    s = futures::future::join_all(children.iter_mut().map(|c| c.wait())) => s,
                     _ = overflow.cancelled() => {
                         kill();
-                        child.wait().await
+                        futures::future::join_all(children.iter_mut().map(|c| c.wait())).await
                     }
                 };
                 // What the command left in the background dies with it.
                 kill();
-                status
+                statuses.pop().expect("at least one stage")
             };
             let work = async { tokio::join!(wait, read_out, read_err, write).0 };
             tokio::select! {
@@ -463,12 +709,12 @@ impl Sandbox {
                 _ = cancel.cancelled() => Err(Termination::Cancelled),
             }
         };
-        // Kill before the child handle is dropped (its pid, the group id, is
-        // not reused while it is unreaped), then until the cgroup is empty.
+        // Kill before the child handles are dropped (their pids, the group
+        // ids, are not reused while unreaped), then until the cgroup is empty.
         kill();
         std::mem::forget(guard);
         drop((stdout, stderr));
-        drop(child);
+        drop(children);
         if let Some(c) = &confinement {
             for _ in 0..2000 {
                 if c.kill_all() {
@@ -500,7 +746,7 @@ impl Sandbox {
                     (None, None) => Termination::Signaled(0),
                 }
             }
-            Ok(Err(e)) => return Err(tool_error(format!("waiting for `{program}` failed: {e}"))),
+            Ok(Err(e)) => return Err(tool_error(format!("waiting for `{shown}` failed: {e}"))),
         };
         Ok(SandboxOutput {
             termination,
@@ -514,6 +760,17 @@ impl Sandbox {
             wall_time: wall,
         })
     }
+}
+
+/// What one run executes: the stages (argv and redirections), where, with
+/// what environment and input, and its bounds.
+struct Execution<'a> {
+    stages: Vec<(Vec<String>, &'a [PlanRedirect])>,
+    cwd: PathBuf,
+    env: &'a BTreeMap<String, String>,
+    stdin: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+    output_limits: Option<(usize, usize)>,
 }
 
 /// Reads `pipe` into `buf`, at most `cap` bytes; one byte more sets `cut`

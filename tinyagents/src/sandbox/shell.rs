@@ -5,20 +5,38 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{Sandbox, SandboxCommand, SandboxMode, SandboxPolicy, Termination};
+use super::{admitted_plan, Sandbox, SandboxCommand, SandboxMode, SandboxPolicy, Termination};
+use crate::harness::workspace::WorkspaceDescriptor;
+use crate::middleware::ShellFsGuardMiddleware;
+
+/// The shell `SandboxCommand::shell` runs (only in the `/bin/sh` opt-out).
+const SH: &str = "/bin/sh";
 use crate::harness::tool::{SideEffects, Tool, ToolContext, ToolOutput, ToolPolicy, ToolRuntime, ToolSchema};
 use crate::{Result, TinyAgentsError};
 
 /// A shell tool (name `shell`) whose every call runs through the sandboxed
 /// runner ([`Sandbox`]) in the workspace root, or in a `cwd` under it.
 ///
-/// Arguments (any other key is refused): `command` — a command line run by
-/// `/bin/sh -c` (the key `shell_fs_guard` checks) — and optionally `cwd`,
-/// relative to the root. With [`ShellTool::with_argv`], `argv` (a program and
-/// its arguments, run without a shell) is accepted instead of `command`: off
-/// by default, because a guard that checks `command` lines would not see it. The result is the exit status and the bounded stdout and stderr
-/// (with a truncation marker when cut); `data` holds `exit_code`,
-/// `termination`, `stdout_truncated`, `stderr_truncated`, `confined`.
+/// Arguments (any other key is refused): `command` — a command line (the key
+/// `shell_fs_guard` checks) — and optionally `cwd`, relative to the root.
+///
+/// **What is checked is what runs.** A command line is never handed to
+/// `/bin/sh`: it runs as a [`ShellPlan`](super::ShellPlan) — the stages of argv, their
+/// redirections and pipes — executed by [`Sandbox::run_plan`]. When
+/// `shell_fs_guard` admitted the call, the tool runs the plan the guard
+/// recorded for that call id ([`admitted_plan`]); otherwise it reads the line
+/// itself with the same parser and the same rules (the default guard's, or
+/// those given with [`ShellTool::with_rules`]) and refuses what they refuse.
+/// [`ShellTool::with_shell`] is the explicit opt-out that runs `/bin/sh -c`
+/// (no plan, no check: only for a workspace where the OS sandbox alone is the
+/// policy).
+///
+/// With [`ShellTool::with_argv`], `argv` (a program and its arguments, run
+/// without a shell) is accepted instead of `command`: off by default,
+/// because a guard that checks `command` lines would not see it. The result is
+/// the exit status and the bounded stdout and stderr (with a truncation
+/// marker when cut); `data` holds `exit_code`, `termination`,
+/// `stdout_truncated`, `stderr_truncated`, `confined`.
 ///
 /// Its [`ToolPolicy`] declares `READ | WRITE | EXECUTE` (and `NETWORK` when
 /// the policy allows it), and the sandbox mode of its policy — `Required` by
@@ -51,6 +69,8 @@ pub struct ShellTool {
     schema: ToolSchema,
     sandbox: Sandbox,
     accept_argv: bool,
+    shell: bool,
+    rules: ShellFsGuardMiddleware,
 }
 
 impl ShellTool {
@@ -61,6 +81,8 @@ impl ShellTool {
             schema: ToolSchema::new("shell", ""),
             sandbox,
             accept_argv: false,
+            shell: false,
+            rules: ShellFsGuardMiddleware::new(),
         };
         tool.describe();
         Ok(tool)
@@ -75,19 +97,52 @@ impl ShellTool {
         self
     }
 
+    /// The same tool running `command` lines with `/bin/sh -c` (`true`)
+    /// instead of as a checked plan: the explicit opt-out. The shell then
+    /// reads the line a second time — globs, options, quoting — and no check
+    /// of the line holds; only the OS sandbox confines it.
+    pub fn with_shell(mut self, shell: bool) -> Self {
+        self.shell = shell;
+        self.describe();
+        self
+    }
+
+    /// The same tool reading lines no guard admitted with `rules` (default:
+    /// [`ShellFsGuardMiddleware::new`], the default guard). Its root is the
+    /// run's workspace, which must be this tool's root.
+    ///
+    /// ```no_run
+    /// use tinyagents::middleware::ShellFsGuardMiddleware;
+    /// use tinyagents::sandbox::{SandboxPolicy, ShellTool};
+    ///
+    /// let tool = ShellTool::new(SandboxPolicy::new("/path/to/workspace"))?
+    ///     .with_rules(ShellFsGuardMiddleware::workspace());
+    /// # Ok::<(), tinyagents::TinyAgentsError>(())
+    /// ```
+    pub fn with_rules(mut self, rules: ShellFsGuardMiddleware) -> Self {
+        self.rules = rules;
+        self
+    }
+
     fn describe(&mut self) {
+        let line = if self.shell {
+            "A command line, run with /bin/sh -c."
+        } else {
+            "A command line: one program or a pipeline of them, with quoting and redirections as in sh (no \
+             chaining, substitution or variables)."
+        };
         let (give, mut properties) = if self.accept_argv {
             (
-                "Give `command` (a /bin/sh command line) or `argv` (a program and its arguments)",
+                "Give `command` (a command line) or `argv` (a program and its arguments)",
                 json!({
-                    "command": { "type": "string", "description": "A command line, run with /bin/sh -c." },
+                    "command": { "type": "string", "description": line },
                     "argv": { "type": "array", "items": { "type": "string" }, "description": "A program and its arguments, run without a shell." }
                 }),
             )
         } else {
             (
-                "Give `command` (a /bin/sh command line)",
-                json!({ "command": { "type": "string", "description": "A command line, run with /bin/sh -c." } }),
+                "Give `command` (a command line)",
+                json!({ "command": { "type": "string", "description": line } }),
             )
         };
         properties["cwd"] =
@@ -218,7 +273,31 @@ impl Tool for ShellTool {
                 )));
             }
         }
-        let out = sandbox.run_cancellable(cmd, &cx.parent().cancellation).await?;
+        let line = cmd.argv.first().is_some_and(|p| p == SH) && !self.shell;
+        let out = if line {
+            // The plan the guard admitted for this call, or the tool's own
+            // reading with the same parser and rules: what is checked runs.
+            let plan = match admitted_plan(&cx, &arguments) {
+                Some(plan) => plan,
+                None => {
+                    let ws = match &cx.parent().workspace {
+                        Some(ws) => ws.clone(),
+                        None => WorkspaceDescriptor::new(sandbox.root())
+                            .read_only(!sandbox.policy().root_writable)
+                            .with_sandbox(sandbox.policy().mode),
+                    };
+                    self.rules.plan_shell(&arguments, Some(&ws)).map_err(|reason| {
+                        TinyAgentsError::validation(format!(
+                            "tool `{}` refused the command: {reason}",
+                            self.schema.name
+                        ))
+                    })?
+                }
+            };
+            sandbox.run_plan_cancellable(&plan, &cx.parent().cancellation).await?
+        } else {
+            sandbox.run_cancellable(cmd, &cx.parent().cancellation).await?
+        };
         let termination = match out.termination {
             Termination::Exited(_) => "exited",
             Termination::Signaled(_) => "signaled",

@@ -147,11 +147,20 @@ pub fn verdict(root: &Path, command: &str) -> Result<(), String> {
 /// holding `ShellTool` behind the DEFAULT `shell_fs_guard` and a strict
 /// `tool_policy`, in a sandbox-required workspace; returns each call's result text.
 pub async fn model_runs(ws: &Workspace, calls: &[(&str, &str)]) -> Vec<String> {
+    model_runs_with(ws, tinyagents::middleware::ShellFsGuardMiddleware::new(), calls).await
+}
+
+/// [`model_runs`] behind `guard` instead of the default `shell_fs_guard`.
+pub async fn model_runs_with(
+    ws: &Workspace,
+    guard: tinyagents::middleware::ShellFsGuardMiddleware,
+    calls: &[(&str, &str)],
+) -> Vec<String> {
     use std::sync::Arc;
 
     use serde_json::json;
     use tinyagents::harness::workspace::WorkspaceDescriptor;
-    use tinyagents::middleware::{ShellFsGuardMiddleware, ToolPolicyMiddleware};
+    use tinyagents::middleware::ToolPolicyMiddleware;
     use tinyagents::prelude::*;
     use tinyagents::sandbox::{SandboxMode, ShellTool};
 
@@ -171,13 +180,9 @@ pub async fn model_runs(ws: &Workspace, calls: &[(&str, &str)]) -> Vec<String> {
         .collect();
     turns.push(ScriptedTurn::text("done"));
     let model = Arc::new(ScriptedModel::new(turns));
-    let agent: Agent<()> = Agent::from_shared(model.clone()).with_tools(tools).with_stack(
-        MiddlewareStack::new()
-            .with(ShellFsGuardMiddleware::new())
-            .unwrap()
-            .with(policy)
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::from_shared(model.clone())
+        .with_tools(tools)
+        .with_stack(MiddlewareStack::new().with(guard).unwrap().with(policy).unwrap());
     let workspace = WorkspaceDescriptor::new(&ws.root).with_sandbox(SandboxMode::Required);
     agent
         .run(

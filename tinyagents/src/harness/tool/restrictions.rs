@@ -203,11 +203,32 @@ pub(crate) fn declares_read_only(policy: &ToolPolicy) -> bool {
 pub trait CallGuard: Send + Sync + std::fmt::Debug {
     /// `Err(reason)` when `call` may not run in a run with this workspace.
     fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> Result<(), String>;
+
+    /// [`check_call`](Self::check_call), and for an admitted shell call the
+    /// plan of what runs, when the guard reads command lines into one (the
+    /// shell guard does): the agent loop records it for the call, where the
+    /// shell tool finds it ([`admitted_plan`](crate::sandbox::admitted_plan)).
+    /// Default: no plan.
+    fn plan_call(
+        &self,
+        call: &ToolCall,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> Result<Option<crate::sandbox::ShellPlan>, String> {
+        self.check_call(call, workspace).map(|()| None)
+    }
 }
 
 impl CallGuard for crate::middleware::ShellFsGuardMiddleware {
     fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> Result<(), String> {
         crate::middleware::ShellFsGuardMiddleware::check_call(self, call, workspace)
+    }
+
+    fn plan_call(
+        &self,
+        call: &ToolCall,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> Result<Option<crate::sandbox::ShellPlan>, String> {
+        crate::middleware::ShellFsGuardMiddleware::plan_call(self, call, workspace)
     }
 }
 
@@ -413,15 +434,29 @@ impl RunRestrictions {
         workspace: Option<&WorkspaceDescriptor>,
         approval: Approval,
     ) -> Result<(), String> {
+        self.check_call_planned(call, declared, workspace, approval).map(drop)
+    }
+
+    /// [`check_call`](Self::check_call), also returning the plan the first
+    /// guard that reads command lines made of an admitted shell call.
+    pub(crate) fn check_call_planned(
+        &self,
+        call: &ToolCall,
+        declared: Option<&ToolPolicy>,
+        workspace: Option<&WorkspaceDescriptor>,
+        approval: Approval,
+    ) -> Result<Option<crate::sandbox::ShellPlan>, String> {
         self.check(&call.name, declared, workspace, approval)?;
+        let mut plan = None;
         for (by, r) in &self.by {
             if let Restriction::Guard(guard) = r {
-                guard
-                    .check_call(call, workspace)
+                let made = guard
+                    .plan_call(call, workspace)
                     .map_err(|reason| format!("{reason} (restriction of `{by}`)"))?;
+                plan = plan.or(made);
             }
         }
-        Ok(())
+        Ok(plan)
     }
 
     /// The [`AsyncCallGuard`]s among the restrictions, in order, with the

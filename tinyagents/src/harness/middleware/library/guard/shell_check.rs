@@ -10,6 +10,7 @@ use std::path::Path;
 
 use super::commands::{self, intrinsic_refusal, Ctx};
 use super::path_check::{confine_from, expand_glob, protected_hit, WalkBudget, EXPANSION_LIMIT};
+use crate::sandbox::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan};
 
 /// The longest command line judged.
 const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -26,6 +27,10 @@ pub(super) struct ShellRules<'a> {
     /// The canonical directory the command runs in (under the root).
     pub(super) cwd: &'a Path,
     pub(super) protected: &'a [String],
+    /// The `workspace` profile is on.
+    pub(super) workspace: bool,
+    /// The run's workspace requires the OS sandbox.
+    pub(super) sandboxed: bool,
 }
 
 /// One shell word: its text after quote removal, and the glob pattern it is
@@ -302,8 +307,9 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
     Ok(tokens)
 }
 
-/// `Err(reason)` when the command line is refused.
-pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), String> {
+/// The plan of the command line — what runs, exactly — or `Err(reason)`
+/// when it is refused.
+pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<ShellPlan, String> {
     if cmd.trim().is_empty() {
         return Err("an empty command".to_owned());
     }
@@ -323,10 +329,11 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<(), Str
     // is bounded, and so is what all of them together may
     let mut budget = GlobBudget::default();
     let walk = WalkBudget::default();
+    let mut planned = Vec::with_capacity(stages.len());
     for stage in stages {
-        check_stage(stage, rules, pipeline, &mut budget, &walk)?;
+        planned.push(check_stage(stage, rules, pipeline, &mut budget, &walk)?);
     }
-    Ok(())
+    Ok(ShellPlan::new(cmd, planned, rules.cwd))
 }
 
 /// The words the globs of one command line have become so far (at most
@@ -343,21 +350,22 @@ fn check_stage(
     pipeline: bool,
     budget: &mut GlobBudget,
     walk: &WalkBudget,
-) -> Result<(), String> {
+) -> Result<PlanStage, String> {
     let mut words: Vec<&Word> = Vec::new();
     let mut redirects = Vec::new();
     let mut iter = tokens.iter();
     while let Some(t) = iter.next() {
         match t {
             Token::Word(w) => words.push(w),
-            Token::Redirect { op, dup: Some(_), .. } => {
+            Token::Redirect { fd, op, dup: Some(dup) } => {
                 debug_assert_eq!(*op, ">&");
+                redirects.push((*fd, *op, Err(*dup)));
             }
             Token::Redirect { fd, op, dup: None } => {
                 let Some(Token::Word(target)) = iter.next() else {
                     return Err(format!("a `{op}` redirection without a target"));
                 };
-                redirects.push((*fd, *op, target));
+                redirects.push((*fd, *op, Ok(target)));
             }
             Token::Pipe => unreachable!("stages are split at pipes"),
         }
@@ -384,19 +392,35 @@ fn check_stage(
     {
         return Err(format!("a command name that is not understood (`{command}`)"));
     }
-    if let Some(why) = intrinsic_refusal(command) {
-        return Err(format!("the command `{command}` is refused: {why}"));
+    let profile_spec = if rules.workspace {
+        commands::workspace_spec(command)
+    } else {
+        None
+    };
+    if profile_spec.is_some() && !rules.sandboxed {
+        return Err(format!(
+            "`{command}` runs the project's own code: the `workspace` profile admits it only where the run's \
+             workspace requires the OS sandbox (WorkspaceDescriptor::with_sandbox(SandboxMode::Required)), and this \
+             run's does not"
+        ));
+    }
+    if profile_spec.is_none() {
+        if let Some(why) = intrinsic_refusal(command) {
+            return Err(format!("the command `{command}` is refused: {why}"));
+        }
     }
     if rules.deny.iter().any(|d| d == command) {
         return Err(format!("the command `{command}` is denied (`deny_commands`)"));
     }
-    let Some(spec) = commands::spec(command) else {
+    let Some(spec) = profile_spec.or_else(|| commands::spec(command)) else {
         return Err(format!(
             "the command `{command}` has no argv specification in the guard, so it is refused (specified: {})",
             commands::specified_commands().join(", ")
         ));
     };
-    let listed = rules.allow.iter().any(|a| a == command);
+    // the workspace profile, with the sandbox required, admits its own programs and cargo
+    let profile = rules.workspace && rules.sandboxed && (profile_spec.is_some() || command == "cargo");
+    let listed = profile || rules.allow.iter().any(|a| a == command);
     if !listed && (!rules.allow.is_empty() || spec.opt_in) {
         return Err(format!(
             "the command `{command}` is not in the allowed commands (`allow_commands`){}",
@@ -420,6 +444,7 @@ fn check_stage(
         protected: rules.protected,
         program: spec.name,
         walk,
+        workspace: rules.workspace && rules.sandboxed,
     };
     // Expand globs as bash would; every match must be confined whatever the program does with it.
     let mut argv: Vec<String> = Vec::with_capacity(args.len());
@@ -442,14 +467,28 @@ fn check_stage(
             }
         }
     }
+    let mut planned = Vec::with_capacity(redirects.len());
     for (fd, op, target) in redirects {
-        check_redirect(fd, op, target, rules)?;
+        let default = if op == "<" { 0 } else { 1 };
+        let target = match target {
+            Err(dup) => RedirectTarget::Dup(dup),
+            Ok(target) => check_redirect(fd, op, target, rules)?,
+        };
+        planned.push(PlanRedirect {
+            fd: fd.unwrap_or(default),
+            target,
+        });
     }
-    commands::check(spec, &argv, &cx)
+    commands::check(spec, &argv, &cx)?;
+    let mut run = Vec::with_capacity(argv.len() + 1);
+    run.push(command.to_owned());
+    run.extend(argv);
+    PlanStage::new(run, planned)
 }
 
 /// The words an unquoted glob word becomes, each confined: its matches, or
-/// the word itself when nothing matches.
+/// the word itself when nothing matches. A match that begins with `-` is
+/// given as `./-name`: the same file, which no program reads as an option.
 fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) -> Result<Vec<String>, String> {
     if pattern.matches(['*', '?', '[']).count() > MAX_GLOB_METAS {
         return Err(cx.refuse(
@@ -473,7 +512,10 @@ fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) 
                 confine_from(rules.root, rules.cwd, m)
                     .map_err(|e| cx.refuse(text, format!("the glob matches `{m}`: {e}")))?;
             }
-            Ok(matches)
+            Ok(matches
+                .into_iter()
+                .map(|m| if m.starts_with('-') { format!("./{m}") } else { m })
+                .collect())
         }
         None => {
             if text.starts_with('/') || text.split('/').any(|p| p == "..") {
@@ -485,7 +527,8 @@ fn expand_word(text: &str, pattern: &str, rules: &ShellRules<'_>, cx: &Ctx<'_>) 
     }
 }
 
-fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'_>) -> Result<(), String> {
+/// Checks one redirection and returns the file it opens, resolved.
+fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'_>) -> Result<RedirectTarget, String> {
     let shown = format!("{}{op} {}", fd.map(|f| f.to_string()).unwrap_or_default(), target.text);
     if target.glob.is_some() {
         return Err(format!(
@@ -493,7 +536,7 @@ fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'
         ));
     }
     if target.text == "/dev/null" {
-        return Ok(());
+        return Ok(RedirectTarget::Null);
     }
     let writes = op != "<";
     if writes && rules.read_only {
@@ -512,7 +555,11 @@ fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'
             ));
         }
     }
-    Ok(())
+    Ok(match op {
+        "<" => RedirectTarget::Read(path),
+        ">>" => RedirectTarget::Append(path),
+        _ => RedirectTarget::Write(path),
+    })
 }
 
 #[cfg(test)]

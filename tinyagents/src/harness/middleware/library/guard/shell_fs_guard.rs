@@ -18,6 +18,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::PreparedBatch;
 use crate::harness::tool::{FileAccessMode, ToolCall};
 use crate::harness::workspace::WorkspaceDescriptor;
+use crate::sandbox::ShellPlan;
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
@@ -187,7 +188,6 @@ pub const DEFAULT_DENY_COMMANDS: &[&str] = &[
     "timeout",
     "nice",
     "setsid",
-    "sh",
     "bash",
     "zsh",
     "dash",
@@ -244,6 +244,9 @@ pub const DEFAULT_DENY_COMMANDS: &[&str] = &[
 /// assert!(c.read_only);
 /// let err = from_toml_str::<ShellFsGuardConfig>("allow_commands = [\"ls\", \"sudo\"]").unwrap_err();
 /// assert!(err.to_string().contains("allow_commands"));
+/// let c: ShellFsGuardConfig = from_toml_str("profile = \"workspace\"").unwrap();
+/// assert_eq!(c.profile, "workspace");
+/// assert!(from_toml_str::<ShellFsGuardConfig>("profile = \"open\"").unwrap_err().to_string().contains("profile"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
 #[config(type = "shell_fs_guard", builds = ShellFsGuardMiddleware, validate = check_guard_config)]
@@ -292,6 +295,9 @@ pub struct ShellFsGuardConfig {
     /// File-tool argument keys holding a patch (its target paths are confined like writes).
     #[config(default = strings(DEFAULT_PATCH_KEYS))]
     pub patch_keys: Vec<String>,
+    /// The command profile: `default` (what the allow list admits: reading commands and plain file edits, as strict where no sandbox confines the run) or `workspace` (also `git add/commit/checkout -b/switch/stash/restore/rm/mv`, `make`, `sh SCRIPT`, `cargo`, `npm run SCRIPT`, only where the run's workspace requires the OS sandbox, which is then the enforcement).
+    #[config(default = "default".to_owned())]
+    pub profile: String,
     /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path from the root). Empty: no protection.
     #[config(default = strings(DEFAULT_PROTECTED_PATHS))]
     pub protected_paths: Vec<String>,
@@ -340,6 +346,12 @@ fn check_guard_config(c: &ShellFsGuardConfig) -> std::result::Result<(), ConfigV
             .with_value(command));
         }
     }
+    if !GUARD_PROFILES.contains(&c.profile.as_str()) {
+        return Err(
+            ConfigViolation::new("profile", format!("must be one of: {}", GUARD_PROFILES.join(", ")))
+                .with_value(&c.profile),
+        );
+    }
     for entry in &c.protected_paths {
         let e = entry.trim_matches('/');
         if e.is_empty() || Path::new(entry).is_absolute() || e.split('/').any(|p| p == ".." || p == ".") {
@@ -372,9 +384,13 @@ impl Default for ShellFsGuardConfig {
             glob_keys: strings(DEFAULT_GLOB_KEYS),
             patch_keys: strings(DEFAULT_PATCH_KEYS),
             protected_paths: strings(DEFAULT_PROTECTED_PATHS),
+            profile: "default".to_owned(),
         }
     }
 }
+
+/// The guard's command profiles (see [`ShellFsGuardConfig::profile`]).
+pub const GUARD_PROFILES: &[&str] = &["default", "workspace"];
 
 impl From<ShellFsGuardConfig> for ShellFsGuardMiddleware {
     fn from(config: ShellFsGuardConfig) -> Self {
@@ -492,6 +508,39 @@ impl ShellFsGuardMiddleware {
         self
     }
 
+    /// The guard with the `workspace` profile: what a coding agent needs to
+    /// work — `git add`, `commit`, `checkout -b`, `switch`, `stash`,
+    /// `restore`, `rm`, `mv`; `make`; `sh SCRIPT`; `cargo`; `npm run
+    /// SCRIPT` — on top of the default allow list, admitted only where the
+    /// run's workspace requires the OS sandbox (elsewhere they are refused,
+    /// naming the requirement). These run the project's own code: the
+    /// sandbox is the enforcement, the guard the early, explained refusal.
+    /// Git runs with hooks, pagers, editors, signing and external drivers
+    /// off ([`SAFE_MODES`](crate::sandbox::SAFE_MODES)).
+    ///
+    /// ```
+    /// use tinyagents::harness::tool::{SandboxMode, ToolCall};
+    /// use tinyagents::harness::workspace::WorkspaceDescriptor;
+    /// use tinyagents::middleware::ShellFsGuardMiddleware;
+    ///
+    /// let root = std::env::temp_dir();
+    /// let guard = ShellFsGuardMiddleware::workspace().with_root(&root);
+    /// let call = ToolCall::new("1", "shell", serde_json::json!({ "command": "make -j4 test" }));
+    /// let sandboxed = WorkspaceDescriptor::new(&root).with_sandbox(SandboxMode::Required);
+    /// assert!(guard.check_call(&call, Some(&sandboxed)).is_ok());
+    /// // without a required sandbox, and under the default profile, it is refused
+    /// let err = guard.check_call(&call, Some(&WorkspaceDescriptor::new(&root))).unwrap_err();
+    /// assert!(err.contains("requires the OS sandbox"), "{err}");
+    /// assert!(ShellFsGuardMiddleware::new().with_root(&root).check_call(&call, Some(&sandboxed)).is_err());
+    /// ```
+    pub fn workspace() -> Self {
+        ShellFsGuardConfig {
+            profile: "workspace".to_owned(),
+            ..ShellFsGuardConfig::default()
+        }
+        .into()
+    }
+
     /// The names of the programs the guard has an argv-level specification for.
     pub fn specified_commands() -> Vec<&'static str> {
         commands::specified_commands()
@@ -523,20 +572,62 @@ impl ShellFsGuardMiddleware {
         call: &ToolCall,
         workspace: Option<&WorkspaceDescriptor>,
     ) -> std::result::Result<(), String> {
+        self.plan_call(call, workspace).map(drop)
+    }
+
+    /// The decision on one call, and for an admitted shell call the plan of
+    /// what runs ([`ShellPlan`]: stages of argv with the programs' safe
+    /// modes, redirections resolved, the working directory): `Ok(None)` for
+    /// an admitted call of another tool, `Err(reason)` when it is refused.
+    /// The guard records the plan of each call it admits in the run, where
+    /// [`admitted_plan`](crate::sandbox::admitted_plan) finds it.
+    ///
+    /// ```
+    /// use tinyagents::harness::tool::ToolCall;
+    /// use tinyagents::middleware::ShellFsGuardMiddleware;
+    ///
+    /// let root = std::env::temp_dir();
+    /// let guard = ShellFsGuardMiddleware::new().with_root(&root);
+    /// let call = ToolCall::new("1", "shell", serde_json::json!({ "command": "sed -n 's/[^/]*$//p' x | sort" }));
+    /// let plan = guard.plan_call(&call, None).unwrap().unwrap();
+    /// assert_eq!(plan.stages().len(), 2);
+    /// // sed runs in its sandbox mode whatever the model wrote
+    /// assert_eq!(plan.stages()[0].argv(), ["sed", "--sandbox", "-n", "s/[^/]*$//p", "x"]);
+    /// ```
+    pub fn plan_call(
+        &self,
+        call: &ToolCall,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<Option<ShellPlan>, String> {
         let c = &self.config;
         let is_shell = c.shell_tools.contains(&call.name);
         let is_file = c.file_tools.contains(&call.name) || c.write_tools.contains(&call.name);
         if !is_shell && !is_file {
-            return Ok(());
+            return Ok(None);
         }
+        if is_file {
+            let (root, read_only) = self.scope(workspace)?;
+            let Some(args) = call.arguments.as_object() else {
+                return Err("the arguments are not an object".to_owned());
+            };
+            let cwd = self.cwd_of(args, &root, false)?;
+            return self.check_file_call(call, &root, &cwd, read_only).map(|()| None);
+        }
+        self.plan_shell(&call.arguments, workspace).map(Some)
+    }
+
+    /// The plan of a shell call's arguments (whatever the tool's name).
+    pub(crate) fn plan_shell(
+        &self,
+        arguments: &Value,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<ShellPlan, String> {
+        let c = &self.config;
         let (root, read_only) = self.scope(workspace)?;
-        let Some(args) = call.arguments.as_object() else {
+        let Some(args) = arguments.as_object() else {
             return Err("the arguments are not an object".to_owned());
         };
-        let cwd = self.cwd_of(args, &root, is_shell)?;
-        if is_file {
-            return self.check_file_call(call, &root, &cwd, read_only);
-        }
+        let cwd = self.cwd_of(args, &root, true)?;
         if args
             .get("env")
             .is_some_and(|e| !(e.is_null() || e.as_object().is_some_and(|o| o.is_empty())))
@@ -576,6 +667,8 @@ impl ShellFsGuardMiddleware {
             root: &root,
             cwd: &cwd,
             protected: &c.protected_paths,
+            workspace: c.profile == "workspace",
+            sandboxed: workspace.is_some_and(|w| w.sandbox == crate::harness::tool::SandboxMode::Required),
         };
         check_command(command, &rules)
     }
@@ -849,9 +942,16 @@ impl ShellFsGuardMiddleware {
 
     #[before_tool]
     fn admit<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
-        self.check_call(call, ctx.workspace()).map_err(|reason| {
+        let plan = self.plan_call(call, ctx.workspace()).map_err(|reason| {
             TinyAgentsError::validation(format!("shell/filesystem guard refused `{}`: {reason}", call.name))
-        })
+        })?;
+        // What the tool runs is this plan, read back by call id: the model
+        // supplies only the command line, never the plan.
+        if let Some(plan) = plan {
+            ctx.local::<crate::sandbox::AdmittedPlans>()
+                .record(&call.id, &call.arguments, plan);
+        }
+        Ok(())
     }
 }
 

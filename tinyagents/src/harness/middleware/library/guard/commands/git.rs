@@ -811,6 +811,189 @@ pub(crate) const SUBCOMMANDS: &[(&str, &Spec)] = &[
     ("version", &VERSION),
 ];
 
+/// A writing subcommand of the `workspace` profile.
+const fn write_sub(name: &'static str, opts: &'static [Opt], operands: Operands) -> Spec {
+    Spec {
+        writes: true,
+        ..sub(name, opts, &[], operands)
+    }
+}
+
+const ADD: Spec = write_sub(
+    "git add",
+    &[flag(&[
+        "-A",
+        "--all",
+        "-u",
+        "--update",
+        "-N",
+        "--intent-to-add",
+        "-f",
+        "--force",
+        "-v",
+        "--verbose",
+        "-n",
+        "--dry-run",
+        "--no-all",
+        "--ignore-removal",
+    ])],
+    Operands::Read,
+);
+const COMMIT: Spec = write_sub(
+    "git commit",
+    &[
+        req(&["-m", "--message"], Val::Text),
+        req(&["-F", "--file"], Val::Read),
+        req(
+            &["--author", "--date", "-C", "--reuse-message", "--fixup", "--squash"],
+            Val::Text,
+        ),
+        req(
+            &["--cleanup"],
+            Val::OneOf(&["strip", "whitespace", "verbatim", "scissors", "default"]),
+        ),
+        flag(&[
+            "-a",
+            "--all",
+            "--amend",
+            "--no-edit",
+            "-q",
+            "--quiet",
+            "--allow-empty",
+            "--allow-empty-message",
+            "-s",
+            "--signoff",
+            "--no-verify",
+            "-n",
+            "--no-status",
+            "--reset-author",
+            "-o",
+            "--only",
+            "-i",
+            "--include",
+        ]),
+    ],
+    Operands::Read,
+);
+const CHECKOUT: Spec = write_sub(
+    "git checkout",
+    &[req(&["-b", "-B"], Val::Text), flag(&["-q", "--quiet", "--no-track"])],
+    Operands::Text,
+);
+const SWITCH: Spec = write_sub(
+    "git switch",
+    &[
+        req(&["-c", "--create", "-C", "--force-create"], Val::Text),
+        flag(&["-d", "--detach", "-q", "--quiet", "--no-track", "--guess", "--no-guess"]),
+    ],
+    Operands::Text,
+);
+const RESTORE: Spec = write_sub(
+    "git restore",
+    &[
+        req(&["-s", "--source"], Val::Text),
+        flag(&[
+            "-S",
+            "--staged",
+            "-W",
+            "--worktree",
+            "-q",
+            "--quiet",
+            "--ours",
+            "--theirs",
+            "--ignore-unmerged",
+        ]),
+    ],
+    Operands::Write,
+);
+const RM: Spec = write_sub(
+    "git rm",
+    &[flag(&[
+        "--cached",
+        "-r",
+        "-f",
+        "--force",
+        "-q",
+        "--quiet",
+        "-n",
+        "--dry-run",
+        "--ignore-unmatch",
+    ])],
+    Operands::Write,
+);
+const MV: Spec = write_sub(
+    "git mv",
+    &[flag(&["-f", "--force", "-k", "-n", "--dry-run", "-v", "--verbose"])],
+    Operands::Write,
+);
+const STASH_PUSH: Spec = write_sub(
+    "git stash push",
+    &[
+        req(&["-m", "--message"], Val::Text),
+        flag(&[
+            "-u",
+            "--include-untracked",
+            "-k",
+            "--keep-index",
+            "--no-keep-index",
+            "-q",
+            "--quiet",
+            "-S",
+            "--staged",
+        ]),
+    ],
+    Operands::Read,
+);
+const STASH_APPLY: Spec = write_sub(
+    "git stash apply",
+    &[flag(&["--index", "-q", "--quiet"])],
+    Operands::Text,
+);
+const STASH_DROP: Spec = write_sub("git stash drop", &[flag(&["-q", "--quiet"])], Operands::Text);
+const STASH_SHOW: Spec = sub("git stash show", LOG_OPTS, DIFF_OPTS, Operands::Text);
+
+/// The writing subcommands the `workspace` profile admits, where the run's
+/// workspace requires the OS sandbox (`git stash` and its `push`, `pop`,
+/// `apply`, `drop`, `show` are read apart).
+pub(crate) const WORKSPACE_SUBCOMMANDS: &[(&str, &Spec)] = &[
+    ("add", &ADD),
+    ("commit", &COMMIT),
+    ("checkout", &CHECKOUT),
+    ("switch", &SWITCH),
+    ("restore", &RESTORE),
+    ("rm", &RM),
+    ("mv", &MV),
+];
+
+/// The spec of `git stash [SUB]` and the arguments after `SUB`.
+fn stash<'a>(rest: &'a [String], cx: &Ctx<'_>) -> Result<(&'static Spec, &'a [String]), String> {
+    let first = rest.first().map(String::as_str);
+    if first == Some("list") {
+        return Ok((&STASH_LIST, &rest[1..]));
+    }
+    if !cx.workspace {
+        return Err(cx.refuse(
+            "stash",
+            "`git stash` writes; only `git stash list` is admitted (the `workspace` profile admits more where the \
+             run's workspace requires the OS sandbox)",
+        ));
+    }
+    Ok(match first {
+        None => (&STASH_PUSH, rest),
+        Some(o) if o.starts_with('-') => (&STASH_PUSH, rest),
+        Some("push") => (&STASH_PUSH, &rest[1..]),
+        Some("pop" | "apply") => (&STASH_APPLY, &rest[1..]),
+        Some("drop") => (&STASH_DROP, &rest[1..]),
+        Some("show") => (&STASH_SHOW, &rest[1..]),
+        Some(other) => {
+            return Err(cx.refuse(
+                other,
+                "not a `git stash` subcommand the `workspace` profile admits (push, pop, apply, drop, show, list)",
+            ))
+        }
+    })
+}
+
 /// The read-only subcommands the guard admits.
 pub(crate) fn admitted_subcommands() -> Vec<&'static str> {
     let mut subs: Vec<&str> = SUBCOMMANDS.iter().map(|(n, _)| *n).collect();
@@ -850,30 +1033,56 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
         ));
     };
     let rest = &args[i + 1..];
-    let spec: &'static Spec = if sub == "stash" {
-        match rest.first().map(String::as_str) {
-            Some("list") => &STASH_LIST,
-            _ => return Err(cx.refuse(sub, "`git stash` writes; only `git stash list` is admitted")),
-        }
+    let workspace_sub = cx
+        .workspace
+        .then(|| WORKSPACE_SUBCOMMANDS.iter().find(|(n, _)| n == sub))
+        .flatten();
+    let (spec, rest): (&'static Spec, &[String]) = if sub == "stash" {
+        stash(rest, cx)?
     } else {
-        match SUBCOMMANDS.iter().find(|(n, _)| n == sub) {
-            Some((_, spec)) => spec,
+        match SUBCOMMANDS.iter().find(|(n, _)| n == sub).or(workspace_sub) {
+            Some((_, spec)) => (spec, rest),
             None => {
+                let profile = if WORKSPACE_SUBCOMMANDS.iter().any(|(n, _)| n == sub) {
+                    " (the `workspace` profile admits it where the run's workspace requires the OS sandbox)"
+                } else {
+                    ""
+                };
                 return Err(format!(
-                    "`git {sub}` is refused: {} (admitted: {})",
+                    "`git {sub}` is refused: {}{profile} (admitted: {})",
                     refused_subcommand(sub),
                     admitted_subcommands().join(", ")
-                ))
+                ));
             }
         }
     };
-    let rest = if sub == "stash" { &rest[1..] } else { rest };
     let sub_cx = Ctx {
         program: spec.name,
         ..*cx
     };
+    if spec.writes && cx.read_only {
+        return Err(format!(
+            "`{}` writes, and the guard is read-only (fix: run a command that only reads)",
+            spec.name
+        ));
+    }
     let parsed = getopt(spec, rest, &sub_cx)?;
     check_parsed(spec, &parsed, &sub_cx)?;
+    if spec.writes {
+        if spec.name == "git checkout" {
+            if !parsed.has(&["-b", "-B"]) {
+                return Err(sub_cx.refuse(
+                    "checkout",
+                    "only `git checkout -b NAME [START]` is admitted: use `git switch BRANCH` to change branches \
+                     and `git restore PATH` to restore files",
+                ));
+            }
+            if let Some(extra) = parsed.operands.get(1) {
+                return Err(sub_cx.refuse(extra, "`git checkout -b NAME` takes at most one start point"));
+            }
+        }
+        return repository_inside_root(cx);
+    }
     if let Some(format) = parsed
         .values(&["--format", "--pretty"])
         .find(|f| verifies_signatures(f))

@@ -32,13 +32,16 @@ mod grep;
 mod head;
 mod jq;
 mod ls;
+mod make;
 mod mkdir;
 mod mv;
+mod npm;
 mod printf;
 mod pwd;
 mod realpath;
 mod rg;
 mod sed;
+mod sh;
 mod sort;
 mod stat;
 mod tail;
@@ -90,6 +93,16 @@ pub(crate) const SPECS: &[&Spec] = &[
     &uniq::SPEC,
     &wc::SPEC,
 ];
+
+/// The programs only the `workspace` profile admits, where the run's
+/// workspace requires the OS sandbox: they run the project's own code
+/// (otherwise they are refused as build tools, interpreters or indirection).
+pub(crate) const WORKSPACE_SPECS: &[&Spec] = &[&make::SPEC, &sh::SPEC, &npm::SPEC];
+
+/// The specification of `name` in the `workspace` profile, if it has one there only.
+pub(crate) fn workspace_spec(name: &str) -> Option<&'static Spec> {
+    WORKSPACE_SPECS.iter().copied().find(|s| s.name == name)
+}
 
 /// Why `cp` and `mv` refuse their backup options (`-b`, `--backup`, `-S`,
 /// `--suffix`): the backup's name is made, not given.
@@ -334,6 +347,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) program: &'a str,
     /// The walks of the whole command line, every stage's.
     pub(crate) walk: &'a WalkBudget,
+    /// The `workspace` profile is on and the run's workspace requires the
+    /// OS sandbox: git's writing subcommands are admitted.
+    pub(crate) workspace: bool,
 }
 
 impl Ctx<'_> {
@@ -914,9 +930,15 @@ mod tests {
         let subs = super::git::SUBCOMMANDS
             .iter()
             .map(|(_, s)| *s)
-            .chain(super::cargo::SUBS.iter().map(|(_, s, _)| s));
-        for spec in SPECS.iter().copied().chain(subs) {
-            if !spec.name.contains(' ') {
+            .chain(super::cargo::SUBS.iter().map(|(_, s, _)| s))
+            .chain(super::git::WORKSPACE_SUBCOMMANDS.iter().map(|(_, s)| *s));
+        for spec in SPECS
+            .iter()
+            .copied()
+            .chain(subs)
+            .chain(super::WORKSPACE_SPECS.iter().copied())
+        {
+            if !spec.name.contains(' ') && !super::WORKSPACE_SPECS.iter().any(|w| w.name == spec.name) {
                 assert!(names.insert(spec.name), "`{}` is specified twice", spec.name);
                 assert!(
                     intrinsic_refusal(spec.name).is_none(),

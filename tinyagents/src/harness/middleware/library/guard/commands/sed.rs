@@ -46,9 +46,20 @@ fn check_scripts(parsed: &Parsed, cx: &Ctx<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks one sed script: `Err(rule)` for a command that runs programs,
-/// touches files or is not understood.
-pub(crate) fn script(s: &str) -> Result<(), String> {
+/// One command of a sed script as the guard reads it: how many addresses,
+/// whether `!` negates them, the command, and for `s` its flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SedCommand {
+    pub(crate) addresses: u8,
+    pub(crate) negated: bool,
+    pub(crate) command: char,
+    pub(crate) flags: String,
+}
+
+/// Reads one sed script: its commands, or `Err(rule)` for a command that
+/// runs programs, touches files or is not understood.
+pub(crate) fn script(s: &str) -> Result<Vec<SedCommand>, String> {
+    let mut read = Vec::new();
     let c: Vec<char> = s.chars().collect();
     let mut i = 0;
     let skip_ws = |i: &mut usize| {
@@ -56,8 +67,9 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
             *i += 1;
         }
     };
-    // a regex delimited by `d`, starting after the opening delimiter
-    let delimited = |i: &mut usize, d: char| -> Result<(), String> {
+    // a regex (`regex`: brackets are read) or a replacement delimited by
+    // `d`, starting after the opening delimiter
+    let delimited = |i: &mut usize, d: char, regex: bool| -> Result<(), String> {
         while *i < c.len() {
             match c[*i] {
                 '\\' => *i += 2,
@@ -66,6 +78,7 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     *i += 1;
                     return Ok(());
                 }
+                '[' if regex => *i = bracket_end(&c, *i)?,
                 _ => *i += 1,
             }
         }
@@ -88,7 +101,7 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
             }
             '/' => {
                 *i += 1;
-                delimited(i, '/')?;
+                delimited(i, '/', true)?;
                 while *i < c.len() && matches!(c[*i], 'I' | 'M') {
                     *i += 1;
                 }
@@ -99,7 +112,7 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     return Err("an address delimiter is missing".to_owned());
                 };
                 *i += 2;
-                delimited(i, d)?;
+                delimited(i, d, true)?;
                 while *i < c.len() && matches!(c[*i], 'I' | 'M') {
                     *i += 1;
                 }
@@ -116,9 +129,12 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
         if i >= c.len() {
             break;
         }
+        let mut addresses = 0u8;
         if address(&mut i)? {
+            addresses = 1;
             skip_ws(&mut i);
             if i < c.len() && c[i] == ',' {
+                addresses = 2;
                 i += 1;
                 skip_ws(&mut i);
                 if i < c.len() && matches!(c[i], '+' | '~') {
@@ -132,7 +148,9 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
             }
         }
         skip_ws(&mut i);
+        let mut negated = false;
         while i < c.len() && c[i] == '!' {
+            negated = true;
             i += 1;
             skip_ws(&mut i);
         }
@@ -140,6 +158,12 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
             return Err("an address without a command".to_owned());
         };
         i += 1;
+        read.push(SedCommand {
+            addresses,
+            negated,
+            command: cmd,
+            flags: String::new(),
+        });
         match cmd {
             '{' => {
                 depth += 1;
@@ -198,11 +222,16 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     return Err("`s` with a line break or backslash delimiter".to_owned());
                 }
                 i += 1;
-                delimited(&mut i, d)?;
-                delimited(&mut i, d)?;
+                delimited(&mut i, d, true)?;
+                delimited(&mut i, d, false)?;
                 while i < c.len() {
                     match c[i] {
-                        'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => i += 1,
+                        f @ ('g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9') => {
+                            if let Some(last) = read.last_mut() {
+                                last.flags.push(f);
+                            }
+                            i += 1;
+                        }
                         'e' => return Err("the `e` flag of `s` runs the pattern space as a command".to_owned()),
                         'w' => return Err("the `w` flag of `s` writes a file".to_owned()),
                         _ => break,
@@ -214,8 +243,8 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
                     return Err("`y` without a delimiter".to_owned());
                 };
                 i += 1;
-                delimited(&mut i, d)?;
-                delimited(&mut i, d)?;
+                delimited(&mut i, d, false)?;
+                delimited(&mut i, d, false)?;
             }
             'e' => return Err("the `e` command runs a command".to_owned()),
             'w' | 'W' => return Err(format!("the `{cmd}` command writes a file")),
@@ -230,7 +259,46 @@ pub(crate) fn script(s: &str) -> Result<(), String> {
     if depth != 0 {
         return Err("an unclosed `{`".to_owned());
     }
-    Ok(())
+    Ok(read)
+}
+
+/// The index just past the bracket expression opening at `c[open]` (`[`),
+/// as GNU sed reads it: the delimiter and a backslash are ordinary members
+/// there; a `]` first (after an optional `^`) is a member; `[:`, `[.` and
+/// `[=` open a class, collating element or equivalence class that ends at
+/// `:]`, `.]` or `=]`.
+fn bracket_end(c: &[char], open: usize) -> Result<usize, String> {
+    let mut j = open + 1;
+    if c.get(j) == Some(&'^') {
+        j += 1;
+    }
+    if c.get(j) == Some(&']') {
+        j += 1;
+    }
+    loop {
+        match c.get(j) {
+            None => return Err("an unterminated bracket expression `[...]` in a regex".to_owned()),
+            Some('\n') => return Err("a line break inside a bracket expression".to_owned()),
+            Some(']') => return Ok(j + 1),
+            Some('[') if matches!(c.get(j + 1), Some(':' | '.' | '=')) => {
+                let kind = c[j + 1];
+                let mut k = j + 2;
+                loop {
+                    match (c.get(k), c.get(k + 1)) {
+                        (Some(&a), Some(']')) if a == kind => break,
+                        (None, _) => {
+                            return Err(format!(
+                                "an unterminated `[{kind}` inside a bracket expression (it ends at `{kind}]`)"
+                            ))
+                        }
+                        _ => k += 1,
+                    }
+                }
+                j = k + 2;
+            }
+            Some(_) => j += 1,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -262,6 +330,14 @@ mod tests {
             "bend;p;:end",
             "v 4.2",
             "v;p",
+            // a delimiter inside a bracket expression belongs to the regex
+            "s/[^/]*$//",
+            "s/[/]/-/g",
+            "/[/a]/p",
+            "s/[]/]/x/",
+            "s/[[:alpha:]/]/x/",
+            "s^[^^]^x^",
+            "\\,[,],p",
         ] {
             assert!(script(ok).is_ok(), "{ok}: {:?}", script(ok));
         }
@@ -293,8 +369,289 @@ mod tests {
             ":a w out",
             ":",
             ":a$b",
+            // the bracket spellings that hid a command from a reader that ended the regex at the delimiter
+            "/[/a]/e",
+            "/[/a]/e id",
+            "s/[/]/g;/w .git/config",
+            "s/[/]/x/w out",
+            "/[/]/r /etc/passwd",
+            "\\,[,],e",
+            "s|[|]|x|e",
+            "/[[:alpha:]/]/W out",
+            "s/[/x/",
+            "s/[[:/]/x/",
         ] {
             assert!(script(bad).is_err(), "{bad}");
         }
+    }
+}
+
+/// The guard's reading of generated scripts against GNU sed's own: `sed
+/// --debug` prints the program it parsed, one command a line. For every
+/// script the guard admits and sed accepts, both must see the same
+/// commands, with the same addresses, negation and `s` flags (so no `e`,
+/// `w`, `r` hidden from the guard). The scripts are built from the pieces
+/// that fooled the guard before: brackets holding the delimiter, custom
+/// delimiters, escapes.
+#[cfg(test)]
+mod differential {
+    use proptest::prelude::*;
+
+    use super::{script, SedCommand};
+
+    /// Whether this machine's `sed` is GNU sed with `--debug` (4.6 or later).
+    fn gnu_sed() -> bool {
+        std::process::Command::new("sed")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("GNU sed"))
+    }
+
+    /// sed's reading of `script`, from `sed --debug` (`None` when sed refuses it).
+    fn sed_reading(script: &str, dir: &std::path::Path) -> Option<Vec<SedCommand>> {
+        // no input: nothing runs, sed only parses (and prints) the program
+        let out = std::process::Command::new("sed")
+            .args(["--debug", "-n", "-e", script, "/dev/null"])
+            .current_dir(dir)
+            .env_clear()
+            .output()
+            .expect("sed runs");
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let program = text.strip_prefix("SED PROGRAM:\n")?;
+        Some(
+            program
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(debug_line)
+                .collect(),
+        )
+    }
+
+    /// One line of `sed --debug`'s program: addresses, `!`, the command,
+    /// and for `s` the flags after its last `/` (sed prints every regex with
+    /// `/` delimiters, a `/` inside it escaped).
+    fn debug_line(line: &str) -> SedCommand {
+        let c: Vec<char> = line.trim_start().chars().collect();
+        let mut i = 0;
+        let mut addresses = 0u8;
+        let address = |i: &mut usize| -> bool {
+            match c.get(*i) {
+                Some('0'..='9') => {
+                    while c.get(*i).is_some_and(|d| d.is_ascii_digit() || *d == '~') {
+                        *i += 1;
+                    }
+                    true
+                }
+                Some('$') => {
+                    *i += 1;
+                    true
+                }
+                Some('/') => {
+                    *i += 1;
+                    while let Some(&ch) = c.get(*i) {
+                        *i += if ch == '\\' { 2 } else { 1 };
+                        if ch == '/' {
+                            break;
+                        }
+                    }
+                    while c.get(*i).is_some_and(|f| matches!(f, 'I' | 'M')) {
+                        *i += 1;
+                    }
+                    true
+                }
+                _ => false,
+            }
+        };
+        if address(&mut i) {
+            addresses = 1;
+            if c.get(i) == Some(&',') {
+                addresses = 2;
+                i += 1;
+                if matches!(c.get(i), Some('+' | '~')) {
+                    i += 1;
+                    while c.get(i).is_some_and(char::is_ascii_digit) {
+                        i += 1;
+                    }
+                } else {
+                    address(&mut i);
+                }
+            }
+        }
+        let mut negated = false;
+        while matches!(c.get(i), Some(' ' | '!')) {
+            negated |= c[i] == '!';
+            i += 1;
+        }
+        let command = c.get(i).copied().unwrap_or(' ');
+        let mut flags = String::new();
+        if command == 's' {
+            let rest: String = c[i..].iter().collect();
+            flags = rest.rsplit('/').next().unwrap_or("").to_owned();
+        }
+        SedCommand {
+            addresses,
+            negated,
+            command,
+            flags,
+        }
+    }
+
+    /// Flags compared as sed prints them: lower case, in any order.
+    fn normal(mut cmds: Vec<SedCommand>) -> Vec<SedCommand> {
+        for c in &mut cmds {
+            let mut f: Vec<char> = c.flags.to_lowercase().chars().collect();
+            f.sort_unstable();
+            c.flags = f.into_iter().collect();
+        }
+        cmds
+    }
+
+    fn regex() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "a",
+                "x",
+                ".",
+                "*",
+                "[/]",
+                "[^/]",
+                "[]/]",
+                "[^]/]",
+                "[[:alpha:]/]",
+                "[[.-.]/]",
+                "[\\]",
+                "\\/",
+                "\\[",
+                "[,|]",
+                "[a-z/]*",
+                "$",
+                "^",
+                "\\(a\\)",
+                "/",
+                "|",
+                ",",
+                "[",
+                "]",
+                "\\n",
+                "[/a]",
+                "[/p]",
+                "[/i]",
+                "[|a]",
+                "[,a]",
+                "[#a]",
+                "[/]/g;/",
+                "[|]|g;|",
+            ]),
+            0..5,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    fn replacement() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec!["b", "&", "[", "]", "\\/", "|", ",", "/"]),
+            0..3,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    fn address() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("1".to_owned()),
+            Just("$".to_owned()),
+            Just("2,5".to_owned()),
+            Just("1~2".to_owned()),
+            Just("3,+2".to_owned()),
+            regex().prop_map(|r| format!("/{r}/")),
+            regex().prop_map(|r| format!("\\,{r},")),
+            regex().prop_map(|r| format!("/{r}/I,/x/")),
+            regex().prop_map(|r| format!("0,/{r}/")),
+        ]
+    }
+
+    fn command() -> impl Strategy<Value = String> {
+        let delim = prop::sample::select(vec!['/', '|', ',', '#', ':', '[', ']']);
+        let flags = prop::sample::select(vec!["", "g", "p", "2", "gI", "e", "w out", "M", "3g", "pe"]);
+        prop_oneof![
+            prop::sample::select(vec![
+                "p", "d", "=", "h", "G", "x", "n", "N", "P", "D", "z", "F", "l", "q", "Q 1", "b", "t", "T", "e",
+                "e id", "w out", "W out", "r in", "R in", "a text;p", "i\\", "y/ab/cd/",
+            ])
+            .prop_map(str::to_owned),
+            (delim, regex(), replacement(), flags).prop_map(|(d, r, s, f)| format!("s{d}{r}{d}{s}{d}{f}")),
+        ]
+    }
+
+    fn sed_script() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            (
+                address(),
+                prop::bool::weighted(0.2),
+                command(),
+                prop::bool::weighted(0.15),
+            ),
+            1..4,
+        )
+        .prop_map(|cmds| {
+            let mut s = String::new();
+            for (addr, neg, cmd, block) in cmds {
+                s.push_str(&addr);
+                if neg && !addr.is_empty() {
+                    s.push('!');
+                }
+                if block {
+                    s.push_str(&format!("{{{cmd}\n}}"));
+                } else {
+                    s.push_str(&cmd);
+                }
+                s.push('\n');
+            }
+            s
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_guard_reads_sed_scripts_as_gnu_sed_does(s in sed_script()) {
+            if !gnu_sed() {
+                eprintln!("SKIPPED: no GNU sed here");
+                return Ok(());
+            }
+            let Ok(guard) = script(&s) else { return Ok(()) };
+            let dir = std::env::temp_dir().join(format!("ta-sed-diff-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let sed = sed_reading(&s, &dir);
+            let _ = std::fs::remove_dir_all(&dir);
+            if let Some(sed) = sed {
+                prop_assert_eq!(normal(guard), normal(sed), "script {:?}", s);
+            }
+        }
+    }
+
+    /// The generator reaches what the property is about: admitted scripts
+    /// that sed also runs, and bracket forms among them.
+    #[test]
+    fn the_generated_scripts_exercise_both_readers() {
+        if !gnu_sed() {
+            eprintln!("SKIPPED: no GNU sed here");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("ta-sed-cover-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for s in ["s/[^/]*$//", "/[/a]/p", "s|[|]|x|g", "\\,[,],p;s/[]/]/x/2"] {
+            let guard = normal(script(s).unwrap());
+            assert_eq!(Some(guard), sed_reading(s, &dir).map(normal), "{s}");
+        }
+        // what a reader ending the regex at the delimiter got wrong: sed sees `e`
+        let sed = sed_reading("/[/a]/e", &dir).unwrap();
+        assert_eq!(sed[0].command, 'e');
+        assert!(script("/[/a]/e").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,0 +1,355 @@
+//! [`ShellPlan`]: a command line as the shell guard read it — pipeline
+//! stages of argv, their redirections, the working directory and the
+//! environment — which the sandboxed runner executes itself
+//! ([`Sandbox::run_plan`](super::Sandbox::run_plan)): every stage spawned
+//! directly with OS pipes between them, every redirection file opened by the
+//! runner. No `/bin/sh` reads the line a second time, so what the guard
+//! checked is what runs: globs were expanded once, at check time, and reach
+//! the program as literal words; a glob match that begins with `-` is passed
+//! as `./-name`, a path no program can take for an option.
+//!
+//! A plan cannot be built outside the library: the guard
+//! ([`ShellFsGuardMiddleware`](crate::middleware::ShellFsGuardMiddleware))
+//! records the plan it admitted for a call id, and a tool reads it back with
+//! [`admitted_plan`]; the model only ever supplies the command line.
+//!
+//! Programs that embed an interpreter or run configured programs get their
+//! safe mode whatever the model wrote ([`SAFE_MODES`]): GNU sed runs with
+//! `--sandbox` (it refuses `e`, `w`, `r` itself), git with overrides that
+//! switch off the programs its configuration or the work tree can name.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::harness::tool::ToolContext;
+
+/// Where one descriptor of a stage points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RedirectTarget {
+    /// `< FILE`: this file, opened for reading (resolved at check time).
+    Read(PathBuf),
+    /// `> FILE`: this file, created or truncated.
+    Write(PathBuf),
+    /// `>> FILE`: this file, created or appended to.
+    Append(PathBuf),
+    /// `/dev/null`, either way.
+    Null,
+    /// `N>&M`: where descriptor `M` points at this point of the line.
+    Dup(u32),
+}
+
+/// One redirection of a stage: descriptor `fd` (0, 1 or 2) to `target`,
+/// applied in the order written (`> f 2>&1` and `2>&1 > f` differ as in sh).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanRedirect {
+    pub(crate) fd: u32,
+    pub(crate) target: RedirectTarget,
+}
+
+impl PlanRedirect {
+    /// The descriptor redirected (0, 1 or 2).
+    pub fn fd(&self) -> u32 {
+        self.fd
+    }
+
+    /// Where it points.
+    pub fn target(&self) -> &RedirectTarget {
+        &self.target
+    }
+}
+
+/// One pipeline stage: the program and its arguments exactly as they are
+/// executed (the program's safe-mode switches included), and its
+/// redirections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanStage {
+    pub(crate) argv: Vec<String>,
+    pub(crate) redirects: Vec<PlanRedirect>,
+}
+
+impl PlanStage {
+    /// A stage running `argv` (the program's safe mode injected) with these
+    /// redirections. Refused when the safe mode cannot be guaranteed.
+    pub(crate) fn new(argv: Vec<String>, redirects: Vec<PlanRedirect>) -> Result<Self, String> {
+        Ok(Self {
+            argv: safe_argv(argv)?,
+            redirects,
+        })
+    }
+
+    /// The argv executed (the program is looked up in `PATH`).
+    pub fn argv(&self) -> &[String] {
+        &self.argv
+    }
+
+    /// The redirections, in the order they apply.
+    pub fn redirects(&self) -> &[PlanRedirect] {
+        &self.redirects
+    }
+}
+
+/// A checked command line, ready to execute: see the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellPlan {
+    pub(crate) line: String,
+    pub(crate) stages: Vec<PlanStage>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) env: BTreeMap<String, String>,
+}
+
+impl ShellPlan {
+    pub(crate) fn new(line: &str, stages: Vec<PlanStage>, cwd: &Path) -> Self {
+        Self {
+            line: line.to_owned(),
+            stages,
+            cwd: cwd.to_path_buf(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// The command line the plan was read from (for messages).
+    pub fn line(&self) -> &str {
+        &self.line
+    }
+
+    /// The stages, first to last; stage `n`'s stdout feeds stage `n + 1`'s stdin.
+    pub fn stages(&self) -> &[PlanStage] {
+        &self.stages
+    }
+
+    /// The canonical working directory (inside the workspace root).
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// Environment variables the plan sets on every stage (after the
+    /// sandbox policy's; the guard admits no environment overrides, so this
+    /// is empty for a plan it made).
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+}
+
+/// The switches the runner puts in front of a program's own arguments so
+/// that it cannot run code named by its input, its configuration or the
+/// work tree: `(program, arguments inserted after the program name)`.
+/// `git` also gets `--no-ext-diff`/`--no-textconv` after the subcommands
+/// that can diff ([`GIT_NO_DRIVERS`]). The other specified programs have no
+/// such switch: their code-running features are refused by the guard's
+/// specifications (`find -exec`, `jq`'s `import`), and the files they would
+/// load on their own (`~/.jq`) are in the sandbox's private, empty `HOME`.
+pub const SAFE_MODES: &[(&str, &[&str])] = &[
+    // GNU sed refuses the `e`, `w`, `W`, `r`, `R` commands and the `e`/`w` flags of `s` itself
+    ("sed", &["--sandbox"]),
+    // ripgrep reads no config file (RIPGREP_CONFIG_PATH could name one with `--pre`)
+    ("rg", &["--no-config"]),
+    (
+        "git",
+        &[
+            "--no-pager",
+            "-c",
+            "core.pager=cat",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.editor=false",
+            "-c",
+            "sequence.editor=false",
+            "-c",
+            "credential.helper=",
+            "-c",
+            "commit.gpgSign=false",
+            "-c",
+            "tag.gpgSign=false",
+            "-c",
+            "protocol.ext.allow=never",
+            "-c",
+            "protocol.file.allow=never",
+            "-c",
+            "core.sshCommand=false",
+        ],
+    ),
+];
+
+/// Git subcommands that can run an external diff or text-conversion driver,
+/// and the switches that turn them off, inserted right after the subcommand.
+pub const GIT_NO_DRIVERS: &[(&str, &[&str])] = &[
+    ("diff", &["--no-ext-diff", "--no-textconv"]),
+    ("log", &["--no-ext-diff", "--no-textconv"]),
+    ("show", &["--no-ext-diff", "--no-textconv"]),
+    ("blame", &["--no-textconv"]),
+    ("annotate", &["--no-textconv"]),
+    ("grep", &["--no-textconv"]),
+];
+
+/// Git options before the subcommand that take the next argument as a value.
+const GIT_GLOBAL_WITH_VALUE: &[&str] = &["-c", "-C", "--config-env", "--git-dir", "--work-tree", "--namespace"];
+
+/// `argv` with its program's safe mode: [`SAFE_MODES`] after the program
+/// name, and for git [`GIT_NO_DRIVERS`] after the subcommand. A git argv
+/// that sets configuration itself is refused (a later `-c` would undo an
+/// override).
+pub(crate) fn safe_argv(argv: Vec<String>) -> Result<Vec<String>, String> {
+    let Some(program) = argv.first() else {
+        return Err("an empty stage".to_owned());
+    };
+    let Some((_, switches)) = SAFE_MODES.iter().find(|(p, _)| p == program) else {
+        return Ok(argv);
+    };
+    let mut out: Vec<String> = Vec::with_capacity(argv.len() + switches.len() + 2);
+    out.push(program.clone());
+    out.extend(switches.iter().map(|s| (*s).to_owned()));
+    if program != "git" {
+        out.extend(argv[1..].iter().cloned());
+        return Ok(out);
+    }
+    let mut i = 1;
+    while let Some(a) = argv.get(i) {
+        if !a.starts_with('-') {
+            break;
+        }
+        if a == "-c" || a.starts_with("--config-env") || (a.starts_with("-c") && !a.starts_with("--")) {
+            return Err(format!(
+                "`git {a}` sets configuration, which would undo the overrides git runs with (core.fsmonitor, \
+                 hooks, pagers): drop it"
+            ));
+        }
+        out.push(a.clone());
+        i += 1;
+        if GIT_GLOBAL_WITH_VALUE.contains(&a.as_str()) {
+            if let Some(v) = argv.get(i) {
+                out.push(v.clone());
+                i += 1;
+            }
+        }
+    }
+    if let Some(sub) = argv.get(i) {
+        out.push(sub.clone());
+        i += 1;
+        if let Some((_, extra)) = GIT_NO_DRIVERS.iter().find(|(s, _)| s == sub) {
+            out.extend(extra.iter().map(|s| (*s).to_owned()));
+        }
+    }
+    out.extend(argv[i..].iter().cloned());
+    Ok(out)
+}
+
+/// The most plans kept for a run (the oldest is dropped first): a tool reads
+/// its plan right after the guard admitted the call.
+const KEPT_PLANS: usize = 1024;
+
+/// The plans the shell guard admitted in a run, by call id, each with the
+/// digest of the arguments it judged (a run-local value: the model cannot
+/// write it).
+#[derive(Debug, Default)]
+pub(crate) struct AdmittedPlans(Mutex<Kept>);
+
+/// The plans by call id (with the digest of the judged arguments), and the
+/// ids oldest first.
+type Kept = (HashMap<String, (u64, ShellPlan)>, VecDeque<String>);
+
+impl AdmittedPlans {
+    /// Records `plan` as the one admitted for call `id` with `arguments`.
+    pub(crate) fn record(&self, id: &str, arguments: &Value, plan: ShellPlan) {
+        let mut g = self.0.lock().expect("admitted plans lock");
+        let (map, order) = &mut *g;
+        if map.insert(id.to_owned(), (digest(arguments), plan)).is_none() {
+            order.push_back(id.to_owned());
+            while order.len() > KEPT_PLANS {
+                if let Some(old) = order.pop_front() {
+                    map.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// The plan admitted for call `id`, if it was admitted with exactly `arguments`.
+    pub(crate) fn get(&self, id: &str, arguments: &Value) -> Option<ShellPlan> {
+        let g = self.0.lock().expect("admitted plans lock");
+        match g.0.get(id) {
+            Some((d, plan)) if *d == digest(arguments) => Some(plan.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn digest(arguments: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    arguments.to_string().hash(&mut h);
+    h.finish()
+}
+
+/// The plan the shell guard admitted for the call `cx` runs, when the guard
+/// judged exactly these `arguments` (a middleware that rewrote them after
+/// the guard voids the plan: `None`). A shell tool of your own runs it with
+/// [`Sandbox::run_plan`](super::Sandbox::run_plan) — or, without the
+/// library's sandbox, by spawning each stage's [`argv`](PlanStage::argv)
+/// itself, never by handing [`line`](ShellPlan::line) to a shell.
+///
+/// ```no_run
+/// use async_trait::async_trait;
+/// use serde_json::Value;
+/// use tinyagents::harness::tool::{Tool, ToolContext, ToolOutput, ToolSchema};
+/// use tinyagents::sandbox::{admitted_plan, Sandbox};
+/// use tinyagents::{Result, TinyAgentsError};
+///
+/// struct MyShell {
+///     schema: ToolSchema,
+///     sandbox: Sandbox,
+/// }
+///
+/// #[async_trait]
+/// impl Tool for MyShell {
+///     fn schema(&self) -> &ToolSchema {
+///         &self.schema
+///     }
+///
+///     async fn call(&self, cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
+///         // Only what the guard checked runs: no plan, no run.
+///         let Some(plan) = admitted_plan(&cx, &arguments) else {
+///             return Err(TinyAgentsError::validation("no command admitted by shell_fs_guard for this call"));
+///         };
+///         let out = self.sandbox.run_plan(&plan).await?;
+///         Ok(ToolOutput::from(out.render()))
+///     }
+/// }
+/// ```
+pub fn admitted_plan(cx: &ToolContext, arguments: &Value) -> Option<ShellPlan> {
+    cx.parent()
+        .locals
+        .0
+        .try_get::<AdmittedPlans>()?
+        .get(cx.call_id(), arguments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_argv;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn programs_get_their_safe_mode_whatever_was_written() {
+        assert_eq!(
+            safe_argv(v(&["sed", "-n", "p"])).unwrap()[..2],
+            v(&["sed", "--sandbox"])
+        );
+        let git = safe_argv(v(&["git", "--no-pager", "diff", "HEAD"])).unwrap();
+        let sub = git.iter().position(|a| a == "diff").unwrap();
+        assert_eq!(git[sub + 1..], v(&["--no-ext-diff", "--no-textconv", "HEAD"]));
+        assert!(git.iter().any(|a| a == "core.fsmonitor=false"));
+        assert!(safe_argv(v(&["git", "-c", "core.fsmonitor=x", "status"])).is_err());
+        assert!(safe_argv(v(&["git", "-ccore.pager=x", "status"])).is_err());
+        assert_eq!(safe_argv(v(&["ls", "-l"])).unwrap(), v(&["ls", "-l"]));
+        assert_eq!(safe_argv(v(&["rg", "x"])).unwrap(), v(&["rg", "--no-config", "x"]));
+    }
+}
