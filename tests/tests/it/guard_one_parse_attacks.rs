@@ -1,0 +1,107 @@
+//! What is checked is what runs, attacked end to end: `shell_fs_guard` in
+//! front of `ShellTool`, in the sandbox, through the public API. Each test
+//! is one way an admitted call ran something other than the plan the guard
+//! judged: a program name found in the workspace through `PATH`.
+
+use crate::sandbox_support;
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tinyagents::harness::workspace::WorkspaceDescriptor;
+use tinyagents::middleware::{ShellFsGuardMiddleware, ToolPolicyMiddleware};
+use tinyagents::prelude::*;
+use tinyagents::sandbox::{SandboxMode, SandboxPolicy, ShellTool};
+
+use sandbox_support::{sandbox_available, Workspace};
+
+/// Runs `commands` (one model turn each) through `ShellTool` under `policy`,
+/// behind `stack` and a strict `tool_policy`; returns each result text.
+async fn runs(ws: &Workspace, policy: SandboxPolicy, stack: MiddlewareStack<()>, commands: &[&str]) -> Vec<String> {
+    let tools = ToolRegistry::new().with(ShellTool::new(policy).unwrap()).unwrap();
+    let strict = ToolPolicyMiddleware::strict(tools.policies()).require_sandbox(true);
+    let mut turns: Vec<ScriptedTurn> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ScriptedTurn::tool_calls(vec![ToolCall::new(format!("c{i}"), "shell", json!({ "command": c }))]))
+        .collect();
+    turns.push(ScriptedTurn::text("done"));
+    let model = Arc::new(ScriptedModel::new(turns));
+    let agent: Agent<()> = Agent::from_shared(model.clone())
+        .with_tools(tools)
+        .with_stack(stack.with(strict).unwrap());
+    let workspace = WorkspaceDescriptor::new(&ws.root).with_sandbox(SandboxMode::Required);
+    agent
+        .run(
+            &mut RunContext::new(RunConfig::new("rt"), ()).with_workspace(workspace),
+            &(),
+            "go",
+        )
+        .await
+        .unwrap();
+    model
+        .requests()
+        .last()
+        .unwrap()
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect()
+}
+
+fn guarded() -> MiddlewareStack<()> {
+    MiddlewareStack::new().with(ShellFsGuardMiddleware::new()).unwrap()
+}
+
+/// A `PATH` with a directory the workspace holds (a relative `node_modules/.bin`
+/// or `bin`, or the workspace's own absolute `tools/`): the model rewrites an
+/// executable script of the project, copies it to `bin/ls`, and the admitted
+/// `ls` ran the model's program instead of the `ls` the guard judged. A plan's
+/// program is found only in `PATH` directories outside the workspace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_program_is_never_found_in_the_workspace_through_path() {
+    if !sandbox_available("a_plan_program_is_never_found_in_the_workspace_through_path") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::new("path-hijack");
+    for dir in ["bin", "tools", "scripts"] {
+        std::fs::create_dir_all(ws.root.join(dir)).unwrap();
+    }
+    let script = ws.root.join("scripts/gen.sh");
+    std::fs::write(&script, "#!/bin/sh\necho generated\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut policy = ws.policy();
+    policy.env.insert(
+        "PATH".to_owned(),
+        format!("bin:{}:/usr/local/bin:/usr/bin:/bin", ws.root.join("tools").display()),
+    );
+    let texts = runs(
+        &ws,
+        policy,
+        guarded(),
+        &[
+            "printf '#!/bin/sh\\ntouch pwned\\n' > scripts/gen.sh",
+            "cp scripts/gen.sh bin/ls",
+            "cp scripts/gen.sh tools/cat",
+            "ls",
+            "cat hello.txt",
+        ],
+    )
+    .await;
+    assert_eq!(texts.len(), 5, "{texts:?}");
+    assert!(texts[1].starts_with("exit status 0"), "{texts:?}");
+    assert!(texts[2].starts_with("exit status 0"), "{texts:?}");
+    assert!(
+        !ws.root.join("pwned").exists(),
+        "the workspace's program ran: {texts:?}"
+    );
+    // the system's programs ran instead
+    assert!(
+        texts[3].starts_with("exit status 0") && texts[3].contains("hello.txt"),
+        "{}",
+        texts[3]
+    );
+    assert!(texts[4].contains("hello sandbox"), "{}", texts[4]);
+}
