@@ -1,10 +1,13 @@
 //! What is checked is what runs, attacked end to end: `shell_fs_guard` in
 //! front of `ShellTool`, in the sandbox, through the public API. Each test
 //! is one way an admitted call ran something other than the plan the guard
-//! judged: a program name found in the workspace through `PATH`.
+//! judged: a program name found in the workspace through `PATH`, and a git
+//! subcommand that diffs without the safe-mode switches.
 
 use crate::sandbox_support;
 
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -14,6 +17,27 @@ use tinyagents::prelude::*;
 use tinyagents::sandbox::{SandboxMode, SandboxPolicy, ShellTool};
 
 use sandbox_support::{sandbox_available, Workspace};
+
+fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgSign=false",
+        ])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 /// Runs `commands` (one model turn each) through `ShellTool` under `policy`,
 /// behind `stack` and a strict `tool_policy`; returns each result text.
@@ -104,4 +128,43 @@ async fn a_plan_program_is_never_found_in_the_workspace_through_path() {
         texts[3]
     );
     assert!(texts[4].contains("hello sandbox"), "{}", texts[4]);
+}
+
+/// `git stash list -p` diffs like `git log -p`, but the safe mode put
+/// `--no-ext-diff`/`--no-textconv` only after the subcommands it lists, and
+/// `git status -v -v` diffs the work tree with no such switch: the
+/// text-conversion program of the repository's configuration ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_diffing_subcommands_run_no_text_conversion_program() {
+    if !sandbox_available("git_diffing_subcommands_run_no_text_conversion_program") {
+        return;
+    }
+    let ws = Workspace::new("stash-ext-diff");
+    git(&ws.root, &["init", "-q"]);
+    git(&ws.root, &["add", "hello.txt"]);
+    git(&ws.root, &["commit", "-q", "-m", "one"]);
+    std::fs::write(ws.root.join("hello.txt"), "changed\n").unwrap();
+    git(&ws.root, &["stash", "-q"]);
+    std::fs::write(ws.root.join("hello.txt"), "changed again\n").unwrap();
+    git(&ws.root, &["config", "diff.tc.textconv", "touch pwned-textconv; cat"]);
+    std::fs::create_dir_all(ws.root.join(".git/info")).unwrap();
+    std::fs::write(ws.root.join(".git/info/attributes"), "* diff=tc\n").unwrap();
+    let texts = runs(
+        &ws,
+        ws.policy(),
+        guarded(),
+        &["git stash list -p", "git status -vv", "git status -v"],
+    )
+    .await;
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(
+        !ws.root.join("pwned-textconv").exists(),
+        "the textconv driver ran: {texts:?}"
+    );
+    assert!(
+        texts[0].starts_with("exit status 0") && texts[0].contains("+changed"),
+        "{texts:?}"
+    );
+    assert!(texts[1].contains("refused") && texts[1].contains("-v"), "{texts:?}");
+    assert!(texts[2].starts_with("exit status 0"), "{texts:?}");
 }
