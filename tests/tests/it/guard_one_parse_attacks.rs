@@ -1,8 +1,9 @@
 //! What is checked is what runs, attacked end to end: `shell_fs_guard` in
 //! front of `ShellTool`, in the sandbox, through the public API. Each test
 //! is one way an admitted call ran something other than the plan the guard
-//! judged: a program name found in the workspace through `PATH`, and a git
-//! subcommand that diffs without the safe-mode switches.
+//! judged: a program name found in the workspace through `PATH`, a git
+//! subcommand that diffs without the safe-mode switches, and arguments
+//! rewritten after the guard judged them.
 
 use crate::sandbox_support;
 
@@ -10,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use serde_json::json;
 use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::{ShellFsGuardMiddleware, ToolPolicyMiddleware};
@@ -167,4 +169,42 @@ async fn git_diffing_subcommands_run_no_text_conversion_program() {
     );
     assert!(texts[1].contains("refused") && texts[1].contains("-v"), "{texts:?}");
     assert!(texts[2].starts_with("exit status 0"), "{texts:?}");
+}
+
+/// Rewrites call `c0`'s command after the guard judged it (as a
+/// `pre_tool_use` hook's updated input does).
+struct RewriteAfterGuard;
+
+#[async_trait]
+impl Middleware<()> for RewriteAfterGuard {
+    fn hooks(&self) -> HookSet {
+        HookSet::BEFORE_TOOL
+    }
+    async fn before_tool(&self, _: &mut RunContext, _: &(), call: &mut ToolCall) -> Result<()> {
+        if call.id == "c0" {
+            call.arguments = json!({ "command": "touch made.txt" });
+        }
+        Ok(())
+    }
+}
+
+/// A read-only guard admitted `cat hello.txt`; a middleware after it turned
+/// the call into `touch made.txt`, and the tool, finding no plan for those
+/// arguments, judged them itself with the default rules (which write) and
+/// ran them. Arguments changed after the guard judged the call are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_rewritten_after_the_guard_do_not_run() {
+    if !sandbox_available("arguments_rewritten_after_the_guard_do_not_run") {
+        return;
+    }
+    let ws = Workspace::new("rewrite-after-guard");
+    let stack = MiddlewareStack::new()
+        .with(ShellFsGuardMiddleware::new().read_only(true))
+        .unwrap()
+        .with(RewriteAfterGuard)
+        .unwrap();
+    let texts = runs(&ws, ws.policy(), stack, &["cat hello.txt"]).await;
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(!ws.root.join("made.txt").exists(), "the rewritten call ran: {texts:?}");
+    assert!(texts[0].contains("changed after"), "{texts:?}");
 }

@@ -276,6 +276,11 @@ impl AdmittedPlans {
         }
     }
 
+    /// Whether the guard judged call `id` (with whatever arguments).
+    pub(crate) fn judged(&self, id: &str) -> bool {
+        self.0.lock().expect("admitted plans lock").0.contains_key(id)
+    }
+
     /// The plan admitted for call `id`, if it was admitted with exactly `arguments`.
     pub(crate) fn get(&self, id: &str, arguments: &Value) -> Option<ShellPlan> {
         let g = self.0.lock().expect("admitted plans lock");
@@ -334,6 +339,16 @@ pub fn admitted_plan(cx: &ToolContext, arguments: &Value) -> Option<ShellPlan> {
         .0
         .try_get::<AdmittedPlans>()?
         .get(cx.call_id(), arguments)
+}
+
+/// Whether the shell guard judged the call `cx` runs with arguments other
+/// than `arguments` (something after the guard rewrote them): such a call
+/// must not run, since what the guard checked is not what would run.
+pub(crate) fn judged_otherwise(cx: &ToolContext, arguments: &Value) -> bool {
+    let Some(plans) = cx.parent().locals.0.try_get::<AdmittedPlans>() else {
+        return false;
+    };
+    plans.judged(cx.call_id()) && plans.get(cx.call_id(), arguments).is_none()
 }
 
 #[cfg(test)]
