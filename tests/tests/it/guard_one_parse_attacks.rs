@@ -208,3 +208,44 @@ async fn arguments_rewritten_after_the_guard_do_not_run() {
     assert!(!ws.root.join("made.txt").exists(), "the rewritten call ran: {texts:?}");
     assert!(texts[0].contains("changed after"), "{texts:?}");
 }
+
+/// A protected entry that is a path (`scripts/hooks`) guarded only writes
+/// under it: `mv x/scripts .` moved a tree holding `scripts/hooks/pre-commit`
+/// into the root and created it. A write to a directory such an entry lies
+/// in (the root, `scripts`) is refused; writes beside it still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_moved_into_place_cannot_create_a_protected_path() {
+    if !sandbox_available("a_tree_moved_into_place_cannot_create_a_protected_path") {
+        return;
+    }
+    let ws = Workspace::new("protected-by-move");
+    let stack = MiddlewareStack::new()
+        .with(ShellFsGuardMiddleware::new().protected_paths([".git", "scripts/hooks"]))
+        .unwrap();
+    let texts = runs(
+        &ws,
+        ws.policy(),
+        stack,
+        &[
+            "mkdir -p x/scripts/hooks y/hooks",
+            "printf evil > x/scripts/hooks/pre-commit",
+            "printf evil > y/hooks/pre-commit",
+            "mv x/scripts .",
+            "cp -r x/scripts .",
+            "mkdir scripts",
+            "mv y scripts",
+            "cp -r y/hooks scripts",
+            "mv y z",
+        ],
+    )
+    .await;
+    assert_eq!(texts.len(), 9, "{texts:?}");
+    assert!(!ws.root.join("scripts/hooks").exists(), "{texts:?}");
+    for t in &texts[3..8] {
+        assert!(t.contains("protected_paths"), "{texts:?}");
+    }
+    assert!(
+        texts[8].starts_with("exit status 0") && ws.root.join("z/hooks/pre-commit").exists(),
+        "{texts:?}"
+    );
+}

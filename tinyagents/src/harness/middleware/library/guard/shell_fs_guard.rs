@@ -293,7 +293,7 @@ pub struct ShellFsGuardConfig {
     /// File-tool argument keys holding a patch (its target paths are confined like writes).
     #[config(default = strings(DEFAULT_PATCH_KEYS))]
     pub patch_keys: Vec<String>,
-    /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path from the root). Empty: no protection.
+    /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path from the root, and writes to the directories it lies in). Empty: no protection.
     #[config(default = strings(DEFAULT_PROTECTED_PATHS))]
     pub protected_paths: Vec<String>,
 }
