@@ -84,6 +84,7 @@ mod guard_escapes;
 mod guard_escapes_fifth;
 mod guard_escapes_third;
 mod guard_one_parse;
+mod guard_one_parse_attacks;
 mod guards_redteam;
 mod hook_order;
 mod hooks_fail_closed;

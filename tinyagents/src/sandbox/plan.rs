@@ -178,11 +178,15 @@ pub const SAFE_MODES: &[(&str, &[&str])] = &[
 ];
 
 /// Git subcommands that can run an external diff or text-conversion driver,
-/// and the switches that turn them off, inserted right after the subcommand.
+/// and the switches that turn them off, inserted right after the subcommand
+/// (`stash list`: after both words; it diffs like `log` with `-p`). `git
+/// status` has no such switch: the guard admits one `-v` only (a second one
+/// diffs the work tree).
 pub const GIT_NO_DRIVERS: &[(&str, &[&str])] = &[
     ("diff", &["--no-ext-diff", "--no-textconv"]),
     ("log", &["--no-ext-diff", "--no-textconv"]),
     ("show", &["--no-ext-diff", "--no-textconv"]),
+    ("stash list", &["--no-ext-diff", "--no-textconv"]),
     ("blame", &["--no-textconv"]),
     ("annotate", &["--no-textconv"]),
     ("grep", &["--no-textconv"]),
@@ -232,7 +236,15 @@ pub(crate) fn safe_argv(argv: Vec<String>) -> Result<Vec<String>, String> {
     if let Some(sub) = argv.get(i) {
         out.push(sub.clone());
         i += 1;
-        if let Some((_, extra)) = GIT_NO_DRIVERS.iter().find(|(s, _)| s == sub) {
+        let mut sub = sub.clone();
+        if sub == "stash" {
+            if let Some(action) = argv.get(i) {
+                out.push(action.clone());
+                i += 1;
+                sub = format!("stash {action}");
+            }
+        }
+        if let Some((_, extra)) = GIT_NO_DRIVERS.iter().find(|(s, _)| *s == sub) {
             out.extend(extra.iter().map(|s| (*s).to_owned()));
         }
     }
@@ -267,6 +279,11 @@ impl AdmittedPlans {
                 }
             }
         }
+    }
+
+    /// Whether the guard judged call `id` (with whatever arguments).
+    pub(crate) fn judged(&self, id: &str) -> bool {
+        self.0.lock().expect("admitted plans lock").0.contains_key(id)
     }
 
     /// The plan admitted for call `id`, if it was admitted with exactly `arguments`.
@@ -329,6 +346,16 @@ pub fn admitted_plan(cx: &ToolContext, arguments: &Value) -> Option<ShellPlan> {
         .get(cx.call_id(), arguments)
 }
 
+/// Whether the shell guard judged the call `cx` runs with arguments other
+/// than `arguments` (something after the guard rewrote them): such a call
+/// must not run, since what the guard checked is not what would run.
+pub(crate) fn judged_otherwise(cx: &ToolContext, arguments: &Value) -> bool {
+    let Some(plans) = cx.parent().locals.0.try_get::<AdmittedPlans>() else {
+        return false;
+    };
+    plans.judged(cx.call_id()) && plans.get(cx.call_id(), arguments).is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::safe_argv;
@@ -346,6 +373,9 @@ mod tests {
         let git = safe_argv(v(&["git", "--no-pager", "diff", "HEAD"])).unwrap();
         let sub = git.iter().position(|a| a == "diff").unwrap();
         assert_eq!(git[sub + 1..], v(&["--no-ext-diff", "--no-textconv", "HEAD"]));
+        let stash = safe_argv(v(&["git", "stash", "list", "-p"])).unwrap();
+        let sub = stash.iter().position(|a| a == "list").unwrap();
+        assert_eq!(stash[sub + 1..], v(&["--no-ext-diff", "--no-textconv", "-p"]));
         assert!(git.iter().any(|a| a == "core.fsmonitor=false"));
         assert!(safe_argv(v(&["git", "-c", "core.fsmonitor=x", "status"])).is_err());
         assert!(safe_argv(v(&["git", "-ccore.pager=x", "status"])).is_err());

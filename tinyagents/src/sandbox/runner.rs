@@ -218,6 +218,9 @@ pub struct Sandbox {
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
+/// The `PATH` of a command when neither it, the policy nor the allow list gives one.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 fn tool_error(message: String) -> TinyAgentsError {
     TinyAgentsError::tool("sandbox", message)
 }
@@ -350,6 +353,7 @@ impl Sandbox {
             stdin: cmd.stdin,
             timeout: cmd.timeout,
             output_limits: cmd.output_limits,
+            system_programs: false,
         };
         self.execute(run, cancel).await
     }
@@ -383,8 +387,56 @@ impl Sandbox {
             stdin: None,
             timeout: None,
             output_limits: None,
+            system_programs: true,
         };
         self.execute(run, cancel).await
+    }
+
+    /// The `PATH` a command sees: its own, else the policy's, else this
+    /// process's (when `PATH` is in the allow list), else the default.
+    fn search_path(&self, env: &BTreeMap<String, String>) -> std::ffi::OsString {
+        if let Some(p) = env.get("PATH").or_else(|| self.policy.env.get("PATH")) {
+            return p.into();
+        }
+        if self.policy.env_allow.iter().any(|n| n == "PATH") {
+            if let Some(p) = std::env::var_os("PATH") {
+                return p;
+            }
+        }
+        DEFAULT_PATH.into()
+    }
+
+    /// The program file a plan stage runs: the first executable `name` in a
+    /// `PATH` directory outside the workspace. Relative directories
+    /// (`node_modules/.bin`, an empty entry) and directories or files inside
+    /// the root are skipped: a program the command could have written there
+    /// is not the program the guard judged.
+    fn system_program(&self, name: &str, path: &std::ffi::OsStr, line: &str) -> Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        for dir in std::env::split_paths(path) {
+            if !dir.is_absolute() {
+                continue;
+            }
+            let Ok(file) = dir.join(name).canonicalize() else {
+                continue;
+            };
+            if file.starts_with(&self.root) {
+                continue;
+            }
+            if file
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            {
+                return Ok(file);
+            }
+        }
+        Err(TinyAgentsError::validation(format!(
+            "sandbox: the program `{name}` of `{line}` is not in a PATH directory outside the workspace (PATH is \
+             `{}`; relative directories and those inside the workspace root `{}` are skipped, since a program \
+             there is not the one the guard checked): install it in a system directory",
+            path.to_string_lossy(),
+            self.root.display()
+        )))
     }
 
     /// Opens the file of a redirection, as the plan resolved it.
@@ -583,19 +635,22 @@ impl Sandbox {
                 let stderr = fds.pop().expect("three descriptors");
                 let stdout = fds.pop().expect("three descriptors");
                 let stdin = fds.pop().expect("three descriptors");
-                let mut std_cmd = std::process::Command::new(&argv[0]);
+                let path = self.search_path(run.env);
+                let mut std_cmd = if run.system_programs {
+                    use std::os::unix::process::CommandExt;
+                    let mut c = std::process::Command::new(self.system_program(&argv[0], &path, &line)?);
+                    c.arg0(&argv[0]);
+                    c
+                } else {
+                    std::process::Command::new(&argv[0])
+                };
                 std_cmd.args(&argv[1..]).current_dir(&run.cwd).env_clear();
-                let mut has_path = self.policy.env.contains_key("PATH") || run.env.contains_key("PATH");
                 for name in &self.policy.env_allow {
                     if let Some(value) = std::env::var_os(name) {
-                        has_path |= name == "PATH";
                         std_cmd.env(name, value);
                     }
                 }
-                std_cmd.envs(&self.policy.env).envs(run.env);
-                if !has_path {
-                    std_cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
-                }
+                std_cmd.envs(&self.policy.env).envs(run.env).env("PATH", &path);
                 std_cmd
                     .env("HOME", temp.home())
                     .env("TMPDIR", temp.tmp())
@@ -732,7 +787,7 @@ impl Sandbox {
             .unwrap_or_default();
         drop(confinement);
         if !undone.is_empty() {
-            return Err(protected_created(program, &self.root, &undone));
+            return Err(protected_created(&program, &self.root, &undone));
         }
         drop(temp);
         let termination = match outcome {
@@ -771,6 +826,9 @@ struct Execution<'a> {
     stdin: Option<Vec<u8>>,
     timeout: Option<Duration>,
     output_limits: Option<(usize, usize)>,
+    /// Whether each program is looked up only in `PATH` directories outside
+    /// the workspace (a checked plan), not as `execvp` would.
+    system_programs: bool,
 }
 
 /// Reads `pipe` into `buf`, at most `cap` bytes; one byte more sets `cut`

@@ -24,7 +24,8 @@ use crate::{Result, TinyAgentsError};
 /// `/bin/sh`: it runs as a [`ShellPlan`](super::ShellPlan) — the stages of argv, their
 /// redirections and pipes — executed by [`Sandbox::run_plan`]. When
 /// `shell_fs_guard` admitted the call, the tool runs the plan the guard
-/// recorded for that call id ([`admitted_plan`]); otherwise it reads the line
+/// recorded for that call id ([`admitted_plan`]) — a call whose arguments
+/// changed after the guard judged them is refused — otherwise it reads the line
 /// itself with the same parser and the same rules (the default guard's, or
 /// those given with [`ShellTool::with_rules`]) and refuses what they refuse.
 /// [`ShellTool::with_shell`] is the explicit opt-out that runs `/bin/sh -c`
@@ -279,6 +280,15 @@ impl Tool for ShellTool {
             // reading with the same parser and rules: what is checked runs.
             let plan = match admitted_plan(&cx, &arguments) {
                 Some(plan) => plan,
+                None if super::plan::judged_otherwise(&cx, &arguments) => {
+                    return Err(TinyAgentsError::validation(format!(
+                        "tool `{}` refused call `{}`: its arguments changed after shell_fs_guard judged them (a \
+                         middleware or hook after the guard rewrote them), so what would run is not what was \
+                         checked; register shell_fs_guard after whatever rewrites arguments",
+                        self.schema.name,
+                        cx.call_id()
+                    )));
+                }
                 None => {
                     let ws = match &cx.parent().workspace {
                         Some(ws) => ws.clone(),

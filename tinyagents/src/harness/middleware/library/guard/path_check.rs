@@ -124,7 +124,12 @@ pub(crate) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [St
             return false;
         }
         if e.contains('/') {
-            joined == e || joined.starts_with(&format!("{e}/"))
+            // the entry itself, a path under it, or a directory it lies in:
+            // a tree moved or copied there (`mv x/scripts .`) creates it
+            joined == e
+                || joined.starts_with(&format!("{e}/"))
+                || joined.is_empty()
+                || e.starts_with(&format!("{joined}/"))
         } else {
             parts.contains(&e)
         }
@@ -491,6 +496,10 @@ mod tests {
         assert!(protected_hit(root, Path::new("/w/scripts/hooks"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/a/scripts/hooks"), &rooted).is_none());
         assert!(protected_hit(root, Path::new("/w/scripts/hooksx"), &rooted).is_none());
+        // a directory a path-shaped entry lies in: a tree moved there creates it
+        assert!(protected_hit(root, Path::new("/w/scripts"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/scriptsx"), &rooted).is_none());
     }
 
     #[test]

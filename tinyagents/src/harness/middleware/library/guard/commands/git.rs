@@ -1090,6 +1090,20 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
         return Err(sub_cx.refuse(format, "a `%G` placeholder verifies signatures, which runs gpg"));
     }
     match sub.as_str() {
+        "status"
+            if parsed
+                .opts
+                .iter()
+                .filter(|g| matches!(g.name, "-v" | "--verbose"))
+                .count()
+                > 1 =>
+        {
+            return Err(sub_cx.refuse(
+                "-v",
+                "a second `-v` also diffs the work tree, through the text-conversion drivers of the \
+                 configuration, which `git status` cannot switch off: give `-v` once, or run `git diff`",
+            ));
+        }
         "branch" | "tag" => {
             if !parsed.operands.is_empty() && !parsed.has(&["-l", "--list"]) {
                 return Err(sub_cx.refuse(

@@ -389,8 +389,9 @@ impl Ctx<'_> {
             return Err(self.refuse(
                 arg,
                 format!(
-                    "it writes under `{hit}`, configuration that programs execute (protected_paths); \
-                     make that change yourself, or remove `{hit}` from `protected_paths` for this workspace"
+                    "it writes under `{hit}`, or the directory `{hit}` lies in (a tree moved or copied there \
+                     would create it), configuration that programs execute (protected_paths); make that change \
+                     yourself, or remove `{hit}` from `protected_paths` for this workspace"
                 ),
             ));
         }
