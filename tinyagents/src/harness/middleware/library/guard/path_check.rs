@@ -486,11 +486,16 @@ mod tests {
             "/w/src/git.rs",
             "/w/.gitignore",
             "/w/docs/github.md",
-            "/w",
+            "/w/src",
             "/elsewhere/.git",
         ] {
             assert!(protected_hit(root, Path::new(miss), &p).is_none(), "{miss}");
         }
+        // the default list has path-shaped entries (`.mvn/extensions.xml`,
+        // `.claude/settings.json`): the root itself, as a write's target, is
+        // where a tree moved or copied would create them
+        assert!(protected_hit(root, Path::new("/w"), &p).is_some());
+        assert!(protected_hit(root, Path::new("/w/.mvn"), &p).is_some());
         let rooted = vec!["scripts/hooks".to_owned()];
         assert!(protected_hit(root, Path::new("/w/scripts/hooks/x"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/scripts/hooks"), &rooted).is_some());
