@@ -181,7 +181,18 @@ fn card_windows(run: &str, out: &mut Vec<(usize, usize)>) {
             i += 1;
         }
     }
-    let sep = |g: usize| &run[groups[g - 1].1..groups[g].0];
+    // a separator of white space only (space, tab, line breaks, VT, FF,
+    // mixed) is one and the same separator: a card wrapped over lines is one card
+    let sep = |g: usize| {
+        let s = &run[groups[g - 1].1..groups[g].0];
+        if s.bytes()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0B | 0x0C))
+        {
+            " "
+        } else {
+            s
+        }
+    };
     let mut digits: Vec<u8> = Vec::with_capacity(19);
     let mut g = 0;
     while g < groups.len() {
@@ -501,10 +512,10 @@ fn spec_for(name: &str) -> Option<Spec> {
             false,
         )
         .gated(Gate::Url),
-        // a greedy run of digit groups; separators: space, tab, line breaks, dot,
-        // slash, dash (up to three); the cards are the windows inside it
+        // a greedy run of digit groups; separators: space, tab, line breaks, VT,
+        // FF, dot, slash, dash (up to three); the cards are the windows inside it
         "credit_card" => spec(
-            r"[0-9](?:(?:[ \t\r\n./\-]{1,3})?[0-9]){12,}",
+            r"[0-9](?:(?:[ \t\r\n\x0B\x0C./\-]{1,3})?[0-9]){12,}",
             Check::Windows(card_windows),
             Edge::Both,
             Some(needs_digits(13)),
@@ -659,62 +670,93 @@ impl Normalised<'_> {
     }
 }
 
-/// Folds one character for detection; `None` drops it (zero-width and soft hyphen).
+/// How the Unicode database makes detection read one non-ASCII character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnicodeClass {
+    /// General_Category Nd, a decimal digit: the range is a contiguous run
+    /// of them, whose characters are the digits 0 to 9 over and over (a
+    /// stability policy of Unicode: decimal digits are encoded in contiguous
+    /// runs of ten, in ascending order).
+    Digit,
+    /// Zs, Zl, Zp: a space, a line or a paragraph separator.
+    Space,
+    /// Cf, a format character: renders as nothing.
+    Format,
+}
+
+/// The non-ASCII characters of each [`UnicodeClass`], as sorted, disjoint
+/// `(first, last, class)` ranges: built once from the General_Category
+/// tables of `unicode-properties` (one pass over the code points), so the
+/// fold follows the Unicode version of that crate, never a hand list.
+fn unicode_classes() -> &'static [(u32, u32, UnicodeClass)] {
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    static CLASSES: OnceLock<Vec<(u32, u32, UnicodeClass)>> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let mut out: Vec<(u32, u32, UnicodeClass)> = Vec::new();
+        for c in '\u{80}'..=char::MAX {
+            let class = match c.general_category() {
+                G::DecimalNumber => UnicodeClass::Digit,
+                G::SpaceSeparator | G::LineSeparator | G::ParagraphSeparator => UnicodeClass::Space,
+                G::Format => UnicodeClass::Format,
+                _ => continue,
+            };
+            let u = c as u32;
+            match out.last_mut() {
+                Some(last) if last.1 + 1 == u && last.2 == class => last.1 = u,
+                _ => out.push((u, u, class)),
+            }
+        }
+        out
+    })
+}
+
+/// The [`UnicodeClass`] of a non-ASCII character, and the first character of its range.
+fn unicode_class(u: u32) -> Option<(UnicodeClass, u32)> {
+    let classes = unicode_classes();
+    let i = classes.partition_point(|r| r.1 < u);
+    classes
+        .get(i)
+        .filter(|r| r.0 <= u)
+        .map(|&(first, _, class)| (class, first))
+}
+
+/// Folds one character for detection; `None` drops it (it renders as nothing).
+///
+/// Every decimal digit (General_Category Nd, any script) becomes its ASCII
+/// digit, every space, line and paragraph separator (Zs, Zl, Zp) a space,
+/// NEL (U+0085) a line break; every format character (Cf) is dropped.
 fn fold(c: char) -> Option<char> {
-    const DIGIT_ZEROS: &[u32] = &[
-        0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0E50, 0x0ED0,
-        0x0F20, 0x1040, 0x17E0, 0x1810, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6,
-    ];
     let u = c as u32;
     Some(match u {
         0x00..=0x7F => c,
+        // NEL, the line break of EBCDIC text
+        0x0085 => '\n',
         0xFF01..=0xFF5E => char::from_u32(u - 0xFEE0).unwrap_or(c),
-        0x00A0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 => ' ',
-        // Invisible: every format character (General_Category Cf: soft
-        // hyphen, zero-width and bidi marks, embeddings and isolates,
-        // invisible operators, tags, …), the variation selectors, the
-        // combining grapheme joiner, the Hangul fillers, and the combining
-        // diacritical marks: each renders as nothing (or on the character
-        // before it), so a value written with one inside reads whole.
-        0x00AD
-        | 0x0300..=0x036F
-        | 0x0600..=0x0605
-        | 0x061C
-        | 0x06DD
-        | 0x070F
-        | 0x0890..=0x0891
-        | 0x08E2
+        // Invisible but not format characters (Cf, dropped below): the
+        // variation selectors, the combining grapheme joiner, the Hangul
+        // fillers, and the combining diacritical marks: each renders as
+        // nothing (or on the character before it), so a value written with
+        // one inside reads whole.
+        0x0300..=0x036F
         | 0x115F..=0x1160
         | 0x180B..=0x180F
         | 0x1AB0..=0x1AFF
         | 0x1DC0..=0x1DFF
-        | 0x200B..=0x200F
-        | 0x202A..=0x202E
-        | 0x2060..=0x2064
-        | 0x2066..=0x206F
         | 0x20D0..=0x20FF
         | 0x3164
         | 0xFE00..=0xFE0F
         | 0xFE20..=0xFE2F
-        | 0xFEFF
         | 0xFFA0
-        | 0xFFF9..=0xFFFB
-        | 0x110BD
-        | 0x110CD
-        | 0x13430..=0x1343F
-        | 0x1BCA0..=0x1BCA3
-        | 0x1D173..=0x1D17A
-        | 0xE0001
-        | 0xE0020..=0xE007F
         | 0xE0100..=0xE01EF => return None,
         0x2010..=0x2015 | 0x2212 | 0xFE63 => '-',
         // `﹫` and the ideographic / halfwidth full stops (`ann＠example。com`)
         0xFE6B => '@',
         0x3002 | 0xFF61 => '.',
-        // outside the blocks that hold the digit zeros above: as it is
-        _ if !(0x0660..0x181A).contains(&u) && !(0x1D7CE..0x1D800).contains(&u) => c,
-        _ => match DIGIT_ZEROS.iter().find(|&&z| (z..z + 10).contains(&u)) {
-            Some(&z) => char::from(b'0' + (u - z) as u8),
+        _ => match unicode_class(u) {
+            // a run of ten: the digit is the distance from the run's start, mod 10
+            Some((UnicodeClass::Digit, first)) => char::from(b'0' + ((u - first) % 10) as u8),
+            Some((UnicodeClass::Space, _)) => ' ',
+            Some((UnicodeClass::Format, _)) => return None,
             None => c,
         },
     })
@@ -1393,6 +1435,10 @@ mod gate_tests {
         "  ",
         "\t",
         "\n",
+        "\x0b",
+        "\x0c",
+        "\u{85}",
+        " \n",
         ".",
         "..",
         "-",
@@ -1538,5 +1584,106 @@ mod gate_tests {
             let opened = all_detectors().iter().filter(|d| gates.open(d.whole_gate)).count();
             assert!(opened > 0, "no gate opens on {text:?}");
         }
+    }
+}
+
+/// The fold against the Unicode database itself: every character of
+/// General_Category Nd, Zs, Zl, Zp and Cf, walked one by one.
+#[cfg(test)]
+mod fold_tests {
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+
+    use super::*;
+
+    #[test]
+    fn every_decimal_digit_folds_to_its_value_in_its_run_of_ten() {
+        let (mut digits, mut runs) = (0, 0);
+        let mut c = '\u{80}';
+        while c < char::MAX {
+            if c.general_category() != G::DecimalNumber {
+                c = char::from_u32(c as u32 + 1).unwrap_or('\u{E000}');
+                continue;
+            }
+            // a run of ten Nd characters, folding to 0..=9 in order
+            runs += 1;
+            let zero = c as u32;
+            for value in 0..10u8 {
+                let d = char::from_u32(zero + u32::from(value)).expect("a digit run holds no surrogate");
+                assert_eq!(
+                    d.general_category(),
+                    G::DecimalNumber,
+                    "U+{:04X} ends its run early",
+                    d as u32
+                );
+                assert!(d.is_numeric(), "U+{:04X}", d as u32);
+                assert_eq!(fold(d), Some(char::from(b'0' + value)), "U+{:04X}", d as u32);
+                digits += 1;
+            }
+            c = char::from_u32(zero + 10).expect("past a digit run");
+        }
+        // Unicode 18: 76 runs besides ASCII (the hand list had 23 blocks and the fullwidth forms)
+        assert_eq!(
+            digits,
+            (0x80..=0x10FFFFu32)
+                .filter_map(char::from_u32)
+                .filter(|c| c.general_category() == G::DecimalNumber)
+                .count()
+        );
+        assert!(runs >= 76, "{runs} runs of decimal digits");
+        // and nothing else folds to a digit
+        for c in ('\u{80}'..=char::MAX).filter(|c| c.general_category() != G::DecimalNumber) {
+            assert!(
+                !fold(c).is_some_and(|f| f.is_ascii_digit()),
+                "U+{:04X} folds to a digit",
+                c as u32
+            );
+        }
+    }
+
+    #[test]
+    fn every_separator_is_a_space_and_every_format_character_is_dropped() {
+        let (mut spaces, mut formats) = (0, 0);
+        for c in '\u{80}'..=char::MAX {
+            match c.general_category() {
+                G::SpaceSeparator | G::LineSeparator | G::ParagraphSeparator => {
+                    assert_eq!(fold(c), Some(' '), "U+{:04X}", c as u32);
+                    spaces += 1;
+                }
+                G::Format => {
+                    assert_eq!(fold(c), None, "U+{:04X}", c as u32);
+                    formats += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(fold('\u{85}'), Some('\n'), "NEL is a line break");
+        assert!(
+            spaces >= 18 && formats >= 160,
+            "{spaces} separators, {formats} format characters"
+        );
+    }
+
+    #[test]
+    fn card_groups_split_by_any_white_space_mixed_are_one_card() {
+        let engine = Engine::new(builtin("credit_card").expect("a built-in type"), PiiStrategy::Redact);
+        for sep in [
+            "\u{85}", "\x0b", "\x0c", "\r", "\t", "\u{2028}", "\u{2029}", "\u{1680}", " \n", "\r\n", "\n ",
+        ] {
+            let text = format!("card 4111{sep}1111{sep}1111{sep}1111 ok");
+            let (out, _) = engine.redact(&text).expect("redact");
+            assert_eq!(out, "card [REDACTED_CREDIT_CARD] ok", "{sep:?}");
+        }
+        // a different white space between each group: a card wrapped over lines
+        for text in [
+            "4111 1111\n1111 1111",
+            "4111\t1111 \n1111\u{85}1111",
+            "4111\x0c1111\x0b1111 1111",
+        ] {
+            let (out, _) = engine.redact(text).expect("redact");
+            assert_eq!(out, "[REDACTED_CREDIT_CARD]", "{text:?}");
+        }
+        // punctuation separators still have to agree
+        let (out, _) = engine.redact("4111-1111.1111 1111").expect("redact");
+        assert_eq!(out, "4111-1111.1111 1111");
     }
 }
