@@ -386,6 +386,7 @@ impl PiiMiddleware {
     fn scrub_json(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
         match value {
             Value::String(s) => self.scrub(s, place, counts),
+            Value::Number(_) => self.scrub_number(value, place, counts),
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
             Value::Object(map) => {
                 let secrets = self.engine.detects_secrets();
@@ -418,6 +419,25 @@ impl PiiMiddleware {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A number, checked by the same detectors as a string, as the text it
+    /// is written as when the value is sent on (`serde_json`'s rendering:
+    /// every integer up to `u64`/`i64` digit for digit, so every card of up
+    /// to 19 digits; a longer or fractional one is an `f64`, whose rendering
+    /// is what leaves). A number holding a value becomes a string with the
+    /// value replaced (`4111111111111111` → `"[REDACTED_CREDIT_CARD]"`), so
+    /// the document stays valid JSON.
+    fn scrub_number(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        let Value::Number(n) = value else { return Ok(()) };
+        let mut text = n.to_string();
+        let mut found = PiiCounts::new();
+        self.scrub(&mut text, place, &mut found)?;
+        if !found.is_empty() {
+            merge(counts, found);
+            *value = Value::String(text);
+        }
+        Ok(())
     }
 
     /// The value of a secret-named key: every string and number in it is a

@@ -1181,7 +1181,11 @@ impl Engine {
     /// `Block` when any was found.
     fn apply(&self, text: &str, counts: &mut PiiCounts) -> Result<String, ()> {
         let matches = Self::select(self.candidates(text, 0, Scope::Whole));
-        self.replace(text, 0, text.len(), &matches, counts)
+        if matches.is_empty() {
+            return Ok(text.to_owned());
+        }
+        let bare = JsonLex::default().bare_tokens(text, 0);
+        self.replace(text, 0, text.len(), &matches, bare.as_deref(), counts)
     }
 
     /// The replacement of one detected `value` of type `kind`.
@@ -1194,24 +1198,67 @@ impl Engine {
         }
     }
 
+    /// Replaces the matches of `hay[from..to]`. `bare`: the text is JSON
+    /// (see [`JsonLex`]), and these are its bare tokens from `from` on: a
+    /// value inside one (a number) turns the whole token into a JSON string
+    /// of it with its values replaced, and every replacement is escaped for
+    /// a JSON string, so a JSON document stays one.
     fn replace(
         &self,
         hay: &str,
         from: usize,
         to: usize,
         matches: &[Candidate],
+        bare: Option<&[(usize, usize)]>,
         counts: &mut PiiCounts,
     ) -> Result<String, ()> {
         let mut out = String::with_capacity(to - from);
         let mut last = from;
         let mut found = false;
-        for m in matches.iter().filter(|m| m.start >= from && m.end <= to) {
+        let matches: Vec<&Candidate> = matches.iter().filter(|m| m.start >= from && m.end <= to).collect();
+        let mut i = 0;
+        while i < matches.len() {
+            let m = matches[i];
             found = true;
-            let kind = &self.detectors[m.detector].name;
-            *counts.entry(kind.clone()).or_default() += 1;
-            out.push_str(&hay[last..m.start]);
-            out.push_str(&self.replacement(kind, &hay[m.start..m.end]));
-            last = m.end;
+            // the bare token the value starts in, when the value ends in it too
+            let token = bare.and_then(|tokens| {
+                let k = tokens.partition_point(|t| t.1 <= m.start);
+                tokens
+                    .get(k)
+                    .copied()
+                    .filter(|&(a, b)| a <= m.start && m.end <= b && a >= last)
+            });
+            let Some((a, b)) = token else {
+                let kind = &self.detectors[m.detector].name;
+                *counts.entry(kind.clone()).or_default() += 1;
+                out.push_str(&hay[last..m.start]);
+                let rep = self.replacement(kind, &hay[m.start..m.end]);
+                if bare.is_some() {
+                    push_json_escaped(&mut out, &rep);
+                } else {
+                    out.push_str(&rep);
+                }
+                last = m.end;
+                i += 1;
+                continue;
+            };
+            // every value inside the token: the token becomes a JSON string
+            out.push_str(&hay[last..a]);
+            let mut inner = String::new();
+            let mut at = a;
+            while let Some(&m) = matches.get(i).filter(|m| m.start >= at && m.end <= b) {
+                let kind = &self.detectors[m.detector].name;
+                *counts.entry(kind.clone()).or_default() += 1;
+                inner.push_str(&hay[at..m.start]);
+                inner.push_str(&self.replacement(kind, &hay[m.start..m.end]));
+                at = m.end;
+                i += 1;
+            }
+            inner.push_str(&hay[at..b]);
+            out.push('"');
+            push_json_escaped(&mut out, &inner);
+            out.push('"');
+            last = b;
         }
         out.push_str(&hay[last..to]);
         if self.strategy == PiiStrategy::Block && found {
@@ -1228,7 +1275,8 @@ impl Engine {
             return Ok(());
         }
         let mut found = PiiCounts::new();
-        match self.replace(text, 0, text.len(), &matches, &mut found) {
+        let bare = JsonLex::default().bare_tokens(text, 0);
+        match self.replace(text, 0, text.len(), &matches, bare.as_deref(), &mut found) {
             Ok(out) => {
                 *text = out;
                 for (k, v) in found {
@@ -1252,6 +1300,88 @@ impl Engine {
     /// Whether the `secret` type is on (then values of secret-named keys are secrets).
     pub(super) fn detects_secrets(&self) -> bool {
         self.detectors.iter().any(|d| d.name == "secret")
+    }
+}
+
+/// Where a text stands as JSON, as far as replacing values goes: whether it
+/// is a JSON document (its first character other than JSON white space is
+/// `{` or `[`), and whether the lexer is inside a string.
+///
+/// In a JSON document a value that sits in a *bare token* (a number: a run
+/// of characters outside strings other than white space and `{}[],:"`)
+/// cannot be replaced by bare text, which would make the document invalid:
+/// the whole token becomes a JSON string instead (`4111111111111111` →
+/// `"[REDACTED_CREDIT_CARD]"`). The token is read as the text holds it, so
+/// a 19-digit card or a number past `u64` is checked digit for digit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct JsonLex {
+    /// `None` until the first character other than JSON white space.
+    json: Option<bool>,
+    in_string: bool,
+    escaped: bool,
+}
+
+/// JSON's white space.
+fn json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+impl JsonLex {
+    /// Reads `text` on from where the lexer stands. `None` when the text is
+    /// not JSON (or not known to be yet); otherwise its bare tokens, as
+    /// spans offset by `base`, a token reaching the end of `text` included.
+    pub(super) fn bare_tokens(&mut self, text: &str, base: usize) -> Option<Vec<(usize, usize)>> {
+        let b = text.as_bytes();
+        let mut i = 0;
+        if self.json.is_none() {
+            while i < b.len() && json_space(b[i]) {
+                i += 1;
+            }
+            if i < b.len() {
+                self.json = Some(matches!(b[i], b'{' | b'['));
+            }
+        }
+        if self.json != Some(true) {
+            return None;
+        }
+        let mut tokens = Vec::new();
+        let mut start = None;
+        while i < b.len() {
+            let x = b[i];
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if x == b'\\' {
+                    self.escaped = true;
+                } else if x == b'"' {
+                    self.in_string = false;
+                }
+            } else if json_space(x) || matches!(x, b'{' | b'}' | b'[' | b']' | b',' | b':' | b'"') {
+                if let Some(s) = start.take() {
+                    tokens.push((base + s, base + i));
+                }
+                self.in_string = x == b'"';
+            } else if start.is_none() {
+                start = Some(i);
+            }
+            i += 1;
+        }
+        if let Some(s) = start {
+            tokens.push((base + s, base + b.len()));
+        }
+        Some(tokens)
+    }
+}
+
+/// `text` escaped for the inside of a JSON string.
+fn push_json_escaped(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
     }
 }
 
@@ -1291,6 +1421,8 @@ pub(super) struct StreamBuffer {
     next_scan: usize,
     /// The digest of everything emitted.
     pub(super) emitted: Digest,
+    /// Where the emitted text stands as JSON (a bare token is never cut in two).
+    lex: JsonLex,
 }
 
 /// Emit in batches of at least this many characters beyond the held-back
@@ -1349,6 +1481,12 @@ impl StreamBuffer {
         let mut hay = std::mem::take(&mut self.context);
         hay.push_str(&self.pending);
         let cands = engine.candidates(&hay, from, Scope::Stream);
+        // In a JSON stream a bare token is never cut in two: a value in it
+        // turns the whole token into a string (see `JsonLex`).
+        let bare = {
+            let mut lex = self.lex;
+            lex.bare_tokens(&hay[from..], from)
+        };
         // Hold back `hold` characters *as the detectors see them*: zero-width
         // characters and escapes take no or one place there, however long
         // they are here (plus room for an escape cut off at the end).
@@ -1362,8 +1500,10 @@ impl StreamBuffer {
             loop {
                 let straddling = cands
                     .iter()
-                    .filter(|c| c.hold_start < cut && c.hold_end > cut)
-                    .map(|c| c.hold_start)
+                    .map(|c| (c.hold_start, c.hold_end))
+                    .chain(bare.iter().flatten().copied())
+                    .filter(|&(s, e)| s < cut && e > cut)
+                    .map(|(s, _)| s)
                     .min();
                 match straddling {
                     Some(s) if s >= from => cut = s,
@@ -1377,8 +1517,9 @@ impl StreamBuffer {
         }
         let matches = Engine::select(cands.into_iter().filter(|c| c.hold_end <= cut).collect());
         let out = engine
-            .replace(&hay, from, cut, &matches, counts)
+            .replace(&hay, from, cut, &matches, bare.as_deref(), counts)
             .map_err(|()| Stop::Blocked);
+        self.lex.bare_tokens(&hay[from..cut], from);
         if hay.len() - cut > max_held {
             // Fail closed: the held text is never emitted, and not kept either.
             let held = hay.len() - cut;
