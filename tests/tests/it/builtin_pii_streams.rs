@@ -694,3 +694,82 @@ async fn a_json_answer_with_a_numeric_card_stays_json_when_streamed() {
         assert_eq!(serde_json::from_str::<Value>(&run.final_text()).unwrap(), expected);
     }
 }
+
+/// A small deterministic PRNG (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
+    }
+}
+
+/// A random JSON document of numbers (cards among them), strings holding
+/// values, escaped quotes and backslashes, and nesting.
+fn random_doc(rng: &mut Rng, depth: usize) -> String {
+    const LEAVES: &[&str] = &[
+        "4111111111111111",
+        "-5500000000000004",
+        "6011000990139424009",
+        "4111111111111111.25",
+        "4111111111111111e2",
+        "14155552671",
+        "1700000000123",
+        "42",
+        "0.5",
+        "true",
+        "null",
+        r#""4111 1111 1111 1111""#,
+        r#""a \" 4111111111111111 \\""#,
+        r#""\\\" 6011111111111117""#,
+        r#""ann@example.com""#,
+        r#""x: [1, 2]""#,
+        r#""{\"card\": 4111111111111111}""#,
+    ];
+    let spaces = ["", " ", "\n", "  "];
+    let sp = |rng: &mut Rng| spaces[rng.below(spaces.len())];
+    if depth == 0 || rng.below(3) == 0 {
+        return LEAVES[rng.below(LEAVES.len())].to_owned();
+    }
+    let n = rng.below(4);
+    let items: Vec<String> = (0..n).map(|_| random_doc(rng, depth - 1)).collect();
+    if rng.below(2) == 0 {
+        format!("[{}{}{}]", sp(rng), items.join(&format!(",{}", sp(rng))), sp(rng))
+    } else {
+        let fields: Vec<String> = items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("\"k{i}\":{}{v}", sp(rng)))
+            .collect();
+        format!("{{{}{}}}", fields.join(","), sp(rng))
+    }
+}
+
+/// Random JSON documents streamed as tool-call arguments in random pieces:
+/// each stream equals the whole text redacted, parses, and holds no card.
+#[tokio::test]
+async fn random_json_documents_stream_like_the_whole_text_and_stay_json() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    for case in 0..150 {
+        let doc = format!("{{\"d\": {}}}", random_doc(&mut rng, 4));
+        serde_json::from_str::<Value>(&doc).expect("the generator writes JSON");
+        let (whole, _) = pii.redact_text(&doc).unwrap();
+        let parsed: Value = serde_json::from_str(&whole).unwrap_or_else(|e| panic!("case {case}: {e}: {whole}"));
+        let size = 1 + rng.below(12);
+        let (calls, streamed) = stream_arguments(&doc, size).await;
+        assert_eq!(streamed, whole, "case {case}, pieces of {size}: {doc}");
+        assert_eq!(calls, vec![parsed], "case {case}");
+        for card in [
+            "4111111111111111",
+            "5500000000000004",
+            "6011000990139424009",
+            "6011111111111117",
+        ] {
+            assert!(!whole.contains(card), "case {case}: {whole}");
+        }
+    }
+}

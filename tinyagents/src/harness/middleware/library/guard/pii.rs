@@ -351,8 +351,50 @@ impl PiiMiddleware {
 
     /// `text` with every detected value replaced, and the counts by type;
     /// `Err(counts)` with the `Block` strategy when anything was found.
+    ///
+    /// A text that is a JSON document (its first character other than white
+    /// space is `{` or `[`) stays one: a value inside a number becomes a
+    /// string placeholder, and replacements are escaped for a string.
+    ///
+    /// ```
+    /// use tinyagents::middleware::{PiiMiddleware, PiiStrategy};
+    ///
+    /// let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    /// let (text, _) = pii.redact_text(r#"{"card": 4111111111111111, "n": 3}"#).unwrap();
+    /// assert_eq!(text, r#"{"card": "[REDACTED_CREDIT_CARD]", "n": 3}"#);
+    /// ```
     pub fn redact_text(&self, text: &str) -> std::result::Result<(String, PiiCounts), PiiCounts> {
         self.engine.redact(text)
+    }
+
+    /// `value` scrubbed as the middleware scrubs tool arguments and results:
+    /// every string and number at any depth (a number holding a value becomes
+    /// a string placeholder), object keys too, and whatever sits under a
+    /// secret-named key; with the counts by type. `Err(counts)` with the
+    /// `Block` strategy when anything was found.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tinyagents::middleware::{PiiMiddleware, PiiStrategy};
+    ///
+    /// let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    /// let (value, counts) = pii.redact_value(&json!({ "card": 4111111111111111u64, "n": [3] })).unwrap();
+    /// assert_eq!(value, json!({ "card": "[REDACTED_CREDIT_CARD]", "n": [3] }));
+    /// assert_eq!(counts["credit_card"], 1);
+    /// ```
+    pub fn redact_value(&self, value: &Value) -> std::result::Result<(Value, PiiCounts), PiiCounts> {
+        let mut this = self.clone();
+        if this.engine.strategy == PiiStrategy::Block {
+            this.engine.strategy = PiiStrategy::Redact;
+        }
+        let mut out = value.clone();
+        let mut counts = PiiCounts::new();
+        // only `block` fails, and `this` redacts: an error is refused all the same
+        let scrubbed = this.scrub_json(&mut out, "a value", &mut counts);
+        if scrubbed.is_err() || (self.engine.strategy == PiiStrategy::Block && !counts.is_empty()) {
+            return Err(counts);
+        }
+        Ok((out, counts))
     }
 
     /// The same middleware with the reference scanner: every detector the

@@ -902,11 +902,14 @@ fn fold_pass(text: &str) -> (String, Vec<usize>, bool) {
     (out, map, pairs)
 }
 
-fn edge_ok(edge: Edge, text: &str, start: usize, end: usize) -> bool {
+/// Whether a value at `start..end` of the normalised `text` has neighbours
+/// its `edge` allows. `number`: it sits in a JSON number, where `e` and `E`
+/// mark the exponent, not a word (`4111111111111111e0` holds a card).
+fn edge_ok(edge: Edge, text: &str, start: usize, end: usize, number: bool) -> bool {
     let b = text.as_bytes();
     let before = start.checked_sub(1).map(|i| b[i]);
     let after = b.get(end).copied();
-    let word = |x: Option<u8>| x.is_some_and(|x| x.is_ascii_alphanumeric());
+    let word = |x: Option<u8>| x.is_some_and(|x| x.is_ascii_alphanumeric() && !(number && matches!(x, b'e' | b'E')));
     match edge {
         Edge::Free => true,
         Edge::Left => !word(before),
@@ -1074,7 +1077,10 @@ impl Engine {
 
     /// Every candidate starting at or after `from` in `hay`, by detector. For a
     /// [`Scope::Whole`] text only the valid ones count, so the narrower gates apply.
-    fn candidates(&self, hay: &str, from: usize, scope: Scope) -> Vec<Candidate> {
+    ///
+    /// `bare`: the bare tokens of a JSON document from `from` on (see
+    /// [`JsonLex`]); a value inside one may touch its exponent's `e`.
+    fn candidates(&self, hay: &str, from: usize, scope: Scope, bare: Option<&[(usize, usize)]>) -> Vec<Candidate> {
         let norm = normalise_with(hay, self.fast);
         let text: &str = &norm.text;
         let from_n = norm.norm(from);
@@ -1129,7 +1135,16 @@ impl Engine {
                         }
                     }
                 }
-                spans.retain(|&(s, e)| edge_ok(d.edge, text, s, e));
+                let in_token = |s: usize, e: usize| {
+                    let (s, e) = (norm.orig(s), norm.orig(e));
+                    bare.is_some_and(|tokens| {
+                        let k = tokens.partition_point(|t| t.1 <= s);
+                        tokens.get(k).is_some_and(|&(a, b)| a <= s && e <= b)
+                    })
+                };
+                spans.retain(|&(s, e)| {
+                    edge_ok(d.edge, text, s, e, false) || (in_token(s, e) && edge_ok(d.edge, text, s, e, true))
+                });
                 let (hs, he) = (norm.orig(ms), norm.orig(me));
                 out.push(Candidate {
                     start: hs,
@@ -1180,11 +1195,8 @@ impl Engine {
     /// Replaces the matches in `text`, counting them by type. `Err(())` for
     /// `Block` when any was found.
     fn apply(&self, text: &str, counts: &mut PiiCounts) -> Result<String, ()> {
-        let matches = Self::select(self.candidates(text, 0, Scope::Whole));
-        if matches.is_empty() {
-            return Ok(text.to_owned());
-        }
         let bare = JsonLex::default().bare_tokens(text, 0);
+        let matches = Self::select(self.candidates(text, 0, Scope::Whole, bare.as_deref()));
         self.replace(text, 0, text.len(), &matches, bare.as_deref(), counts)
     }
 
@@ -1270,12 +1282,12 @@ impl Engine {
     /// Replaces every match in `text` in place (no copy when there is none),
     /// adding to `counts`. `Err(found)` for `Block` when any was found.
     pub(super) fn redact_in_place(&self, text: &mut String, counts: &mut PiiCounts) -> Result<(), PiiCounts> {
-        let matches = Self::select(self.candidates(text, 0, Scope::Whole));
+        let bare = JsonLex::default().bare_tokens(text, 0);
+        let matches = Self::select(self.candidates(text, 0, Scope::Whole, bare.as_deref()));
         if matches.is_empty() {
             return Ok(());
         }
         let mut found = PiiCounts::new();
-        let bare = JsonLex::default().bare_tokens(text, 0);
         match self.replace(text, 0, text.len(), &matches, bare.as_deref(), &mut found) {
             Ok(out) => {
                 *text = out;
@@ -1480,13 +1492,13 @@ impl StreamBuffer {
         let from = self.context.len();
         let mut hay = std::mem::take(&mut self.context);
         hay.push_str(&self.pending);
-        let cands = engine.candidates(&hay, from, Scope::Stream);
         // In a JSON stream a bare token is never cut in two: a value in it
         // turns the whole token into a string (see `JsonLex`).
         let bare = {
             let mut lex = self.lex;
             lex.bare_tokens(&hay[from..], from)
         };
+        let cands = engine.candidates(&hay, from, Scope::Stream, bare.as_deref());
         // Hold back `hold` characters *as the detectors see them*: zero-width
         // characters and escapes take no or one place there, however long
         // they are here (plus room for an escape cut off at the end).
@@ -1629,7 +1641,7 @@ mod gate_tests {
         let reference = Engine::new(detectors.clone(), PiiStrategy::Redact).reference();
         let norm = normalise(text);
         let gates = Gates::new(&norm.text);
-        let valid = reference.candidates(text, 0, Scope::Whole);
+        let valid = reference.candidates(text, 0, Scope::Whole, None);
         for (i, d) in detectors.iter().enumerate() {
             if d.regex.is_match(&norm.text) {
                 prop_assert!(
