@@ -985,3 +985,114 @@ async fn card_groups_split_by_any_white_space_are_one_card_in_every_place() {
         spaces.len()
     );
 }
+
+/// Every corpus card written as a JSON number, in every form a number takes
+/// (integer, negative, fraction, exponent, 19 digits), nested under keys:
+/// found in the text API, the value API, tool arguments and results, and
+/// streamed tool-call arguments, which still parse and run the call.
+#[tokio::test]
+async fn cards_written_as_json_numbers_are_found_in_every_place() {
+    let cards = [
+        "4111111111111111",
+        "5500000000000004",
+        "6011111111111117",
+        "4012888888881881",
+        "3530111333300000",
+        "2223003122003222",
+        "5555555555554444",
+        "378282246310005",
+        "6011000990139424009",
+    ];
+    let forms: [(&str, fn(&str) -> String); 5] = [
+        ("integer", |c| c.to_owned()),
+        ("negative", |c| format!("-{c}")),
+        ("fraction", |c| format!("{c}.0")),
+        ("exponent", |c| format!("{c}e0")),
+        ("in an array", |c| format!("[1, {c}, 2]")),
+    ];
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    let (mut probes, mut found) = (0, 0);
+    for (i, card) in cards.iter().enumerate() {
+        for (j, (form, write)) in forms.iter().enumerate() {
+            let doc = format!(r#"{{"order": {{"items": [{{"pay": {}}}], "n": 2}}}}"#, write(card));
+            let value: Value = serde_json::from_str(&doc).unwrap();
+            let clean = |text: &str| !text.contains(card);
+            // the text API: still JSON, no card
+            let (text, _) = pii.redact_text(&doc).unwrap();
+            let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{form} {card}: {e}: {text}"));
+            assert!(clean(&text), "{form}: {text}");
+            // the value API (a number is read as serde_json renders it): a
+            // fraction or an exponent makes an `f64`, exact to 2^53, so a
+            // 19-digit card is no longer in the value (it renders rounded)
+            let (redacted, counts) = pii.redact_value(&value).unwrap();
+            let rounded = matches!(*form, "fraction" | "exponent") && card.len() > 16;
+            assert!(clean(&redacted.to_string()), "{form}: {redacted}");
+            assert_eq!(
+                counts.contains_key("credit_card"),
+                !rounded,
+                "{form} {card}: {redacted}"
+            );
+            // tool arguments and a tool result's data
+            let mut h: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Redact));
+            let call = h.before_tool(ToolCall::new("1", "t", value.clone())).await.unwrap();
+            assert!(clean(&call.arguments.to_string()), "{form}: {}", call.arguments);
+            let mut result = ToolResult::ok(&call, doc.clone());
+            result.data = Some(value.clone());
+            let result = h.after_tool(result).await.unwrap();
+            assert!(
+                clean(&result.content) && clean(&result.data.unwrap().to_string()),
+                "{form}"
+            );
+            // streamed arguments: the call runs with what the whole text redacts to
+            let received = stream_call(&doc, 1 + (i + j) % 7).await;
+            assert_eq!(received, vec![parsed], "{form} {card}");
+            probes += 1;
+            found += 1;
+        }
+    }
+    println!(
+        "pii numbers: {found} of {probes} cards written as JSON numbers ({} cards × {} forms) left in no place",
+        cards.len(),
+        forms.len()
+    );
+    assert_eq!(found, cards.len() * forms.len());
+}
+
+/// One tool call whose argument text `raw` streams in pieces of `size`
+/// characters: the arguments the tool received.
+async fn stream_call(raw: &str, size: usize) -> Vec<Value> {
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let tool = {
+        let received = received.clone();
+        tool_fn("echo", "Echoes.", move |_cx: ToolContext, args: Value| {
+            received.lock().unwrap().push(args);
+            async move { Ok(ToolOutput::from("ok")) }
+        })
+    };
+    let chars: Vec<char> = raw.chars().collect();
+    let mut deltas: Vec<ModelDelta> = chars
+        .chunks(size)
+        .enumerate()
+        .map(|(i, c)| {
+            ModelDelta::new(DeltaContent::ToolCall {
+                index: 0,
+                id: (i == 0).then(|| "c1".to_owned()),
+                name: (i == 0).then(|| "echo".to_owned()),
+                arguments: c.iter().collect(),
+            })
+        })
+        .collect();
+    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
+    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(tool).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let out = received.lock().unwrap().clone();
+    out
+}

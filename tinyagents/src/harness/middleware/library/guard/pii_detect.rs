@@ -2,12 +2,16 @@
 //! stream buffer that makes redacting a split stream equal to redacting the
 //! whole text.
 //!
-//! Detection runs on a *normalised* copy of the text (fullwidth forms and
-//! other Unicode digits folded to ASCII, Unicode spaces to a space, zero-width
-//! characters dropped, JSON escapes such as `\u0040` decoded), and each match
-//! is mapped back to the span of the original text it came from, which is
-//! what gets replaced. A detector runs on a text only when its gate is open
-//! (`pii_gate`: a condition every match of its pattern meets).
+//! Detection runs on a *normalised* copy of the text (fullwidth forms folded
+//! to ASCII, every decimal digit of the Unicode database (General_Category
+//! Nd) to its ASCII digit, every space, line and paragraph separator (Zs, Zl,
+//! Zp) to a space and NEL to a line break, format characters (Cf) and other
+//! invisible marks dropped, JSON escapes such as `\u0040` decoded), and each
+//! match is mapped back to the span of the original text it came from, which
+//! is what gets replaced. A detector runs on a text only when its gate is
+//! open (`pii_gate`: a condition every match of its pattern meets). In a
+//! text that is a JSON document, a value inside a number turns the number
+//! into a string, so the document stays valid ([`JsonLex`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
