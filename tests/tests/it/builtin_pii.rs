@@ -496,6 +496,15 @@ async fn numbers_are_checked_like_strings_in_arguments_results_and_earlier_turns
     assert_eq!((counts["credit_card"], counts["email"]), (1, 1));
     assert_eq!(redact("card 4111111111111111"), "card [REDACTED_CREDIT_CARD]");
     assert_eq!(redact("4111111111111111"), "[REDACTED_CREDIT_CARD]");
+    // a JSON text inside a string of raw JSON text is read as text; parsed, it stays JSON
+    assert_eq!(
+        redact(r#"{"doc": "{\"card\": 4111111111111111}"}"#),
+        r#"{"doc": "{\"card\": [REDACTED_CREDIT_CARD]}"}"#
+    );
+    assert_eq!(
+        redact(r#"{"card": 4111111111111111}"#),
+        r#"{"card": "[REDACTED_CREDIT_CARD]"}"#
+    );
     // a phone needs a `+` or separators, as a string and as a number alike
     assert_eq!(redact("call 14155552671"), "call 14155552671");
     assert_eq!(redact("call +14155552671"), "call [REDACTED_PHONE]");

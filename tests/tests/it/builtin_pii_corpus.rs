@@ -986,6 +986,9 @@ async fn card_groups_split_by_any_white_space_are_one_card_in_every_place() {
     );
 }
 
+/// A way to write a number: its name, and the JSON text for given digits.
+type NumberForm = (&'static str, fn(&str) -> String);
+
 /// Every corpus card written as a JSON number, in every form a number takes
 /// (integer, negative, fraction, exponent, 19 digits), nested under keys:
 /// found in the text API, the value API, tool arguments and results, and
@@ -1003,7 +1006,7 @@ async fn cards_written_as_json_numbers_are_found_in_every_place() {
         "378282246310005",
         "6011000990139424009",
     ];
-    let forms: [(&str, fn(&str) -> String); 5] = [
+    let forms: [NumberForm; 5] = [
         ("integer", |c| c.to_owned()),
         ("negative", |c| format!("-{c}")),
         ("fraction", |c| format!("{c}.0")),
