@@ -800,8 +800,8 @@ fn escapes_are_decoded_for_detection_even_when_escaped_again() {
 }
 
 /// The first digit (zero) of every run of decimal digits (General_Category
-/// Nd) in Unicode 18 besides ASCII, by script: written out here, so the fold
-/// (built from the Unicode database's tables) is checked against a list it
+/// Nd) as of Unicode 18 besides ASCII, by script: written out here, so the fold
+/// (built from the Unicode data of ICU4X) is checked against a list it
 /// was not made from.
 const DIGIT_ZEROS: &[(&str, u32)] = &[
     ("Arabic-Indic", 0x0660),
@@ -923,7 +923,7 @@ async fn the_digits_of_every_script_are_read_as_digits_in_every_place() {
     assert_eq!(
         DIGIT_ZEROS.len(),
         76,
-        "every run of Nd digits in Unicode 18 besides ASCII"
+        "every run of Nd digits as of Unicode 18 besides ASCII"
     );
 }
 

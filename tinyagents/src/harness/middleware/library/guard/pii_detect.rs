@@ -689,27 +689,32 @@ enum UnicodeClass {
 }
 
 /// The non-ASCII characters of each [`UnicodeClass`], as sorted, disjoint
-/// `(first, last, class)` ranges: built once from the General_Category
-/// tables of `unicode-properties` (one pass over the code points), so the
-/// fold follows the Unicode version of that crate, never a hand list.
+/// `(first, last, class)` ranges: built once from the General_Category data
+/// of ICU4X (`icu_properties`, the Unicode Consortium's own library), read
+/// range by range, so the fold follows the Unicode version of that data,
+/// never a hand list.
 fn unicode_classes() -> &'static [(u32, u32, UnicodeClass)] {
-    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    use icu_properties::props::GeneralCategory as G;
+    use icu_properties::CodePointMapData;
     static CLASSES: OnceLock<Vec<(u32, u32, UnicodeClass)>> = OnceLock::new();
     CLASSES.get_or_init(|| {
-        let mut out: Vec<(u32, u32, UnicodeClass)> = Vec::new();
-        for c in '\u{80}'..=char::MAX {
-            let class = match c.general_category() {
-                G::DecimalNumber => UnicodeClass::Digit,
-                G::SpaceSeparator | G::LineSeparator | G::ParagraphSeparator => UnicodeClass::Space,
-                G::Format => UnicodeClass::Format,
-                _ => continue,
-            };
-            let u = c as u32;
-            match out.last_mut() {
-                Some(last) if last.1 + 1 == u && last.2 == class => last.1 = u,
-                _ => out.push((u, u, class)),
-            }
-        }
+        let categories = CodePointMapData::<G>::new();
+        let mut out: Vec<(u32, u32, UnicodeClass)> = [
+            (G::DecimalNumber, UnicodeClass::Digit),
+            (G::SpaceSeparator, UnicodeClass::Space),
+            (G::LineSeparator, UnicodeClass::Space),
+            (G::ParagraphSeparator, UnicodeClass::Space),
+            (G::Format, UnicodeClass::Format),
+        ]
+        .into_iter()
+        .flat_map(|(category, class)| {
+            categories
+                .iter_ranges_for_value(category)
+                .map(move |r| ((*r.start()).max(0x80), *r.end(), class))
+        })
+        .filter(|r| r.0 <= r.1)
+        .collect();
+        out.sort_unstable_by_key(|r| r.0);
         out
     })
 }
@@ -1748,16 +1753,22 @@ mod gate_tests {
 /// General_Category Nd, Zs, Zl, Zp and Cf, walked one by one.
 #[cfg(test)]
 mod fold_tests {
-    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    use icu_properties::props::GeneralCategory as G;
+    use icu_properties::CodePointMapData;
 
     use super::*;
+
+    /// The General_Category of `c`, from the Unicode database.
+    fn category(c: char) -> G {
+        CodePointMapData::<G>::new().get(c)
+    }
 
     #[test]
     fn every_decimal_digit_folds_to_its_value_in_its_run_of_ten() {
         let (mut digits, mut runs) = (0, 0);
         let mut c = '\u{80}';
         while c < char::MAX {
-            if c.general_category() != G::DecimalNumber {
+            if category(c) != G::DecimalNumber {
                 c = char::from_u32(c as u32 + 1).unwrap_or('\u{E000}');
                 continue;
             }
@@ -1766,29 +1777,24 @@ mod fold_tests {
             let zero = c as u32;
             for value in 0..10u8 {
                 let d = char::from_u32(zero + u32::from(value)).expect("a digit run holds no surrogate");
-                assert_eq!(
-                    d.general_category(),
-                    G::DecimalNumber,
-                    "U+{:04X} ends its run early",
-                    d as u32
-                );
+                assert_eq!(category(d), G::DecimalNumber, "U+{:04X} ends its run early", d as u32);
                 assert!(d.is_numeric(), "U+{:04X}", d as u32);
                 assert_eq!(fold(d), Some(char::from(b'0' + value)), "U+{:04X}", d as u32);
                 digits += 1;
             }
             c = char::from_u32(zero + 10).expect("past a digit run");
         }
-        // Unicode 18: 76 runs besides ASCII (the hand list had 23 blocks and the fullwidth forms)
+        // as of Unicode 18: 76 runs besides ASCII (the hand list had 23 blocks and the fullwidth forms)
         assert_eq!(
             digits,
             (0x80..=0x10FFFFu32)
                 .filter_map(char::from_u32)
-                .filter(|c| c.general_category() == G::DecimalNumber)
+                .filter(|&c| category(c) == G::DecimalNumber)
                 .count()
         );
         assert!(runs >= 76, "{runs} runs of decimal digits");
         // and nothing else folds to a digit
-        for c in ('\u{80}'..=char::MAX).filter(|c| c.general_category() != G::DecimalNumber) {
+        for c in ('\u{80}'..=char::MAX).filter(|&c| category(c) != G::DecimalNumber) {
             assert!(
                 !fold(c).is_some_and(|f| f.is_ascii_digit()),
                 "U+{:04X} folds to a digit",
@@ -1801,7 +1807,7 @@ mod fold_tests {
     fn every_separator_is_a_space_and_every_format_character_is_dropped() {
         let (mut spaces, mut formats) = (0, 0);
         for c in '\u{80}'..=char::MAX {
-            match c.general_category() {
+            match category(c) {
                 G::SpaceSeparator | G::LineSeparator | G::ParagraphSeparator => {
                     assert_eq!(fold(c), Some(' '), "U+{:04X}", c as u32);
                     spaces += 1;
