@@ -447,11 +447,11 @@ fn numbers_doc() -> serde_json::Value {
     })
 }
 
-/// What [`numbers_doc`] must become: each card a string placeholder, the rest as it was.
+/// What [`numbers_doc`] must become: each card, and the phone under its key, a string placeholder, the rest as it was.
 fn numbers_doc_redacted() -> serde_json::Value {
     json!({
         "card": "[REDACTED_CREDIT_CARD]",
-        "phone": 14155552671u64,
+        "phone": "[REDACTED_PHONE]",
         "email": "[REDACTED_EMAIL]",
         "deep": [{ "x": ["[REDACTED_CREDIT_CARD]", { "y": "-[REDACTED_CREDIT_CARD]" }] }],
         "card19": "[REDACTED_CREDIT_CARD]",
@@ -491,9 +491,9 @@ async fn numbers_are_checked_like_strings_in_arguments_results_and_earlier_turns
         .unwrap();
     assert_eq!(
         out,
-        r#"{"card":"[REDACTED_CREDIT_CARD]","phone":14155552671,"email":"[REDACTED_EMAIL]"}"#
+        r#"{"card":"[REDACTED_CREDIT_CARD]","phone":"[REDACTED_PHONE]","email":"[REDACTED_EMAIL]"}"#
     );
-    assert_eq!((counts["credit_card"], counts["email"]), (1, 1));
+    assert_eq!((counts["credit_card"], counts["phone"], counts["email"]), (1, 1, 1));
     assert_eq!(redact("card 4111111111111111"), "card [REDACTED_CREDIT_CARD]");
     assert_eq!(redact("4111111111111111"), "[REDACTED_CREDIT_CARD]");
     // a JSON text inside a string of raw JSON text is read as text; parsed, it stays JSON
@@ -505,8 +505,9 @@ async fn numbers_are_checked_like_strings_in_arguments_results_and_earlier_turns
         redact(r#"{"card": 4111111111111111}"#),
         r#"{"card": "[REDACTED_CREDIT_CARD]"}"#
     );
-    // a phone needs a `+` or separators, as a string and as a number alike
+    // outside a phone key, a phone needs a `+` or separators, as a string and as a number alike
     assert_eq!(redact("call 14155552671"), "call 14155552671");
+    assert_eq!(redact(r#"{"n": 14155552671}"#), r#"{"n": 14155552671}"#);
     assert_eq!(redact("call +14155552671"), "call [REDACTED_PHONE]");
 }
 

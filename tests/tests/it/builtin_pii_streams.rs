@@ -594,7 +594,7 @@ fn max_held_bytes_must_cover_the_characters_held() {
 
 /// Runs one streamed tool call whose argument text is `raw`, split in pieces
 /// of `size` characters: what the tool got, and the argument text streamed.
-async fn stream_arguments(raw: &str, size: usize) -> (Vec<Value>, String) {
+pub(super) async fn stream_arguments(raw: &str, size: usize) -> (Vec<Value>, String) {
     let send = RecordingTool::new("send").returning("sent");
     let chars: Vec<char> = raw.chars().collect();
     let mut deltas: Vec<ModelDelta> = chars
@@ -647,7 +647,7 @@ async fn numbers_in_streamed_arguments_become_strings_and_the_call_still_runs() 
     );
     let expected = json!({
         "card": "[REDACTED_CREDIT_CARD]",
-        "phone": 14155552671u64,
+        "phone": "[REDACTED_PHONE]",
         "email": "[REDACTED_EMAIL]",
         "deep": [{ "x": ["[REDACTED_CREDIT_CARD]", "-[REDACTED_CREDIT_CARD]", "[REDACTED_CREDIT_CARD].5e3"] }],
         "card19": "[REDACTED_CREDIT_CARD]",
@@ -717,6 +717,9 @@ fn random_doc(rng: &mut Rng, depth: usize) -> String {
         "4111111111111111.25",
         "4111111111111111e2",
         "14155552671",
+        r#""14155552671""#,
+        r#""+4155552671""#,
+        "123456",
         "1700000000123",
         "42",
         "0.5",
@@ -728,6 +731,17 @@ fn random_doc(rng: &mut Rng, depth: usize) -> String {
         r#""ann@example.com""#,
         r#""x: [1, 2]""#,
         r#""{\"card\": 4111111111111111}""#,
+    ];
+    // keys naming a phone (a number or bare digits under one is a phone) and keys that do not
+    const KEYS: &[&str] = &[
+        "k",
+        "phone",
+        "mobileNo",
+        "home_phone",
+        "phones",
+        "hotel",
+        "cells",
+        "telemetry_id",
     ];
     let spaces = ["", " ", "\n", "  "];
     let sp = |rng: &mut Rng| spaces[rng.below(spaces.len())];
@@ -742,7 +756,7 @@ fn random_doc(rng: &mut Rng, depth: usize) -> String {
         let fields: Vec<String> = items
             .iter()
             .enumerate()
-            .map(|(i, v)| format!("\"k{i}\":{}{v}", sp(rng)))
+            .map(|(i, v)| format!("\"{}{i}\":{}{v}", KEYS[rng.below(KEYS.len())], sp(rng)))
             .collect();
         format!("{{{}{}}}", fields.join(","), sp(rng))
     }

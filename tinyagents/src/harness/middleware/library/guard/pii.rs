@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use super::pii_detect::{
-    builtin, custom, is_secret_key, Digest, Engine, Hold, PiiCounts, PiiStrategy, Stop, StreamBuffer,
-    BUILTIN_MAX_CHARS, PII_TYPES,
+    builtin, custom, is_phone_key, is_secret_key, keyed_phone, Digest, Engine, Hold, PiiCounts, PiiStrategy, Stop,
+    StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
 };
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
@@ -438,10 +438,13 @@ impl PiiMiddleware {
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
             Value::Object(map) => {
                 let secrets = self.engine.detects_secrets();
+                let phones = self.engine.detects("phone");
                 let mut renamed = Vec::new();
                 for (key, v) in map.iter_mut() {
                     if secrets && is_secret_key(key) {
                         self.secret_value(v, place, counts)?;
+                    } else if phones && is_phone_key(key) {
+                        self.phone_value(v, place, counts)?;
                     } else {
                         self.scrub_json(v, place, counts)?;
                     }
@@ -486,6 +489,38 @@ impl PiiMiddleware {
             *value = Value::String(text);
         }
         Ok(())
+    }
+
+    /// The value of a phone-named key ([`is_phone_key`]): a number, or a
+    /// string, that [`keyed_phone`] calls a phone (itself, or an element of
+    /// an array that is the value) becomes the phone replacement, a string;
+    /// anything else is scrubbed as usual.
+    fn phone_value(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        let phone = |v: &Value| match v {
+            Value::Number(n) => keyed_phone(&n.to_string(), true),
+            Value::String(s) => keyed_phone(s, false),
+            _ => false,
+        };
+        let mut one = |v: &mut Value| -> Result<()> {
+            if !phone(v) {
+                return self.scrub_json(v, place, counts);
+            }
+            *counts.entry("phone".to_owned()).or_default() += 1;
+            if self.engine.strategy == PiiStrategy::Block {
+                return Err(blocked(place, &PiiCounts::from([("phone".to_owned(), 1)])));
+            }
+            let text = match v {
+                Value::Number(n) => n.to_string(),
+                Value::String(s) => std::mem::take(s),
+                _ => unreachable!("only a number or a string is a phone"),
+            };
+            *v = Value::String(self.engine.replacement("phone", &text));
+            Ok(())
+        };
+        match value {
+            Value::Array(items) => items.iter_mut().try_for_each(one),
+            v => one(v),
+        }
     }
 
     /// The value of a secret-named key: every string and number in it is a

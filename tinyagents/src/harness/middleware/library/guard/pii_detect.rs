@@ -376,6 +376,95 @@ pub(super) fn is_secret_key(key: &str) -> bool {
     SECRET_KEY_SUFFIXES.iter().any(|s| folded.ends_with(s))
 }
 
+/// The words that make an object key name a phone (compared case-insensitively,
+/// whole words): a number, or a string of bare digits, under such a key is a
+/// phone number although it has no `+` or separators (see [`is_phone_key`]).
+/// Plurals are words of their own: `phones`, not `cells` (a table's cells).
+pub const PHONE_KEY_WORDS: &[&str] = &[
+    "phone",
+    "phones",
+    "telephone",
+    "telephones",
+    "tel",
+    "mobile",
+    "mobiles",
+    "cell",
+    "cellphone",
+    "cellphones",
+    "fax",
+    "faxes",
+    "msisdn",
+    "msisdns",
+    "whatsapp",
+    "sms",
+];
+
+/// The fewest and most digits of a phone number under a phone key (E.164 allows 15).
+pub(super) const KEYED_PHONE_DIGITS: std::ops::RangeInclusive<usize> = 7..=15;
+
+/// The longest key, and the longest string under a phone key, the JSON text
+/// scan reads (bytes as written, escapes included): a longer key names no
+/// phone, and a longer string is no bare-digit phone.
+pub(super) const KEYED_TEXT_BYTES: usize = 256;
+
+/// Whether an object key names a phone: split into words on `_`, `-`, `.`,
+/// spaces (any character not a letter or digit) and camelCase boundaries
+/// (`phoneNumber`, `SMSCode`, `home_phone`, `mobile-no`, `tel`), one word is
+/// in [`PHONE_KEY_WORDS`] (so `hotel`, `cancel`, `cells_count` and
+/// `telemetry_id` name none).
+pub(super) fn is_phone_key(key: &str) -> bool {
+    let chars: Vec<char> = key.chars().collect();
+    let mut word = String::new();
+    let mut hit = false;
+    let mut end_word = |word: &mut String| {
+        if !word.is_empty() {
+            hit |= PHONE_KEY_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word));
+            word.clear();
+        }
+    };
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            end_word(&mut word);
+            continue;
+        }
+        if let Some(&p) = i.checked_sub(1).and_then(|j| chars.get(j)) {
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_uppercase() && c.is_uppercase() && next_lower)
+                || (p.is_alphabetic() != c.is_alphabetic());
+            if boundary {
+                end_word(&mut word);
+            }
+        }
+        word.push(c);
+    }
+    end_word(&mut word);
+    hit
+}
+
+/// Whether a value under a phone key is a phone number. `number`: the value
+/// is a JSON number, as written (`14155552671`, `1.4155552671e10`,
+/// `14155552671.0`): its mantissa, without leading zeros, a sign or trailing
+/// zeros after the point, holds [`KEYED_PHONE_DIGITS`] digits. Otherwise a
+/// string, folded (digits of any script, escapes read): `+` at most once in
+/// front, then only that many digits.
+pub(super) fn keyed_phone(value: &str, number: bool) -> bool {
+    if number {
+        let mantissa = value.split(['e', 'E']).next().unwrap_or_default();
+        let mantissa = mantissa.strip_prefix('-').unwrap_or(mantissa);
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        let digits = int.trim_start_matches('0').len() + frac.trim_end_matches('0').len();
+        return KEYED_PHONE_DIGITS.contains(&digits);
+    }
+    let norm = normalise(value);
+    let text: &str = &norm.text;
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    digits.bytes().all(|b| b.is_ascii_digit()) && KEYED_PHONE_DIGITS.contains(&digits.len())
+}
+
 struct Spec {
     pattern: &'static str,
     check: Check,
@@ -1183,6 +1272,28 @@ impl Engine {
         out
     }
 
+    /// The phones under phone keys of a JSON text (see [`JsonLex`]) as
+    /// candidates of the `phone` detector, when it is on: each a valid value,
+    /// and a string under a phone key still open at the end of `hay` a raw
+    /// match that holds a stream's cut.
+    fn keyed(&self, hay: &str, json: Option<&JsonSpans>) -> Vec<Candidate> {
+        let phone = self.detectors.iter().position(|d| d.name == "phone");
+        let (Some(json), Some(detector)) = (json, phone) else {
+            return Vec::new();
+        };
+        let at = |(start, end): (usize, usize), valid: bool| Candidate {
+            start,
+            end,
+            hold_start: start,
+            hold_end: end,
+            detector,
+            valid,
+        };
+        let mut out: Vec<Candidate> = json.phones.iter().map(|&s| at(s, true)).collect();
+        out.extend(json.open_phone.map(|s| at((s, hay.len()), false)));
+        out
+    }
+
     /// The valid, non-overlapping matches: leftmost first, then longest, then by detector priority.
     pub(super) fn select(mut cands: Vec<Candidate>) -> Vec<Candidate> {
         cands.retain(|c| c.valid);
@@ -1204,9 +1315,12 @@ impl Engine {
     /// Replaces the matches in `text`, counting them by type. `Err(())` for
     /// `Block` when any was found.
     fn apply(&self, text: &str, counts: &mut PiiCounts) -> Result<String, ()> {
-        let bare = JsonLex::default().bare_tokens(text, 0);
-        let matches = Self::select(self.candidates(text, 0, Scope::Whole, bare.as_deref()));
-        self.replace(text, 0, text.len(), &matches, bare.as_deref(), counts)
+        let json = JsonLex::default().scan(text, 0);
+        let bare = json.as_ref().map(|j| j.tokens.as_slice());
+        let mut cands = self.candidates(text, 0, Scope::Whole, bare);
+        cands.extend(self.keyed(text, json.as_ref()));
+        let matches = Self::select(cands);
+        self.replace(text, 0, text.len(), &matches, bare, counts)
     }
 
     /// The replacement of one detected `value` of type `kind`.
@@ -1291,13 +1405,16 @@ impl Engine {
     /// Replaces every match in `text` in place (no copy when there is none),
     /// adding to `counts`. `Err(found)` for `Block` when any was found.
     pub(super) fn redact_in_place(&self, text: &mut String, counts: &mut PiiCounts) -> Result<(), PiiCounts> {
-        let bare = JsonLex::default().bare_tokens(text, 0);
-        let matches = Self::select(self.candidates(text, 0, Scope::Whole, bare.as_deref()));
+        let json = JsonLex::default().scan(text, 0);
+        let bare = json.as_ref().map(|j| j.tokens.as_slice());
+        let mut cands = self.candidates(text, 0, Scope::Whole, bare);
+        cands.extend(self.keyed(text, json.as_ref()));
+        let matches = Self::select(cands);
         if matches.is_empty() {
             return Ok(());
         }
         let mut found = PiiCounts::new();
-        match self.replace(text, 0, text.len(), &matches, bare.as_deref(), &mut found) {
+        match self.replace(text, 0, text.len(), &matches, bare, &mut found) {
             Ok(out) => {
                 *text = out;
                 for (k, v) in found {
@@ -1320,13 +1437,19 @@ impl Engine {
 
     /// Whether the `secret` type is on (then values of secret-named keys are secrets).
     pub(super) fn detects_secrets(&self) -> bool {
-        self.detectors.iter().any(|d| d.name == "secret")
+        self.detects("secret")
+    }
+
+    /// Whether a detector of type `kind` is on.
+    pub(super) fn detects(&self, kind: &str) -> bool {
+        self.detectors.iter().any(|d| d.name == kind)
     }
 }
 
 /// Where a text stands as JSON, as far as replacing values goes: whether it
 /// is a JSON document (its first character other than JSON white space is
-/// `{` or `[`), and whether the lexer is inside a string.
+/// `{` or `[`), whether the lexer is inside a string, and the key the value
+/// it reads sits under.
 ///
 /// In a JSON document a value that sits in a *bare token* (a number: a run
 /// of characters outside strings other than white space and `{}[],:"`)
@@ -1334,12 +1457,40 @@ impl Engine {
 /// the whole token becomes a JSON string instead (`4111111111111111` →
 /// `"[REDACTED_CREDIT_CARD]"`). The token is read as the text holds it, so
 /// a 19-digit card or a number past `u64` is checked digit for digit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+///
+/// A number, or a string, that is an object's value under a key naming a
+/// phone ([`is_phone_key`]), or an element of an array that is, is a
+/// phone when [`keyed_phone`] says so (`{"phone":14155552671}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct JsonLex {
     /// `None` until the first character other than JSON white space.
     json: Option<bool>,
     in_string: bool,
     escaped: bool,
+    /// Containers open.
+    depth: usize,
+    /// The string being read, as written (`None` past [`KEYED_TEXT_BYTES`]).
+    string: Option<Vec<u8>>,
+    /// The last string closed (a key when a `:` follows).
+    last_string: Option<Vec<u8>>,
+    /// A value is due after a `:` whose key names a phone.
+    phone_value: bool,
+    /// The depth of an array that is a phone key's value.
+    phone_array: Option<usize>,
+    /// The string being read is a value under a phone key.
+    phone_string: bool,
+}
+
+/// What [`JsonLex::scan`] finds in a JSON document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct JsonSpans {
+    /// The bare tokens (a token reaching the end of the text included).
+    pub(super) tokens: Vec<(usize, usize)>,
+    /// Phones under a phone key: a whole number token, or a string's content.
+    pub(super) phones: Vec<(usize, usize)>,
+    /// Where the content of a string under a phone key still open at the end
+    /// begins (a stream holds it until it closes, up to [`KEYED_TEXT_BYTES`]).
+    pub(super) open_phone: Option<usize>,
 }
 
 /// JSON's white space.
@@ -1347,11 +1498,23 @@ fn json_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// A key as written between its quotes, its escapes read (as written when
+/// they are broken).
+fn key_text(raw: &[u8]) -> String {
+    let raw = String::from_utf8_lossy(raw);
+    serde_json::from_str::<String>(&format!("\"{raw}\"")).unwrap_or_else(|_| raw.into_owned())
+}
+
 impl JsonLex {
+    /// Whether a value read now sits under a phone key.
+    fn under_phone(&self) -> bool {
+        self.phone_value || self.phone_array == Some(self.depth)
+    }
+
     /// Reads `text` on from where the lexer stands. `None` when the text is
-    /// not JSON (or not known to be yet); otherwise its bare tokens, as
-    /// spans offset by `base`, a token reaching the end of `text` included.
-    pub(super) fn bare_tokens(&mut self, text: &str, base: usize) -> Option<Vec<(usize, usize)>> {
+    /// not JSON (or not known to be yet); otherwise its bare tokens and its
+    /// phones under phone keys, as spans offset by `base`.
+    pub(super) fn scan(&mut self, text: &str, base: usize) -> Option<JsonSpans> {
         let b = text.as_bytes();
         let mut i = 0;
         if self.json.is_none() {
@@ -1365,8 +1528,16 @@ impl JsonLex {
         if self.json != Some(true) {
             return None;
         }
-        let mut tokens = Vec::new();
+        let mut out = JsonSpans::default();
         let mut start = None;
+        // where the open string's content began in `text` (unknown when it began before)
+        let mut content = (self.in_string && self.string.as_ref().is_some_and(Vec::is_empty)).then_some(0);
+        let end_token = |lex: &Self, s: usize, e: usize, out: &mut JsonSpans| {
+            out.tokens.push((base + s, base + e));
+            if lex.under_phone() && keyed_phone(&text[s..e], true) {
+                out.phones.push((base + s, base + e));
+            }
+        };
         while i < b.len() {
             let x = b[i];
             if self.in_string {
@@ -1376,21 +1547,79 @@ impl JsonLex {
                     self.escaped = true;
                 } else if x == b'"' {
                     self.in_string = false;
+                    if self.phone_string {
+                        if let Some(c) = content {
+                            if keyed_phone(&text[c..i], false) {
+                                out.phones.push((base + c, base + i));
+                            }
+                        }
+                        self.phone_string = false;
+                    }
+                    self.last_string = self.string.take();
+                    self.phone_value = false;
+                }
+                if self.in_string {
+                    if let Some(s) = &mut self.string {
+                        if s.len() < KEYED_TEXT_BYTES {
+                            s.push(x);
+                        } else {
+                            self.string = None;
+                        }
+                    }
                 }
             } else if json_space(x) || matches!(x, b'{' | b'}' | b'[' | b']' | b',' | b':' | b'"') {
                 if let Some(s) = start.take() {
-                    tokens.push((base + s, base + i));
+                    end_token(self, s, i, &mut out);
                 }
-                self.in_string = x == b'"';
-            } else if start.is_none() {
-                start = Some(i);
+                match x {
+                    b'{' => {
+                        self.depth += 1;
+                        self.phone_value = false;
+                    }
+                    b'[' => {
+                        self.depth += 1;
+                        if self.phone_value {
+                            self.phone_array = Some(self.depth);
+                        }
+                        self.phone_value = false;
+                    }
+                    b'}' | b']' => {
+                        if self.phone_array == Some(self.depth) {
+                            self.phone_array = None;
+                        }
+                        self.depth = self.depth.saturating_sub(1);
+                        self.phone_value = false;
+                    }
+                    b',' => self.phone_value = false,
+                    b':' => {
+                        self.phone_value = self.last_string.take().is_some_and(|k| is_phone_key(&key_text(&k)));
+                    }
+                    b'"' => {
+                        self.in_string = true;
+                        self.phone_string = self.under_phone();
+                        self.string = Some(Vec::new());
+                        content = Some(i + 1);
+                    }
+                    _ => {}
+                }
+                if x != b':' && x != b'"' && !json_space(x) {
+                    self.last_string = None;
+                }
+            } else {
+                if start.is_none() {
+                    start = Some(i);
+                }
+                self.last_string = None;
             }
             i += 1;
         }
         if let Some(s) = start {
-            tokens.push((base + s, base + b.len()));
+            end_token(self, s, b.len(), &mut out);
         }
-        Some(tokens)
+        if self.in_string && self.phone_string {
+            out.open_phone = content.filter(|&c| b.len() - c <= KEYED_TEXT_BYTES).map(|c| base + c);
+        }
+        Some(out)
     }
 }
 
@@ -1503,11 +1732,11 @@ impl StreamBuffer {
         hay.push_str(&self.pending);
         // In a JSON stream a bare token is never cut in two: a value in it
         // turns the whole token into a string (see `JsonLex`).
-        let bare = {
-            let mut lex = self.lex;
-            lex.bare_tokens(&hay[from..], from)
-        };
-        let cands = engine.candidates(&hay, from, Scope::Stream, bare.as_deref());
+        // A value under a phone key is held until it ends, too.
+        let json = self.lex.clone().scan(&hay[from..], from);
+        let bare = json.as_ref().map(|j| j.tokens.as_slice());
+        let mut cands = engine.candidates(&hay, from, Scope::Stream, bare);
+        cands.extend(engine.keyed(&hay, json.as_ref()));
         // Hold back `hold` characters *as the detectors see them*: zero-width
         // characters and escapes take no or one place there, however long
         // they are here (plus room for an escape cut off at the end).
@@ -1522,7 +1751,7 @@ impl StreamBuffer {
                 let straddling = cands
                     .iter()
                     .map(|c| (c.hold_start, c.hold_end))
-                    .chain(bare.iter().flatten().copied())
+                    .chain(bare.into_iter().flatten().copied())
                     .filter(|&(s, e)| s < cut && e > cut)
                     .map(|(s, _)| s)
                     .min();
@@ -1538,9 +1767,9 @@ impl StreamBuffer {
         }
         let matches = Engine::select(cands.into_iter().filter(|c| c.hold_end <= cut).collect());
         let out = engine
-            .replace(&hay, from, cut, &matches, bare.as_deref(), counts)
+            .replace(&hay, from, cut, &matches, bare, counts)
             .map_err(|()| Stop::Blocked);
-        self.lex.bare_tokens(&hay[from..cut], from);
+        self.lex.scan(&hay[from..cut], from);
         if hay.len() - cut > max_held {
             // Fail closed: the held text is never emitted, and not kept either.
             let held = hay.len() - cut;
