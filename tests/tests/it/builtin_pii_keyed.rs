@@ -74,16 +74,28 @@ async fn the_issue_s_document_is_scrubbed_in_arguments_results_and_earlier_turns
 /// redacted, parse, and the call runs with the phone replaced.
 #[tokio::test]
 async fn streamed_arguments_with_a_keyed_phone_parse_after_redaction() {
-    let raw = concat!(
-        r#"{"card":4111111111111111,"phone":14155552671,"email":"a@b.co","#,
-        r#" "contact": {"mobileNo": "4155552671", "home_phone": [14155552671, "+4155552671", 12]},"#,
-        r#" "hotel": 14155552671, "n": 4096}"#
+    // padding between the values, so the stream emits (and cuts) between and around them
+    let pad = "lorem ipsum ".repeat(40);
+    let raw = format!(
+        concat!(
+            r#"{{"card":4111111111111111,"p1":"{pad}","phone":14155552671,"email":"a@b.co","#,
+            r#" "contact": {{"p2":"{pad}","mobileNo": "4155552671","p3":"{pad}","#,
+            r#" "home_phone": [14155552671, "+4155552671", 12]}},"#,
+            r#" "hotel": 14155552671, "p4":"{pad}", "n": 4096}}"#
+        ),
+        pad = pad
     );
+    let raw = raw.as_str();
     let expected = json!({
+        "p1": pad, "p4": pad,
         "card": "[REDACTED_CREDIT_CARD]",
         "phone": "[REDACTED_PHONE]",
         "email": "[REDACTED_EMAIL]",
-        "contact": { "mobileNo": "[REDACTED_PHONE]", "home_phone": ["[REDACTED_PHONE]", "[REDACTED_PHONE]", 12] },
+        "contact": {
+            "p2": pad, "p3": pad,
+            "mobileNo": "[REDACTED_PHONE]",
+            "home_phone": ["[REDACTED_PHONE]", "[REDACTED_PHONE]", 12],
+        },
         "hotel": 14155552671u64,
         "n": 4096,
     });
@@ -222,6 +234,19 @@ fn a_keyed_phone_is_found_at_any_depth_and_in_an_array_under_the_key() {
             "after": 14155552671u64,
         })
     );
+    // digits of any script and escaped digits under the key are digits
+    assert_eq!(
+        both(json!({ "phone": "\u{661}\u{664}\u{661}\u{665}\u{665}\u{665}\u{665}\u{662}\u{666}\u{667}\u{661}" })),
+        json!({ "phone": "[REDACTED_PHONE]" })
+    );
+    assert_eq!(
+        redact_text(r#"{"tel": "\u0031\u0034155552671"}"#),
+        r#"{"tel": "[REDACTED_PHONE]"}"#
+    );
+    // a key past 256 bytes names no phone
+    let long = format!("phone_{}", "x".repeat(300));
+    let doc = json!({ &long: 14155552671u64 });
+    assert_eq!(both(doc.clone()), doc);
     // a key with an escape is read as the key it spells
     assert_eq!(
         redact_text(r#"{"\u0070hone": 14155552671, "x": 14155552671}"#),

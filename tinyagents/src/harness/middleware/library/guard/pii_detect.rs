@@ -402,17 +402,19 @@ pub const PHONE_KEY_WORDS: &[&str] = &[
 /// The fewest and most digits of a phone number under a phone key (E.164 allows 15).
 pub(super) const KEYED_PHONE_DIGITS: std::ops::RangeInclusive<usize> = 7..=15;
 
-/// The longest key, and the longest string under a phone key, the JSON text
-/// scan reads (bytes as written, escapes included): a longer key names no
-/// phone, and a longer string is no bare-digit phone.
+/// The longest key the JSON text scan reads (bytes as written, escapes
+/// included) and [`is_phone_key`] accepts: a longer key names no phone.
 pub(super) const KEYED_TEXT_BYTES: usize = 256;
 
 /// Whether an object key names a phone: split into words on `_`, `-`, `.`,
 /// spaces (any character not a letter or digit) and camelCase boundaries
 /// (`phoneNumber`, `SMSCode`, `home_phone`, `mobile-no`, `tel`), one word is
 /// in [`PHONE_KEY_WORDS`] (so `hotel`, `cancel`, `cells_count` and
-/// `telemetry_id` name none).
+/// `telemetry_id` name none). A key longer than [`KEYED_TEXT_BYTES`] names none.
 pub(super) fn is_phone_key(key: &str) -> bool {
+    if key.len() > KEYED_TEXT_BYTES {
+        return false;
+    }
     let chars: Vec<char> = key.chars().collect();
     let mut word = String::new();
     let mut hit = false;
@@ -1273,25 +1275,23 @@ impl Engine {
     }
 
     /// The phones under phone keys of a JSON text (see [`JsonLex`]) as
-    /// candidates of the `phone` detector, when it is on: each a valid value,
-    /// and a string under a phone key still open at the end of `hay` a raw
-    /// match that holds a stream's cut.
-    fn keyed(&self, hay: &str, json: Option<&JsonSpans>) -> Vec<Candidate> {
-        let phone = self.detectors.iter().position(|d| d.name == "phone");
+    /// candidates of the `phone` detector, when it is on.
+    fn keyed(json: Option<&JsonSpans>, detectors: &[Detector]) -> Vec<Candidate> {
+        let phone = detectors.iter().position(|d| d.name == "phone");
         let (Some(json), Some(detector)) = (json, phone) else {
             return Vec::new();
         };
-        let at = |(start, end): (usize, usize), valid: bool| Candidate {
-            start,
-            end,
-            hold_start: start,
-            hold_end: end,
-            detector,
-            valid,
-        };
-        let mut out: Vec<Candidate> = json.phones.iter().map(|&s| at(s, true)).collect();
-        out.extend(json.open_phone.map(|s| at((s, hay.len()), false)));
-        out
+        json.phones
+            .iter()
+            .map(|&(start, end)| Candidate {
+                start,
+                end,
+                hold_start: start,
+                hold_end: end,
+                detector,
+                valid: true,
+            })
+            .collect()
     }
 
     /// The valid, non-overlapping matches: leftmost first, then longest, then by detector priority.
@@ -1318,7 +1318,7 @@ impl Engine {
         let json = JsonLex::default().scan(text, 0);
         let bare = json.as_ref().map(|j| j.tokens.as_slice());
         let mut cands = self.candidates(text, 0, Scope::Whole, bare);
-        cands.extend(self.keyed(text, json.as_ref()));
+        cands.extend(Self::keyed(json.as_ref(), &self.detectors));
         let matches = Self::select(cands);
         self.replace(text, 0, text.len(), &matches, bare, counts)
     }
@@ -1408,7 +1408,7 @@ impl Engine {
         let json = JsonLex::default().scan(text, 0);
         let bare = json.as_ref().map(|j| j.tokens.as_slice());
         let mut cands = self.candidates(text, 0, Scope::Whole, bare);
-        cands.extend(self.keyed(text, json.as_ref()));
+        cands.extend(Self::keyed(json.as_ref(), &self.detectors));
         let matches = Self::select(cands);
         if matches.is_empty() {
             return Ok(());
@@ -1486,11 +1486,11 @@ pub(super) struct JsonLex {
 pub(super) struct JsonSpans {
     /// The bare tokens (a token reaching the end of the text included).
     pub(super) tokens: Vec<(usize, usize)>,
-    /// Phones under a phone key: a whole number token, or a string's content.
+    /// Phones under a phone key: a whole number token, or a string's
+    /// content. A stream needs no more to hold an open string whole: it holds
+    /// back at least `max_match_chars` (256 or more) characters as the
+    /// detectors see them, more than a phone has, so no cut falls inside one.
     pub(super) phones: Vec<(usize, usize)>,
-    /// Where the content of a string under a phone key still open at the end
-    /// begins (a stream holds it until it closes, up to [`KEYED_TEXT_BYTES`]).
-    pub(super) open_phone: Option<usize>,
 }
 
 /// JSON's white space.
@@ -1616,9 +1616,6 @@ impl JsonLex {
         if let Some(s) = start {
             end_token(self, s, b.len(), &mut out);
         }
-        if self.in_string && self.phone_string {
-            out.open_phone = content.filter(|&c| b.len() - c <= KEYED_TEXT_BYTES).map(|c| base + c);
-        }
         Some(out)
     }
 }
@@ -1732,11 +1729,10 @@ impl StreamBuffer {
         hay.push_str(&self.pending);
         // In a JSON stream a bare token is never cut in two: a value in it
         // turns the whole token into a string (see `JsonLex`).
-        // A value under a phone key is held until it ends, too.
         let json = self.lex.clone().scan(&hay[from..], from);
         let bare = json.as_ref().map(|j| j.tokens.as_slice());
         let mut cands = engine.candidates(&hay, from, Scope::Stream, bare);
-        cands.extend(engine.keyed(&hay, json.as_ref()));
+        cands.extend(Engine::keyed(json.as_ref(), &engine.detectors));
         // Hold back `hold` characters *as the detectors see them*: zero-width
         // characters and escapes take no or one place there, however long
         // they are here (plus room for an escape cut off at the end).
