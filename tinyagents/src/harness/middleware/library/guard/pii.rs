@@ -496,24 +496,16 @@ impl PiiMiddleware {
     /// an array that is the value) becomes the phone replacement, a string;
     /// anything else is scrubbed as usual.
     fn phone_value(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
-        let phone = |v: &Value| match v {
-            Value::Number(n) => keyed_phone(&n.to_string(), true),
-            Value::String(s) => keyed_phone(s, false),
-            _ => false,
-        };
         let mut one = |v: &mut Value| -> Result<()> {
-            if !phone(v) {
-                return self.scrub_json(v, place, counts);
-            }
+            let text = match v {
+                Value::Number(n) if keyed_phone(&n.to_string(), true) => n.to_string(),
+                Value::String(s) if keyed_phone(s, false) => s.clone(),
+                _ => return self.scrub_json(v, place, counts),
+            };
             *counts.entry("phone".to_owned()).or_default() += 1;
             if self.engine.strategy == PiiStrategy::Block {
                 return Err(blocked(place, &PiiCounts::from([("phone".to_owned(), 1)])));
             }
-            let text = match v {
-                Value::Number(n) => n.to_string(),
-                Value::String(s) => std::mem::take(s),
-                _ => unreachable!("only a number or a string is a phone"),
-            };
             *v = Value::String(self.engine.replacement("phone", &text));
             Ok(())
         };
