@@ -431,3 +431,129 @@ async fn block_stops_a_reply_whose_tool_call_carries_pii_before_the_tool_runs() 
         .unwrap_err();
     assert!(err.to_string().contains("(1 email)"), "{err}");
 }
+
+/// The issue's document: a card and a phone written as JSON numbers beside an email.
+fn numbers_doc() -> serde_json::Value {
+    json!({
+        "card": 4111111111111111u64,
+        "phone": 14155552671u64,
+        "email": "a@b.co",
+        "deep": [{ "x": [6011111111111117u64, { "y": -5500000000000004i64 }] }],
+        "card19": 6011000990139424009u64,
+        "float": 4111111111111111.0,
+        "max_tokens": 4096,
+        "epoch_ms": 1700000000123u64,
+        "ratio": 0.25,
+    })
+}
+
+/// What [`numbers_doc`] must become: each card, and the phone under its key, a string placeholder, the rest as it was.
+fn numbers_doc_redacted() -> serde_json::Value {
+    json!({
+        "card": "[REDACTED_CREDIT_CARD]",
+        "phone": "[REDACTED_PHONE]",
+        "email": "[REDACTED_EMAIL]",
+        "deep": [{ "x": ["[REDACTED_CREDIT_CARD]", { "y": "-[REDACTED_CREDIT_CARD]" }] }],
+        "card19": "[REDACTED_CREDIT_CARD]",
+        "float": "[REDACTED_CREDIT_CARD].0",
+        "max_tokens": 4096,
+        "epoch_ms": 1700000000123u64,
+        "ratio": 0.25,
+    })
+}
+
+#[tokio::test]
+async fn numbers_are_checked_like_strings_in_arguments_results_and_earlier_turns() {
+    let mut h: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Redact));
+    // tool arguments
+    let call = h.before_tool(ToolCall::new("1", "t", numbers_doc())).await.unwrap();
+    assert_eq!(call.arguments, numbers_doc_redacted());
+    // a tool result's structured data, and its content when that is a JSON document
+    let mut result = ToolResult::ok(&call, numbers_doc().to_string());
+    result.data = Some(numbers_doc());
+    let result = h.after_tool(result).await.unwrap();
+    assert_eq!(result.data, Some(numbers_doc_redacted()));
+    let content: serde_json::Value = serde_json::from_str(&result.content).expect("the content stays JSON");
+    assert_eq!(content, numbers_doc_redacted());
+    // an earlier turn's tool call, sent back to the provider
+    let history = vec![
+        Message::user("go"),
+        Message::assistant("").with_tool_calls(vec![ToolCall::new("c1", "t", numbers_doc())]),
+        Message::tool("c1", "t", numbers_doc().to_string()),
+    ];
+    let request = h.before_model(ModelRequest::new(history)).await.unwrap();
+    assert_eq!(request.messages[1].tool_calls[0].arguments, numbers_doc_redacted());
+    let text: serde_json::Value = serde_json::from_str(&request.messages[2].text()).expect("still JSON");
+    assert_eq!(text, numbers_doc_redacted());
+    // the text API keeps a JSON document valid too; plain text is not quoted
+    let (out, counts) = PiiMiddleware::new(PiiStrategy::Redact)
+        .redact_text(r#"{"card":4111111111111111,"phone":14155552671,"email":"a@b.co"}"#)
+        .unwrap();
+    assert_eq!(
+        out,
+        r#"{"card":"[REDACTED_CREDIT_CARD]","phone":"[REDACTED_PHONE]","email":"[REDACTED_EMAIL]"}"#
+    );
+    assert_eq!((counts["credit_card"], counts["phone"], counts["email"]), (1, 1, 1));
+    assert_eq!(redact("card 4111111111111111"), "card [REDACTED_CREDIT_CARD]");
+    assert_eq!(redact("4111111111111111"), "[REDACTED_CREDIT_CARD]");
+    // a JSON text inside a string of raw JSON text is read as text; parsed, it stays JSON
+    assert_eq!(
+        redact(r#"{"doc": "{\"card\": 4111111111111111}"}"#),
+        r#"{"doc": "{\"card\": [REDACTED_CREDIT_CARD]}"}"#
+    );
+    assert_eq!(
+        redact(r#"{"card": 4111111111111111}"#),
+        r#"{"card": "[REDACTED_CREDIT_CARD]"}"#
+    );
+    // outside a phone key, a phone needs a `+` or separators, as a string and as a number alike
+    assert_eq!(redact("call 14155552671"), "call 14155552671");
+    assert_eq!(redact(r#"{"n": 14155552671}"#), r#"{"n": 14155552671}"#);
+    assert_eq!(redact("call +14155552671"), "call [REDACTED_PHONE]");
+}
+
+#[tokio::test]
+async fn a_number_is_masked_hashed_or_blocked_like_a_string() {
+    let mut mask: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Mask));
+    let call = mask
+        .before_tool(ToolCall::new("1", "t", json!({ "card": 4111111111111111u64 })))
+        .await
+        .unwrap();
+    assert_eq!(call.arguments, json!({ "card": "************1111" }));
+    let mut hash: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Hash));
+    let call = hash
+        .before_tool(ToolCall::new("1", "t", json!({ "card": 4111111111111111u64 })))
+        .await
+        .unwrap();
+    let hashed = call.arguments["card"].as_str().expect("a string placeholder");
+    assert!(hashed.starts_with("<credit_card_hash:"), "{hashed}");
+    let mut block: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Block));
+    let err = block
+        .before_tool(ToolCall::new("1", "t", json!({ "n": [1, 4111111111111111u64] })))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("1 credit_card") && !err.to_string().contains("4111"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_s_numeric_card_reaches_neither_the_tool_nor_the_history() {
+    let send = RecordingTool::new("send").returning("sent");
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("send", numbers_doc()),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    assert_eq!(send.calls(), vec![numbers_doc_redacted()]);
+    let assistant = run.messages.iter().find(|m| !m.tool_calls.is_empty()).unwrap();
+    assert_eq!(assistant.tool_calls[0].arguments, numbers_doc_redacted());
+}

@@ -798,3 +798,304 @@ fn escapes_are_decoded_for_detection_even_when_escaped_again() {
         assert_eq!(pii.redact_text(text).unwrap().0, text);
     }
 }
+
+/// The first digit (zero) of every run of decimal digits (General_Category
+/// Nd) as of Unicode 18 besides ASCII, by script: written out here, so the fold
+/// (built from the Unicode data of ICU4X) is checked against a list it
+/// was not made from.
+const DIGIT_ZEROS: &[(&str, u32)] = &[
+    ("Arabic-Indic", 0x0660),
+    ("Extended Arabic-Indic", 0x06F0),
+    ("NKo", 0x07C0),
+    ("Devanagari", 0x0966),
+    ("Bengali", 0x09E6),
+    ("Gurmukhi", 0x0A66),
+    ("Gujarati", 0x0AE6),
+    ("Oriya", 0x0B66),
+    ("Tamil", 0x0BE6),
+    ("Telugu", 0x0C66),
+    ("Kannada", 0x0CE6),
+    ("Malayalam", 0x0D66),
+    ("Sinhala Lith", 0x0DE6),
+    ("Thai", 0x0E50),
+    ("Lao", 0x0ED0),
+    ("Tibetan", 0x0F20),
+    ("Myanmar", 0x1040),
+    ("Myanmar Shan", 0x1090),
+    ("Khmer", 0x17E0),
+    ("Mongolian", 0x1810),
+    ("Limbu", 0x1946),
+    ("New Tai Lue", 0x19D0),
+    ("Tai Tham Hora", 0x1A80),
+    ("Tai Tham Tham", 0x1A90),
+    ("Balinese", 0x1B50),
+    ("Sundanese", 0x1BB0),
+    ("Lepcha", 0x1C40),
+    ("Ol Chiki", 0x1C50),
+    ("Vai", 0xA620),
+    ("Saurashtra", 0xA8D0),
+    ("Kayah Li", 0xA900),
+    ("Javanese", 0xA9D0),
+    ("Myanmar Tai Laing", 0xA9F0),
+    ("Cham", 0xAA50),
+    ("Meetei Mayek", 0xABF0),
+    ("Fullwidth", 0xFF10),
+    ("Osmanya", 0x104A0),
+    ("Hanifi Rohingya", 0x10D30),
+    ("Garay", 0x10D40),
+    ("Brahmi", 0x11066),
+    ("Sora Sompeng", 0x110F0),
+    ("Chakma", 0x11136),
+    ("Sharada", 0x111D0),
+    ("Khudawadi", 0x112F0),
+    ("Newa", 0x11450),
+    ("Tirhuta", 0x114D0),
+    ("Modi", 0x11650),
+    ("Takri", 0x116C0),
+    ("Myanmar Pao", 0x116D0),
+    ("Myanmar Eastern Pwo Karen", 0x116DA),
+    ("Ahom", 0x11730),
+    ("Warang Citi", 0x118E0),
+    ("Dives Akuru", 0x11950),
+    ("Sunuwar", 0x11BF0),
+    ("Bhaiksuki", 0x11C50),
+    ("Masaram Gondi", 0x11D50),
+    ("Gunjala Gondi", 0x11DA0),
+    ("Tolong Siki", 0x11DE0),
+    ("Kawi", 0x11F50),
+    ("Gurung Khema", 0x16130),
+    ("Mro", 0x16A60),
+    ("Tangsa", 0x16AC0),
+    ("Pahawh Hmong", 0x16B50),
+    ("Kirat Rai", 0x16D70),
+    ("Outlined", 0x1CCF0),
+    ("Mathematical Bold", 0x1D7CE),
+    ("Mathematical Double-Struck", 0x1D7D8),
+    ("Mathematical Sans-Serif", 0x1D7E2),
+    ("Mathematical Sans-Serif Bold", 0x1D7EC),
+    ("Mathematical Monospace", 0x1D7F6),
+    ("Nyiakeng Puachue Hmong", 0x1E140),
+    ("Wancho", 0x1E2F0),
+    ("Nag Mundari", 0x1E4F0),
+    ("Ol Onal", 0x1E5F1),
+    ("Adlam", 0x1E950),
+    ("Segmented", 0x1FBF0),
+];
+
+/// `text` with its ASCII digits written in the script whose zero is `zero`.
+fn in_script(text: &str, zero: u32) -> String {
+    text.chars()
+        .map(|c| match c.to_digit(10) {
+            Some(d) => char::from_u32(zero + d).unwrap(),
+            None => c,
+        })
+        .collect()
+}
+
+/// Every script's digits × a card, an SSN and a phone number, in every place.
+#[tokio::test]
+async fn the_digits_of_every_script_are_read_as_digits_in_every_place() {
+    let probes = [
+        ("credit_card", "4111 1111 1111 1111"),
+        ("ssn", "078-05-1120"),
+        ("phone", "+1 415 555 2671"),
+    ];
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    let mut found = 0;
+    for (i, (script, zero)) in DIGIT_ZEROS.iter().enumerate() {
+        for (j, (kind, value)) in probes.iter().enumerate() {
+            let text = format!("see {} now", in_script(value, *zero));
+            let expected = format!("see {} now", marker(kind));
+            let (out, counts) = pii.redact_text(&text).unwrap();
+            assert_eq!(out, expected, "{script} {kind}: {text:?}");
+            assert_eq!(counts.get(*kind), Some(&1), "{script} {kind}: {counts:?}");
+            let (seen, _) = run_everywhere(&text, (i * 3 + j) as u64).await;
+            assert_eq!(seen, expected_seen(&expected), "{script} {kind}: {text:?}");
+            found += 1;
+        }
+    }
+    let total = DIGIT_ZEROS.len() * probes.len();
+    println!(
+        "pii digits: {found} of {total} probes detected ({} scripts and digit sets × card, SSN, phone)",
+        DIGIT_ZEROS.len()
+    );
+    assert_eq!(found, total);
+    assert_eq!(
+        DIGIT_ZEROS.len(),
+        76,
+        "every run of Nd digits as of Unicode 18 besides ASCII"
+    );
+}
+
+/// Every white-space separator between card groups, alone, doubled, mixed
+/// within one gap, and different from gap to gap, in every place.
+#[tokio::test]
+async fn card_groups_split_by_any_white_space_are_one_card_in_every_place() {
+    let spaces: Vec<(String, &str)> = [
+        ("\t", "tab"),
+        ("\n", "LF"),
+        ("\r", "CR"),
+        ("\u{b}", "VT"),
+        ("\u{c}", "FF"),
+        ("\u{85}", "NEL"),
+        ("\u{2028}", "Zl"),
+        ("\u{2029}", "Zp"),
+    ]
+    .into_iter()
+    .map(|(s, n)| (s.to_owned(), n))
+    .chain(
+        // every Zs character
+        [
+            '\u{20}', '\u{a0}', '\u{1680}', '\u{2000}', '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}',
+            '\u{2006}', '\u{2007}', '\u{2008}', '\u{2009}', '\u{200a}', '\u{202f}', '\u{205f}', '\u{3000}',
+        ]
+        .into_iter()
+        .map(|c| (c.to_string(), "Zs")),
+    )
+    .collect();
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    let cc = marker("credit_card");
+    let mut cases: Vec<(String, String)> = Vec::new();
+    for (s, name) in &spaces {
+        cases.push((format!("4111{s}1111{s}1111{s}1111"), format!("{name} alone")));
+        cases.push((format!("4111 {s}1111 {s}1111 {s}1111"), format!("space + {name}")));
+    }
+    // a different one in each gap (a card wrapped over lines)
+    for k in 0..spaces.len() {
+        let gap = |n: usize| spaces[(k + n) % spaces.len()].0.clone();
+        cases.push((
+            format!("4111{}1111{}1111{}1111", gap(0), gap(5), gap(11)),
+            format!("mixed from {}", spaces[k].1),
+        ));
+    }
+    cases.push(("4111 1111\n1111 1111".to_owned(), "a line wrap".to_owned()));
+    cases.push(("4111 1111 \r\n1111 1111".to_owned(), "a CRLF wrap".to_owned()));
+    for (i, (value, what)) in cases.iter().enumerate() {
+        let text = format!("see {value} now");
+        let expected = format!("see {cc} now");
+        let (out, _) = pii.redact_text(&text).unwrap();
+        assert_eq!(out, expected, "{what}: {text:?}");
+        let (seen, _) = run_everywhere(&text, 7000 + i as u64).await;
+        assert_eq!(seen, expected_seen(&expected), "{what}: {text:?}");
+    }
+    println!(
+        "pii separators: {} of {} card layouts detected ({} white-space characters: tab, LF, CR, VT, FF, NEL, Zl, Zp and the 17 Zs)",
+        cases.len(),
+        cases.len(),
+        spaces.len()
+    );
+}
+
+/// A way to write a number: its name, and the JSON text for given digits.
+type NumberForm = (&'static str, fn(&str) -> String);
+
+/// Every corpus card written as a JSON number, in every form a number takes
+/// (integer, negative, fraction, exponent, 19 digits), nested under keys:
+/// found in the text API, the value API, tool arguments and results, and
+/// streamed tool-call arguments, which still parse and run the call.
+#[tokio::test]
+async fn cards_written_as_json_numbers_are_found_in_every_place() {
+    let cards = [
+        "4111111111111111",
+        "5500000000000004",
+        "6011111111111117",
+        "4012888888881881",
+        "3530111333300000",
+        "2223003122003222",
+        "5555555555554444",
+        "378282246310005",
+        "6011000990139424009",
+    ];
+    let forms: [NumberForm; 5] = [
+        ("integer", |c| c.to_owned()),
+        ("negative", |c| format!("-{c}")),
+        ("fraction", |c| format!("{c}.0")),
+        ("exponent", |c| format!("{c}e0")),
+        ("in an array", |c| format!("[1, {c}, 2]")),
+    ];
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    let (mut probes, mut found) = (0, 0);
+    for (i, card) in cards.iter().enumerate() {
+        for (j, (form, write)) in forms.iter().enumerate() {
+            let doc = format!(r#"{{"order": {{"items": [{{"pay": {}}}], "n": 2}}}}"#, write(card));
+            let value: Value = serde_json::from_str(&doc).unwrap();
+            let clean = |text: &str| !text.contains(card);
+            // the text API: still JSON, no card
+            let (text, _) = pii.redact_text(&doc).unwrap();
+            let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{form} {card}: {e}: {text}"));
+            assert!(clean(&text), "{form}: {text}");
+            // the value API (a number is read as serde_json renders it): a
+            // fraction or an exponent makes an `f64`, exact to 2^53, so a
+            // 19-digit card is no longer in the value (it renders rounded)
+            let (redacted, counts) = pii.redact_value(&value).unwrap();
+            let rounded = matches!(*form, "fraction" | "exponent") && card.len() > 16;
+            assert!(clean(&redacted.to_string()), "{form}: {redacted}");
+            assert_eq!(
+                counts.contains_key("credit_card"),
+                !rounded,
+                "{form} {card}: {redacted}"
+            );
+            // tool arguments and a tool result's data
+            let mut h: MiddlewareHarness = MiddlewareHarness::new(PiiMiddleware::new(PiiStrategy::Redact));
+            let call = h.before_tool(ToolCall::new("1", "t", value.clone())).await.unwrap();
+            assert!(clean(&call.arguments.to_string()), "{form}: {}", call.arguments);
+            let mut result = ToolResult::ok(&call, doc.clone());
+            result.data = Some(value.clone());
+            let result = h.after_tool(result).await.unwrap();
+            assert!(
+                clean(&result.content) && clean(&result.data.unwrap().to_string()),
+                "{form}"
+            );
+            // streamed arguments: the call runs with what the whole text redacts to
+            let received = stream_call(&doc, 1 + (i + j) % 7).await;
+            assert_eq!(received, vec![parsed], "{form} {card}");
+            probes += 1;
+            found += 1;
+        }
+    }
+    println!(
+        "pii numbers: {found} of {probes} cards written as JSON numbers ({} cards × {} forms) left in no place",
+        cards.len(),
+        forms.len()
+    );
+    assert_eq!(found, cards.len() * forms.len());
+}
+
+/// One tool call whose argument text `raw` streams in pieces of `size`
+/// characters: the arguments the tool received.
+async fn stream_call(raw: &str, size: usize) -> Vec<Value> {
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let tool = {
+        let received = received.clone();
+        tool_fn("echo", "Echoes.", move |_cx: ToolContext, args: Value| {
+            received.lock().unwrap().push(args);
+            async move { Ok(ToolOutput::from("ok")) }
+        })
+    };
+    let chars: Vec<char> = raw.chars().collect();
+    let mut deltas: Vec<ModelDelta> = chars
+        .chunks(size)
+        .enumerate()
+        .map(|(i, c)| {
+            ModelDelta::new(DeltaContent::ToolCall {
+                index: 0,
+                id: (i == 0).then(|| "c1".to_owned()),
+                name: (i == 0).then(|| "echo".to_owned()),
+                arguments: c.iter().collect(),
+            })
+        })
+        .collect();
+    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
+    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(tool).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let out = received.lock().unwrap().clone();
+    out
+}

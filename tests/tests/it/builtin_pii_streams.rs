@@ -591,3 +591,199 @@ fn max_held_bytes_must_cover_the_characters_held() {
     assert_eq!(err.errors()[0].path, "max_held_bytes");
     assert!(from_toml_str::<PiiConfig>("max_match_chars = 8192\nmax_held_bytes = 131072").is_ok());
 }
+
+/// Runs one streamed tool call whose argument text is `raw`, split in pieces
+/// of `size` characters: what the tool got, and the argument text streamed.
+pub(super) async fn stream_arguments(raw: &str, size: usize) -> (Vec<Value>, String) {
+    let send = RecordingTool::new("send").returning("sent");
+    let chars: Vec<char> = raw.chars().collect();
+    let mut deltas: Vec<ModelDelta> = chars
+        .chunks(size)
+        .enumerate()
+        .map(|(i, c)| {
+            ModelDelta::new(DeltaContent::ToolCall {
+                index: 0,
+                id: (i == 0).then(|| "c1".to_owned()),
+                name: (i == 0).then(|| "send".to_owned()),
+                arguments: c.iter().collect(),
+            })
+        })
+        .collect();
+    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
+    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let streamed: String = sink
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelDelta { delta, .. } => match &delta.content {
+                DeltaContent::ToolCall { arguments, .. } => Some(arguments.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    (send.calls(), streamed)
+}
+
+/// A card streamed as a JSON number becomes a string placeholder: the
+/// argument text stays JSON, the call runs, and a number past `u64` or
+/// written with a fraction or an exponent is read digit for digit.
+#[tokio::test]
+async fn numbers_in_streamed_arguments_become_strings_and_the_call_still_runs() {
+    let raw = concat!(
+        r#"{"card":4111111111111111,"phone":14155552671,"email":"a@b.co","#,
+        r#" "deep": [ {"x": [6011111111111117, -5500000000000004, 4111111111111111.5e3]} ],"#,
+        r#" "card19": 6011000990139424009, "token": 12345678, "n": 4096, "t": true, "z": null}"#,
+    );
+    let expected = json!({
+        "card": "[REDACTED_CREDIT_CARD]",
+        "phone": "[REDACTED_PHONE]",
+        "email": "[REDACTED_EMAIL]",
+        "deep": [{ "x": ["[REDACTED_CREDIT_CARD]", "-[REDACTED_CREDIT_CARD]", "[REDACTED_CREDIT_CARD].5e3"] }],
+        "card19": "[REDACTED_CREDIT_CARD]",
+        "token": "[REDACTED_SECRET]",
+        "n": 4096,
+        "t": true,
+        "z": null,
+    });
+    // the whole text, redacted at once, is the same document
+    let (whole, _) = PiiMiddleware::new(PiiStrategy::Redact).redact_text(raw).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&whole).unwrap(), expected, "{whole}");
+    for size in [1, 2, 3, 5, 7, 16, 64, 400] {
+        let (calls, streamed) = stream_arguments(raw, size).await;
+        assert_eq!(calls, std::slice::from_ref(&expected), "pieces of {size}");
+        assert_eq!(
+            streamed, whole,
+            "pieces of {size}: the stream equals the whole text redacted"
+        );
+        assert!(!streamed.contains("4111111111111111"), "{streamed}");
+    }
+}
+
+/// A JSON answer streamed as text (what `structured_output` reads) stays JSON too.
+#[tokio::test]
+async fn a_json_answer_with_a_numeric_card_stays_json_when_streamed() {
+    let reply = r#"{"city": "Lyon", "card": 4111111111111111, "n": 3}"#;
+    for size in [1, 4, 9] {
+        let model = ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(reply, size))]);
+        let agent: Agent<()> = Agent::new(model).with_stack(
+            MiddlewareStack::new()
+                .with(PiiMiddleware::new(PiiStrategy::Redact))
+                .unwrap(),
+        );
+        let sink = Arc::new(CollectingSink::new());
+        let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+        let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+        let expected = json!({ "city": "Lyon", "card": "[REDACTED_CREDIT_CARD]", "n": 3 });
+        let streamed = streamed_text(&sink.events());
+        assert_eq!(
+            serde_json::from_str::<Value>(&streamed).unwrap(),
+            expected,
+            "{streamed}"
+        );
+        assert_eq!(serde_json::from_str::<Value>(&run.final_text()).unwrap(), expected);
+    }
+}
+
+/// A small deterministic PRNG (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
+    }
+}
+
+/// A random JSON document of numbers (cards among them), strings holding
+/// values, escaped quotes and backslashes, and nesting.
+fn random_doc(rng: &mut Rng, depth: usize) -> String {
+    const LEAVES: &[&str] = &[
+        "4111111111111111",
+        "-5500000000000004",
+        "6011000990139424009",
+        "4111111111111111.25",
+        "4111111111111111e2",
+        "14155552671",
+        r#""14155552671""#,
+        r#""+4155552671""#,
+        "123456",
+        "1700000000123",
+        "42",
+        "0.5",
+        "true",
+        "null",
+        r#""4111 1111 1111 1111""#,
+        r#""a \" 4111111111111111 \\""#,
+        r#""\\\" 6011111111111117""#,
+        r#""ann@example.com""#,
+        r#""x: [1, 2]""#,
+        r#""{\"card\": 4111111111111111}""#,
+    ];
+    // keys naming a phone (a number or bare digits under one is a phone) and keys that do not
+    const KEYS: &[&str] = &[
+        "k",
+        "phone",
+        "mobileNo",
+        "home_phone",
+        "phones",
+        "hotel",
+        "cells",
+        "telemetry_id",
+    ];
+    let spaces = ["", " ", "\n", "  "];
+    let sp = |rng: &mut Rng| spaces[rng.below(spaces.len())];
+    if depth == 0 || rng.below(3) == 0 {
+        return LEAVES[rng.below(LEAVES.len())].to_owned();
+    }
+    let n = rng.below(4);
+    let items: Vec<String> = (0..n).map(|_| random_doc(rng, depth - 1)).collect();
+    if rng.below(2) == 0 {
+        format!("[{}{}{}]", sp(rng), items.join(&format!(",{}", sp(rng))), sp(rng))
+    } else {
+        let fields: Vec<String> = items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("\"{}{i}\":{}{v}", KEYS[rng.below(KEYS.len())], sp(rng)))
+            .collect();
+        format!("{{{}{}}}", fields.join(","), sp(rng))
+    }
+}
+
+/// Random JSON documents streamed as tool-call arguments in random pieces:
+/// each stream equals the whole text redacted, parses, and holds no card.
+#[tokio::test]
+async fn random_json_documents_stream_like_the_whole_text_and_stay_json() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    for case in 0..150 {
+        let doc = format!("{{\"d\": {}}}", random_doc(&mut rng, 4));
+        serde_json::from_str::<Value>(&doc).expect("the generator writes JSON");
+        let (whole, _) = pii.redact_text(&doc).unwrap();
+        let parsed: Value = serde_json::from_str(&whole).unwrap_or_else(|e| panic!("case {case}: {e}: {whole}"));
+        let size = 1 + rng.below(12);
+        let (calls, streamed) = stream_arguments(&doc, size).await;
+        assert_eq!(streamed, whole, "case {case}, pieces of {size}: {doc}");
+        assert_eq!(calls, vec![parsed], "case {case}");
+        for card in [
+            "4111111111111111",
+            "5500000000000004",
+            "6011000990139424009",
+            "6011111111111117",
+        ] {
+            assert!(!whole.contains(card), "case {case}: {whole}");
+        }
+    }
+}

@@ -43,6 +43,7 @@ mod builtin_parallel_edit_guard;
 mod builtin_pii;
 mod builtin_pii_corpus;
 mod builtin_pii_hostile;
+mod builtin_pii_keyed;
 mod builtin_pii_scan;
 mod builtin_pii_streams;
 mod builtin_prompt_cache_layout_guard;

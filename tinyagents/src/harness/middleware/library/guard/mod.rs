@@ -12,7 +12,7 @@ pub use commands::intrinsic_refusal;
 pub use path_check::DEFAULT_PROTECTED_PATHS;
 pub(crate) use path_check::{lexical as path_lexical, protected_hit};
 pub use pii::{PiiConfig, PiiMiddleware};
-pub use pii_detect::{PiiCounts, PiiStrategy, PII_TYPES};
+pub use pii_detect::{PiiCounts, PiiStrategy, PHONE_KEY_WORDS, PII_TYPES};
 pub use shell_fs_guard::{
     ShellFsGuardConfig, ShellFsGuardMiddleware, DEFAULT_ALLOW_COMMANDS, DEFAULT_CWD_KEYS, DEFAULT_DENY_COMMANDS,
     DEFAULT_FILE_TOOLS, DEFAULT_GLOB_KEYS, DEFAULT_PATCH_KEYS, DEFAULT_PATH_KEYS, DEFAULT_SHELL_EXTRA_KEYS,

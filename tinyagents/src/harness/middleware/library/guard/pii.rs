@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use super::pii_detect::{
-    builtin, custom, is_secret_key, Digest, Engine, Hold, PiiCounts, PiiStrategy, Stop, StreamBuffer,
-    BUILTIN_MAX_CHARS, PII_TYPES,
+    builtin, custom, is_phone_key, is_secret_key, keyed_phone, Digest, Engine, Hold, PiiCounts, PiiStrategy, Stop,
+    StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
 };
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
@@ -268,10 +268,16 @@ fn result_digest(result: &ToolResult) -> Digest {
 /// stream fails with [`TinyAgentsError::LimitExceeded`] and the held text is
 /// dropped, never sent. Events report counts by type, never values.
 ///
+/// A JSON value's numbers are checked like its strings, at any depth; a
+/// number holding a value becomes a string placeholder, and a text that is a
+/// JSON document (streamed argument text, a JSON answer, a tool result's
+/// content) stays valid JSON.
+///
 /// Detection runs on a normalised copy of the text (fullwidth forms and
-/// other Unicode digits folded to ASCII, Unicode spaces to a space,
-/// zero-width characters dropped, JSON escapes such as `\u0040` or `\n`
-/// decoded) and replaces the span of the original each value came from.
+/// every Unicode decimal digit, General_Category Nd, folded to ASCII; every
+/// Unicode space, line and paragraph separator to a space; invisible
+/// characters dropped; JSON escapes such as `\u0040` or `\n` decoded) and
+/// replaces the span of the original each value came from.
 ///
 /// ```
 /// use tinyagents::middleware::{PiiMiddleware, PiiStrategy};
@@ -351,8 +357,50 @@ impl PiiMiddleware {
 
     /// `text` with every detected value replaced, and the counts by type;
     /// `Err(counts)` with the `Block` strategy when anything was found.
+    ///
+    /// A text that is a JSON document (its first character other than white
+    /// space is `{` or `[`) stays one: a value inside a number becomes a
+    /// string placeholder, and replacements are escaped for a string.
+    ///
+    /// ```
+    /// use tinyagents::middleware::{PiiMiddleware, PiiStrategy};
+    ///
+    /// let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    /// let (text, _) = pii.redact_text(r#"{"card": 4111111111111111, "n": 3}"#).unwrap();
+    /// assert_eq!(text, r#"{"card": "[REDACTED_CREDIT_CARD]", "n": 3}"#);
+    /// ```
     pub fn redact_text(&self, text: &str) -> std::result::Result<(String, PiiCounts), PiiCounts> {
         self.engine.redact(text)
+    }
+
+    /// `value` scrubbed as the middleware scrubs tool arguments and results:
+    /// every string and number at any depth (a number holding a value becomes
+    /// a string placeholder), object keys too, and whatever sits under a
+    /// secret-named key; with the counts by type. `Err(counts)` with the
+    /// `Block` strategy when anything was found.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tinyagents::middleware::{PiiMiddleware, PiiStrategy};
+    ///
+    /// let pii = PiiMiddleware::new(PiiStrategy::Redact);
+    /// let (value, counts) = pii.redact_value(&json!({ "card": 4111111111111111u64, "n": [3] })).unwrap();
+    /// assert_eq!(value, json!({ "card": "[REDACTED_CREDIT_CARD]", "n": [3] }));
+    /// assert_eq!(counts["credit_card"], 1);
+    /// ```
+    pub fn redact_value(&self, value: &Value) -> std::result::Result<(Value, PiiCounts), PiiCounts> {
+        let mut this = self.clone();
+        if this.engine.strategy == PiiStrategy::Block {
+            this.engine.strategy = PiiStrategy::Redact;
+        }
+        let mut out = value.clone();
+        let mut counts = PiiCounts::new();
+        // only `block` fails, and `this` redacts: an error is refused all the same
+        let scrubbed = this.scrub_json(&mut out, "a value", &mut counts);
+        if scrubbed.is_err() || (self.engine.strategy == PiiStrategy::Block && !counts.is_empty()) {
+            return Err(counts);
+        }
+        Ok((out, counts))
     }
 
     /// The same middleware with the reference scanner: every detector the
@@ -386,13 +434,17 @@ impl PiiMiddleware {
     fn scrub_json(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
         match value {
             Value::String(s) => self.scrub(s, place, counts),
+            Value::Number(_) => self.scrub_number(value, place, counts),
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.scrub_json(v, place, counts)),
             Value::Object(map) => {
                 let secrets = self.engine.detects_secrets();
+                let phones = self.engine.detects("phone");
                 let mut renamed = Vec::new();
                 for (key, v) in map.iter_mut() {
                     if secrets && is_secret_key(key) {
                         self.secret_value(v, place, counts)?;
+                    } else if phones && is_phone_key(key) {
+                        self.phone_value(v, place, counts)?;
                     } else {
                         self.scrub_json(v, place, counts)?;
                     }
@@ -417,6 +469,49 @@ impl PiiMiddleware {
                 Ok(())
             }
             _ => Ok(()),
+        }
+    }
+
+    /// A number, checked by the same detectors as a string, as the text it
+    /// is written as when the value is sent on (`serde_json`'s rendering:
+    /// every integer up to `u64`/`i64` digit for digit, so every card of up
+    /// to 19 digits; a longer or fractional one is an `f64`, whose rendering
+    /// is what leaves). A number holding a value becomes a string with the
+    /// value replaced (`4111111111111111` → `"[REDACTED_CREDIT_CARD]"`), so
+    /// the document stays valid JSON.
+    fn scrub_number(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        let Value::Number(n) = value else { return Ok(()) };
+        let mut text = n.to_string();
+        let mut found = PiiCounts::new();
+        self.scrub(&mut text, place, &mut found)?;
+        if !found.is_empty() {
+            merge(counts, found);
+            *value = Value::String(text);
+        }
+        Ok(())
+    }
+
+    /// The value of a phone-named key ([`is_phone_key`]): a number, or a
+    /// string, that [`keyed_phone`] calls a phone (itself, or an element of
+    /// an array that is the value) becomes the phone replacement, a string;
+    /// anything else is scrubbed as usual.
+    fn phone_value(&self, value: &mut Value, place: &str, counts: &mut PiiCounts) -> Result<()> {
+        let mut one = |v: &mut Value| -> Result<()> {
+            let text = match v {
+                Value::Number(n) if keyed_phone(&n.to_string(), true) => n.to_string(),
+                Value::String(s) if keyed_phone(s, false) => s.clone(),
+                _ => return self.scrub_json(v, place, counts),
+            };
+            *counts.entry("phone".to_owned()).or_default() += 1;
+            if self.engine.strategy == PiiStrategy::Block {
+                return Err(blocked(place, &PiiCounts::from([("phone".to_owned(), 1)])));
+            }
+            *v = Value::String(self.engine.replacement("phone", &text));
+            Ok(())
+        };
+        match value {
+            Value::Array(items) => items.iter_mut().try_for_each(one),
+            v => one(v),
         }
     }
 
@@ -612,7 +707,7 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
     name = "pii",
     config = PiiConfig,
     doc(
-        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: space, tab, NBSP, dot, dash, slash, line break, doubled; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth and other Unicode digits, Unicode spaces, zero-width characters, JSON escapes). Not covered: a number or nested value under a secret-named key in the *streamed* argument text (it is replaced in the arguments, the reply and the history), image parts, values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`), undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
+        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: dot, dash or slash, or white space of any kind and mix, up to three characters: space, tab, CR, LF, VT, FF, NEL, every Unicode space, line and paragraph separator; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth forms, every Unicode decimal digit, every Unicode separator, invisible characters, JSON escapes). JSON numbers are checked like strings at any depth; a number holding a value becomes a string placeholder (`\"[REDACTED_CREDIT_CARD]\"`), so a JSON document (the arguments, streamed or not, a JSON answer or tool result) stays valid. A number, or a string of 7 to 15 bare digits, under a key naming a phone (`phone`, `phoneNumber`, `mobile_no`, `tel`, …: a whole word of `PHONE_KEY_WORDS`, so not `hotel` or `cells_count`), or in an array under one, is a phone (`\"[REDACTED_PHONE]\"`). Not covered: a number or nested value under a secret-named key in the *streamed* argument text (it is replaced in the arguments, the reply and the history), image parts, values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`; in a JSON number an exponent's `e` is no letter), a phone number written as a bare digit run (`14155552671`) outside a key naming a phone, undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
         events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` (`where`: request, stream, response, tool_args, tool_delta, tool_result, transcript) with counts by type, never values. A stream's held-back tail is released as deltas just before the finish delta (`ModelDelta::release_before`: forwarded to the sink and accumulated into the reply); a tool's held-back progress as one `ToolDelta` when the call ends.",
         failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); a tool result (before the model sees it) becomes the call's error result under the agent's default tool-error policy; in the request, the stream (text or tool-call arguments: before any call of the reply runs) or the reply it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
         streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). A reply cut by the output limit (`finish_reason = length`) keeps its tails held for the continuation `output_limit_recovery` asks for, which streams on where they stopped; `after_model` releases what no continuation took. Content after a finish delta is refused unsent (a `Model` error). A stream holding back more than `max_held_bytes` (a value that never ends, a flood of invisible characters) fails with a `LimitExceeded` error and its held text is dropped unsent. The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",

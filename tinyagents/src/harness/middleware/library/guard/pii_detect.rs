@@ -2,12 +2,16 @@
 //! stream buffer that makes redacting a split stream equal to redacting the
 //! whole text.
 //!
-//! Detection runs on a *normalised* copy of the text (fullwidth forms and
-//! other Unicode digits folded to ASCII, Unicode spaces to a space, zero-width
-//! characters dropped, JSON escapes such as `\u0040` decoded), and each match
-//! is mapped back to the span of the original text it came from, which is
-//! what gets replaced. A detector runs on a text only when its gate is open
-//! (`pii_gate`: a condition every match of its pattern meets).
+//! Detection runs on a *normalised* copy of the text (fullwidth forms folded
+//! to ASCII, every decimal digit of the Unicode database (General_Category
+//! Nd) to its ASCII digit, every space, line and paragraph separator (Zs, Zl,
+//! Zp) to a space and NEL to a line break, format characters (Cf) and other
+//! invisible marks dropped, JSON escapes such as `\u0040` decoded), and each
+//! match is mapped back to the span of the original text it came from, which
+//! is what gets replaced. A detector runs on a text only when its gate is
+//! open (`pii_gate`: a condition every match of its pattern meets). In a
+//! text that is a JSON document, a value inside a number turns the number
+//! into a string, so the document stays valid ([`JsonLex`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -181,7 +185,18 @@ fn card_windows(run: &str, out: &mut Vec<(usize, usize)>) {
             i += 1;
         }
     }
-    let sep = |g: usize| &run[groups[g - 1].1..groups[g].0];
+    // a separator of white space only (space, tab, line breaks, VT, FF,
+    // mixed) is one and the same separator: a card wrapped over lines is one card
+    let sep = |g: usize| {
+        let s = &run[groups[g - 1].1..groups[g].0];
+        if s.bytes()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0B | 0x0C))
+        {
+            " "
+        } else {
+            s
+        }
+    };
     let mut digits: Vec<u8> = Vec::with_capacity(19);
     let mut g = 0;
     while g < groups.len() {
@@ -361,6 +376,97 @@ pub(super) fn is_secret_key(key: &str) -> bool {
     SECRET_KEY_SUFFIXES.iter().any(|s| folded.ends_with(s))
 }
 
+/// The words that make an object key name a phone (compared case-insensitively,
+/// whole words): a number, or a string of bare digits, under such a key is a
+/// phone number although it has no `+` or separators (see [`is_phone_key`]).
+/// Plurals are words of their own: `phones`, not `cells` (a table's cells).
+pub const PHONE_KEY_WORDS: &[&str] = &[
+    "phone",
+    "phones",
+    "telephone",
+    "telephones",
+    "tel",
+    "mobile",
+    "mobiles",
+    "cell",
+    "cellphone",
+    "cellphones",
+    "fax",
+    "faxes",
+    "msisdn",
+    "msisdns",
+    "whatsapp",
+    "sms",
+];
+
+/// The fewest and most digits of a phone number under a phone key (E.164 allows 15).
+pub(super) const KEYED_PHONE_DIGITS: std::ops::RangeInclusive<usize> = 7..=15;
+
+/// The longest key the JSON text scan reads (bytes as written, escapes
+/// included) and [`is_phone_key`] accepts: a longer key names no phone.
+pub(super) const KEYED_TEXT_BYTES: usize = 256;
+
+/// Whether an object key names a phone: split into words on `_`, `-`, `.`,
+/// spaces (any character not a letter or digit) and camelCase boundaries
+/// (`phoneNumber`, `SMSCode`, `home_phone`, `mobile-no`, `tel`), one word is
+/// in [`PHONE_KEY_WORDS`] (so `hotel`, `cancel`, `cells_count` and
+/// `telemetry_id` name none). A key longer than [`KEYED_TEXT_BYTES`] names none.
+pub(super) fn is_phone_key(key: &str) -> bool {
+    if key.len() > KEYED_TEXT_BYTES {
+        return false;
+    }
+    let chars: Vec<char> = key.chars().collect();
+    let mut word = String::new();
+    let mut hit = false;
+    let mut end_word = |word: &mut String| {
+        if !word.is_empty() {
+            hit |= PHONE_KEY_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word));
+            word.clear();
+        }
+    };
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            end_word(&mut word);
+            continue;
+        }
+        if let Some(&p) = i.checked_sub(1).and_then(|j| chars.get(j)) {
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_uppercase() && c.is_uppercase() && next_lower)
+                || (p.is_alphabetic() != c.is_alphabetic());
+            if boundary {
+                end_word(&mut word);
+            }
+        }
+        word.push(c);
+    }
+    end_word(&mut word);
+    hit
+}
+
+/// Whether a value under a phone key is a phone number. `number`: the value
+/// is a JSON number, as written (`14155552671`, `1.4155552671e10`,
+/// `14155552671.0`): its mantissa, without leading zeros, a sign or trailing
+/// zeros after the point, holds [`KEYED_PHONE_DIGITS`] digits. Otherwise a
+/// string, folded (digits of any script, escapes read): `+` at most once in
+/// front, then only that many digits.
+pub(super) fn keyed_phone(value: &str, number: bool) -> bool {
+    if number {
+        let mantissa = value.split(['e', 'E']).next().unwrap_or_default();
+        let mantissa = mantissa.strip_prefix('-').unwrap_or(mantissa);
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        let digits = int.trim_start_matches('0').len() + frac.trim_end_matches('0').len();
+        return KEYED_PHONE_DIGITS.contains(&digits);
+    }
+    let norm = normalise(value);
+    let text: &str = &norm.text;
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    digits.bytes().all(|b| b.is_ascii_digit()) && KEYED_PHONE_DIGITS.contains(&digits.len())
+}
+
 struct Spec {
     pattern: &'static str,
     check: Check,
@@ -501,10 +607,10 @@ fn spec_for(name: &str) -> Option<Spec> {
             false,
         )
         .gated(Gate::Url),
-        // a greedy run of digit groups; separators: space, tab, line breaks, dot,
-        // slash, dash (up to three); the cards are the windows inside it
+        // a greedy run of digit groups; separators: space, tab, line breaks, VT,
+        // FF, dot, slash, dash (up to three); the cards are the windows inside it
         "credit_card" => spec(
-            r"[0-9](?:(?:[ \t\r\n./\-]{1,3})?[0-9]){12,}",
+            r"[0-9](?:(?:[ \t\r\n\x0B\x0C./\-]{1,3})?[0-9]){12,}",
             Check::Windows(card_windows),
             Edge::Both,
             Some(needs_digits(13)),
@@ -659,62 +765,98 @@ impl Normalised<'_> {
     }
 }
 
-/// Folds one character for detection; `None` drops it (zero-width and soft hyphen).
+/// How the Unicode database makes detection read one non-ASCII character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnicodeClass {
+    /// General_Category Nd, a decimal digit: the range is a contiguous run
+    /// of them, whose characters are the digits 0 to 9 over and over (a
+    /// stability policy of Unicode: decimal digits are encoded in contiguous
+    /// runs of ten, in ascending order).
+    Digit,
+    /// Zs, Zl, Zp: a space, a line or a paragraph separator.
+    Space,
+    /// Cf, a format character: renders as nothing.
+    Format,
+}
+
+/// The non-ASCII characters of each [`UnicodeClass`], as sorted, disjoint
+/// `(first, last, class)` ranges: built once from the General_Category data
+/// of ICU4X (`icu_properties`, the Unicode Consortium's own library), read
+/// range by range, so the fold follows the Unicode version of that data,
+/// never a hand list.
+fn unicode_classes() -> &'static [(u32, u32, UnicodeClass)] {
+    use icu_properties::props::GeneralCategory as G;
+    use icu_properties::CodePointMapData;
+    static CLASSES: OnceLock<Vec<(u32, u32, UnicodeClass)>> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let categories = CodePointMapData::<G>::new();
+        let mut out: Vec<(u32, u32, UnicodeClass)> = [
+            (G::DecimalNumber, UnicodeClass::Digit),
+            (G::SpaceSeparator, UnicodeClass::Space),
+            (G::LineSeparator, UnicodeClass::Space),
+            (G::ParagraphSeparator, UnicodeClass::Space),
+            (G::Format, UnicodeClass::Format),
+        ]
+        .into_iter()
+        .flat_map(|(category, class)| {
+            categories
+                .iter_ranges_for_value(category)
+                .map(move |r| ((*r.start()).max(0x80), *r.end(), class))
+        })
+        .filter(|r| r.0 <= r.1)
+        .collect();
+        out.sort_unstable_by_key(|r| r.0);
+        out
+    })
+}
+
+/// The [`UnicodeClass`] of a non-ASCII character, and the first character of its range.
+fn unicode_class(u: u32) -> Option<(UnicodeClass, u32)> {
+    let classes = unicode_classes();
+    let i = classes.partition_point(|r| r.1 < u);
+    classes
+        .get(i)
+        .filter(|r| r.0 <= u)
+        .map(|&(first, _, class)| (class, first))
+}
+
+/// Folds one character for detection; `None` drops it (it renders as nothing).
+///
+/// Every decimal digit (General_Category Nd, any script) becomes its ASCII
+/// digit, every space, line and paragraph separator (Zs, Zl, Zp) a space,
+/// NEL (U+0085) a line break; every format character (Cf) is dropped.
 fn fold(c: char) -> Option<char> {
-    const DIGIT_ZEROS: &[u32] = &[
-        0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0E50, 0x0ED0,
-        0x0F20, 0x1040, 0x17E0, 0x1810, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6,
-    ];
     let u = c as u32;
     Some(match u {
         0x00..=0x7F => c,
+        // NEL, the line break of EBCDIC text
+        0x0085 => '\n',
         0xFF01..=0xFF5E => char::from_u32(u - 0xFEE0).unwrap_or(c),
-        0x00A0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 => ' ',
-        // Invisible: every format character (General_Category Cf: soft
-        // hyphen, zero-width and bidi marks, embeddings and isolates,
-        // invisible operators, tags, …), the variation selectors, the
-        // combining grapheme joiner, the Hangul fillers, and the combining
-        // diacritical marks: each renders as nothing (or on the character
-        // before it), so a value written with one inside reads whole.
-        0x00AD
-        | 0x0300..=0x036F
-        | 0x0600..=0x0605
-        | 0x061C
-        | 0x06DD
-        | 0x070F
-        | 0x0890..=0x0891
-        | 0x08E2
+        // Invisible but not format characters (Cf, dropped below): the
+        // variation selectors, the combining grapheme joiner, the Hangul
+        // fillers, and the combining diacritical marks: each renders as
+        // nothing (or on the character before it), so a value written with
+        // one inside reads whole.
+        0x0300..=0x036F
         | 0x115F..=0x1160
         | 0x180B..=0x180F
         | 0x1AB0..=0x1AFF
         | 0x1DC0..=0x1DFF
-        | 0x200B..=0x200F
-        | 0x202A..=0x202E
-        | 0x2060..=0x2064
-        | 0x2066..=0x206F
         | 0x20D0..=0x20FF
         | 0x3164
         | 0xFE00..=0xFE0F
         | 0xFE20..=0xFE2F
-        | 0xFEFF
         | 0xFFA0
-        | 0xFFF9..=0xFFFB
-        | 0x110BD
-        | 0x110CD
-        | 0x13430..=0x1343F
-        | 0x1BCA0..=0x1BCA3
-        | 0x1D173..=0x1D17A
-        | 0xE0001
-        | 0xE0020..=0xE007F
         | 0xE0100..=0xE01EF => return None,
         0x2010..=0x2015 | 0x2212 | 0xFE63 => '-',
         // `﹫` and the ideographic / halfwidth full stops (`ann＠example。com`)
         0xFE6B => '@',
         0x3002 | 0xFF61 => '.',
-        // outside the blocks that hold the digit zeros above: as it is
-        _ if !(0x0660..0x181A).contains(&u) && !(0x1D7CE..0x1D800).contains(&u) => c,
-        _ => match DIGIT_ZEROS.iter().find(|&&z| (z..z + 10).contains(&u)) {
-            Some(&z) => char::from(b'0' + (u - z) as u8),
+        _ => match unicode_class(u) {
+            // a run of ten: the digit is the distance from the run's start, mod 10
+            Some((UnicodeClass::Digit, first)) => char::from(b'0' + ((u - first) % 10) as u8),
+            Some((UnicodeClass::Space, _)) => ' ',
+            Some((UnicodeClass::Format, _)) => return None,
             None => c,
         },
     })
@@ -860,11 +1002,14 @@ fn fold_pass(text: &str) -> (String, Vec<usize>, bool) {
     (out, map, pairs)
 }
 
-fn edge_ok(edge: Edge, text: &str, start: usize, end: usize) -> bool {
+/// Whether a value at `start..end` of the normalised `text` has neighbours
+/// its `edge` allows. `number`: it sits in a JSON number, where `e` and `E`
+/// mark the exponent, not a word (`4111111111111111e0` holds a card).
+fn edge_ok(edge: Edge, text: &str, start: usize, end: usize, number: bool) -> bool {
     let b = text.as_bytes();
     let before = start.checked_sub(1).map(|i| b[i]);
     let after = b.get(end).copied();
-    let word = |x: Option<u8>| x.is_some_and(|x| x.is_ascii_alphanumeric());
+    let word = |x: Option<u8>| x.is_some_and(|x| x.is_ascii_alphanumeric() && !(number && matches!(x, b'e' | b'E')));
     match edge {
         Edge::Free => true,
         Edge::Left => !word(before),
@@ -1032,7 +1177,10 @@ impl Engine {
 
     /// Every candidate starting at or after `from` in `hay`, by detector. For a
     /// [`Scope::Whole`] text only the valid ones count, so the narrower gates apply.
-    fn candidates(&self, hay: &str, from: usize, scope: Scope) -> Vec<Candidate> {
+    ///
+    /// `bare`: the bare tokens of a JSON document from `from` on (see
+    /// [`JsonLex`]); a value inside one may touch its exponent's `e`.
+    fn candidates(&self, hay: &str, from: usize, scope: Scope, bare: Option<&[(usize, usize)]>) -> Vec<Candidate> {
         let norm = normalise_with(hay, self.fast);
         let text: &str = &norm.text;
         let from_n = norm.norm(from);
@@ -1087,7 +1235,16 @@ impl Engine {
                         }
                     }
                 }
-                spans.retain(|&(s, e)| edge_ok(d.edge, text, s, e));
+                let in_token = |s: usize, e: usize| {
+                    let (s, e) = (norm.orig(s), norm.orig(e));
+                    bare.is_some_and(|tokens| {
+                        let k = tokens.partition_point(|t| t.1 <= s);
+                        tokens.get(k).is_some_and(|&(a, b)| a <= s && e <= b)
+                    })
+                };
+                spans.retain(|&(s, e)| {
+                    edge_ok(d.edge, text, s, e, false) || (in_token(s, e) && edge_ok(d.edge, text, s, e, true))
+                });
                 let (hs, he) = (norm.orig(ms), norm.orig(me));
                 out.push(Candidate {
                     start: hs,
@@ -1117,6 +1274,26 @@ impl Engine {
         out
     }
 
+    /// The phones under phone keys of a JSON text (see [`JsonLex`]) as
+    /// candidates of the `phone` detector, when it is on.
+    fn keyed(json: Option<&JsonSpans>, detectors: &[Detector]) -> Vec<Candidate> {
+        let phone = detectors.iter().position(|d| d.name == "phone");
+        let (Some(json), Some(detector)) = (json, phone) else {
+            return Vec::new();
+        };
+        json.phones
+            .iter()
+            .map(|&(start, end)| Candidate {
+                start,
+                end,
+                hold_start: start,
+                hold_end: end,
+                detector,
+                valid: true,
+            })
+            .collect()
+    }
+
     /// The valid, non-overlapping matches: leftmost first, then longest, then by detector priority.
     pub(super) fn select(mut cands: Vec<Candidate>) -> Vec<Candidate> {
         cands.retain(|c| c.valid);
@@ -1138,8 +1315,12 @@ impl Engine {
     /// Replaces the matches in `text`, counting them by type. `Err(())` for
     /// `Block` when any was found.
     fn apply(&self, text: &str, counts: &mut PiiCounts) -> Result<String, ()> {
-        let matches = Self::select(self.candidates(text, 0, Scope::Whole));
-        self.replace(text, 0, text.len(), &matches, counts)
+        let json = JsonLex::default().scan(text, 0);
+        let bare = json.as_ref().map(|j| j.tokens.as_slice());
+        let mut cands = self.candidates(text, 0, Scope::Whole, bare);
+        cands.extend(Self::keyed(json.as_ref(), &self.detectors));
+        let matches = Self::select(cands);
+        self.replace(text, 0, text.len(), &matches, bare, counts)
     }
 
     /// The replacement of one detected `value` of type `kind`.
@@ -1152,24 +1333,67 @@ impl Engine {
         }
     }
 
+    /// Replaces the matches of `hay[from..to]`. `bare`: the text is JSON
+    /// (see [`JsonLex`]), and these are its bare tokens from `from` on: a
+    /// value inside one (a number) turns the whole token into a JSON string
+    /// of it with its values replaced, and every replacement is escaped for
+    /// a JSON string, so a JSON document stays one.
     fn replace(
         &self,
         hay: &str,
         from: usize,
         to: usize,
         matches: &[Candidate],
+        bare: Option<&[(usize, usize)]>,
         counts: &mut PiiCounts,
     ) -> Result<String, ()> {
         let mut out = String::with_capacity(to - from);
         let mut last = from;
         let mut found = false;
-        for m in matches.iter().filter(|m| m.start >= from && m.end <= to) {
+        let matches: Vec<&Candidate> = matches.iter().filter(|m| m.start >= from && m.end <= to).collect();
+        let mut i = 0;
+        while i < matches.len() {
+            let m = matches[i];
             found = true;
-            let kind = &self.detectors[m.detector].name;
-            *counts.entry(kind.clone()).or_default() += 1;
-            out.push_str(&hay[last..m.start]);
-            out.push_str(&self.replacement(kind, &hay[m.start..m.end]));
-            last = m.end;
+            // the bare token the value starts in, when the value ends in it too
+            let token = bare.and_then(|tokens| {
+                let k = tokens.partition_point(|t| t.1 <= m.start);
+                tokens
+                    .get(k)
+                    .copied()
+                    .filter(|&(a, b)| a <= m.start && m.end <= b && a >= last)
+            });
+            let Some((a, b)) = token else {
+                let kind = &self.detectors[m.detector].name;
+                *counts.entry(kind.clone()).or_default() += 1;
+                out.push_str(&hay[last..m.start]);
+                let rep = self.replacement(kind, &hay[m.start..m.end]);
+                if bare.is_some() {
+                    push_json_escaped(&mut out, &rep);
+                } else {
+                    out.push_str(&rep);
+                }
+                last = m.end;
+                i += 1;
+                continue;
+            };
+            // every value inside the token: the token becomes a JSON string
+            out.push_str(&hay[last..a]);
+            let mut inner = String::new();
+            let mut at = a;
+            while let Some(&m) = matches.get(i).filter(|m| m.start >= at && m.end <= b) {
+                let kind = &self.detectors[m.detector].name;
+                *counts.entry(kind.clone()).or_default() += 1;
+                inner.push_str(&hay[at..m.start]);
+                inner.push_str(&self.replacement(kind, &hay[m.start..m.end]));
+                at = m.end;
+                i += 1;
+            }
+            inner.push_str(&hay[at..b]);
+            out.push('"');
+            push_json_escaped(&mut out, &inner);
+            out.push('"');
+            last = b;
         }
         out.push_str(&hay[last..to]);
         if self.strategy == PiiStrategy::Block && found {
@@ -1181,12 +1405,16 @@ impl Engine {
     /// Replaces every match in `text` in place (no copy when there is none),
     /// adding to `counts`. `Err(found)` for `Block` when any was found.
     pub(super) fn redact_in_place(&self, text: &mut String, counts: &mut PiiCounts) -> Result<(), PiiCounts> {
-        let matches = Self::select(self.candidates(text, 0, Scope::Whole));
+        let json = JsonLex::default().scan(text, 0);
+        let bare = json.as_ref().map(|j| j.tokens.as_slice());
+        let mut cands = self.candidates(text, 0, Scope::Whole, bare);
+        cands.extend(Self::keyed(json.as_ref(), &self.detectors));
+        let matches = Self::select(cands);
         if matches.is_empty() {
             return Ok(());
         }
         let mut found = PiiCounts::new();
-        match self.replace(text, 0, text.len(), &matches, &mut found) {
+        match self.replace(text, 0, text.len(), &matches, bare, &mut found) {
             Ok(out) => {
                 *text = out;
                 for (k, v) in found {
@@ -1209,7 +1437,198 @@ impl Engine {
 
     /// Whether the `secret` type is on (then values of secret-named keys are secrets).
     pub(super) fn detects_secrets(&self) -> bool {
-        self.detectors.iter().any(|d| d.name == "secret")
+        self.detects("secret")
+    }
+
+    /// Whether a detector of type `kind` is on.
+    pub(super) fn detects(&self, kind: &str) -> bool {
+        self.detectors.iter().any(|d| d.name == kind)
+    }
+}
+
+/// Where a text stands as JSON, as far as replacing values goes: whether it
+/// is a JSON document (its first character other than JSON white space is
+/// `{` or `[`), whether the lexer is inside a string, and the key the value
+/// it reads sits under.
+///
+/// In a JSON document a value that sits in a *bare token* (a number: a run
+/// of characters outside strings other than white space and `{}[],:"`)
+/// cannot be replaced by bare text, which would make the document invalid:
+/// the whole token becomes a JSON string instead (`4111111111111111` →
+/// `"[REDACTED_CREDIT_CARD]"`). The token is read as the text holds it, so
+/// a 19-digit card or a number past `u64` is checked digit for digit.
+///
+/// A number, or a string, that is an object's value under a key naming a
+/// phone ([`is_phone_key`]), or an element of an array that is, is a
+/// phone when [`keyed_phone`] says so (`{"phone":14155552671}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct JsonLex {
+    /// `None` until the first character other than JSON white space.
+    json: Option<bool>,
+    in_string: bool,
+    escaped: bool,
+    /// Containers open.
+    depth: usize,
+    /// The string being read, as written (`None` past [`KEYED_TEXT_BYTES`]).
+    string: Option<Vec<u8>>,
+    /// The last string closed (a key when a `:` follows).
+    last_string: Option<Vec<u8>>,
+    /// A value is due after a `:` whose key names a phone.
+    phone_value: bool,
+    /// The depth of an array that is a phone key's value.
+    phone_array: Option<usize>,
+    /// The string being read is a value under a phone key.
+    phone_string: bool,
+}
+
+/// What [`JsonLex::scan`] finds in a JSON document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct JsonSpans {
+    /// The bare tokens (a token reaching the end of the text included).
+    pub(super) tokens: Vec<(usize, usize)>,
+    /// Phones under a phone key: a whole number token, or a string's
+    /// content. A stream needs no more to hold an open string whole: it holds
+    /// back at least `max_match_chars` (256 or more) characters as the
+    /// detectors see them, more than a phone has, so no cut falls inside one.
+    pub(super) phones: Vec<(usize, usize)>,
+}
+
+/// JSON's white space.
+fn json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// A key as written between its quotes, its escapes read (as written when
+/// they are broken).
+fn key_text(raw: &[u8]) -> String {
+    let raw = String::from_utf8_lossy(raw);
+    serde_json::from_str::<String>(&format!("\"{raw}\"")).unwrap_or_else(|_| raw.into_owned())
+}
+
+impl JsonLex {
+    /// Whether a value read now sits under a phone key.
+    fn under_phone(&self) -> bool {
+        self.phone_value || self.phone_array == Some(self.depth)
+    }
+
+    /// Reads `text` on from where the lexer stands. `None` when the text is
+    /// not JSON (or not known to be yet); otherwise its bare tokens and its
+    /// phones under phone keys, as spans offset by `base`.
+    pub(super) fn scan(&mut self, text: &str, base: usize) -> Option<JsonSpans> {
+        let b = text.as_bytes();
+        let mut i = 0;
+        if self.json.is_none() {
+            while i < b.len() && json_space(b[i]) {
+                i += 1;
+            }
+            if i < b.len() {
+                self.json = Some(matches!(b[i], b'{' | b'['));
+            }
+        }
+        if self.json != Some(true) {
+            return None;
+        }
+        let mut out = JsonSpans::default();
+        let mut start = None;
+        // where the open string's content began in `text` (unknown when it began before)
+        let mut content = (self.in_string && self.string.as_ref().is_some_and(Vec::is_empty)).then_some(0);
+        let end_token = |lex: &Self, s: usize, e: usize, out: &mut JsonSpans| {
+            out.tokens.push((base + s, base + e));
+            if lex.under_phone() && keyed_phone(&text[s..e], true) {
+                out.phones.push((base + s, base + e));
+            }
+        };
+        while i < b.len() {
+            let x = b[i];
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if x == b'\\' {
+                    self.escaped = true;
+                } else if x == b'"' {
+                    self.in_string = false;
+                    if self.phone_string {
+                        if let Some(c) = content {
+                            if keyed_phone(&text[c..i], false) {
+                                out.phones.push((base + c, base + i));
+                            }
+                        }
+                        self.phone_string = false;
+                    }
+                    self.last_string = self.string.take();
+                    self.phone_value = false;
+                }
+                if self.in_string {
+                    if let Some(s) = &mut self.string {
+                        if s.len() < KEYED_TEXT_BYTES {
+                            s.push(x);
+                        } else {
+                            self.string = None;
+                        }
+                    }
+                }
+            } else if json_space(x) || matches!(x, b'{' | b'}' | b'[' | b']' | b',' | b':' | b'"') {
+                if let Some(s) = start.take() {
+                    end_token(self, s, i, &mut out);
+                }
+                match x {
+                    b'{' => {
+                        self.depth += 1;
+                        self.phone_value = false;
+                    }
+                    b'[' => {
+                        self.depth += 1;
+                        if self.phone_value {
+                            self.phone_array = Some(self.depth);
+                        }
+                        self.phone_value = false;
+                    }
+                    b'}' | b']' => {
+                        if self.phone_array == Some(self.depth) {
+                            self.phone_array = None;
+                        }
+                        self.depth = self.depth.saturating_sub(1);
+                        self.phone_value = false;
+                    }
+                    b',' => self.phone_value = false,
+                    b':' => {
+                        self.phone_value = self.last_string.take().is_some_and(|k| is_phone_key(&key_text(&k)));
+                    }
+                    b'"' => {
+                        self.in_string = true;
+                        self.phone_string = self.under_phone();
+                        self.string = Some(Vec::new());
+                        content = Some(i + 1);
+                    }
+                    _ => {}
+                }
+                if x != b':' && x != b'"' && !json_space(x) {
+                    self.last_string = None;
+                }
+            } else {
+                if start.is_none() {
+                    start = Some(i);
+                }
+                self.last_string = None;
+            }
+            i += 1;
+        }
+        if let Some(s) = start {
+            end_token(self, s, b.len(), &mut out);
+        }
+        Some(out)
+    }
+}
+
+/// `text` escaped for the inside of a JSON string.
+fn push_json_escaped(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
     }
 }
 
@@ -1249,6 +1668,8 @@ pub(super) struct StreamBuffer {
     next_scan: usize,
     /// The digest of everything emitted.
     pub(super) emitted: Digest,
+    /// Where the emitted text stands as JSON (a bare token is never cut in two).
+    lex: JsonLex,
 }
 
 /// Emit in batches of at least this many characters beyond the held-back
@@ -1306,7 +1727,12 @@ impl StreamBuffer {
         let from = self.context.len();
         let mut hay = std::mem::take(&mut self.context);
         hay.push_str(&self.pending);
-        let cands = engine.candidates(&hay, from, Scope::Stream);
+        // In a JSON stream a bare token is never cut in two: a value in it
+        // turns the whole token into a string (see `JsonLex`).
+        let json = self.lex.clone().scan(&hay[from..], from);
+        let bare = json.as_ref().map(|j| j.tokens.as_slice());
+        let mut cands = engine.candidates(&hay, from, Scope::Stream, bare);
+        cands.extend(Engine::keyed(json.as_ref(), &engine.detectors));
         // Hold back `hold` characters *as the detectors see them*: zero-width
         // characters and escapes take no or one place there, however long
         // they are here (plus room for an escape cut off at the end).
@@ -1320,8 +1746,10 @@ impl StreamBuffer {
             loop {
                 let straddling = cands
                     .iter()
-                    .filter(|c| c.hold_start < cut && c.hold_end > cut)
-                    .map(|c| c.hold_start)
+                    .map(|c| (c.hold_start, c.hold_end))
+                    .chain(bare.into_iter().flatten().copied())
+                    .filter(|&(s, e)| s < cut && e > cut)
+                    .map(|(s, _)| s)
                     .min();
                 match straddling {
                     Some(s) if s >= from => cut = s,
@@ -1335,8 +1763,9 @@ impl StreamBuffer {
         }
         let matches = Engine::select(cands.into_iter().filter(|c| c.hold_end <= cut).collect());
         let out = engine
-            .replace(&hay, from, cut, &matches, counts)
+            .replace(&hay, from, cut, &matches, bare, counts)
             .map_err(|()| Stop::Blocked);
+        self.lex.scan(&hay[from..cut], from);
         if hay.len() - cut > max_held {
             // Fail closed: the held text is never emitted, and not kept either.
             let held = hay.len() - cut;
@@ -1393,6 +1822,10 @@ mod gate_tests {
         "  ",
         "\t",
         "\n",
+        "\x0b",
+        "\x0c",
+        "\u{85}",
+        " \n",
         ".",
         "..",
         "-",
@@ -1442,7 +1875,7 @@ mod gate_tests {
         let reference = Engine::new(detectors.clone(), PiiStrategy::Redact).reference();
         let norm = normalise(text);
         let gates = Gates::new(&norm.text);
-        let valid = reference.candidates(text, 0, Scope::Whole);
+        let valid = reference.candidates(text, 0, Scope::Whole, None);
         for (i, d) in detectors.iter().enumerate() {
             if d.regex.is_match(&norm.text) {
                 prop_assert!(
@@ -1538,5 +1971,107 @@ mod gate_tests {
             let opened = all_detectors().iter().filter(|d| gates.open(d.whole_gate)).count();
             assert!(opened > 0, "no gate opens on {text:?}");
         }
+    }
+}
+
+/// The fold against the Unicode database itself: every character of
+/// General_Category Nd, Zs, Zl, Zp and Cf, walked one by one.
+#[cfg(test)]
+mod fold_tests {
+    use icu_properties::props::GeneralCategory as G;
+    use icu_properties::CodePointMapData;
+
+    use super::*;
+
+    /// The General_Category of `c`, from the Unicode database.
+    fn category(c: char) -> G {
+        CodePointMapData::<G>::new().get(c)
+    }
+
+    #[test]
+    fn every_decimal_digit_folds_to_its_value_in_its_run_of_ten() {
+        let (mut digits, mut runs) = (0, 0);
+        let mut c = '\u{80}';
+        while c < char::MAX {
+            if category(c) != G::DecimalNumber {
+                c = char::from_u32(c as u32 + 1).unwrap_or('\u{E000}');
+                continue;
+            }
+            // a run of ten Nd characters, folding to 0..=9 in order
+            runs += 1;
+            let zero = c as u32;
+            for value in 0..10u8 {
+                let d = char::from_u32(zero + u32::from(value)).expect("a digit run holds no surrogate");
+                assert_eq!(category(d), G::DecimalNumber, "U+{:04X} ends its run early", d as u32);
+                assert!(d.is_numeric(), "U+{:04X}", d as u32);
+                assert_eq!(fold(d), Some(char::from(b'0' + value)), "U+{:04X}", d as u32);
+                digits += 1;
+            }
+            c = char::from_u32(zero + 10).expect("past a digit run");
+        }
+        // as of Unicode 18: 76 runs besides ASCII (the hand list had 23 blocks and the fullwidth forms)
+        assert_eq!(
+            digits,
+            (0x80..=0x10FFFFu32)
+                .filter_map(char::from_u32)
+                .filter(|&c| category(c) == G::DecimalNumber)
+                .count()
+        );
+        assert!(runs >= 76, "{runs} runs of decimal digits");
+        // and nothing else folds to a digit
+        for c in ('\u{80}'..=char::MAX).filter(|&c| category(c) != G::DecimalNumber) {
+            assert!(
+                !fold(c).is_some_and(|f| f.is_ascii_digit()),
+                "U+{:04X} folds to a digit",
+                c as u32
+            );
+        }
+    }
+
+    #[test]
+    fn every_separator_is_a_space_and_every_format_character_is_dropped() {
+        let (mut spaces, mut formats) = (0, 0);
+        for c in '\u{80}'..=char::MAX {
+            match category(c) {
+                G::SpaceSeparator | G::LineSeparator | G::ParagraphSeparator => {
+                    assert_eq!(fold(c), Some(' '), "U+{:04X}", c as u32);
+                    spaces += 1;
+                }
+                G::Format => {
+                    assert_eq!(fold(c), None, "U+{:04X}", c as u32);
+                    formats += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(fold('\u{85}'), Some('\n'), "NEL is a line break");
+        assert!(
+            spaces >= 18 && formats >= 160,
+            "{spaces} separators, {formats} format characters"
+        );
+    }
+
+    #[test]
+    fn card_groups_split_by_any_white_space_mixed_are_one_card() {
+        let engine = Engine::new(builtin("credit_card").expect("a built-in type"), PiiStrategy::Redact);
+        for sep in [
+            "\u{85}", "\x0b", "\x0c", "\r", "\t", "\u{2028}", "\u{2029}", "\u{1680}", " \n", "\r\n", "\n ",
+        ] {
+            let text = format!("card 4111{sep}1111{sep}1111{sep}1111 ok");
+            let (out, _) = engine.redact(&text).expect("redact");
+            assert_eq!(out, "card [REDACTED_CREDIT_CARD] ok", "{sep:?}");
+        }
+        // a different white space between each group: a card wrapped over lines
+        for text in [
+            "4111 1111\n1111 1111",
+            "4111\t1111 \n1111\u{85}1111",
+            "4111\x0c1111\x0b1111 1111",
+        ] {
+            let (out, _) = engine.redact(text).expect("redact");
+            assert_eq!(out, "[REDACTED_CREDIT_CARD]", "{text:?}");
+        }
+        // punctuation separators still have to agree
+        let (out, _) = engine.redact("4111-1111.1111 1111").expect("redact");
+        assert_eq!(out, "4111-1111.1111 1111");
     }
 }

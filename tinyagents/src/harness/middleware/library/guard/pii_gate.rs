@@ -36,7 +36,7 @@ pub(super) enum Gate {
     At,
     /// `://`, or `www.` in any case (URLs).
     Url,
-    /// Thirteen digits, each next one at most three of ` \t\r\n./-` away (cards).
+    /// Thirteen digits, each next one at most three of ` \t\r\n./-`, VT or FF away (cards).
     Card,
     /// Two capital letters, then two digits (IBANs).
     Iban,
@@ -116,7 +116,7 @@ fn find_digit(b: &[u8], mut from: usize, digit: bool) -> usize {
 }
 
 fn card_sep(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'.' | b'/' | b'-')
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0B | 0x0C | b'.' | b'/' | b'-')
 }
 
 /// What one pass over the digit runs found.
