@@ -130,9 +130,10 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
                 run_id: run.clone(),
                 call_id: "c1".into(),
                 tool: "search".into(),
+                arguments: json!({"q": "rust"}),
             },
             "tool_call_started",
-            &["run_id", "call_id", "tool"],
+            &["run_id", "call_id", "tool", "arguments"],
         ),
         (
             AgentEvent::ToolDelta {
@@ -148,9 +149,11 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
                 call_id: "c1".into(),
                 tool: "search".into(),
                 is_error: false,
+                refused: false,
+                content: "3 hits".into(),
             },
             "tool_call_completed",
-            &["run_id", "call_id", "tool", "is_error"],
+            &["run_id", "call_id", "tool", "is_error", "refused", "content"],
         ),
         (
             AgentEvent::ControlApplied {
@@ -269,6 +272,10 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
         let mut expected = set(fields);
         expected.insert("type".into());
         assert_eq!(keys(&v), expected, "the fields of `{tag}`");
+        // The kind's own name is the type tag (a recorded run is read back by it).
+        let kind: tinyagents::harness::event::EventKind = serde_json::from_value(v["type"].clone()).unwrap();
+        assert_eq!(kind, event.kind(), "{tag}");
+        assert_eq!(serde_json::to_value(kind).unwrap(), tag);
     }
 }
 

@@ -356,11 +356,12 @@ pub(super) struct ToolCallEvents {
 }
 
 impl ToolCallEvents {
-    pub(super) fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str) -> Self {
+    pub(super) fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str, arguments: &serde_json::Value) -> Self {
         ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
             run_id: ctx.run_id().clone(),
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
+            arguments: arguments.clone(),
         });
         let wants = ctx.wants(EventKind::ToolCallCompleted);
         Self {
@@ -370,17 +371,22 @@ impl ToolCallEvents {
         }
     }
 
-    pub(super) fn close(mut self, is_error: bool) {
-        self.complete(is_error);
+    /// Ends the call's events with its result (`refused`: it did not run).
+    pub(super) fn close(mut self, result: &ToolResult, refused: bool) {
+        if self.pending.is_some() {
+            self.complete(refused || result.is_error(), refused, result.content.clone());
+        }
     }
 
-    fn complete(&mut self, is_error: bool) {
+    fn complete(&mut self, is_error: bool, refused: bool, content: String) {
         if let Some((sink, run_id)) = self.pending.take() {
             sink.emit(AgentEvent::ToolCallCompleted {
                 run_id,
                 call_id: std::mem::take(&mut self.call_id),
                 tool: std::mem::take(&mut self.tool),
                 is_error,
+                refused,
+                content,
             });
         }
     }
@@ -388,6 +394,6 @@ impl ToolCallEvents {
 
 impl Drop for ToolCallEvents {
     fn drop(&mut self) {
-        self.complete(true);
+        self.complete(true, false, String::new());
     }
 }

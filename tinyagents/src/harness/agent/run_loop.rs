@@ -791,11 +791,15 @@ where
             return Ok(result);
         }
         let (id, name) = prepared.id_and_name();
-        let events = ToolCallEvents::open(ctx, id, name);
-        let (mut result, rejected) = match prepared {
+        let arguments = match &prepared {
+            Prepared::Ready(call) | Prepared::Refused(call, _) => &call.arguments,
+            Prepared::Rejected(_) | Prepared::Skipped(_) => &serde_json::Value::Null,
+        };
+        let events = ToolCallEvents::open(ctx, id, name, arguments);
+        let (mut result, refused) = match prepared {
             Prepared::Rejected(result) => (result, true),
             Prepared::Skipped(_) => unreachable!("a skipped call returned above"),
-            Prepared::Refused(call, e) => (ToolResult::error(&call, e.to_string()), false),
+            Prepared::Refused(call, e) => (ToolResult::error(&call, e.to_string()), true),
             Prepared::Ready(call) => {
                 let (id, name) = (call.id.clone(), call.name.clone());
                 ctx.counters_mut().tool_calls += 1;
@@ -824,7 +828,7 @@ where
         let id = result.call_id.clone();
         self.stack.run_after_tool(ctx, state, &mut result).await?;
         self.answers_its_call(&id, &result.call_id, HookKind::AfterTool)?;
-        events.close(rejected || result.is_error());
+        events.close(&result, refused);
         Ok(result)
     }
 }

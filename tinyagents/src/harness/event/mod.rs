@@ -4,7 +4,9 @@
 //! builds no event for a kind nobody wants, so a run with a [`NullSink`] pays
 //! nothing for observability.
 
+pub mod record;
 mod sink;
+pub mod view;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -12,7 +14,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use record::{
+    RecordError, RecordHeader, RecordedEvent, RecordedRun, RunRecorder, MAX_RECORD_LINE, RECORD_FORMAT, RECORD_VERSION,
+};
 pub use sink::{ChannelSink, CollectingSink, EventMask, EventSink, FnSink, NullSink, TracingSink};
+pub use view::{embed_json, live_html, render_html};
 
 use crate::harness::error::ErrorKind;
 use crate::harness::hooks::HookKind;
@@ -60,10 +66,11 @@ pub enum HookOutcome {
 ///     run_id: Arc::from("run-1"),
 ///     call_id: "call-1".into(),
 ///     tool: "search".into(),
+///     arguments: serde_json::json!({"q": "rust"}),
 /// };
 /// assert_eq!(
 ///     serde_json::to_value(&event).unwrap(),
-///     serde_json::json!({"type": "tool_call_started", "run_id": "run-1", "call_id": "call-1", "tool": "search"}),
+///     serde_json::json!({"type": "tool_call_started", "run_id": "run-1", "call_id": "call-1", "tool": "search", "arguments": {"q": "rust"}}),
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -161,7 +168,7 @@ pub enum AgentEvent {
         /// The hook (model or tool delta).
         hook: HookKind,
     },
-    /// A tool call is about to run.
+    /// A tool call is about to run (or to be answered without running: see `refused`).
     ToolCallStarted {
         /// The run's id.
         run_id: Arc<str>,
@@ -169,6 +176,10 @@ pub enum AgentEvent {
         call_id: String,
         /// The tool's name.
         tool: String,
+        /// The arguments it runs with: the effective ones, after every
+        /// `before_tool` hook (a guard's rewrite, a redaction); `null` for a
+        /// call the batch review rejected before any hook saw it.
+        arguments: Value,
     },
     /// Progress from a running tool, after the delta hooks.
     ToolDelta {
@@ -187,6 +198,12 @@ pub enum AgentEvent {
         tool: String,
         /// Whether the result is an error result.
         is_error: bool,
+        /// Whether the call was answered without running: a `before_tool`
+        /// hook or the batch review refused it (`is_error` is then true).
+        refused: bool,
+        /// The result's content as the model sees it, after every
+        /// `after_tool` hook; empty when the call ended the run.
+        content: String,
     },
     /// The loop honoured a control request or a jump.
     ControlApplied {
@@ -325,7 +342,11 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// The kind of an [`AgentEvent`], without its data (for filtering).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Serialized as the event's `type` tag (`run_started`, `model_delta`, …):
+/// the same snake-case rule names both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub enum EventKind {

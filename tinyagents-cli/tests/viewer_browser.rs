@@ -1,0 +1,525 @@
+//! The run viewer in a real browser: runs are recorded (`run --record` and
+//! `RunRecorder`), turned into pages (`run --html`, `view`), opened in
+//! headless Chromium, and the DOM it built is checked: every span, detail
+//! and chart with its values, no JavaScript error, no script from the run.
+//!
+//! Chromium is Debian's `chromium` (`.ci/run` installs it). Without it the
+//! test fails under `CI=true` and is skipped (with a message) elsewhere.
+//! Screenshots land in `target/viewer-screenshots/`. Each page is opened
+//! once, with `--dump-dom` after a bounded virtual-time budget (no sleep):
+//! Chromium exits when the page's scripts have run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::json;
+use tinyagents::config::BuildMiddleware;
+use tinyagents::harness::event::{RecordedRun, RunRecorder};
+use tinyagents::middleware::*;
+use tinyagents::prelude::*;
+use tinyagents::testing::RecordingTool;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tinyagents");
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn out_dir() -> PathBuf {
+    let dir = workspace().join("target").join("viewer-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Chromium, or `None` (skip) outside CI when it is not installed.
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(out) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output() {
+            let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            if out.status.success() && !path.is_empty() {
+                return Some(PathBuf::from(path));
+            }
+        }
+    }
+    let msg = "the viewer's browser tests need Chromium (`apt-get install -y chromium`; .ci/run installs it)";
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{msg}: CI=true, so this fails"
+    );
+    eprintln!("skipped: {msg}");
+    None
+}
+
+/// Opens `page#fragment` and returns the DOM after its scripts ran; saves a
+/// screenshot as `shot` when given.
+fn open(chrome: &Path, page: &Path, fragment: &str, height: u32, shot: Option<&Path>) -> String {
+    let profile = std::env::temp_dir().join(format!(
+        "tinyagents-viewer-profile-{}-{}",
+        std::process::id(),
+        page.file_stem().unwrap().to_string_lossy()
+    ));
+    let _ = std::fs::remove_dir_all(&profile);
+    let url = format!("file://{}{fragment}", page.display());
+    let mut cmd = Command::new("timeout");
+    cmd.arg("120").arg(chrome).args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--virtual-time-budget=10000",
+    ]);
+    cmd.arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--window-size=1400,{height}"));
+    if let Some(shot) = shot {
+        cmd.arg(format!("--screenshot={}", shot.display()));
+    }
+    let out = cmd.arg("--dump-dom").arg(&url).output().expect("chromium starts");
+    let _ = std::fs::remove_dir_all(&profile);
+    assert!(
+        out.status.success(),
+        "chromium failed on {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8(out.stdout).expect("the DOM is UTF-8");
+    assert!(
+        dom.contains("data-ready=\"true\""),
+        "the viewer did not finish loading {url}"
+    );
+    let errors = between(&dom, "<ul id=\"js-errors\">", "</ul>").unwrap_or_default();
+    assert!(errors.is_empty(), "JavaScript errors on {url}: {errors}");
+    dom
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = text.find(start)? + start.len();
+    let to = text[from..].find(end)? + from;
+    Some(&text[from..to])
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&")
+}
+
+/// A timeline row as rendered.
+#[derive(Debug)]
+struct Row {
+    kind: String,
+    outcome: String,
+    depth: usize,
+    label: String,
+}
+
+fn rows(dom: &str) -> Vec<Row> {
+    dom.split("<div class=\"row")
+        .skip(1)
+        .map(|chunk| {
+            let attr = |name: &str| {
+                between(chunk, &format!("{name}=\""), "\"")
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            Row {
+                kind: attr("data-kind"),
+                outcome: attr("data-outcome"),
+                depth: attr("data-depth").parse().unwrap(),
+                label: unescape(between(chunk, "class=\"label\">", "</span>").unwrap_or_default()),
+            }
+        })
+        .collect()
+}
+
+fn row<'a>(rows: &'a [Row], kind: &str, label: &str) -> &'a Row {
+    rows.iter()
+        .find(|r| r.kind == kind && r.label.contains(label))
+        .unwrap_or_else(|| panic!("no {kind} row with `{label}` in {rows:#?}"))
+}
+
+/// A value of the details pane (`<dd data-field=…>` or `<pre data-field=…>`).
+fn field(dom: &str, name: &str) -> String {
+    let details = between(dom, "<aside id=\"details\"", "</aside>").expect("a details pane");
+    let at = details
+        .find(&format!("data-field=\"{name}\">"))
+        .unwrap_or_else(|| panic!("no detail `{name}` in {details}"));
+    let rest = &details[at..];
+    let start = rest.find('>').unwrap() + 1;
+    let end = rest.find("</").unwrap();
+    unescape(&rest[start..end])
+}
+
+fn stat(dom: &str, name: &str) -> String {
+    let at = dom
+        .find(&format!("data-stat=\"{name}\""))
+        .unwrap_or_else(|| panic!("no stat {name}"));
+    unescape(between(&dom[at..], "<b>", "</b>").unwrap())
+}
+
+/// Records what `f` runs into `dir/name.jsonl`, then `tinyagents view` makes the page.
+async fn record<F, Fut>(dir: &Path, name: &str, f: F) -> PathBuf
+where
+    F: FnOnce(Arc<dyn EventSink>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let log = dir.join(format!("{name}.jsonl"));
+    let recorder = Arc::new(RunRecorder::new(std::fs::File::create(&log).unwrap()).unwrap());
+    f(recorder.clone()).await;
+    Arc::try_unwrap(recorder)
+        .ok()
+        .expect("the runs are over")
+        .finish()
+        .unwrap();
+    let page = dir.join(format!("{name}.html"));
+    let out = Command::new(BIN)
+        .arg("view")
+        .arg(&log)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    page
+}
+
+fn ctx(run_id: &str, sink: &Arc<dyn EventSink>) -> RunContext {
+    RunContext::new(RunConfig::new(run_id), ()).with_sink(sink.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
+    let Some(chrome) = chromium() else { return };
+    let dir = out_dir();
+
+    // ---- a plain run, from the command line: `run --record --html`, and `view` makes the same page
+    let log = dir.join("plain.jsonl");
+    let page = dir.join("plain.html");
+    let out = Command::new(BIN)
+        .current_dir(workspace())
+        .args(["run", "examples/agent.toml", "-q", "--record"])
+        .arg(&log)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again = dir.join("plain-view.html");
+    let out = Command::new(BIN)
+        .arg("view")
+        .arg(&log)
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&page).unwrap(), std::fs::read(&again).unwrap());
+    let dom = open(
+        &chrome,
+        &page,
+        "#select=tool:call-0-0",
+        3000,
+        Some(&dir.join("plain.png")),
+    );
+    let r = rows(&dom);
+    assert_eq!(stat(&dom, "status"), "ok");
+    assert_eq!(stat(&dom, "model calls"), "2");
+    assert_eq!(stat(&dom, "tool calls"), "1");
+    let run = row(&r, "run", "run run-1");
+    assert_eq!((run.depth, run.outcome.as_str()), (0, "ok"));
+    assert_eq!(r.iter().filter(|r| r.kind == "model" && r.outcome == "ok").count(), 2);
+    assert_eq!(row(&r, "tool", "tool shell").outcome, "ok");
+    // every hook is a span nested in its run, with its outcome
+    let pii = row(&r, "hook", "pii · before_tool");
+    assert_eq!((pii.outcome.as_str(), pii.depth >= 1), ("ok", true));
+    // the model call is nested in the wrap_model hooks that wrap it
+    let wrap = r.iter().position(|x| x.label == "pii · wrap_model").unwrap();
+    assert!(
+        r[wrap + 1].kind == "model" && r[wrap + 1].depth == r[wrap].depth + 1,
+        "{:#?}",
+        &r[wrap..wrap + 2]
+    );
+    // the selected call's details: effective arguments and the result
+    assert_eq!(field(&dom, "tool"), "shell");
+    assert!(field(&dom, "arguments").contains("\"command\": \"ls\""));
+    assert_eq!(field(&dom, "result"), "agent.toml  hooks");
+    // a chart series per kind of consumption, with its last value
+    assert!(
+        dom.contains("data-series=\"model\" data-last=\"2\""),
+        "the budget chart"
+    );
+    assert!(dom.contains("data-series=\"tool\" data-last=\"1\""), "the budget chart");
+
+    // ---- a refused and an approved call: a paused run, then its resume with a person's approval
+    let page = record(&dir, "approvals", |sink| async move {
+        let delete = RecordingTool::new("delete").returning("deleted a.txt");
+        let wipe = RecordingTool::new("wipe");
+        let agent: Agent<()> = Agent::new(ScriptedModel::new([
+            ScriptedTurn::tool_calls(vec![
+                ToolCall::new("w1", "wipe", json!({"all": true})),
+                ToolCall::new("d1", "delete", json!({"path": "a.txt"})),
+            ]),
+            ScriptedTurn::Reply(
+                ModelResponse::text("Deleted a.txt; wiping is not allowed.").with_usage(Usage::new(40, 9)),
+            ),
+        ]))
+        .with_tools(ToolRegistry::new().with(delete).unwrap().with(wipe).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new()))
+                .unwrap()
+                .with(ToolAllowlistMiddleware::from_lists(
+                    Some(["delete"]),
+                    Vec::<String>::new(),
+                ))
+                .unwrap(),
+        );
+        let mut first = ctx("first", &sink);
+        let err = agent.run(&mut first, &(), "tidy up").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Interrupted, "{err}");
+        let interrupt = HumanInTheLoopMiddleware::take_interrupt(&first).unwrap();
+        let resume = interrupt.decide([("d1", Decision::Approve)]).unwrap();
+        let input = resume.input();
+        let second = ctx("second", &sink);
+        resume.attach(&second);
+        let mut second = second;
+        agent.run(&mut second, &(), input).await.unwrap();
+    })
+    .await;
+    let dom = open(
+        &chrome,
+        &page,
+        "#select=tool:d1",
+        3000,
+        Some(&dir.join("approvals.png")),
+    );
+    let r = rows(&dom);
+    assert_eq!(
+        row(&r, "run", "run first").outcome,
+        "error",
+        "the paused run ends interrupted"
+    );
+    assert_eq!(row(&r, "event", "approval requested: delete (d1)").outcome, "jump");
+    assert_eq!(row(&r, "event", "decision: approve delete (d1)").outcome, "ok");
+    assert_eq!(row(&r, "hook", "tool_allowlist · before_tool").outcome, "refused");
+    assert_eq!(row(&r, "tool", "tool wipe (w1)").outcome, "refused");
+    assert_eq!(row(&r, "tool", "tool delete (d1)").outcome, "ok");
+    assert_eq!(row(&r, "run", "run second").outcome, "ok");
+    assert_eq!(field(&dom, "decision"), "approve");
+    assert_eq!(field(&dom, "result"), "deleted a.txt");
+    assert!(
+        dom.contains("data-turn=\"2\" data-input=\"40\" data-output=\"9\""),
+        "the tokens chart"
+    );
+
+    // ---- a retry and a fallback: two failed attempts on the primary, then the backup
+    let page = record(&dir, "retry_fallback", |sink| async move {
+        let primary = Arc::new(
+            ScriptedModel::new([
+                ScriptedTurn::Fail(TinyAgentsError::model("overloaded", true)),
+                ScriptedTurn::Fail(TinyAgentsError::model("overloaded", true)),
+            ])
+            .with_id("big"),
+        );
+        let backup = Arc::new(
+            ScriptedModel::new([ScriptedTurn::Reply(
+                ModelResponse::text("from the backup").with_usage(Usage::new(12, 4)),
+            )])
+            .with_id("small"),
+        );
+        let retry = tinyagents::config::from_toml_str::<ModelRetryConfig>("max_attempts = 2\ninitial_delay_ms = 1")
+            .unwrap()
+            .build();
+        let agent: Agent<()> = Agent::new(primary).with_stack(
+            MiddlewareStack::new()
+                .with(ModelFallbackMiddleware::new([backup as Arc<dyn ChatModel>]))
+                .unwrap()
+                .with(retry)
+                .unwrap(),
+        );
+        agent.run(&mut ctx("r", &sink), &(), "question").await.unwrap();
+    })
+    .await;
+    let dom = open(&chrome, &page, "#select=model:1.3", 3000, None);
+    let r = rows(&dom);
+    let retry = row(&r, "retry", "retry model: attempt 1/2 failed (model)");
+    let fallback = row(&r, "fallback", "→ small (model)");
+    let attempts: Vec<&Row> = r.iter().filter(|x| x.kind == "model").collect();
+    assert_eq!(attempts.len(), 3, "{attempts:#?}");
+    assert_eq!(
+        attempts.iter().map(|a| a.outcome.as_str()).collect::<Vec<_>>(),
+        ["error", "error", "ok"]
+    );
+    assert_eq!(retry.depth, attempts[0].depth, "a retry is a sibling of the attempts");
+    assert!(fallback.depth < attempts[0].depth, "{fallback:?}");
+    assert_eq!(stat(&dom, "retries"), "1");
+    assert_eq!(stat(&dom, "fallbacks"), "1");
+    assert_eq!(field(&dom, "model"), "small");
+    assert_eq!(field(&dom, "reply"), "from the backup");
+    assert_eq!(field(&dom, "input tokens"), "12");
+
+    // ---- a compression: the older messages summarised
+    let page = record(&dir, "compression", |sink| async move {
+        let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("ok")])).with_stack(
+            MiddlewareStack::new()
+                .with(SummarizationMiddleware::new(SummaryTrigger::messages(5)).keep_messages(4))
+                .unwrap(),
+        );
+        let history = vec![
+            Message::user("first question"),
+            Message::assistant("first answer, a long one about many things"),
+            Message::user("second question"),
+            Message::assistant("second answer"),
+            Message::user("third question"),
+            Message::assistant("third answer"),
+            Message::user("and now?"),
+        ];
+        agent.run(&mut ctx("r", &sink), &(), history).await.unwrap();
+    })
+    .await;
+    let dom = open(&chrome, &page, "#select=compressed:0", 3000, None);
+    let r = rows(&dom);
+    let c = row(&r, "compressed", "compressed by summarization");
+    assert_eq!(c.outcome, "ok");
+    assert_eq!(stat(&dom, "compressions"), "1");
+    let before: u64 = field(&dom, "tokens before").parse().unwrap();
+    let after: u64 = field(&dom, "tokens after").parse().unwrap();
+    assert!(before > 0 && after > 0, "{before} → {after}");
+    assert!(c.label.contains(&format!("{before} → {after} tokens")), "{c:?}");
+    assert_eq!(field(&dom, "replaced messages").split(", ").count(), 3);
+
+    // ---- a sub-agent, nested under the tool call that ran it
+    let page = record(&dir, "subagent", |sink| async move {
+        let child = Arc::new(Agent::new(ScriptedModel::new([ScriptedTurn::text(
+            "hi from the child",
+        )])));
+        let parent: Agent<()> = Agent::new(ScriptedModel::new([
+            ScriptedTurn::tool_calls(vec![ToolCall::new("k1", "helper", json!({"input": "say hi"}))]),
+            ScriptedTurn::text("parent done"),
+        ]))
+        .with_tools(
+            ToolRegistry::new()
+                .with(AgentTool::new(child, "helper", "A helper.", || ((), ())))
+                .unwrap(),
+        );
+        parent.run(&mut ctx("p", &sink), &(), "delegate").await.unwrap();
+    })
+    .await;
+    let dom = open(&chrome, &page, "#select=tool:k1", 3000, Some(&dir.join("subagent.png")));
+    let r = rows(&dom);
+    let tool = r
+        .iter()
+        .position(|x| x.kind == "tool" && x.label.contains("helper"))
+        .unwrap();
+    let sub = &r[tool + 1];
+    assert_eq!((sub.kind.as_str(), sub.depth), ("run", r[tool].depth + 1), "{sub:?}");
+    assert!(sub.label.starts_with("sub-agent run "), "{sub:?}");
+    let child_model = &r[tool + 2..].iter().find(|x| x.kind == "model").unwrap();
+    assert!(child_model.depth > sub.depth);
+    assert_eq!(field(&dom, "result"), "hi from the child");
+
+    // ---- a failed run, whose tool returned hostile text: shown as text, never run as script
+    let page = record(&dir, "failed", |sink| async move {
+        let hostile = "</script><img src=x onerror=\"document.body.setAttribute('data-pwned','1')\"><!-- &amp;";
+        let tool = RecordingTool::new("fetch").returning(hostile);
+        let agent: Agent<()> = Agent::new(ScriptedModel::new([
+            ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+                "x1",
+                "fetch",
+                json!({"url": "<script>document.body.setAttribute('data-pwned','2')</script>"}),
+            )])),
+            ScriptedTurn::Fail(TinyAgentsError::model("the provider is down", false)),
+        ]))
+        .with_tools(ToolRegistry::new().with(tool).unwrap());
+        let err = agent.run(&mut ctx("r", &sink), &(), "fetch it").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Model);
+    })
+    .await;
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("</script><img") && !html.contains("<!-- &amp;"),
+        "the data slot is escaped"
+    );
+    let dom = open(&chrome, &page, "#select=tool:x1", 3000, Some(&dir.join("failed.png")));
+    let r = rows(&dom);
+    assert_eq!(stat(&dom, "status"), "failed: model");
+    assert_eq!(row(&r, "run", "run r").outcome, "error");
+    assert_eq!(r.iter().rfind(|x| x.kind == "model").unwrap().outcome, "error");
+    let body = between(&dom, "<body", ">").unwrap();
+    assert!(
+        body.contains("data-ready") && !body.contains("data-pwned"),
+        "a script from the run ran: {body}"
+    );
+    assert!(
+        !dom.contains("<img") && !dom.contains("<script>document"),
+        "the run's text became markup"
+    );
+    assert_eq!(
+        field(&dom, "result"),
+        "</script><img src=x onerror=\"document.body.setAttribute('data-pwned','1')\"><!-- &amp;"
+    );
+    assert!(field(&dom, "arguments").contains("<script>document.body"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_turn_run_opens_and_renders_only_the_rows_in_view() {
+    let Some(chrome) = chromium() else { return };
+    let dir = out_dir();
+    const TURNS: usize = 1000;
+    let page = record(&dir, "thousand", |sink| async move {
+        let model = ScriptedModel::from_fn(|request| {
+            let turn = request.messages.iter().filter(|m| m.role == Role::Assistant).count();
+            let reply = if turn < TURNS - 1 {
+                ModelResponse::tool_calls(vec![ToolCall::new(format!("c{turn}"), "step", json!({"n": turn}))])
+            } else {
+                ModelResponse::text("done")
+            };
+            ScriptedTurn::Reply(reply.with_usage(Usage::new(100 + turn as u64, 10)))
+        });
+        let agent: Agent<()> = Agent::new(model)
+            .with_tools(
+                ToolRegistry::new()
+                    .with(RecordingTool::new("step").returning("ok"))
+                    .unwrap(),
+            )
+            .with_max_steps(TURNS as u32 + 1);
+        agent.run(&mut ctx("long", &sink), &(), "go").await.unwrap();
+    })
+    .await;
+    let log = page.with_extension("jsonl");
+    let events = RecordedRun::read(std::io::BufReader::new(std::fs::File::open(&log).unwrap()))
+        .unwrap()
+        .events
+        .len();
+    let started = Instant::now();
+    let dom = open(&chrome, &page, "", 900, None);
+    let wall = started.elapsed();
+    let open_ms = between(&dom, "data-open-ms=\"", "\"").unwrap();
+    println!(
+        "a {TURNS}-turn run ({events} events, {} KiB page): the viewer's script took {open_ms} ms to build and draw \
+         it; chromium's start, load and exit took {} ms in all",
+        std::fs::metadata(&page).unwrap().len() / 1024,
+        wall.as_millis()
+    );
+    assert_eq!(stat(&dom, "model calls"), TURNS.to_string());
+    let count = between(&dom, "<span id=\"count\">", "</span>").unwrap();
+    let total: usize = count.split(" of ").next().unwrap().parse().unwrap();
+    assert!(total > 2 * TURNS, "{count}");
+    let drawn = rows(&dom).len();
+    assert!(
+        drawn > 10 && drawn < 120,
+        "only the rows in view are in the DOM: {drawn} of {total}"
+    );
+    assert_eq!(
+        dom.matches("<g data-turn=").count(),
+        TURNS,
+        "one bar per turn in the tokens chart"
+    );
+}
