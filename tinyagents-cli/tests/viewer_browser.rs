@@ -4,15 +4,19 @@
 //! and chart with its values, no JavaScript error, no script from the run.
 //!
 //! Chromium is Debian's `chromium` (`.ci/run` installs it). Without it the
-//! test fails under `CI=true` and is skipped (with a message) elsewhere.
+//! tests fail under `CI=true` or `TINYAGENTS_REQUIRE_BROWSER=1` (which
+//! `.ci/run` sets) and are skipped, with a message, elsewhere.
 //! Screenshots land in `target/viewer-screenshots/`. Each page is opened
-//! once, with `--dump-dom` after a bounded virtual-time budget (no sleep):
-//! Chromium exits when the page's scripts have run.
+//! once (`browser::open`).
+
+mod browser;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
+
+use browser::{between, chromium, field, open, out_dir, row, rows, stat, workspace, Row};
 
 use serde_json::json;
 use tinyagents::config::BuildMiddleware;
@@ -23,145 +27,9 @@ use tinyagents::testing::RecordingTool;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tinyagents");
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn out_dir() -> PathBuf {
-    let dir = workspace().join("target").join("viewer-screenshots");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Chromium, or `None` (skip) outside CI when it is not installed.
-fn chromium() -> Option<PathBuf> {
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        if let Ok(out) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output() {
-            let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-            if out.status.success() && !path.is_empty() {
-                return Some(PathBuf::from(path));
-            }
-        }
-    }
-    let msg = "the viewer's browser tests need Chromium (`apt-get install -y chromium`; .ci/run installs it)";
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{msg}: CI=true, so this fails"
-    );
-    eprintln!("skipped: {msg}");
-    None
-}
-
-/// Opens `page#fragment` and returns the DOM after its scripts ran; saves a
-/// screenshot as `shot` when given.
-fn open(chrome: &Path, page: &Path, fragment: &str, height: u32, shot: Option<&Path>) -> String {
-    let profile = std::env::temp_dir().join(format!(
-        "tinyagents-viewer-profile-{}-{}",
-        std::process::id(),
-        page.file_stem().unwrap().to_string_lossy()
-    ));
-    let _ = std::fs::remove_dir_all(&profile);
-    let url = format!("file://{}{fragment}", page.display());
-    let mut cmd = Command::new("timeout");
-    cmd.arg("120").arg(chrome).args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-        "--virtual-time-budget=10000",
-    ]);
-    cmd.arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--window-size=1400,{height}"));
-    if let Some(shot) = shot {
-        cmd.arg(format!("--screenshot={}", shot.display()));
-    }
-    let out = cmd.arg("--dump-dom").arg(&url).output().expect("chromium starts");
-    let _ = std::fs::remove_dir_all(&profile);
-    assert!(
-        out.status.success(),
-        "chromium failed on {url}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dom = String::from_utf8(out.stdout).expect("the DOM is UTF-8");
-    assert!(
-        dom.contains("data-ready=\"true\""),
-        "the viewer did not finish loading {url}"
-    );
-    let errors = between(&dom, "<ul id=\"js-errors\">", "</ul>").unwrap_or_default();
-    assert!(errors.is_empty(), "JavaScript errors on {url}: {errors}");
-    dom
-}
-
-fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
-    let from = text.find(start)? + start.len();
-    let to = text[from..].find(end)? + from;
-    Some(&text[from..to])
-}
-
-fn unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&nbsp;", "\u{a0}")
-        .replace("&amp;", "&")
-}
-
-/// A timeline row as rendered.
-#[derive(Debug)]
-struct Row {
-    kind: String,
-    outcome: String,
-    depth: usize,
-    label: String,
-}
-
-fn rows(dom: &str) -> Vec<Row> {
-    dom.split("<div class=\"row")
-        .skip(1)
-        .map(|chunk| {
-            let attr = |name: &str| {
-                between(chunk, &format!("{name}=\""), "\"")
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            Row {
-                kind: attr("data-kind"),
-                outcome: attr("data-outcome"),
-                depth: attr("data-depth").parse().unwrap(),
-                label: unescape(between(chunk, "class=\"label\">", "</span>").unwrap_or_default()),
-            }
-        })
-        .collect()
-}
-
-fn row<'a>(rows: &'a [Row], kind: &str, label: &str) -> &'a Row {
-    rows.iter()
-        .find(|r| r.kind == kind && r.label.contains(label))
-        .unwrap_or_else(|| panic!("no {kind} row with `{label}` in {rows:#?}"))
-}
-
-/// A value of the details pane (`<dd data-field=…>` or `<pre data-field=…>`).
-fn field(dom: &str, name: &str) -> String {
-    let details = between(dom, "<aside id=\"details\"", "</aside>").expect("a details pane");
-    let at = details
-        .find(&format!("data-field=\"{name}\">"))
-        .unwrap_or_else(|| panic!("no detail `{name}` in {details}"));
-    let rest = &details[at..];
-    let start = rest.find('>').unwrap() + 1;
-    let end = rest.find("</").unwrap();
-    unescape(&rest[start..end])
-}
-
-fn stat(dom: &str, name: &str) -> String {
-    let at = dom
-        .find(&format!("data-stat=\"{name}\""))
-        .unwrap_or_else(|| panic!("no stat {name}"));
-    unescape(between(&dom[at..], "<b>", "</b>").unwrap())
+/// The `file://` URL of `page` with `fragment` (`#…`, or empty).
+fn file_url(page: &Path, fragment: &str) -> String {
+    format!("file://{}{fragment}", page.display())
 }
 
 /// Records what `f` runs into `dir/name.jsonl`, then `tinyagents view` makes the page.
@@ -223,8 +91,7 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
     assert_eq!(std::fs::read(&page).unwrap(), std::fs::read(&again).unwrap());
     let dom = open(
         &chrome,
-        &page,
-        "#select=tool:call-0-0",
+        &file_url(&page, "#select=tool:call-0-0"),
         3000,
         Some(&dir.join("plain.png")),
     );
@@ -295,8 +162,7 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
     .await;
     let dom = open(
         &chrome,
-        &page,
-        "#select=tool:d1",
+        &file_url(&page, "#select=tool:d1"),
         3000,
         Some(&dir.join("approvals.png")),
     );
@@ -347,7 +213,7 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
         agent.run(&mut ctx("r", &sink), &(), "question").await.unwrap();
     })
     .await;
-    let dom = open(&chrome, &page, "#select=model:1.3", 3000, None);
+    let dom = open(&chrome, &file_url(&page, "#select=model:1.3"), 3000, None);
     let r = rows(&dom);
     let retry = row(&r, "retry", "retry model: attempt 1/2 failed (model)");
     let fallback = row(&r, "fallback", "→ small (model)");
@@ -384,7 +250,7 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
         agent.run(&mut ctx("r", &sink), &(), history).await.unwrap();
     })
     .await;
-    let dom = open(&chrome, &page, "#select=compressed:0", 3000, None);
+    let dom = open(&chrome, &file_url(&page, "#select=compressed:0"), 3000, None);
     let r = rows(&dom);
     let c = row(&r, "compressed", "compressed by summarization");
     assert_eq!(c.outcome, "ok");
@@ -412,7 +278,12 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
         parent.run(&mut ctx("p", &sink), &(), "delegate").await.unwrap();
     })
     .await;
-    let dom = open(&chrome, &page, "#select=tool:k1", 3000, Some(&dir.join("subagent.png")));
+    let dom = open(
+        &chrome,
+        &file_url(&page, "#select=tool:k1"),
+        3000,
+        Some(&dir.join("subagent.png")),
+    );
     let r = rows(&dom);
     let tool = r
         .iter()
@@ -447,7 +318,12 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
         !html.contains("</script><img") && !html.contains("<!-- &amp;"),
         "the data slot is escaped"
     );
-    let dom = open(&chrome, &page, "#select=tool:x1", 3000, Some(&dir.join("failed.png")));
+    let dom = open(
+        &chrome,
+        &file_url(&page, "#select=tool:x1"),
+        3000,
+        Some(&dir.join("failed.png")),
+    );
     let r = rows(&dom);
     assert_eq!(stat(&dom, "status"), "failed: model");
     assert_eq!(row(&r, "run", "run r").outcome, "error");
@@ -499,12 +375,12 @@ async fn a_thousand_turn_run_opens_and_renders_only_the_rows_in_view() {
         .events
         .len();
     let started = Instant::now();
-    let dom = open(&chrome, &page, "", 900, None);
+    let dom = open(&chrome, &file_url(&page, ""), 900, None);
     let wall = started.elapsed();
     let open_ms = between(&dom, "data-open-ms=\"", "\"").unwrap();
     println!(
-        "a {TURNS}-turn run ({events} events, {} KiB page): the viewer's script took {open_ms} ms to build and draw \
-         it; chromium's start, load and exit took {} ms in all",
+        "a {TURNS}-turn run ({events} events, {} KiB page): ready (timeline, charts and the \
+         rows in view drawn) {open_ms} ms after navigation began; chromium's start, load and exit took {} ms in all",
         std::fs::metadata(&page).unwrap().len() / 1024,
         wall.as_millis()
     );

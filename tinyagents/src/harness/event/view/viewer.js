@@ -493,9 +493,13 @@
     var W = 600, H = 90, pad = 4;
     var turns = Object.keys(M.turns).map(function (k) { return M.turns[k]; });
     var c1 = $('chart-turns'), s1 = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img' });
-    if (!turns.length) s1.appendChild(svg('text', { x: 8, y: 20, 'class': 'empty' })).textContent = 'no model call yet';
-    var max = 1;
+    var max = 0;
     turns.forEach(function (t) { max = Math.max(max, t.input + t.output); });
+    if (!max) {
+      s1.appendChild(svg('text', { x: 8, y: 20, 'class': 'empty' })).textContent =
+        turns.length ? 'the model reported no token usage' : 'no model call yet';
+    }
+    max = Math.max(max, 1);
     var bw = (W - 2 * pad) / Math.max(1, turns.length);
     turns.forEach(function (t, i) {
       var x = pad + i * bw, hIn = (H - 2 * pad) * t.input / max, hOut = (H - 2 * pad) * t.output / max;
@@ -614,7 +618,7 @@
         var reader = resp.body.getReader(), dec = new TextDecoder(), buf = '';
         var pump = function () {
           return reader.read().then(function (r) {
-            if (r.done) { refresh(); return; }
+            if (r.done) { refresh(); selectFromHash(); document.body.setAttribute('data-live', 'done'); return; }
             buf += dec.decode(r.value, { stream: true }).replace(/\r\n/g, '\n');
             var cut;
             while ((cut = buf.indexOf('\n\n')) >= 0) {
@@ -638,6 +642,12 @@
         return pump();
       }).catch(function (e) { status.textContent = 'the stream failed: ' + String(e); });
     });
+    // `#prompt=TEXT` runs that prompt as soon as the page opens
+    var auto = /(?:^#|&)prompt=([^&]+)/.exec(location.hash);
+    if (auto) {
+      $('live-prompt').value = decodeURIComponent(auto[1]);
+      form.requestSubmit();
+    }
   } else {
     (data.events || []).forEach(ingest);
   }
