@@ -184,6 +184,32 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
         dom.contains("data-turn=\"2\" data-input=\"40\" data-output=\"9\""),
         "the tokens chart"
     );
+    // the filters, set from the address: only refused rows, with their ancestors
+    let dom = open(
+        &chrome,
+        &file_url(&page, "#outcome=refused&middleware=tool_allowlist"),
+        1200,
+        None,
+    );
+    let r = rows(&dom);
+    let refused: Vec<&str> = r
+        .iter()
+        .filter(|x| x.outcome == "refused")
+        .map(|x| x.label.as_str())
+        .collect();
+    assert_eq!(refused, ["tool_allowlist · before_tool"], "{r:#?}");
+    assert_eq!(r.len(), 2, "the hook and its run: {r:#?}");
+    assert_eq!(r[0].label, "run second");
+    let dom = open(&chrome, &file_url(&page, "#q=WIPE"), 1200, None);
+    let r = rows(&dom);
+    assert!(
+        r.iter().any(|x| x.kind == "tool" && x.label == "tool wipe (w1)"),
+        "{r:#?}"
+    );
+    assert!(
+        r.iter().all(|x| x.kind == "run" || x.label.contains("wipe")),
+        "a match and its ancestors only: {r:#?}"
+    );
 
     // ---- a retry and a fallback: two failed attempts on the primary, then the backup
     let page = record(&dir, "retry_fallback", |sink| async move {

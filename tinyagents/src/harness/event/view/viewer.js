@@ -127,7 +127,10 @@
         var parent = null;
         if (e.parent_run_id !== null && e.parent_run_id !== undefined && M.runs[e.parent_run_id]) {
           var prs = M.runs[e.parent_run_id];
-          parent = innermostOpen(prs, 'tool') || top(prs);
+          // a sub-agent's run id is `<parent run>/<call id>`: nest it under that call
+          var prefix = str(e.parent_run_id) + '/';
+          var call = str(e.run_id).indexOf(prefix) === 0 ? M.byKey[prefix + str(e.run_id).slice(prefix.length)] : null;
+          parent = call || innermostOpen(prs, 'tool') || top(prs);
         }
         n = node('run', (parent ? 'sub-agent run ' : 'run ') + str(e.run_id), parent, t, { runId: e.run_id });
         n.detail = { run_id: e.run_id, parent_run_id: e.parent_run_id, depth: e.depth };
@@ -579,6 +582,15 @@
   // ---- start: a recorded run, or a live stream -----------------------------
   var data = JSON.parse($('run-data').textContent);
   if (data.title) { $('title').textContent = data.title; document.title = data.title; }
+  // `#q=TEXT&middleware=NAME&tool=NAME&outcome=OUTCOME` sets the search and filters
+  function filtersFromHash() {
+    var set = false;
+    [['q', 'search'], ['middleware', 'filter-middleware'], ['tool', 'filter-tool'], ['outcome', 'filter-outcome']].forEach(function (p) {
+      var m = new RegExp('(?:^#|&)' + p[0] + '=([^&]+)').exec(location.hash);
+      if (m) { $(p[1]).value = decodeURIComponent(m[1]); set = true; }
+    });
+    if (set) onFilter();
+  }
   function selectFromHash() {
     var m = /(?:^#|&)select=([^&]+)/.exec(location.hash);
     if (!m) return;
@@ -652,6 +664,7 @@
     (data.events || []).forEach(ingest);
   }
   refresh();
+  filtersFromHash();
   selectFromHash();
   document.body.setAttribute('data-ready', 'true');
   document.body.setAttribute('data-open-ms', performance.now().toFixed(1));
