@@ -425,3 +425,32 @@ async fn a_thousand_turn_run_opens_and_renders_only_the_rows_in_view() {
         "one bar per turn in the tokens chart"
     );
 }
+
+/// `view` on a damaged log fails, naming the file and the line; no page is written.
+#[test]
+fn view_refuses_a_damaged_log_naming_the_line() {
+    let dir = std::env::temp_dir().join(format!("tinyagents-view-damaged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("cut.jsonl");
+    std::fs::write(
+        &log,
+        "{\"format\":\"tinyagents-run\",\"version\":1,\"tinyagents\":\"0.1.0\"}\n{\"t_us\":3,\"event\":{\"type\":\"run_sta",
+    )
+    .unwrap();
+    let page = dir.join("cut.html");
+    let out = Command::new(BIN)
+        .arg("view")
+        .arg(&log)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("cut.jsonl`: line 2 of the recorded run") && stderr.contains("the log is damaged"),
+        "{stderr}"
+    );
+    assert!(!page.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

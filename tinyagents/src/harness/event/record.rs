@@ -239,8 +239,8 @@ fn parse_header(text: &str) -> Result<RecordHeader, String> {
     }
     if header.version > RECORD_VERSION || header.version == 0 {
         return Err(format!(
-            "the log is format version {}, written by tinyagents {}; this tinyagents ({}) reads versions 1 to \
-             {RECORD_VERSION}: read it with a tinyagents at least as new as the one that wrote it",
+            "the log is format version {}, written by tinyagents {}; this tinyagents ({}) reads format \
+             versions up to {RECORD_VERSION}: read it with a tinyagents at least as new as the one that wrote it",
             header.version,
             header.tinyagents,
             env!("CARGO_PKG_VERSION")
@@ -262,12 +262,16 @@ fn parse_event(text: &str, header: &RecordHeader) -> Result<RecordedEvent, Strin
         return Err("the event is not an object with a `type` member: the log is damaged".to_owned());
     };
     let kind = serde_json::from_value::<EventKind>(tag.clone()).map_err(|_| {
-        format!(
-            "unknown event type {tag}: the log was written by tinyagents {}, this is {}; read it with the \
-             version that wrote it or a newer one",
-            header.tinyagents,
-            env!("CARGO_PKG_VERSION")
-        )
+        let ours = env!("CARGO_PKG_VERSION");
+        if header.tinyagents == ours {
+            format!("unknown event type {tag}, not a kind tinyagents {ours} emits: the log is damaged")
+        } else {
+            format!(
+                "unknown event type {tag}: the log was written by tinyagents {}, this is {ours}; read it with \
+                 the version that wrote it or a newer one",
+                header.tinyagents
+            )
+        }
     })?;
     Ok(RecordedEvent { t_us, kind, event })
 }
@@ -340,6 +344,11 @@ mod tests {
         let (line, problem) = line_error(&unknown);
         assert_eq!(line, 3, "empty lines are counted");
         assert!(problem.contains("unknown event type \"teleported\""), "{problem}");
+        let ours = HEADER.replace("0.1.0", env!("CARGO_PKG_VERSION"));
+        let (_, problem) = line_error(&unknown.replace(HEADER, &ours));
+        assert!(problem.contains("the log is damaged"), "{problem}");
+        let (_, problem) = line_error(&unknown.replace(HEADER, &HEADER.replace("0.1.0", "9.9.9")));
+        assert!(problem.contains("written by tinyagents 9.9.9"), "{problem}");
 
         let no_type = format!("{HEADER}\n{{\"t_us\":1,\"event\":[1]}}\n");
         assert_eq!(line_error(&no_type).0, 2);
