@@ -238,7 +238,10 @@ async fn the_live_viewer_draws_the_run_from_its_events() {
     assert_eq!(browser::row(&rows, "hook", "run_counter · before_agent").outcome, "ok");
     let tool = browser::row(&rows, "tool", "tool get_weather (call-1)");
     assert_eq!((tool.outcome.as_str(), tool.depth), ("ok", 1));
+    assert!(tool.selected && rows.iter().filter(|r| r.selected).all(|r| r.id == tool.id));
     assert_eq!(browser::stat(&dom, "model calls"), "2");
+    // a live page has no price table: the cost is unknown, not zero
+    assert_eq!(browser::stat(&dom, "cost"), "cost unknown");
     assert_eq!(browser::field(&dom, "result"), "sunny");
     assert!(browser::unescape(&dom).contains("Lyon"));
     assert_eq!(counter.0.load(Ordering::SeqCst), 1);

@@ -99,6 +99,8 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
     assert_eq!(stat(&dom, "status"), "ok");
     assert_eq!(stat(&dom, "model calls"), "2");
     assert_eq!(stat(&dom, "tool calls"), "1");
+    // the scripted model has no price: unknown, not zero
+    assert_eq!(stat(&dom, "cost"), "cost unknown");
     let run = row(&r, "run", "run run-1");
     assert_eq!((run.depth, run.outcome.as_str()), (0, "ok"));
     assert_eq!(r.iter().filter(|r| r.kind == "model" && r.outcome == "ok").count(), 2);
@@ -124,19 +126,39 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
     );
     assert!(dom.contains("data-series=\"tool\" data-last=\"1\""), "the budget chart");
 
+    // keyboard navigation, replayed from the address through the page's keydown handler:
+    // j j j k walks to the second row, Enter shows it, / focuses the search, and a j
+    // typed there moves nothing
+    let dom = open(&chrome, &file_url(&page, "#keys=j,j,j,k,Enter,/,j"), 1200, None);
+    let r = rows(&dom);
+    let selected: Vec<&Row> = r.iter().filter(|x| x.selected).collect();
+    assert_eq!(selected.len(), 1, "{r:#?}");
+    assert_eq!(selected[0].id, r[1].id, "{r:#?}");
+    let details = between(&dom, "<aside id=\"details\"", ">").unwrap();
+    assert!(details.contains(&format!("data-selected=\"{}\"", r[1].id)), "{details}");
+    assert_eq!(between(&dom, "data-focus=\"", "\""), Some("search"));
+    let dom = open(&chrome, &file_url(&page, "#keys=End,Home,j,Escape"), 1200, None);
+    let r = rows(&dom);
+    assert!(r[1].selected && r.iter().filter(|x| x.selected).count() == 1, "{r:#?}");
+    assert_eq!(between(&dom, "data-focus=\"", "\""), Some("timeline"));
+
     // ---- a refused and an approved call: a paused run, then its resume with a person's approval
     let page = record(&dir, "approvals", |sink| async move {
         let delete = RecordingTool::new("delete").returning("deleted a.txt");
         let wipe = RecordingTool::new("wipe");
-        let agent: Agent<()> = Agent::new(ScriptedModel::new([
-            ScriptedTurn::tool_calls(vec![
-                ToolCall::new("w1", "wipe", json!({"all": true})),
-                ToolCall::new("d1", "delete", json!({"path": "a.txt"})),
-            ]),
-            ScriptedTurn::Reply(
-                ModelResponse::text("Deleted a.txt; wiping is not allowed.").with_usage(Usage::new(40, 9)),
-            ),
-        ]))
+        let agent: Agent<()> = Agent::new(
+            ScriptedModel::new([
+                ScriptedTurn::tool_calls(vec![
+                    ToolCall::new("w1", "wipe", json!({"all": true})),
+                    ToolCall::new("d1", "delete", json!({"path": "a.txt"})),
+                ]),
+                ScriptedTurn::Reply(
+                    ModelResponse::text("Deleted a.txt; wiping is not allowed.").with_usage(Usage::new(40, 9)),
+                ),
+            ])
+            // a model the price table knows, so the page prices its calls
+            .with_id("openai:gpt-4o"),
+        )
         .with_tools(ToolRegistry::new().with(delete).unwrap().with(wipe).unwrap())
         .with_stack(
             MiddlewareStack::new()
@@ -181,9 +203,14 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
     assert_eq!(field(&dom, "decision"), "approve");
     assert_eq!(field(&dom, "result"), "deleted a.txt");
     assert!(
-        dom.contains("data-turn=\"2\" data-input=\"40\" data-output=\"9\""),
-        "the tokens chart"
+        dom.contains("data-turn=\"2\" data-input=\"40\" data-output=\"9\" data-cost=\"$0.000190\""),
+        "the tokens chart, with the turn's cost: 40 in and 9 out at gpt-4o's catalog rates"
     );
+    assert!(
+        dom.contains("<circle") && dom.contains("data-usd=\"0.00019\""),
+        "the cost per turn"
+    );
+    assert_eq!(stat(&dom, "cost"), "$0.000190");
     // the filters, set from the address: only refused rows, with their ancestors
     let dom = open(
         &chrome,
@@ -256,6 +283,7 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
     assert_eq!(field(&dom, "model"), "small");
     assert_eq!(field(&dom, "reply"), "from the backup");
     assert_eq!(field(&dom, "input tokens"), "12");
+    assert_eq!(field(&dom, "cost"), "cost unknown: no price for model small");
 
     // ---- a compression: the older messages summarised
     let page = record(&dir, "compression", |sink| async move {

@@ -104,6 +104,8 @@ pub fn unescape(text: &str) -> String {
 /// A timeline row as rendered.
 #[derive(Debug)]
 pub struct Row {
+    pub id: String,
+    pub selected: bool,
     pub kind: String,
     pub outcome: String,
     pub depth: usize,
@@ -121,6 +123,8 @@ pub fn rows(dom: &str) -> Vec<Row> {
                     .to_owned()
             };
             Row {
+                id: attr("data-id"),
+                selected: chunk.starts_with(" selected\""),
                 kind: attr("data-kind"),
                 outcome: attr("data-outcome"),
                 depth: attr("data-depth").parse().unwrap(),

@@ -7,7 +7,9 @@
 //! filled here: its style, its script and the run's data, a JSON document in
 //! a `<script type="application/json">` element, escaped so no text of the
 //! run can end that element ([`embed_json`]). The script writes every text of
-//! the run with `textContent`, never as HTML.
+//! the run with `textContent`, never as HTML. A recorded page prices each
+//! model call from the built-in price table ([`render_html`]); a live page
+//! shows its cost as unknown.
 //!
 //! ```
 //! use tinyagents::harness::event::{render_html, RecordedRun};
@@ -20,22 +22,83 @@
 //! assert!(!html.contains("</script><b>"));
 //! ```
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
-use super::RecordedRun;
+use super::{EventKind, RecordedRun};
+use crate::harness::model::Usage;
+use crate::middleware::catalog_rates;
 
 const PAGE: &str = include_str!("view/viewer.html");
 const STYLE: &str = include_str!("view/viewer.css");
 const SCRIPT: &str = include_str!("view/viewer.js");
 
 /// The viewer page showing `run`, titled `title`.
+///
+/// Each `model_call_completed` record carries a `cost` member: its price in
+/// USD, derived from the model's name and the reported usage by the built-in
+/// price table ([`catalog_rates`]), or why it is unknown (a model the table
+/// does not price, usage the provider did not report, a token class with no
+/// rate). Cache writes are priced at the base (short-lived) write rate.
 pub fn render_html(run: &RecordedRun, title: &str) -> String {
+    let mut models: HashMap<(String, u64, u64), String> = HashMap::new();
+    let events: Vec<Value> = run
+        .events
+        .iter()
+        .map(|r| {
+            let mut rec = serde_json::json!({ "t_us": r.t_us, "event": r.event });
+            let key = |e: &Value| {
+                (
+                    e["run_id"].as_str().unwrap_or_default().to_owned(),
+                    e["step"].as_u64().unwrap_or_default(),
+                    e["attempt"].as_u64().unwrap_or_default(),
+                )
+            };
+            match r.kind {
+                EventKind::ModelCallStarted => {
+                    if let Some(model) = r.event["model"].as_str() {
+                        models.insert(key(&r.event), model.to_owned());
+                    }
+                }
+                EventKind::ModelCallCompleted => {
+                    rec["cost"] = call_cost(models.get(&key(&r.event)).map(String::as_str), &r.event);
+                }
+                _ => {}
+            }
+            rec
+        })
+        .collect();
     let data = serde_json::json!({
         "title": title,
         "header": run.header,
-        "events": run.events,
+        "events": events,
     });
     page(&data)
+}
+
+/// The price of one completed model call (`event`, a `model_call_completed`
+/// of `model`): `{"usd": N}` or `{"unknown": "why"}`.
+fn call_cost(model: Option<&str>, event: &Value) -> Value {
+    let unknown = |why: String| serde_json::json!({ "unknown": why });
+    let Some(model) = model else {
+        return unknown("no model_call_started names this call's model".into());
+    };
+    if event["usage_reported"] != Value::Bool(true) {
+        return unknown(format!("{model} reported no usage"));
+    }
+    let Ok(usage) = serde_json::from_value::<Usage>(event["usage"].clone()) else {
+        return unknown("the usage is malformed".into());
+    };
+    let Some(rates) = catalog_rates(model) else {
+        return unknown(format!("no price for model {model}"));
+    };
+    let v = rates.value(&usage, false);
+    if v.unpriced.is_empty() {
+        serde_json::json!({ "usd": v.usd })
+    } else {
+        unknown(format!("{model} has no rate for {}", v.unpriced.join(", ")))
+    }
 }
 
 /// The viewer page for a live run: it shows a prompt box, and on submit

@@ -36,13 +36,15 @@
   }
   function ms(us) { return (us / 1000).toFixed(us < 10000 ? 2 : 0) + ' ms'; }
   function str(v) { return v === null || v === undefined ? '' : String(v); }
+  // a price in USD: six decimals below a cent, four above
+  function usd(v) { return '$' + v.toFixed(v < 0.01 ? 6 : 4); }
 
   // ---- the model: nodes built from events ---------------------------------
   var M;
   function reset() {
     M = {
       nodes: [], roots: [], runs: {}, byKey: {}, seq: 0,
-      tStart: null, tEnd: 0, turns: {}, series: [], totals: { input: 0, output: 0, model: 0, tool: 0 },
+      tStart: null, tEnd: 0, turns: {}, series: [], totals: { input: 0, output: 0, model: 0, tool: 0, usd: 0, unpriced: 0 },
       middlewares: {}, tools: {}, outcomes: {}, dirty: true,
     };
   }
@@ -200,17 +202,22 @@
         n.detail.usage_reported = e.usage_reported;
         n.detail.finish_reason = e.finish_reason;
         n.detail.error = e.error;
+        // the page's maker priced the call (a recorded run); a live page cannot
+        var cost = rec.cost || { unknown: 'a live page does not price calls' };
+        n.detail.cost = typeof cost.usd === 'number' ? usd(cost.usd) : 'cost unknown: ' + str(cost.unknown);
         close(n, t, e.error ? 'error' : 'ok');
         var u = e.usage || {};
         var key = str(e.run_id) + '#' + str(e.step);
-        var turn = M.turns[key] || (M.turns[key] = { label: str(e.step), input: 0, output: 0, order: Object.keys(M.turns).length });
+        var turn = M.turns[key] || (M.turns[key] = { label: str(e.step), input: 0, output: 0, usd: 0, unpriced: 0, order: Object.keys(M.turns).length });
+        if (typeof cost.usd === 'number') { turn.usd += cost.usd; M.totals.usd += cost.usd; }
+        else { turn.unpriced += 1; M.totals.unpriced += 1; }
         var inp = (u.input_tokens || 0) + (u.cache_read_tokens || 0) + (u.cache_write_tokens || 0);
         turn.input += inp;
         turn.output += u.output_tokens || 0;
         M.totals.input += inp;
         M.totals.output += u.output_tokens || 0;
         M.totals.model += 1;
-        M.series.push({ t: t, tokens: M.totals.input + M.totals.output, model: M.totals.model, tool: M.totals.tool });
+        M.series.push({ t: t, tokens: M.totals.input + M.totals.output, usd: M.totals.usd, model: M.totals.model, tool: M.totals.tool });
         break;
       }
       case 'attempt_discarded': {
@@ -243,7 +250,7 @@
         if (e.refused && rs.refusals.length) n.detail.refused_by = rs.refusals.shift().middleware;
         close(n, t, out);
         M.totals.tool += 1;
-        M.series.push({ t: t, tokens: M.totals.input + M.totals.output, model: M.totals.model, tool: M.totals.tool });
+        M.series.push({ t: t, tokens: M.totals.input + M.totals.output, usd: M.totals.usd, model: M.totals.model, tool: M.totals.tool });
         break;
       }
       case 'retry':
@@ -425,7 +432,7 @@
       var u = d.usage || {};
       box.appendChild(dl(common.concat([['model', d.model], ['step', d.step], ['attempt', d.attempt],
         ['input tokens', u.input_tokens], ['output tokens', u.output_tokens],
-        ['cache read tokens', u.cache_read_tokens], ['usage reported', d.usage_reported],
+        ['cache read tokens', u.cache_read_tokens], ['usage reported', d.usage_reported], ['cost', d.cost],
         ['finish reason', d.finish_reason === null ? undefined : d.finish_reason],
         ['error', d.error || undefined], ['discarded', d.discarded]])));
       if (d.reasoning) box.appendChild(pre('Reasoning', d.reasoning, 'reasoning'));
@@ -487,6 +494,9 @@
     stat(box, 'tool calls', M.totals.tool);
     stat(box, 'input tokens', M.totals.input);
     stat(box, 'output tokens', M.totals.output);
+    // a total with an unpriced call in it is a lower bound, and says so
+    stat(box, 'cost', !M.totals.model ? usd(0) : M.totals.unpriced === M.totals.model ? 'cost unknown' :
+      usd(M.totals.usd) + (M.totals.unpriced ? ' + cost unknown of ' + M.totals.unpriced + ' call' + (M.totals.unpriced > 1 ? 's' : '') : ''));
     var count = function (k) { return M.nodes.filter(function (n) { return n.kind === k; }).length; };
     stat(box, 'retries', count('retry'));
     stat(box, 'fallbacks', count('fallback'));
@@ -506,19 +516,32 @@
     var bw = (W - 2 * pad) / Math.max(1, turns.length);
     turns.forEach(function (t, i) {
       var x = pad + i * bw, hIn = (H - 2 * pad) * t.input / max, hOut = (H - 2 * pad) * t.output / max;
-      var g = svg('g', { 'data-turn': t.label, 'data-input': t.input, 'data-output': t.output });
+      var price = t.unpriced ? 'cost unknown' : usd(t.usd);
+      var g = svg('g', { 'data-turn': t.label, 'data-input': t.input, 'data-output': t.output, 'data-cost': price });
       var title = svg('title', {});
-      title.textContent = 'turn ' + t.label + ': ' + t.input + ' in, ' + t.output + ' out';
+      title.textContent = 'turn ' + t.label + ': ' + t.input + ' in, ' + t.output + ' out, ' + price;
       g.appendChild(title);
       g.appendChild(svg('rect', { x: x, y: H - pad - hIn - hOut, width: Math.max(0.5, bw * 0.8), height: hOut, 'class': 'out' }));
       g.appendChild(svg('rect', { x: x, y: H - pad - hIn, width: Math.max(0.5, bw * 0.8), height: hIn, 'class': 'in' }));
       s1.appendChild(g);
     });
+    // cost per turn on its own scale: a dot per priced turn, joined; an unpriced turn breaks the line
+    var maxUsd = 0;
+    turns.forEach(function (t) { if (!t.unpriced) maxUsd = Math.max(maxUsd, t.usd); });
+    var seg = [];
+    var flush = function () { if (seg.length) s1.appendChild(svg('polyline', { points: seg.join(' '), 'class': 'usd' })); seg = []; };
+    turns.forEach(function (t, i) {
+      if (t.unpriced) { flush(); return; }
+      var x = pad + i * bw + bw * 0.4, y = H - pad - (H - 2 * pad) * t.usd / Math.max(maxUsd, 1e-12);
+      seg.push(x.toFixed(1) + ',' + y.toFixed(1));
+      s1.appendChild(svg('circle', { cx: x.toFixed(1), cy: y.toFixed(1), r: 2.5, 'class': 'usd', 'data-turn': t.label, 'data-usd': t.usd }));
+    });
+    flush();
     c1.replaceChildren(s1);
     var c2 = $('chart-budget'), s2 = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img' });
-    var span = Math.max(1, M.tEnd - (M.tStart || 0)), last = M.series[M.series.length - 1] || { tokens: 0, model: 0, tool: 0 };
-    [['tokens', 'tok'], ['model', 'mc'], ['tool', 'tc']].forEach(function (k) {
-      var mx = Math.max(1, last[k[0]]);
+    var span = Math.max(1, M.tEnd - (M.tStart || 0)), last = M.series[M.series.length - 1] || { tokens: 0, usd: 0, model: 0, tool: 0 };
+    [['tokens', 'tok'], ['usd', 'usd'], ['model', 'mc'], ['tool', 'tc']].forEach(function (k) {
+      var mx = Math.max(k[0] === 'usd' ? 1e-12 : 1, last[k[0]]);
       var pts = ['0,' + (H - pad)].concat(M.series.map(function (p) {
         return ((W * (p.t - (M.tStart || 0)) / span).toFixed(1)) + ',' + (H - pad - (H - 2 * pad) * p[k[0]] / mx).toFixed(1);
       }));
@@ -559,7 +582,7 @@
   }
   $('search').addEventListener('input', onFilter);
   ['filter-middleware', 'filter-tool', 'filter-outcome'].forEach(function (id) { $(id).addEventListener('change', onFilter); });
-  document.addEventListener('keydown', function (ev) {
+  function onKey(ev) {
     var inInput = ev.target && (ev.target.tagName === 'INPUT' || ev.target.tagName === 'SELECT');
     if (ev.key === '/' && !inInput) { ev.preventDefault(); $('search').focus(); return; }
     if (ev.key === 'Escape') {
@@ -577,7 +600,22 @@
       if (selected.open && selected.children.length) { selected.open = false; refresh(); select(selected, true); }
       else if (selected.parent) select(selected.parent, true);
     } else if (ev.key === 'Enter' && selected) { showDetails(selected); }
-  });
+  }
+  document.addEventListener('keydown', onKey);
+  // `#keys=j,j,Enter,/` replays those keys once the page is loaded, each as a
+  // keydown event dispatched where a real one would go (the focused element),
+  // so the same handler runs; the focused element's id lands in `data-focus`.
+  function keysFromHash() {
+    var m = /(?:^#|&)keys=([^&]+)/.exec(location.hash);
+    if (!m) return;
+    decodeURIComponent(m[1]).split(',').forEach(function (key) {
+      if (!key) return;
+      var target = document.activeElement || document.body;
+      target.dispatchEvent(new KeyboardEvent('keydown', { key: key, bubbles: true, cancelable: true }));
+    });
+    var f = document.activeElement;
+    document.body.setAttribute('data-focus', f && f.id ? f.id : f ? f.tagName.toLowerCase() : '');
+  }
 
   // ---- start: a recorded run, or a live stream -----------------------------
   var data = JSON.parse($('run-data').textContent);
@@ -666,6 +704,7 @@
   refresh();
   filtersFromHash();
   selectFromHash();
+  keysFromHash();
   document.body.setAttribute('data-ready', 'true');
   document.body.setAttribute('data-open-ms', performance.now().toFixed(1));
 })();
