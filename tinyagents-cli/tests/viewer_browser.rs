@@ -58,6 +58,25 @@ where
     page
 }
 
+/// A `before_model` hook that sets a system prompt and appends a message to
+/// every request (numbered by the run's model calls).
+struct Reminder;
+
+#[async_trait::async_trait]
+impl Middleware<()> for Reminder {
+    fn hooks(&self) -> HookSet {
+        HookSet::BEFORE_MODEL
+    }
+    async fn before_model(&self, ctx: &mut RunContext, _: &(), request: &mut ModelRequest) -> Result<()> {
+        request.system = vec![PromptSegment::stable("persona", "You are terse.")];
+        let n = ctx.counters().model_calls + 1;
+        request
+            .messages
+            .push(Message::user(format!("Reminder {n}: answer in one line.")));
+        Ok(())
+    }
+}
+
 fn ctx(run_id: &str, sink: &Arc<dyn EventSink>) -> RunContext {
     RunContext::new(RunConfig::new(run_id), ()).with_sink(sink.clone())
 }
@@ -141,6 +160,55 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
     let r = rows(&dom);
     assert!(r[1].selected && r.iter().filter(|x| x.selected).count() == 1, "{r:#?}");
     assert_eq!(between(&dom, "data-focus=\"", "\""), Some("timeline"));
+
+    // ---- the request as the model saw it: a before_model hook's message is in it
+    let page = record(&dir, "request", |sink| async move {
+        let agent: Agent<()> = Agent::new(ScriptedModel::new([
+            ScriptedTurn::tool_calls(vec![ToolCall::new("s1", "search", json!({"q": "rust"}))]),
+            ScriptedTurn::text("Rust is a language."),
+        ]))
+        .with_tools(
+            ToolRegistry::new()
+                .with(RecordingTool::new("search").returning("rust-lang.org"))
+                .unwrap(),
+        )
+        .with_stack(MiddlewareStack::new().with(Reminder).unwrap());
+        agent.run(&mut ctx("req", &sink), &(), "what is rust?").await.unwrap();
+    })
+    .await;
+    let dom = open(&chrome, &file_url(&page, "#select=model:2.1"), 1200, None);
+    let request = field(&dom, "request");
+    let lines: Vec<&str> = request.lines().collect();
+    assert_eq!(lines[0], "[system · persona] You are terse.", "{request}");
+    assert_eq!(lines[1], "[tools] search", "{request}");
+    assert_eq!(lines[2], "[user] what is rust?", "{request}");
+    assert!(
+        lines[3].starts_with("[assistant] ") && lines[3].ends_with("→ search({\"q\":\"rust\"})"),
+        "{request}"
+    );
+    assert_eq!(lines[4], "[tool · s1] rust-lang.org", "{request}");
+    assert_eq!(
+        lines.last(),
+        Some(&"[user] Reminder 2: answer in one line."),
+        "{request}"
+    );
+    // the log carries each request as a delta: the second keeps the first's messages
+    let log = RecordedRun::read(std::io::BufReader::new(
+        std::fs::File::open(page.with_extension("jsonl")).unwrap(),
+    ))
+    .unwrap();
+    let deltas: Vec<&serde_json::Value> = log
+        .events
+        .iter()
+        .filter(|e| e.event["type"] == "model_request")
+        .map(|e| &e.event["request"])
+        .collect();
+    assert_eq!(deltas.len(), 2);
+    assert_eq!(
+        (deltas[0]["kept"].as_u64(), deltas[1]["system"].is_null()),
+        (Some(0), true)
+    );
+    assert!(deltas[1]["kept"].as_u64().unwrap() >= 1, "{}", deltas[1]);
 
     // ---- a refused and an approved call: a paused run, then its resume with a person's approval
     let page = record(&dir, "approvals", |sink| async move {
@@ -424,10 +492,17 @@ async fn a_thousand_turn_run_opens_and_renders_only_the_rows_in_view() {
     })
     .await;
     let log = page.with_extension("jsonl");
-    let events = RecordedRun::read(std::io::BufReader::new(std::fs::File::open(&log).unwrap()))
-        .unwrap()
+    let recorded = RecordedRun::read(std::io::BufReader::new(std::fs::File::open(&log).unwrap())).unwrap();
+    let events = recorded.events.len();
+    // the requests are recorded as deltas: each message of the conversation
+    // travels once (the prompt, then a reply and a tool result per turn), not once per call
+    let carried: usize = recorded
         .events
-        .len();
+        .iter()
+        .filter(|e| e.event["type"] == "model_request")
+        .map(|e| e.event["request"]["messages"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(carried, 2 * TURNS - 1);
     let started = Instant::now();
     let dom = open(&chrome, &file_url(&page, ""), 900, None);
     let wall = started.elapsed();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tinyagents::harness::error::ErrorKind;
-use tinyagents::harness::event::{CollectingSink, HookOutcome};
+use tinyagents::harness::event::{CollectingSink, EventKind, EventMask, HookOutcome, RequestDelta};
 use tinyagents::harness::middleware::HookKind;
 use tinyagents::harness::model::FinishReason;
 use tinyagents::harness::tool::ToolDelta;
@@ -107,6 +107,24 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
                 "finish_reason",
                 "error",
             ],
+        ),
+        (
+            AgentEvent::ModelRequest {
+                run_id: run.clone(),
+                step: 1,
+                attempt: 1,
+                request: Box::new(RequestDelta {
+                    kept: 0,
+                    messages: vec![Message::user("hi")],
+                    system: None,
+                    tools: None,
+                    params: Default::default(),
+                    response_format: None,
+                    tool_choice: None,
+                }),
+            },
+            "model_request",
+            &["run_id", "step", "attempt", "request"],
         ),
         (
             AgentEvent::AttemptDiscarded {
@@ -381,4 +399,48 @@ async fn a_real_runs_events_serialize_as_json_lines() {
     ] {
         assert!(tags.iter().any(|t| t == expected), "`{expected}` in {tags:?}");
     }
+    // the request the model received is opt-in: a sink wanting ALL does not get it
+    assert!(!tags.iter().any(|t| t == "model_request"), "{tags:?}");
+}
+
+/// A sink that names `ModelRequest` gets each request as a delta: the
+/// second keeps the first's messages and repeats neither system prompt nor tools.
+#[tokio::test]
+async fn model_requests_go_only_to_a_sink_that_opts_in_as_deltas() {
+    assert!(!EventMask::ALL.contains(EventKind::ModelRequest));
+    assert!(!EventMask::except([EventKind::ModelDelta]).contains(EventKind::ModelRequest));
+    let agent: Agent<()> = Agent::new(ScriptedModel::new(vec![
+        ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+            "c1",
+            "search",
+            json!({}),
+        )])),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(
+        ToolRegistry::new()
+            .with(tool_fn(
+                "search",
+                "Searches.",
+                |_cx, _a| async move { Ok("found".into()) },
+            ))
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::with_mask(EventMask::ALL.with(EventKind::ModelRequest)));
+    let mut ctx = RunContext::new(RunConfig::new("run-req"), ()).with_sink(sink.clone());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let deltas: Vec<RequestDelta> = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelRequest { request, .. } => Some(*request),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas.len(), 2);
+    assert_eq!((deltas[0].kept, deltas[0].messages.len()), (0, 1));
+    assert_eq!(deltas[0].tools.as_ref().map(Vec::len), Some(1));
+    assert_eq!(deltas[1].kept, 1, "the prompt is not sent again");
+    assert_eq!(deltas[1].messages.len(), 2, "the reply and the tool result");
+    assert!(deltas[1].system.is_none() && deltas[1].tools.is_none());
 }

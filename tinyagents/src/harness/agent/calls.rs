@@ -52,6 +52,7 @@ where
                 self.agent.model_id.clone()
             },
         });
+        ctx.emit_request(step, attempt, &request);
         let guard = AttemptGuard::arm(ctx, step, attempt);
         // Usage the provider reported during this attempt: charged even when the attempt fails.
         let mut streamed = crate::harness::model::Usage::default();

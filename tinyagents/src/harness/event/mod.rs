@@ -5,6 +5,7 @@
 //! nothing for observability.
 
 pub mod record;
+pub mod request;
 mod sink;
 pub mod view;
 
@@ -17,6 +18,7 @@ use serde_json::Value;
 pub use record::{
     RecordError, RecordHeader, RecordedEvent, RecordedRun, RunRecorder, MAX_RECORD_LINE, RECORD_FORMAT, RECORD_VERSION,
 };
+pub use request::RequestDelta;
 pub use sink::{ChannelSink, CollectingSink, EventMask, EventSink, FnSink, NullSink, TracingSink};
 pub use view::{embed_json, live_html, render_html};
 
@@ -123,6 +125,23 @@ pub enum AgentEvent {
         attempt: u32,
         /// The model's id.
         model: Arc<str>,
+    },
+    /// The request of a model call attempt as the model receives it, after
+    /// every hook, as a change to the run's previous request
+    /// ([`RequestDelta`]; emitted right after `ModelCallStarted`).
+    ///
+    /// Opt-in: [`EventMask::ALL`] leaves it out (it carries the
+    /// conversation), so only a sink that names it gets it —
+    /// [`RunRecorder`] does by default.
+    ModelRequest {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The loop step.
+        step: u32,
+        /// The attempt within the step (as in `ModelCallStarted`).
+        attempt: u32,
+        /// What changed since the previous request of the run.
+        request: Box<RequestDelta>,
     },
     /// A streamed delta, after the delta hooks, before it is accumulated.
     ModelDelta {
@@ -355,6 +374,7 @@ pub enum EventKind {
     MiddlewareStarted,
     MiddlewareCompleted,
     ModelCallStarted,
+    ModelRequest,
     ModelDelta,
     ModelCallCompleted,
     AttemptDiscarded,
@@ -385,6 +405,7 @@ impl AgentEvent {
             Self::MiddlewareStarted { .. } => EventKind::MiddlewareStarted,
             Self::MiddlewareCompleted { .. } => EventKind::MiddlewareCompleted,
             Self::ModelCallStarted { .. } => EventKind::ModelCallStarted,
+            Self::ModelRequest { .. } => EventKind::ModelRequest,
             Self::ModelDelta { .. } => EventKind::ModelDelta,
             Self::ModelCallCompleted { .. } => EventKind::ModelCallCompleted,
             Self::AttemptDiscarded { .. } => EventKind::AttemptDiscarded,

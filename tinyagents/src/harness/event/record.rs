@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{AgentEvent, EventKind, EventSink};
+use super::{AgentEvent, EventKind, EventMask, EventSink};
 
 /// The `format` member of a recorded run's header line.
 pub const RECORD_FORMAT: &str = "tinyagents-run";
@@ -57,6 +57,7 @@ pub const MAX_RECORD_LINE: usize = 16 * 1024 * 1024;
 pub struct RunRecorder<W: Write + Send> {
     inner: Mutex<Writer<W>>,
     start: Instant,
+    mask: EventMask,
 }
 
 struct Writer<W: Write> {
@@ -81,7 +82,17 @@ impl<W: Write + Send> RunRecorder<W> {
         Ok(Self {
             inner: Mutex::new(Writer { out, error: None }),
             start: Instant::now(),
+            mask: EventMask::ALL.with(EventKind::ModelRequest),
         })
+    }
+
+    /// The same recorder leaving out the requests the model received
+    /// ([`AgentEvent::ModelRequest`], which a recorder writes by default:
+    /// whoever records a run asked to see it). The log then holds the
+    /// replies, tool arguments and results, but not the prompts.
+    pub fn without_requests(mut self) -> Self {
+        self.mask = EventMask::ALL;
+        self
     }
 
     /// Flushes the log and hands back the writer.
@@ -124,6 +135,10 @@ impl<W: Write + Send> EventSink for RunRecorder<W> {
                 inner.error = Some(e);
             }
         }
+    }
+
+    fn interest(&self) -> EventMask {
+        self.mask
     }
 }
 

@@ -179,6 +179,23 @@
         rs.stack.push(n);
         break;
       }
+      case 'model_request': {
+        // a delta against the run's previous request: its first `kept` messages, then these
+        var q = e.request || {}, prev = rs.request || { messages: [], system: [], tools: [], complete: true };
+        var kept = q.kept || 0;
+        var req = {
+          messages: prev.messages.slice(0, kept).concat(q.messages || []),
+          system: q.system === null || q.system === undefined ? prev.system : q.system,
+          tools: q.tools === null || q.tools === undefined ? prev.tools : q.tools,
+          params: q.params, tool_choice: q.tool_choice, response_format: q.response_format,
+          // a delta keeping more than the log holds (a log cut short) rebuilds a partial request
+          complete: prev.complete && kept <= prev.messages.length,
+        };
+        rs.request = req;
+        n = rs.attempts[e.attempt];
+        if (n) n.detail.request = req;
+        break;
+      }
       case 'model_delta': {
         n = rs.attempts[e.attempt];
         var c = e.delta && e.delta.content;
@@ -418,6 +435,23 @@
     if (typeof v === 'string') { try { return JSON.stringify(JSON.parse(v), null, 2); } catch (_) { return v; } }
     return JSON.stringify(v, null, 2);
   }
+  function partText(p) {
+    if (p && (p.type === 'text' || p.type === 'reasoning')) return (p.type === 'reasoning' ? '(reasoning) ' : '') + str(p.text);
+    return '[' + str(p && p.type) + ']';
+  }
+  // a rebuilt request as text: the system prompt, the tools by name, each message with its role
+  function requestText(q) {
+    var out = [];
+    if (!q.complete) out.push('(partial: the log lacks an earlier request of this run)');
+    (q.system || []).forEach(function (s) { out.push('[system · ' + str(s.id) + '] ' + str(s.text)); });
+    if ((q.tools || []).length) out.push('[tools] ' + q.tools.map(function (t) { return str(t.name); }).join(', '));
+    q.messages.forEach(function (m) {
+      var line = '[' + str(m.role) + (m.tool_call_id ? ' · ' + str(m.tool_call_id) : '') + '] ' + (m.content || []).map(partText).join(' ');
+      (m.tool_calls || []).forEach(function (c) { line += ' → ' + str(c.name) + '(' + JSON.stringify(c.arguments) + ')'; });
+      out.push(line);
+    });
+    return out.join('\n');
+  }
   function showDetails(n) {
     var box = $('details');
     box.replaceChildren();
@@ -435,6 +469,7 @@
         ['cache read tokens', u.cache_read_tokens], ['usage reported', d.usage_reported], ['cost', d.cost],
         ['finish reason', d.finish_reason === null ? undefined : d.finish_reason],
         ['error', d.error || undefined], ['discarded', d.discarded]])));
+      if (d.request) box.appendChild(pre('Request (as the model received it, after every hook)', requestText(d.request), 'request'));
       if (d.reasoning) box.appendChild(pre('Reasoning', d.reasoning, 'reasoning'));
       box.appendChild(pre('Reply (as streamed, after the delta hooks)', d.reply || '(no text)', 'reply'));
       d.calls.forEach(function (c, i) {
