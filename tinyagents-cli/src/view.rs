@@ -48,7 +48,8 @@ impl Write for Target {
     }
 }
 
-/// A sink sending every event to the printer's sink and to the recorder.
+/// A sink sending each event the printer's sink wants to it, and every event the
+/// recorder wants (the requests the model received included) to the recorder.
 pub struct Tee {
     pub first: Arc<dyn EventSink>,
     pub recorder: Arc<RunRecorder<Target>>,
@@ -63,7 +64,8 @@ impl EventSink for Tee {
     }
 
     fn interest(&self) -> EventMask {
-        EventMask::ALL
+        // the recorder's: every kind, and the requests the model received
+        self.recorder.interest()
     }
 }
 

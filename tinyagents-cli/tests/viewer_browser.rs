@@ -108,6 +108,14 @@ async fn the_viewer_shows_each_kind_of_run_in_a_real_browser() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read(&page).unwrap(), std::fs::read(&again).unwrap());
+    // the log holds each request the model received (the stream on stdout does not)
+    let recorded = RecordedRun::read(std::io::BufReader::new(std::fs::File::open(&log).unwrap())).unwrap();
+    let requests = recorded
+        .events
+        .iter()
+        .filter(|e| e.event["type"] == "model_request")
+        .count();
+    assert_eq!(requests, 2, "one per model call");
     let dom = open(
         &chrome,
         &file_url(&page, "#select=tool:call-0-0"),
