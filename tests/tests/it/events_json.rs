@@ -416,6 +416,7 @@ async fn model_requests_go_only_to_a_sink_that_opts_in_as_deltas() {
             json!({}),
         )])),
         ScriptedTurn::text("done"),
+        ScriptedTurn::text("again"),
     ]))
     .with_tools(
         ToolRegistry::new()
@@ -429,6 +430,8 @@ async fn model_requests_go_only_to_a_sink_that_opts_in_as_deltas() {
     let sink = Arc::new(CollectingSink::with_mask(EventMask::ALL.with(EventKind::ModelRequest)));
     let mut ctx = RunContext::new(RunConfig::new("run-req"), ()).with_sink(sink.clone());
     agent.run(&mut ctx, &(), "go").await.unwrap();
+    // a second run on the same context: its first request is whole again
+    agent.run(&mut ctx, &(), "go on").await.unwrap();
     let deltas: Vec<RequestDelta> = sink
         .events()
         .into_iter()
@@ -437,8 +440,10 @@ async fn model_requests_go_only_to_a_sink_that_opts_in_as_deltas() {
             _ => None,
         })
         .collect();
-    assert_eq!(deltas.len(), 2);
+    assert_eq!(deltas.len(), 3);
     assert_eq!((deltas[0].kept, deltas[0].messages.len()), (0, 1));
+    assert_eq!(deltas[2].kept, 0, "a run's first request keeps nothing");
+    assert!(deltas[2].tools.is_some() && deltas[2].system.is_some());
     assert_eq!(deltas[0].tools.as_ref().map(Vec::len), Some(1));
     assert_eq!(deltas[1].kept, 1, "the prompt is not sent again");
     assert_eq!(deltas[1].messages.len(), 2, "the reply and the tool result");

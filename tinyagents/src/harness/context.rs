@@ -337,6 +337,11 @@ impl<Ctx> RunContext<Ctx> {
         }
     }
 
+    /// Forgets the previous model request: the next `ModelRequest` is whole.
+    pub(crate) fn reset_requests(&mut self) {
+        self.requests = RequestLog::default();
+    }
+
     /// Builds and emits an event only if the sink wants `kind`.
     #[inline]
     pub fn emit_with(&self, kind: EventKind, build: impl FnOnce() -> AgentEvent) {

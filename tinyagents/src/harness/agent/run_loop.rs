@@ -183,7 +183,9 @@ where
     }
 
     /// Emits `RunStarted` and makes the run record.
-    pub(crate) fn begin(&self, ctx: &RunContext<C>, messages: Vec<Message>) -> AgentRun {
+    pub(crate) fn begin(&self, ctx: &mut RunContext<C>, messages: Vec<Message>) -> AgentRun {
+        // a run's first request is recorded whole, even on a reused context
+        ctx.reset_requests();
         ctx.emit_with(EventKind::RunStarted, || AgentEvent::RunStarted {
             run_id: ctx.run_id().clone(),
             parent_run_id: ctx.config().parent_run_id.clone(),
