@@ -50,7 +50,9 @@ pub const RECORD_VERSION: u32 = 1;
 pub const MAX_RECORD_LINE: usize = 16 * 1024 * 1024;
 
 /// An [`EventSink`] that writes every event as one JSON line (the format of
-/// this module), after a header line.
+/// this module), after a header line; the requests the model received
+/// ([`AgentEvent::ModelRequest`]) included, unless
+/// [`without_requests`](Self::without_requests).
 ///
 /// A write error does not stop the run: the first one is kept and returned
 /// by [`finish`](Self::finish), and nothing more is written after it.
@@ -298,6 +300,16 @@ mod tests {
     use super::*;
 
     const HEADER: &str = r#"{"format":"tinyagents-run","version":1,"tinyagents":"0.1.0"}"#;
+
+    #[test]
+    fn a_recorder_asks_for_the_requests_unless_told_not_to() {
+        let recorder = RunRecorder::new(Vec::new()).unwrap();
+        assert!(recorder.interest().contains(EventKind::ModelRequest));
+        assert!(recorder.interest().contains(EventKind::ModelDelta));
+        let recorder = recorder.without_requests();
+        assert!(!recorder.interest().contains(EventKind::ModelRequest));
+        assert_eq!(recorder.interest(), EventMask::ALL);
+    }
 
     fn line_error(text: &str) -> (usize, String) {
         match RecordedRun::read(text.as_bytes()) {

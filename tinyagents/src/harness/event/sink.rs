@@ -58,7 +58,8 @@ pub trait EventSink: Send + Sync {
     /// Receives one event.
     fn emit(&self, event: AgentEvent);
 
-    /// The kinds this sink wants (default: all).
+    /// The kinds this sink wants (default: [`EventMask::ALL`], every kind
+    /// but the opt-in `ModelRequest`).
     fn interest(&self) -> EventMask {
         EventMask::ALL
     }
