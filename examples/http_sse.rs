@@ -7,6 +7,9 @@
 //! curl -N -X POST localhost:3000/run -H 'content-type: application/json' -d '{"prompt": "Weather in Lyon?"}'
 //! ```
 //!
+//! Open <http://localhost:3000/> for the run viewer, drawing a run live from
+//! its events (`#prompt=TEXT` in the address runs TEXT at once).
+//!
 //! Each request gets a fresh scripted model here (it calls `get_weather`,
 //! then answers); serve a real one by returning a shared
 //! `model_from_env("openai:gpt-4o-mini")?` from the model factory instead.
@@ -43,7 +46,8 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let app = router(AppState::new(stack, Arc::new(scripted), Arc::new(tools)));
     let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
-    println!("POST http://{}/run  {{\"prompt\": \"…\"}}", listener.local_addr()?);
+    let addr = listener.local_addr()?;
+    println!("POST http://{addr}/run  {{\"prompt\": \"…\"}}; the live run viewer: http://{addr}/");
     axum::serve(listener, app).await?;
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! An agent served over HTTP with axum: `POST /run` with `{"prompt": "…"}`
 //! runs one agent for that request, around a middleware stack shared by
 //! every request, and answers with its events as server-sent events (SSE).
-//! Used by the `http_sse` example and its test.
+//! `GET /` serves the run viewer (`tinyagents::harness::event::live_html`),
+//! which sends a prompt to `POST /run` and draws the run from its events as
+//! they arrive. Used by the `http_sse` example and its test.
 //!
 //! Each SSE event is named after the event's `type` and carries its JSON
 //! (the shape of `docs/events.md`) as data; the stream ends with one
@@ -16,7 +18,8 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::post;
+use axum::response::Html;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
@@ -62,9 +65,17 @@ pub struct RunRequest {
     pub prompt: String,
 }
 
-/// The server's routes: `POST /run`.
+/// The server's routes: `GET /` (the live run viewer) and `POST /run`.
 pub fn router(state: AppState) -> Router {
-    Router::new().route("/run", post(run)).with_state(Arc::new(state))
+    Router::new()
+        .route("/", get(viewer))
+        .route("/run", post(run))
+        .with_state(Arc::new(state))
+}
+
+/// The run viewer, live: one self-contained page that runs a prompt through `POST /run`.
+async fn viewer() -> Html<String> {
+    Html(tinyagents::harness::event::live_html("/run", "tinyagents · live run"))
 }
 
 /// An SSE event of `name` carrying `data` as JSON.

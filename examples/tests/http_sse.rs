@@ -209,3 +209,40 @@ async fn a_client_that_hangs_up_cancels_its_run() {
         .expect("the hung-up client's run was cancelled")
         .unwrap();
 }
+
+#[path = "../../tinyagents-cli/tests/browser/mod.rs"]
+mod browser;
+
+/// The live viewer (`GET /`) in headless Chromium: `#prompt=` runs a prompt
+/// through `POST /run`, and the page draws the run from its server-sent events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_viewer_draws_the_run_from_its_events() {
+    let Some(chrome) = browser::chromium() else { return };
+    let counter = RunCounter::default();
+    let base = serve(Arc::new(scripted), &counter).await;
+    let page = reqwest::get(format!("{base}/")).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains(r#""live":{"url":"/run"}"#));
+    let url = format!("{base}/#prompt=Weather%20in%20Lyon%3F&select=tool:call-1");
+    let shot = browser::out_dir().join("live.png");
+    let dom = tokio::task::spawn_blocking(move || browser::open(&chrome, &url, 1200, Some(&shot)))
+        .await
+        .unwrap();
+    assert!(dom.contains("data-live=\"done\""), "the stream ended");
+    assert_eq!(
+        browser::between(&dom, "<span id=\"live-status\">", "</span>"),
+        Some("finished: It is sunny in Lyon.")
+    );
+    let rows = browser::rows(&dom);
+    assert_eq!(browser::row(&rows, "run", "run http-1").outcome, "ok");
+    assert_eq!(browser::row(&rows, "hook", "run_counter · before_agent").outcome, "ok");
+    let tool = browser::row(&rows, "tool", "tool get_weather (call-1)");
+    assert_eq!((tool.outcome.as_str(), tool.depth), ("ok", 1));
+    assert!(tool.selected && rows.iter().filter(|r| r.selected).all(|r| r.id == tool.id));
+    assert_eq!(browser::stat(&dom, "model calls"), "2");
+    // a live page has no price table: the cost is unknown, not zero
+    assert_eq!(browser::stat(&dom, "cost"), "cost unknown");
+    assert_eq!(browser::field(&dom, "result"), "sunny");
+    assert!(browser::unescape(&dom).contains("Lyon"));
+    assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+}

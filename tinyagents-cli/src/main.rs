@@ -5,6 +5,8 @@
 //! tinyagents check FILE           validate an agent file; print the resolved stack with each middleware's hooks
 //! tinyagents run FILE [--model provider:model] [--script replies.json] [--prompt TEXT] [--json]
 //!                                 run an agent with that stack on a real or the scripted model, streaming its events
+//!                                 (`--record run.jsonl` keeps them as JSON Lines, `--html run.html` as a viewer page)
+//! tinyagents view LOG [-o PAGE]   the self-contained HTML viewer page of a recorded run
 //! ```
 //!
 //! `FILE` may be `-`: the agent file is read from standard input. `-v` (more
@@ -59,6 +61,7 @@ macro_rules! errln {
 
 mod agent_file;
 mod render;
+mod view;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -140,6 +143,39 @@ fn cli() -> Command {
                         .long("json")
                         .action(ArgAction::SetTrue)
                         .help("Print every event as one line of JSON on stdout (docs/events.md), then a `finished` line"),
+                )
+                .arg(
+                    Arg::new("record")
+                        .long("record")
+                        .value_name("LOG")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("Record the run's events, timed, as JSON Lines in LOG (read by `tinyagents view`)"),
+                )
+                .arg(
+                    Arg::new("html")
+                        .long("html")
+                        .value_name("PAGE")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("Write the run as a self-contained HTML viewer page (no network) when it ends"),
+                ),
+        )
+        .subcommand(
+            Command::new("view")
+                .about("Write the self-contained HTML viewer page of a run recorded with `run --record`")
+                .arg(
+                    Arg::new("log")
+                        .required(true)
+                        .value_name("LOG")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("The recorded run (JSON Lines)"),
+                )
+                .arg(
+                    Arg::new("output")
+                        .long("output")
+                        .short('o')
+                        .value_name("PAGE")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("The page to write (default: LOG with the extension .html)"),
                 ),
         )
 }
@@ -228,8 +264,16 @@ fn main() -> ExitCode {
                 m.get_one::<String>("model").map(String::as_str),
                 m.get_one::<String>("prompt").cloned(),
                 output,
+                view::Keep {
+                    record: m.get_one::<PathBuf>("record").cloned(),
+                    html: m.get_one::<PathBuf>("html").cloned(),
+                },
             )
         }
+        Some(("view", m)) => view::view(
+            m.get_one::<PathBuf>("log").expect("required"),
+            m.get_one::<PathBuf>("output").map(PathBuf::as_path),
+        ),
         _ => unreachable!("a subcommand is required"),
     }
 }
@@ -381,6 +425,7 @@ fn run(
     model: Option<&str>,
     prompt: Option<String>,
     output: Output,
+    keep: view::Keep,
 ) -> ExitCode {
     let loaded = match agent_file::load(source, script) {
         Ok(l) => l,
@@ -417,7 +462,7 @@ fn run(
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run_agent(loaded, real, prompt, output))
+    runtime.block_on(run_agent(loaded, real, prompt, output, keep))
 }
 
 async fn run_agent(
@@ -425,6 +470,7 @@ async fn run_agent(
     real: Option<Arc<dyn ChatModel>>,
     prompt: Option<String>,
     output: Output,
+    keep: view::Keep,
 ) -> ExitCode {
     let agent_file::Loaded {
         stack,
@@ -461,8 +507,22 @@ async fn run_agent(
         agent = agent.with_max_steps(max);
     }
     let (sink, mut events) = ChannelSink::new();
+    let recorder = match keep.any().then(|| view::open(&keep)).transpose() {
+        Ok(r) => r.map(Arc::new),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sink: Arc<dyn tinyagents::harness::event::EventSink> = match &recorder {
+        Some(recorder) => Arc::new(view::Tee {
+            first: Arc::new(sink),
+            recorder: recorder.clone(),
+        }),
+        None => Arc::new(sink),
+    };
     let mut ctx = RunContext::new(RunConfig::new(section.run_id.clone()), ())
-        .with_sink(Arc::new(sink))
+        .with_sink(sink)
         .with_workspace(WorkspaceDescriptor::new(section.workspace.clone()));
     let prompt = prompt.unwrap_or(section.prompt);
 
@@ -507,6 +567,15 @@ async fn run_agent(
     drop(ctx);
     drop(agent);
     let _ = printer.await;
+    if let Some(recorder) = recorder {
+        let kept = Arc::try_unwrap(recorder)
+            .map_err(|_| "the run's recorder is still shared after the run".to_owned())
+            .and_then(|r| view::finish(&keep, r));
+        if let Err(e) = kept {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match result {
         Ok(run) if output == Output::Json => {
             let mut line = serde_json::json!({

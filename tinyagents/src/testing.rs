@@ -82,6 +82,9 @@ pub fn trace_line(event: &AgentEvent) -> Option<String> {
             format!("completed {middleware}.{hook} {outcome}")
         }
         AgentEvent::ModelCallStarted { step, attempt, .. } => format!("model_call step={step} attempt={attempt}"),
+        AgentEvent::ModelRequest { request, .. } => {
+            format!("model_request kept={} new={}", request.kept, request.messages.len())
+        }
         AgentEvent::ModelCallCompleted { error: Some(k), .. } => format!("model_done error:{k}"),
         AgentEvent::ModelCallCompleted { .. } => "model_done".to_owned(),
         AgentEvent::ModelDelta { delta, .. } => match &delta.content {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tinyagents::harness::error::ErrorKind;
-use tinyagents::harness::event::{CollectingSink, HookOutcome};
+use tinyagents::harness::event::{CollectingSink, EventKind, EventMask, HookOutcome, RequestDelta};
 use tinyagents::harness::middleware::HookKind;
 use tinyagents::harness::model::FinishReason;
 use tinyagents::harness::tool::ToolDelta;
@@ -109,6 +109,24 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
             ],
         ),
         (
+            AgentEvent::ModelRequest {
+                run_id: run.clone(),
+                step: 1,
+                attempt: 1,
+                request: Box::new(RequestDelta {
+                    kept: 0,
+                    messages: vec![Message::user("hi")],
+                    system: None,
+                    tools: None,
+                    params: Default::default(),
+                    response_format: None,
+                    tool_choice: None,
+                }),
+            },
+            "model_request",
+            &["run_id", "step", "attempt", "request"],
+        ),
+        (
             AgentEvent::AttemptDiscarded {
                 run_id: run.clone(),
                 attempt: 1,
@@ -130,9 +148,10 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
                 run_id: run.clone(),
                 call_id: "c1".into(),
                 tool: "search".into(),
+                arguments: json!({"q": "rust"}),
             },
             "tool_call_started",
-            &["run_id", "call_id", "tool"],
+            &["run_id", "call_id", "tool", "arguments"],
         ),
         (
             AgentEvent::ToolCallRefused {
@@ -158,9 +177,10 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
                 call_id: "c1".into(),
                 tool: "search".into(),
                 is_error: false,
+                content: "3 hits".into(),
             },
             "tool_call_completed",
-            &["run_id", "call_id", "tool", "is_error"],
+            &["run_id", "call_id", "tool", "is_error", "content"],
         ),
         (
             AgentEvent::ControlApplied {
@@ -279,6 +299,10 @@ fn every_kind_has_a_type_tag_and_its_documented_fields() {
         let mut expected = set(fields);
         expected.insert("type".into());
         assert_eq!(keys(&v), expected, "the fields of `{tag}`");
+        // The kind's own name is the type tag (a recorded run is read back by it).
+        let kind: tinyagents::harness::event::EventKind = serde_json::from_value(v["type"].clone()).unwrap();
+        assert_eq!(kind, event.kind(), "{tag}");
+        assert_eq!(serde_json::to_value(kind).unwrap(), tag);
     }
 }
 
@@ -384,4 +408,53 @@ async fn a_real_runs_events_serialize_as_json_lines() {
     ] {
         assert!(tags.iter().any(|t| t == expected), "`{expected}` in {tags:?}");
     }
+    // the request the model received is opt-in: a sink wanting ALL does not get it
+    assert!(!tags.iter().any(|t| t == "model_request"), "{tags:?}");
+}
+
+/// A sink that names `ModelRequest` gets each request as a delta: the
+/// second keeps the first's messages and repeats neither system prompt nor tools.
+#[tokio::test]
+async fn model_requests_go_only_to_a_sink_that_opts_in_as_deltas() {
+    assert!(!EventMask::ALL.contains(EventKind::ModelRequest));
+    assert!(!EventMask::except([EventKind::ModelDelta]).contains(EventKind::ModelRequest));
+    let agent: Agent<()> = Agent::new(ScriptedModel::new(vec![
+        ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+            "c1",
+            "search",
+            json!({}),
+        )])),
+        ScriptedTurn::text("done"),
+        ScriptedTurn::text("again"),
+    ]))
+    .with_tools(
+        ToolRegistry::new()
+            .with(tool_fn(
+                "search",
+                "Searches.",
+                |_cx, _a| async move { Ok("found".into()) },
+            ))
+            .unwrap(),
+    );
+    let sink = Arc::new(CollectingSink::with_mask(EventMask::ALL.with(EventKind::ModelRequest)));
+    let mut ctx = RunContext::new(RunConfig::new("run-req"), ()).with_sink(sink.clone());
+    agent.run(&mut ctx, &(), "go").await.unwrap();
+    // a second run on the same context: its first request is whole again
+    agent.run(&mut ctx, &(), "go on").await.unwrap();
+    let deltas: Vec<RequestDelta> = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelRequest { request, .. } => Some(*request),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas.len(), 3);
+    assert_eq!((deltas[0].kept, deltas[0].messages.len()), (0, 1));
+    assert_eq!(deltas[2].kept, 0, "a run's first request keeps nothing");
+    assert!(deltas[2].tools.is_some() && deltas[2].system.is_some());
+    assert_eq!(deltas[0].tools.as_ref().map(Vec::len), Some(1));
+    assert_eq!(deltas[1].kept, 1, "the prompt is not sent again");
+    assert_eq!(deltas[1].messages.len(), 2, "the reply and the tool result");
+    assert!(deltas[1].system.is_none() && deltas[1].tools.is_none());
 }

@@ -14,6 +14,7 @@ pub use crate::harness::locals::RunLocalsHandle;
 pub use crate::harness::run::RunCounters;
 
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::event::request::RequestLog;
 use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};
 use crate::harness::locals::RunLocals;
 use crate::harness::model::Usage;
@@ -168,6 +169,8 @@ pub struct RunContext<Ctx = ()> {
     checkpoint_request: Option<String>,
     /// The step of the last model attempt, and its number within that step.
     attempt: (u32, u32),
+    /// The run's previous model request, kept while the sink wants `ModelRequest`.
+    requests: RequestLog,
 }
 
 impl<Ctx> std::fmt::Debug for RunContext<Ctx> {
@@ -206,6 +209,7 @@ impl<Ctx> RunContext<Ctx> {
             max_steps: None,
             own: Vec::new(),
             attempt: (0, 0),
+            requests: RequestLog::default(),
         }
     }
 
@@ -321,6 +325,21 @@ impl<Ctx> RunContext<Ctx> {
         if self.mask.contains(event.kind()) {
             self.sink.emit(event);
         }
+    }
+
+    /// Emits the `ModelRequest` event of an attempt (a delta against the
+    /// run's previous request) if the sink wants that kind; else does nothing.
+    #[inline]
+    pub(crate) fn emit_request(&mut self, step: u32, attempt: u32, request: &crate::harness::model::ModelRequest) {
+        if self.mask.contains(EventKind::ModelRequest) {
+            let event = self.requests.event(self.config.run_id.clone(), step, attempt, request);
+            self.sink.emit(event);
+        }
+    }
+
+    /// Forgets the previous model request: the next `ModelRequest` is whole.
+    pub(crate) fn reset_requests(&mut self) {
+        self.requests = RequestLog::default();
     }
 
     /// Builds and emits an event only if the sink wants `kind`.
@@ -871,6 +890,8 @@ impl<Ctx> RunContext<Ctx> {
             own: self.own.clone(),
             checkpoint_request: None,
             attempt: self.attempt,
+            // a branch's first request is recorded whole
+            requests: RequestLog::default(),
         }
     }
 

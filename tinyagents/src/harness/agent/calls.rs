@@ -52,6 +52,7 @@ where
                 self.agent.model_id.clone()
             },
         });
+        ctx.emit_request(step, attempt, &request);
         let guard = AttemptGuard::arm(ctx, step, attempt);
         // Usage the provider reported during this attempt: charged even when the attempt fails.
         let mut streamed = crate::harness::model::Usage::default();
@@ -356,11 +357,12 @@ pub(super) struct ToolCallEvents {
 }
 
 impl ToolCallEvents {
-    pub(super) fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str) -> Self {
+    pub(super) fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str, arguments: &serde_json::Value) -> Self {
         ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
             run_id: ctx.run_id().clone(),
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
+            arguments: arguments.clone(),
         });
         let wants = ctx.wants(EventKind::ToolCallCompleted);
         Self {
@@ -370,17 +372,21 @@ impl ToolCallEvents {
         }
     }
 
-    pub(super) fn close(mut self, is_error: bool) {
-        self.complete(is_error);
+    /// Ends the call's events with its result.
+    pub(super) fn close(mut self, result: &ToolResult) {
+        if self.pending.is_some() {
+            self.complete(result.is_error(), result.content.clone());
+        }
     }
 
-    fn complete(&mut self, is_error: bool) {
+    fn complete(&mut self, is_error: bool, content: String) {
         if let Some((sink, run_id)) = self.pending.take() {
             sink.emit(AgentEvent::ToolCallCompleted {
                 run_id,
                 call_id: std::mem::take(&mut self.call_id),
                 tool: std::mem::take(&mut self.tool),
                 is_error,
+                content,
             });
         }
     }
@@ -388,6 +394,6 @@ impl ToolCallEvents {
 
 impl Drop for ToolCallEvents {
     fn drop(&mut self) {
-        self.complete(true);
+        self.complete(true, String::new());
     }
 }

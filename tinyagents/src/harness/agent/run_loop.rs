@@ -193,7 +193,9 @@ where
     }
 
     /// Emits `RunStarted` and makes the run record.
-    pub(crate) fn begin(&self, ctx: &RunContext<C>, messages: Vec<Message>) -> AgentRun {
+    pub(crate) fn begin(&self, ctx: &mut RunContext<C>, messages: Vec<Message>) -> AgentRun {
+        // a run's first request is recorded whole, even on a reused context
+        ctx.reset_requests();
         ctx.emit_with(EventKind::RunStarted, || AgentEvent::RunStarted {
             run_id: ctx.run_id().clone(),
             parent_run_id: ctx.config().parent_run_id.clone(),
@@ -822,7 +824,7 @@ where
                 (result, None)
             }
             Prepared::Ready(call) => {
-                let events = ToolCallEvents::open(ctx, &call.id, &call.name);
+                let events = ToolCallEvents::open(ctx, &call.id, &call.name, &call.arguments);
                 let (id, name) = (call.id.clone(), call.name.clone());
                 ctx.counters_mut().tool_calls += 1;
                 let result = match self
@@ -851,7 +853,7 @@ where
         self.stack.run_after_tool(ctx, state, &mut result).await?;
         self.answers_its_call(&id, &result.call_id, HookKind::AfterTool)?;
         if let Some(events) = events {
-            events.close(result.is_error());
+            events.close(&result);
         }
         Ok(result)
     }

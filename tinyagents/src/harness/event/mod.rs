@@ -4,7 +4,10 @@
 //! builds no event for a kind nobody wants, so a run with a [`NullSink`] pays
 //! nothing for observability.
 
+pub mod record;
+pub mod request;
 mod sink;
+pub mod view;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -12,7 +15,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use record::{
+    RecordError, RecordHeader, RecordedEvent, RecordedRun, RunRecorder, MAX_RECORD_LINE, RECORD_FORMAT, RECORD_VERSION,
+};
+pub use request::RequestDelta;
 pub use sink::{ChannelSink, CollectingSink, EventMask, EventSink, FnSink, NullSink, TracingSink};
+pub use view::{embed_json, live_html, render_html};
 
 use crate::harness::error::ErrorKind;
 use crate::harness::hooks::HookKind;
@@ -60,10 +68,11 @@ pub enum HookOutcome {
 ///     run_id: Arc::from("run-1"),
 ///     call_id: "call-1".into(),
 ///     tool: "search".into(),
+///     arguments: serde_json::json!({"q": "rust"}),
 /// };
 /// assert_eq!(
 ///     serde_json::to_value(&event).unwrap(),
-///     serde_json::json!({"type": "tool_call_started", "run_id": "run-1", "call_id": "call-1", "tool": "search"}),
+///     serde_json::json!({"type": "tool_call_started", "run_id": "run-1", "call_id": "call-1", "tool": "search", "arguments": {"q": "rust"}}),
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -117,6 +126,23 @@ pub enum AgentEvent {
         /// The model's id.
         model: Arc<str>,
     },
+    /// The request of a model call attempt as the model receives it, after
+    /// every hook, as a change to the run's previous request
+    /// ([`RequestDelta`]; emitted right after `ModelCallStarted`).
+    ///
+    /// Opt-in: [`EventMask::ALL`] leaves it out (it carries the
+    /// conversation), so only a sink that names it gets it —
+    /// [`RunRecorder`] does by default.
+    ModelRequest {
+        /// The run's id.
+        run_id: Arc<str>,
+        /// The loop step.
+        step: u32,
+        /// The attempt within the step (as in `ModelCallStarted`).
+        attempt: u32,
+        /// What changed since the previous request of the run.
+        request: Box<RequestDelta>,
+    },
     /// A streamed delta, after the delta hooks, before it is accumulated.
     ModelDelta {
         /// The run's id.
@@ -169,6 +195,10 @@ pub enum AgentEvent {
         call_id: String,
         /// The tool's name.
         tool: String,
+        /// The arguments it runs with: the effective ones, after every
+        /// `before_tool` hook (a guard's rewrite, a redaction); `null` for a
+        /// call the batch review rejected before any hook saw it.
+        arguments: Value,
     },
     /// A tool call was answered without running: refused by a `before_tool`
     /// hook (`tool_policy`, a limit under the tool error policy) or rejected
@@ -201,6 +231,9 @@ pub enum AgentEvent {
         tool: String,
         /// Whether the result is an error result.
         is_error: bool,
+        /// The result's content as the model sees it, after every
+        /// `after_tool` hook; empty when the call ended the run.
+        content: String,
     },
     /// The loop honoured a control request or a jump.
     ControlApplied {
@@ -339,7 +372,11 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// The kind of an [`AgentEvent`], without its data (for filtering).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Serialized as the event's `type` tag (`run_started`, `model_delta`, …):
+/// the same snake-case rule names both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub enum EventKind {
@@ -348,6 +385,7 @@ pub enum EventKind {
     MiddlewareStarted,
     MiddlewareCompleted,
     ModelCallStarted,
+    ModelRequest,
     ModelDelta,
     ModelCallCompleted,
     AttemptDiscarded,
@@ -379,6 +417,7 @@ impl AgentEvent {
             Self::MiddlewareStarted { .. } => EventKind::MiddlewareStarted,
             Self::MiddlewareCompleted { .. } => EventKind::MiddlewareCompleted,
             Self::ModelCallStarted { .. } => EventKind::ModelCallStarted,
+            Self::ModelRequest { .. } => EventKind::ModelRequest,
             Self::ModelDelta { .. } => EventKind::ModelDelta,
             Self::ModelCallCompleted { .. } => EventKind::ModelCallCompleted,
             Self::AttemptDiscarded { .. } => EventKind::AttemptDiscarded,

@@ -11,8 +11,10 @@ use super::{AgentEvent, EventKind};
 pub struct EventMask(u64);
 
 impl EventMask {
-    /// Every kind.
-    pub const ALL: Self = Self(u64::MAX);
+    /// Every kind but the opt-in ones: [`EventKind::ModelRequest`], which
+    /// carries the conversation, goes only to a sink that names it
+    /// (`EventMask::ALL.with(EventKind::ModelRequest)`).
+    pub const ALL: Self = Self(!Self::bit(EventKind::ModelRequest));
     /// No kind: the runtime builds no event at all.
     pub const NONE: Self = Self(0);
 
@@ -25,9 +27,14 @@ impl EventMask {
         Self(kinds.into_iter().fold(0, |m, k| m | Self::bit(k)))
     }
 
-    /// Every kind but these.
+    /// Every kind of [`ALL`](Self::ALL) but these.
     pub fn except(kinds: impl IntoIterator<Item = EventKind>) -> Self {
-        Self(!Self::only(kinds).0)
+        Self(Self::ALL.0 & !Self::only(kinds).0)
+    }
+
+    /// This set and `kind` (how a sink opts in to an opt-in kind).
+    pub const fn with(self, kind: EventKind) -> Self {
+        Self(self.0 | Self::bit(kind))
     }
 
     /// Whether `kind` is in the set.
@@ -51,7 +58,8 @@ pub trait EventSink: Send + Sync {
     /// Receives one event.
     fn emit(&self, event: AgentEvent);
 
-    /// The kinds this sink wants (default: all).
+    /// The kinds this sink wants (default: [`EventMask::ALL`], every kind
+    /// but the opt-in `ModelRequest`).
     fn interest(&self) -> EventMask {
         EventMask::ALL
     }

@@ -854,7 +854,7 @@ impl HumanInTheLoopMiddleware {
     config = HumanInTheLoopConfig,
     doc(
         mutation = "Records its gated tools as a run restriction (every call to them in a sub-agent run needs a person's approval of that call). On resume: replaces the first model call with the paused reply, rewrites an edited call's arguments, gives rejected and answered calls their one result, and records each approved call (its digest) so `tool_policy`'s `approval_required` accepts it. Records `hitl_pending` and `hitl_interrupt` (the whole interrupt) when it pauses and `hitl_consumed` (used decision ids) when it applies decisions, with `update_state`; a durable graph run keeps them in its checkpoint.",
-        events = "`StateUpdated { key: \"hitl_pending\" }`, `StateUpdated { key: \"hitl_interrupt\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses; `StateUpdated { key: \"hitl_consumed\" }` when it applies decisions.",
+        events = "`StateUpdated { key: \"hitl_pending\" }`, `StateUpdated { key: \"hitl_interrupt\" }` and `Custom { middleware: \"human_in_the_loop\", name: \"interrupt\", data: { requests } }` when it pauses; `StateUpdated { key: \"hitl_consumed\" }` and one `Custom { middleware: \"human_in_the_loop\", name: \"decided\", data: { call_id, tool, decision, request_id } }` per decided call when it applies decisions.",
         failure = "Fails closed: a batch with any gated call and no decisions fails the run with `Interrupted` before any call of the batch runs; decisions that are missing, extra, of a kind not allowed, that do not match the replayed batch, or whose call's tool or arguments differ from the digest the person decided on are a `Validation` error and nothing runs; decisions already used once (a replay, or the loser of two concurrent resumes) are a `Conflict` error and nothing runs; `before_tool` refuses a gated call the batch review did not admit. A sub-agent's request pauses the parent too and is carried in the parent's interrupt (`children`).",
         streaming = "None: the replayed reply is not streamed again (no deltas on the resumed turn).",
         cache = "None: it does not change the request; a resumed run sends the same history as the paused one.",
@@ -1001,6 +1001,19 @@ impl HumanInTheLoopMiddleware {
                 reused.push((i, done));
             }
             self.consume(ctx, &resume)?;
+            for (_, r) in &gated {
+                let decision = resume.decisions[&r.call_id].decision.kind();
+                ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+                    middleware: "human_in_the_loop".into(),
+                    name: "decided".into(),
+                    data: json!({
+                        "call_id": r.call_id,
+                        "tool": r.tool,
+                        "decision": decision,
+                        "request_id": r.request_id,
+                    }),
+                });
+            }
             let mut s = st.0.lock().expect("hitl lock");
             for (i, r) in &gated {
                 let shown = &batch.calls()[*i].call;
