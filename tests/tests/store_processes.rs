@@ -19,7 +19,9 @@
 //!    under the default `SharedBudget` (no `reserve_usd`): the connection to
 //!    Redis and to PostgreSQL is cut through a loopback proxy (the shared
 //!    servers stay up for the other tests), a private Redis server of this
-//!    test (append-only file) is SIGKILLed and started again, SQLite's file
+//!    test (append-only file) is SIGKILLed and started again, so is the
+//!    postmaster of a private PostgreSQL cluster (with its backends; skipped
+//!    where PostgreSQL is not installed, a failure when `CI=true`), SQLite's file
 //!    is held by a writer process that is then SIGKILLed; each settle that
 //!    failed is kept and lands when the store is back, so nothing is
 //!    unrecorded.
@@ -714,6 +716,9 @@ enum Outage<'a> {
     Locker(&'a str),
     /// SIGKILL this private Redis server, then start it again on its files.
     Kill(PrivateRedis),
+    /// SIGKILL this private PostgreSQL cluster's postmaster and backends,
+    /// then start it again on its data directory and port.
+    KillPostgres(PrivatePostgres),
 }
 
 /// A Redis server of this test alone, on a free loopback port, keeping an
@@ -805,13 +810,246 @@ impl Drop for PrivateRedis {
     }
 }
 
+/// A PostgreSQL cluster of this test alone (initdb, trust authentication on
+/// loopback, `fsync = on`), on a free loopback port, so its postmaster can be
+/// SIGKILLed and started again without disturbing the server other tests
+/// share. As root (CI), the cluster belongs to the `postgres` user (or a
+/// `tinyagents-pg` user created for it), as in `.ci/services.sh`: the server
+/// refuses to run as root.
+struct PrivatePostgres {
+    bin: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    port: u16,
+    /// `runuser -u OWNER --` as root, empty otherwise.
+    run_as: Vec<String>,
+    /// `kill` ran since the last start: the next start must be a crash recovery.
+    killed: bool,
+}
+
+impl PrivatePostgres {
+    /// The newest `/usr/lib/postgresql/*/bin` (Debian's layout, which
+    /// `.ci/services.sh` uses too), or `None` when PostgreSQL is not installed.
+    fn bin() -> Option<std::path::PathBuf> {
+        let versions = std::fs::read_dir("/usr/lib/postgresql").ok()?;
+        versions
+            .filter_map(|v| {
+                let v = v.ok()?;
+                let major: u32 = v.file_name().to_str()?.parse().ok()?;
+                let bin = v.path().join("bin");
+                bin.join("initdb").exists().then_some((major, bin))
+            })
+            .max_by_key(|(major, _)| *major)
+            .map(|(_, bin)| bin)
+    }
+
+    /// Creates the cluster and starts it.
+    fn start_new(bin: std::path::PathBuf) -> Result<PrivatePostgres, String> {
+        let dir = std::env::temp_dir().join(unique("postgres-private"));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut postgres = PrivatePostgres {
+            bin,
+            dir,
+            port,
+            run_as: Vec::new(),
+            killed: false,
+        };
+        if running_as_root() {
+            let owner = if sh(Command::new("id").arg("postgres")).is_ok() {
+                "postgres"
+            } else {
+                if sh(Command::new("id").arg("tinyagents-pg")).is_err() {
+                    sh(Command::new("useradd").args(["--system", "--no-create-home", "tinyagents-pg"]))?;
+                }
+                "tinyagents-pg"
+            };
+            sh(Command::new("chown").arg(owner).arg(&postgres.dir))?;
+            postgres.run_as = ["runuser", "-u", owner, "--"].map(String::from).to_vec();
+        }
+        let data = postgres.dir.join("data");
+        sh(postgres
+            .command("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "tinyagents", "--auth=trust", "-E", "UTF8"]))?;
+        postgres.start()?;
+        Ok(postgres)
+    }
+
+    /// `bin/NAME`, run as the cluster's owner.
+    fn command(&self, name: &str) -> Command {
+        let program = self.bin.join(name);
+        match self.run_as.split_first() {
+            Some((runuser, args)) => {
+                let mut c = Command::new(runuser);
+                c.args(args).arg(program);
+                c
+            }
+            None => Command::new(program),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://tinyagents@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Starts the postmaster on the data directory and port, and waits (at
+    /// most 30 s, `pg_ctl -w`) until it accepts connections. The lock files
+    /// a killed postmaster leaves (`postmaster.pid` and the socket's
+    /// `.lock`) are removed first: `kill` has made sure none of its processes
+    /// runs, but a killed postmaster may stay a zombie until its parent reaps
+    /// it, and the server takes a zombie's id in a lock file as a live server.
+    fn start(&mut self) -> Result<(), String> {
+        let data = self.dir.join("data");
+        let _ = std::fs::remove_file(data.join("postmaster.pid"));
+        let _ = std::fs::remove_file(self.dir.join(format!(".s.PGSQL.{}.lock", self.port)));
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -c port={} -c unix_socket_directories={} -c fsync=on",
+            self.port,
+            self.dir.display()
+        );
+        let log = self.dir.join("postgres.log");
+        let started = sh(self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(&data)
+            .arg("-l")
+            .arg(&log)
+            .args(["-w", "-t", "30", "-o", &options, "start"]));
+        if let Err(e) = started {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(format!(
+                "PostgreSQL on port {} did not start: {e}; its log:\n{log}",
+                self.port
+            ));
+        }
+        // After a SIGKILL the server must have recovered from its WAL (the
+        // kill was a crash, not a shutdown).
+        if std::mem::take(&mut self.killed) {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            if !log.contains("not properly shut down") {
+                return Err(format!(
+                    "PostgreSQL on port {} started after the SIGKILL without a crash recovery; its log:\n{log}",
+                    self.port
+                ));
+            }
+        }
+        std::net::TcpStream::connect(("127.0.0.1", self.port))
+            .map(drop)
+            .map_err(|e| format!("PostgreSQL said it started but port {} refuses: {e}", self.port))
+    }
+
+    /// The postmaster's process id, from the first line of `postmaster.pid`.
+    fn postmaster(&self) -> Option<u32> {
+        let pid = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).ok()?;
+        pid.lines().next()?.trim().parse().ok()
+    }
+
+    /// SIGKILL of the postmaster and of every backend it started: no
+    /// shutdown, no checkpoint. The postmaster is stopped first so it starts
+    /// no process meanwhile; returns once none of them is alive (at most 10 s)
+    /// and the port refuses connections.
+    fn kill(&mut self) -> Result<(), String> {
+        let Some(postmaster) = self.postmaster() else {
+            return Err(format!("no postmaster.pid in {}", self.dir.display()));
+        };
+        signal("STOP", &[postmaster])?;
+        self.killed = true;
+        let mut pids = children(postmaster);
+        pids.push(postmaster);
+        // A backend may exit by itself meanwhile (`kill` then fails for its
+        // id and still signals the others): what counts is that none is alive.
+        let _ = signal("KILL", &pids);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pids.iter().any(|pid| alive(*pid)) {
+            if std::time::Instant::now() > deadline {
+                return Err(format!("PostgreSQL processes {pids:?} still alive 10 s after SIGKILL"));
+            }
+            std::thread::yield_now();
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            return Err(format!("port {} still accepts connections after the kill", self.port));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        if let Some(postmaster) = self.postmaster().filter(|pid| alive(*pid)) {
+            let mut pids = children(postmaster);
+            pids.push(postmaster);
+            let _ = signal("KILL", &pids);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `command`; its output is returned in the error when it fails.
+fn sh(command: &mut Command) -> Result<(), String> {
+    let out = command.output().map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{command:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|uids| uids.split_whitespace().next().map(|uid| uid == "0"))
+        .unwrap_or(false)
+}
+
+/// `kill -SIGNAL PIDS…`.
+fn signal(name: &str, pids: &[u32]) -> Result<(), String> {
+    sh(Command::new("kill")
+        .arg(format!("-{name}"))
+        .args(pids.iter().map(u32::to_string)))
+}
+
+/// The fields of `/proc/PID/stat` after the command name (state, ppid, …).
+fn proc_stat(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    Some(after.split_whitespace().map(String::from).collect())
+}
+
+/// The process exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    proc_stat(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z" && state != "X"))
+}
+
+/// The processes whose parent is `parent`.
+fn children(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| proc_stat(*pid).is_some_and(|f| f.get(1).is_some_and(|ppid| *ppid == parent.to_string())))
+        .collect()
+}
+
 /// 4 workers, each with a paid call in flight when the store fails: every
 /// call the model answered is recorded once the store is back.
 fn outage_test(url: &str, mut outage: Outage<'_>) -> Result<(), String> {
     let key = unique("outage");
     let worker_url = match &outage {
         Outage::Proxy(proxy) => proxy.url(url),
-        Outage::Locker(_) | Outage::Kill(_) => url.to_owned(),
+        Outage::Locker(_) | Outage::Kill(_) | Outage::KillPostgres(_) => url.to_owned(),
     };
     let mut children: Vec<_> = (0..PROCESSES)
         .map(|_| {
@@ -845,6 +1083,7 @@ fn outage_test(url: &str, mut outage: Outage<'_>) -> Result<(), String> {
     match &mut outage {
         Outage::Proxy(proxy) => proxy.cut(),
         Outage::Kill(redis) => redis.kill(),
+        Outage::KillPostgres(postgres) => postgres.kill()?,
         Outage::Locker(path) => {
             let mut child = Command::new(std::env::current_exe().unwrap())
                 .env(WORKER_ENV, "locker")
@@ -878,6 +1117,7 @@ fn outage_test(url: &str, mut outage: Outage<'_>) -> Result<(), String> {
     match &mut outage {
         Outage::Proxy(proxy) => proxy.restore(),
         Outage::Kill(redis) => redis.restart()?,
+        Outage::KillPostgres(postgres) => postgres.start()?,
         Outage::Locker(_) => {
             let mut child = locker.take().unwrap();
             child.kill().expect("SIGKILL the writer");
@@ -972,6 +1212,25 @@ fn main() {
         "a private Redis (append-only file) SIGKILLed with calls in flight, then started again".into(),
         private.and_then(|redis| outage_test(&redis.url(), Outage::Kill(redis))),
     ));
+    match PrivatePostgres::bin() {
+        Some(bin) => results.push((
+            "a private PostgreSQL cluster SIGKILLed with calls in flight, then started again".into(),
+            PrivatePostgres::start_new(bin)
+                .and_then(|postgres| outage_test(&postgres.url(), Outage::KillPostgres(postgres))),
+        )),
+        None if std::env::var("CI").is_ok_and(|ci| ci == "true") => results.push((
+            "a private PostgreSQL cluster SIGKILLed with calls in flight".into(),
+            Err(
+                "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin) and CI=true: install it, as \
+                 .ci/services.sh expects"
+                    .into(),
+            ),
+        )),
+        None => println!(
+            "test a private PostgreSQL cluster SIGKILLed with calls in flight ... skipped: PostgreSQL is not \
+             installed (no /usr/lib/postgresql/*/bin)"
+        ),
+    }
     results.push((
         format!("SQLite's writer holding the lock, then SIGKILLed, with calls in flight ({sqlite_url})"),
         outage_test(&sqlite_url, Outage::Locker(&sqlite_path.display().to_string())),
