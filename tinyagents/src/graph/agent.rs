@@ -477,7 +477,7 @@ where
     /// same requests, ids and digests), at the reply it paused on — and are
     /// recorded as used in a new checkpoint, so a second resume with them —
     /// replayed, given fresh ids, or racing this one — is refused with a
-    /// `Validation` error.
+    /// `Conflict` error (reload the thread's latest state; do not retry).
     /// The pending batch then runs from the `tools` node with the decisions
     /// applied there: an approved call runs once, with the arguments the
     /// person saw (a call whose tool or arguments differ from the digest of
@@ -514,7 +514,7 @@ where
     /// // single-use: the same decisions again are refused
     /// let mut ctx = RunContext::new(RunConfig::new("r3"), ());
     /// let again = AgentGraph::new(&agent).resume_with(&mut ctx, &(), "t1", &store, resume).await;
-    /// assert_eq!(again.unwrap_err().kind(), ErrorKind::Validation);
+    /// assert_eq!(again.unwrap_err().kind(), ErrorKind::Conflict);
     /// assert_eq!(delete.calls().len(), 1);
     /// # Ok::<(), TinyAgentsError>(()) }).unwrap();
     /// ```
