@@ -112,6 +112,39 @@ impl Redactor {
         state.matcher = build(&state.secrets);
     }
 
+    /// Whether a header of this name carries a credential: `Authorization`,
+    /// `Proxy-Authorization`, `Cookie`, and every name holding `key`, `token`,
+    /// `secret`, `auth`, `pass`, `credential`, `session` or `signature`
+    /// (`api-key`, `x-api-key`, `x-goog-api-key`, `x-auth-token`), in any
+    /// case. A header named otherwise (`OpenAI-Organization`,
+    /// `anthropic-beta`, a gateway's routing header) is not a secret: learning
+    /// its value would mask ordinary words in every error. Send a credential
+    /// under another name with `ProviderConfig::with_secret_header`.
+    ///
+    /// ```
+    /// use tinyagents::harness::secrets::Redactor;
+    ///
+    /// assert!(Redactor::is_credential_header("X-API-Key"));
+    /// assert!(Redactor::is_credential_header("authorization"));
+    /// assert!(!Redactor::is_credential_header("anthropic-beta"));
+    /// assert!(!Redactor::is_credential_header("x-conversation-id"));
+    /// ```
+    pub fn is_credential_header(name: &str) -> bool {
+        const WORDS: [&str; 9] = [
+            "key",
+            "token",
+            "secret",
+            "auth",
+            "pass",
+            "credential",
+            "cookie",
+            "session",
+            "signature",
+        ];
+        let name = name.to_ascii_lowercase();
+        WORDS.iter().any(|w| name.contains(w))
+    }
+
     /// Learns a header value sent as a credential: the whole value, and the
     /// credential after an auth scheme (`Bearer sk-…`, `Basic …`).
     pub fn add_header_value(&self, value: &str) {

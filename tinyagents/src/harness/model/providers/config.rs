@@ -360,9 +360,25 @@ impl ProviderConfig {
 
     /// The same configuration sending one more HTTP header on every call
     /// (`OpenAI-Organization`, `anthropic-beta`, a gateway's `api-key`).
-    /// The value is taken for a credential: marked sensitive on the wire and
-    /// masked in every error and log line.
+    /// The value is marked sensitive on the wire; when the header's name
+    /// says it carries a credential
+    /// ([`Redactor::is_credential_header`](crate::harness::secrets::Redactor::is_credential_header):
+    /// `api-key`, `Authorization`, `x-auth-token`, …) it is also masked in
+    /// every error and log line. A credential under another name:
+    /// [`with_secret_header`](Self::with_secret_header).
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let (name, value) = (name.into(), value.into());
+        if crate::harness::secrets::Redactor::is_credential_header(&name) {
+            redactor().add_header_value(&value);
+        }
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The same configuration sending one more HTTP header whose value is a
+    /// credential whatever its name: marked sensitive on the wire and masked
+    /// in every error and log line.
+    pub fn with_secret_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         let value = value.into();
         redactor().add_header_value(&value);
         self.headers.push((name.into(), value));
@@ -676,6 +692,20 @@ mod tests {
             .unwrap()
             .validate()
             .unwrap();
+    }
+
+    #[test]
+    fn only_a_credential_header_is_learnt_as_a_secret() {
+        use crate::harness::secrets::redactor;
+        let _ = ProviderConfig::parse("openai:gpt")
+            .unwrap()
+            .with_header("x-routing-scenario", "weather-routing-plain")
+            .with_header("X-Auth-Token", "tok-credential-0123456789")
+            .with_secret_header("x-tenant", "tenant-credential-9876543210");
+        // a routing header's value is an ordinary word in errors: never masked
+        assert_eq!(redactor().redact("weather-routing-plain"), "weather-routing-plain");
+        assert_eq!(redactor().redact("tok-credential-0123456789"), "***");
+        assert_eq!(redactor().redact("tenant-credential-9876543210"), "***");
     }
 
     #[test]
