@@ -92,7 +92,7 @@ impl PlanStage {
     }
 }
 
-/// A checked command line, ready to execute: see the [module docs](self).
+/// A checked command line, ready to execute: see [`Sandbox::run_plan`](crate::sandbox::Sandbox::run_plan).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellPlan {
     pub(crate) line: String,

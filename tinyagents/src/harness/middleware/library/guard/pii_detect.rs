@@ -378,7 +378,7 @@ pub(super) fn is_secret_key(key: &str) -> bool {
 
 /// The words that make an object key name a phone (compared case-insensitively,
 /// whole words): a number, or a string of bare digits, under such a key is a
-/// phone number although it has no `+` or separators (see [`is_phone_key`]).
+/// phone number although it has no `+` or separators (the key split into words, each compared whole).
 /// Plurals are words of their own: `phones`, not `cells` (a table's cells).
 pub const PHONE_KEY_WORDS: &[&str] = &[
     "phone",
