@@ -1,9 +1,9 @@
-# Redis and PostgreSQL on loopback for the shared-store tests (tests/tests/it/store_*.rs, tests/tests/store_processes.rs),
+# Redis and PostgreSQL on loopback for the shared-store tests (tests/tests/it/stores/*.rs, tests/tests/store_processes.rs),
 # each in a private temporary directory, on non-default ports, stopped by the
 # caller's cleanup. Sourced by .ci/run; to run the store tests by hand:
 #
 #   bash -c 'source .ci/services.sh; trap stop_stores EXIT; start_redis; start_postgres;
-#            cargo test -p tinyagents-tests --features stores --test it store_ --test store_processes'
+#            cargo test -p tinyagents-tests --features stores --test it stores:: --test store_processes'
 #
 # Sets TINYAGENTS_REDIS_URL and TINYAGENTS_POSTGRES_URL (when one is already
 # set and its server answers, that server is used). Works as root (the

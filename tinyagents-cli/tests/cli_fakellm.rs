@@ -1,6 +1,6 @@
 //! `tinyagents run --model provider:model` against fakellm, a mock
 //! OpenAI/Anthropic server from PyPI that nobody here wrote (`.ci/run` starts
-//! it and sets `FAKELLM_URL`; see tests/tests/it/provider_fakellm.rs): the
+//! it and sets `FAKELLM_URL`; see tests/tests/it/providers/fakellm.rs): the
 //! command a new user types, against an OpenAI-compatible server, in both
 //! wire formats, with the events as JSON lines.
 #![cfg(feature = "fakellm")]

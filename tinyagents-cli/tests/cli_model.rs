@@ -4,7 +4,7 @@
 //! and clap's did-you-mean. The model is the provider tests' loopback server
 //! speaking each provider's wire format.
 
-#[path = "../../tests/tests/it/provider_support/mod.rs"]
+#[path = "../../tests/tests/it/providers/support.rs"]
 mod provider_support;
 
 use std::process::{Output, Stdio};

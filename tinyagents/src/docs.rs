@@ -63,7 +63,7 @@ pub fn info_of<M: MiddlewareMetadata + ?Sized>() -> MiddlewareInfo {
 pub const MIDDLEWARE_MD: &str = "docs/middleware.md";
 
 /// The command that regenerates [`MIDDLEWARE_MD`].
-pub const REGENERATE: &str = "TINYAGENTS_BLESS=1 cargo test -p tinyagents-tests --test it dsl_docs";
+pub const REGENERATE: &str = "TINYAGENTS_BLESS=1 cargo test -p tinyagents-tests --test it dsl::docs";
 
 /// Renders the documentation table of `docs` (normally
 /// [`catalog()`](crate::middleware::catalog)): one table of every middleware

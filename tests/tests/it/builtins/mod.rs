@@ -1,0 +1,36 @@
+//! The built-in middleware, one file per built-in (the guards live in `guard/`).
+
+mod agent_mode;
+mod approval_binding;
+mod context;
+mod context_compression;
+mod context_editing;
+mod contextual_tool_selection;
+mod dedup_check;
+mod defaults_acceptance;
+mod delta_compression;
+mod dynamic_prompt;
+mod dynamic_tool_selection;
+mod human_in_the_loop;
+mod limits;
+mod logging;
+mod message_trimming;
+mod model_call_limit;
+mod model_fallback;
+mod model_retry;
+mod output_compression;
+mod output_limit_recovery;
+mod parallel_edit_guard;
+mod prompt_cache_layout_guard;
+mod rate_limiter;
+mod retrieval_compression;
+mod structured_output;
+mod summarization;
+mod timeout;
+mod tool_allowlist;
+mod tool_call_limit;
+mod tool_policy;
+mod tool_retry;
+mod tracing;
+mod transcript_compression;
+mod usage_accounting;

@@ -1,0 +1,4 @@
+//! The graph runtime: execution and the agent/graph boundary.
+
+mod boundary;
+mod execution;

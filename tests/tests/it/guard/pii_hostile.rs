@@ -1,0 +1,324 @@
+//! `pii` against a hostile stream and a stored transcript: text after the
+//! finish delta, a value cut by the output limit and continued, a caller's
+//! earlier turns of every role, duplicate call ids, and the held-back text of
+//! a failed attempt (found by a red-team pass; each fails on the code before).
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tinyagents::harness::model::{FinishReason, ResponseAccumulator};
+use tinyagents::harness::steering::{SteeringAction, SteeringCommand, SteeringHandle};
+use tinyagents::middleware::*;
+use tinyagents::prelude::*;
+
+fn pii_stack() -> MiddlewareStack<()> {
+    MiddlewareStack::new()
+        .with(PiiMiddleware::new(PiiStrategy::Redact))
+        .unwrap()
+}
+
+/// Every text delta that reached the sink, concatenated (what a client shows).
+fn streamed_text(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelDelta { delta, .. } => delta.as_text().map(str::to_owned),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Text after a finish delta could complete a value whose start was flushed
+/// as final: it is refused unsent, and the reply with it.
+#[tokio::test]
+async fn pii_text_after_a_finish_delta_cannot_complete_a_value_unredacted() {
+    let model = ScriptedModel::new([ScriptedTurn::Deltas(vec![
+        ModelDelta::text("Contact: ann@exa"),
+        ModelDelta::finish(FinishReason::Stop),
+        ModelDelta::text("mple.com"),
+        ModelDelta::finish(FinishReason::Stop),
+    ])]);
+    let agent: Agent<()> = Agent::new(model).with_stack(pii_stack());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let err = agent.run(&mut ctx, &(), "who?").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Model, "{err}");
+    assert!(err.to_string().contains("after its finish delta"), "{err}");
+    let sent = streamed_text(&sink.events());
+    assert!(
+        !sent.contains("mple.com"),
+        "nothing after the finish delta was sent: {sent:?}"
+    );
+    assert!(!format!("{:?}", sink.events()).contains("ann@example.com"));
+}
+
+/// A reply cut by the output limit keeps its tails held: the continuation
+/// `output_limit_recovery` asks for (on by default) streams on where they
+/// stopped, so a value cut in two is redacted whole, in the sink and in the
+/// merged reply.
+#[tokio::test]
+async fn pii_a_value_cut_by_the_output_limit_is_redacted_in_the_merged_reply() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::Deltas(vec![
+            ModelDelta::text("Contact: ann@exa"),
+            ModelDelta::finish(FinishReason::Length),
+        ]),
+        ScriptedTurn::Deltas(vec![
+            ModelDelta::text("mple.com today"),
+            ModelDelta::finish(FinishReason::Stop),
+        ]),
+    ]);
+    let agent: Agent<()> = Agent::new(model).with_stack(pii_stack());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "who?").await.unwrap();
+    let streamed = streamed_text(&sink.events());
+    let (text, sent) = (run.final_text(), streamed);
+    assert!(
+        !text.contains("ann@example.com") && !sent.contains("ann@example.com"),
+        "the email is whole in the transcript ({text:?}) or in the sink's deltas ({sent:?})"
+    );
+}
+
+/// The transcript handed back is scrubbed in every role: a caller's earlier
+/// assistant and tool turns and a steering injection never passed `pii`.
+#[tokio::test]
+async fn pii_the_transcript_handed_back_scrubs_assistant_and_tool_turns_it_was_given() {
+    let model = ScriptedModel::new([ScriptedTurn::text("ok")]);
+    let agent: Agent<()> = Agent::new(model).with_stack(pii_stack());
+    let steering = SteeringHandle::new();
+    steering.send(SteeringCommand::new(
+        "s1",
+        SteeringAction::InjectMessage {
+            message: Message::assistant("noted: carol@example.com"),
+        },
+    ));
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_steering(steering);
+    let input = vec![
+        Message::user("mail the report"),
+        Message::assistant("sending").with_tool_calls(vec![ToolCall::new(
+            "c1",
+            "send",
+            json!({"to": "ann@example.com"}),
+        )]),
+        Message::tool("c1", "send", "delivered to bob@example.com"),
+        Message::user("thanks"),
+    ];
+    let run = agent.run(&mut ctx, &(), input).await.unwrap();
+    let transcript = format!("{:?}", run.messages);
+    for tell in ["ann@example.com", "bob@example.com", "carol@example.com"] {
+        assert!(!transcript.contains(tell), "`{tell}` is in the transcript handed back");
+    }
+}
+
+/// An id names one call only, for every model: two calls with one id are a
+/// model error (per-call ledgers — approvals, progress buffers — key on it).
+#[test]
+fn response_accumulator_refuses_two_tool_calls_with_one_id() {
+    let mut acc = ResponseAccumulator::new();
+    for (index, name) in [(0, "a"), (1, "b")] {
+        acc.push(&ModelDelta::new(tinyagents::harness::model::DeltaContent::ToolCall {
+            index,
+            id: Some("1".into()),
+            name: Some(name.into()),
+            arguments: "{}".into(),
+        }));
+    }
+    let result = acc.finish();
+    assert!(
+        result.is_err(),
+        "two calls named by one id were accepted: {:?}",
+        result.map(|r| r.message.tool_calls.clone())
+    );
+}
+
+/// A failed stream's held-back text belongs to no reply: not even to a
+/// textless one a wrap inside `pii` answers with instead.
+#[tokio::test]
+async fn pii_a_failed_stream_s_held_text_is_not_appended_to_a_textless_fallback_reply() {
+    #[wrap_model(name = "fallback")]
+    async fn fallback(
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        match next.run(ctx, state, request).await {
+            Err(_) => Ok(ModelResponse::tool_calls(vec![ToolCall::new("f1", "noop", json!({}))]).into()),
+            ok => ok,
+        }
+    }
+    let model = ScriptedModel::new([
+        ScriptedTurn::FailAfter(
+            vec![ModelDelta::text("half-written secret plan")],
+            TinyAgentsError::model("connection reset", false),
+        ),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(
+            ToolRegistry::new()
+                .with(tinyagents::testing::RecordingTool::new("noop"))
+                .unwrap(),
+        )
+        .with_stack(pii_stack().with(Fallback).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "go").await.unwrap();
+    let transcript = format!("{:?}", run.messages);
+    assert!(
+        !transcript.contains("half-written"),
+        "the failed attempt's held-back text is in the transcript: {transcript}"
+    );
+}
+
+/// Two calls of one reply with one id never reach the tools (their progress
+/// buffers, approvals and result ledgers key on the id).
+#[tokio::test]
+async fn two_calls_with_one_id_fail_the_reply_and_nothing_runs() {
+    let a = tinyagents::testing::RecordingTool::new("a");
+    let b = tinyagents::testing::RecordingTool::new("b");
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            ToolCall::new("1", "a", json!({})),
+            ToolCall::new("1", "b", json!({})),
+        ]),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(a.clone()).unwrap().with(b.clone()).unwrap())
+        .with_stack(pii_stack());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Model, "{err}");
+    assert!(err.to_string().contains("an id names one call only"), "{err}");
+    assert!(a.calls().is_empty() && b.calls().is_empty(), "no call ran");
+}
+
+/// Invisible format characters (marks, invisible operators, variation
+/// selectors, tag characters, bidi isolates) do not hide a value.
+mod invisible_characters {
+    use serde_json::json;
+
+    use std::sync::Arc;
+    use tinyagents::harness::model::{DeltaContent, FinishReason};
+    use tinyagents::middleware::*;
+    use tinyagents::prelude::*;
+    use tinyagents::testing::RecordingTool;
+
+    /// Invisible format characters the normaliser does not drop (it drops only
+    /// U+00AD, U+200B–U+200D, U+2060, U+FEFF): the left-to-right and
+    /// right-to-left marks, the invisible operators, the Mongolian vowel
+    /// separator, the combining grapheme joiner, variation selectors, tag
+    /// characters, bidi isolates. Each renders as nothing, so a reader (or a
+    /// program that strips format characters) sees the value whole.
+    const INVISIBLE: &[char] = &[
+        '\u{200E}',
+        '\u{200F}',
+        '\u{2061}',
+        '\u{2062}',
+        '\u{2063}',
+        '\u{2064}',
+        '\u{180E}',
+        '\u{034F}',
+        '\u{FE0F}',
+        '\u{E0020}',
+        '\u{2066}',
+        '\u{2069}',
+        '\u{202A}',
+        '\u{202C}',
+    ];
+
+    fn strip_invisible(s: &str) -> String {
+        s.chars().filter(|c| !INVISIBLE.contains(c)).collect()
+    }
+
+    fn hidden_values(x: char) -> Vec<(&'static str, String, &'static str)> {
+        vec![
+            ("credit_card", format!("4111{x}1111{x}1111{x}1111"), "4111111111111111"),
+            ("email", format!("ann{x}@example.com"), "ann@example.com"),
+            ("ipv4", format!("192.168.{x}10.20"), "192.168.10.20"),
+            ("phone", format!("+1 415{x} 555 0100"), "+1 415 555 0100"),
+            (
+                "secret",
+                format!("ghp_{x}abcdefghijklmnopqrstuvwxyz0123456789"),
+                "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            ),
+        ]
+    }
+
+    #[test]
+    fn pii_invisible_format_characters_do_not_hide_a_value() {
+        let pii = PiiMiddleware::new(PiiStrategy::Redact);
+        // the plain values are found
+        for (_, _, plain) in hidden_values('x') {
+            let (out, _) = pii.redact_text(&format!("value: {plain} ok")).unwrap();
+            assert!(!out.contains(plain), "{plain} -> {out}");
+        }
+        let mut leaked = Vec::new();
+        for &x in INVISIBLE {
+            for (kind, hidden, plain) in hidden_values(x) {
+                let (out, _) = pii.redact_text(&format!("value: {hidden} ok")).unwrap();
+                if strip_invisible(&out).contains(plain) {
+                    leaked.push(format!("{kind} with U+{:04X}", x as u32));
+                }
+            }
+        }
+        assert!(
+            leaked.is_empty(),
+            "{} values passed unredacted: {leaked:?}",
+            leaked.len()
+        );
+    }
+
+    /// End to end: a card and an email with a left-to-right mark (U+200E)
+    /// streamed by the model reach the event sink, the returned `AgentRun` and
+    /// a tool's arguments.
+    #[tokio::test]
+    async fn pii_a_left_to_right_mark_carries_a_card_and_an_email_everywhere() {
+        let lrm = '\u{200E}';
+        let card = format!("4111{lrm}1111{lrm}1111{lrm}1111");
+        let email = format!("ann{lrm}@example.com");
+        let send = RecordingTool::new("send").returning("sent");
+        let model = ScriptedModel::new([
+            ScriptedTurn::Deltas(vec![
+                ModelDelta::text(format!("Paying with {card}, receipt to {email}.")),
+                ModelDelta::new(DeltaContent::ToolCall {
+                    index: 0,
+                    id: Some("c1".into()),
+                    name: Some("send".into()),
+                    arguments: json!({ "to": email, "card": card }).to_string(),
+                }),
+                ModelDelta::finish(FinishReason::ToolCalls),
+            ]),
+            ScriptedTurn::text(format!("Done: {card}")),
+        ]);
+        let agent: Agent<()> = Agent::new(model)
+            .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
+            .with_stack(
+                MiddlewareStack::new()
+                    .with(PiiMiddleware::new(PiiStrategy::Redact))
+                    .unwrap(),
+            );
+        let sink = Arc::new(CollectingSink::new());
+        let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+        let run = agent.run(&mut ctx, &(), "pay").await.unwrap();
+        // serialised (Debug would escape the marks as `\u{200e}`)
+        let events = strip_invisible(&serde_json::to_string(&sink.events()).unwrap());
+        let tool_args = strip_invisible(&serde_json::to_string(&send.calls()).unwrap());
+        let returned = strip_invisible(&serde_json::to_string(&run.messages).unwrap());
+        let mut leaks = Vec::new();
+        for (place, text) in [
+            ("event sink", &events),
+            ("tool arguments", &tool_args),
+            ("AgentRun", &returned),
+        ] {
+            for plain in ["4111111111111111", "ann@example.com"] {
+                if text.contains(plain) {
+                    leaks.push(format!("{plain} in the {place}"));
+                }
+            }
+        }
+        assert!(leaks.is_empty(), "{leaks:?}");
+    }
+}

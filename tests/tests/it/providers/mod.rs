@@ -1,0 +1,13 @@
+//! The model providers against loopback servers (and fakellm): wire formats, bounds, secrets, redirects, typed output.
+
+mod anthropic;
+mod bounds;
+mod client;
+mod fakellm;
+mod openai;
+mod redirects;
+mod secrets;
+mod stack;
+#[cfg(feature = "providers")]
+pub(crate) mod support;
+mod typed;

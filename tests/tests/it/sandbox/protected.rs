@@ -1,0 +1,206 @@
+//! The sandbox enforces what the guard protects, and hides what it may not
+//! read: the red team's writes to `.git/config`, `.git/hooks`, `.cargo`,
+//! `.envrc` and `.git` itself, by every trick, fail inside the sandbox while
+//! ordinary workspace writes (and `git commit`) still work; `stat` and `cat`
+//! learn nothing under `/root`, `/home`, `/etc/ssl/private`.
+
+use crate::sandbox::support as sandbox_support;
+
+use std::path::Path;
+
+use sandbox_support::{sandbox_available, sh, Workspace};
+use tinyagents::sandbox::{Sandbox, SandboxCommand};
+
+/// A workspace holding a git repository (made outside the sandbox), its
+/// `.git/config` as made, and the hooks directory.
+fn repo(tag: &str) -> (Workspace, String) {
+    let ws = Workspace::new(tag);
+    let ok = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws.root)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git init");
+    std::fs::create_dir_all(ws.root.join(".git/hooks")).unwrap();
+    let config = std::fs::read_to_string(ws.root.join(".git/config")).unwrap();
+    (ws, config)
+}
+
+/// Runs `line`; `Err` is the sandbox's refusal (a protected path was created and undone).
+async fn run(sandbox: &Sandbox, line: &str) -> Result<String, String> {
+    sandbox
+        .run(SandboxCommand::shell(line))
+        .await
+        .map(|o| o.render())
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protected_paths_cannot_be_written_renamed_or_removed() {
+    if !sandbox_available("protected_paths_cannot_be_written_renamed_or_removed") {
+        return;
+    }
+    let (ws, config) = repo("protect");
+    std::fs::create_dir_all(ws.root.join(".github/workflows")).unwrap();
+    std::fs::write(ws.root.join(".github/workflows/ci.yml"), "on: push\n").unwrap();
+    let sandbox = ws.sandbox();
+    let attacks = [
+        "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> .git/config",
+        "sed -i 's/bare/fsmonitor = touch pwned\\n\\tbare/' .git/config",
+        "echo 'touch pwned' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+        "mkdir -p .git/hooks/x && echo y > .git/hooks/x/y",
+        "echo evil > cfg && mv cfg .git/config",
+        "mv .git/config old-config && echo evil > .git/config",
+        "mv .git/hooks h && mkdir .git/hooks && echo x > .git/hooks/pre-commit",
+        "ln .git/config hard && echo '[core] fsmonitor = x' >> hard",
+        "ln -s .git/config soft && echo '[core] fsmonitor = x' >> soft",
+        "ln -s ../.git/config sub-link; mkdir -p d && cd d && echo x >> ../sub-link",
+        "perl -e 'rename(\".git\", \"g2\") or die \"$!\"; mkdir(\".git\") or die; open(F, \">\", \".git/config\") or die; print F 1'",
+        "mv .git g2",
+        "rm -rf .git/hooks",
+        "rm -f .git/config",
+        "truncate -s 0 .git/config",
+        "echo 'on: push' >> .github/workflows/ci.yml",
+        "rm -rf .github",
+        "mv .github gh",
+        "touch -d 2001-01-01 .git/config",
+        "chmod 777 .git/config",
+    ];
+    let config_path = ws.root.join(".git/config");
+    for line in attacks {
+        let result = run(&sandbox, line).await;
+        assert_eq!(
+            std::fs::read_to_string(&config_path).unwrap(),
+            config,
+            "`.git/config` changed by `{line}`: {result:?}"
+        );
+        assert!(
+            !ws.root.join(".git/hooks/pre-commit").exists() && ws.root.join(".git/hooks").is_dir(),
+            "`.git/hooks` changed by `{line}`: {result:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.root.join(".github/workflows/ci.yml")).unwrap(),
+            "on: push\n",
+            "the workflow changed by `{line}`: {result:?}"
+        );
+        assert!(
+            !ws.root.join("g2").exists() && !ws.root.join("gh").exists(),
+            "{line}: {result:?}"
+        );
+    }
+    // `rm -rf .git` cannot remove the repository, its config or its hooks
+    let _ = run(&sandbox, "rm -rf .git").await;
+    assert_eq!(std::fs::read_to_string(&config_path).unwrap(), config);
+    assert!(ws.root.join(".git/hooks").is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protected_paths_that_do_not_exist_cannot_be_created() {
+    if !sandbox_available("protected_paths_that_do_not_exist_cannot_be_created") {
+        return;
+    }
+    let (ws, _) = repo("protect-new");
+    std::fs::remove_dir_all(ws.root.join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink("hello.txt", ws.root.join(".npmrc")).unwrap();
+    let sandbox = ws.sandbox();
+    for (line, path) in [
+        ("echo 'export X=1; touch pwned' > .envrc", ".envrc"),
+        (
+            "mkdir -p .cargo && printf '[build]\\nrustc-wrapper = \"./x.sh\"\\n' > .cargo/config.toml",
+            ".cargo",
+        ),
+        (
+            "mkdir .git/hooks && echo 'touch pwned' > .git/hooks/pre-commit",
+            ".git/hooks",
+        ),
+        ("echo /tmp/elsewhere > .git/commondir", ".git/commondir"),
+        ("echo x > e && mv e .envrc", ".envrc"),
+        ("rm .npmrc && echo 'script-shell=./x.sh' > .npmrc", ".npmrc"),
+        ("mkdir -p a && echo x > a/b && mv a .devcontainer", ".devcontainer"),
+    ] {
+        let err = run(&sandbox, line).await.expect_err(line);
+        assert!(
+            err.contains(&format!("`{path}`")) && err.contains("protected_paths") && err.contains("removed"),
+            "{line}: {err}"
+        );
+        if path == ".npmrc" {
+            assert_eq!(
+                std::fs::read_link(ws.root.join(".npmrc")).unwrap(),
+                Path::new("hello.txt")
+            );
+        } else {
+            assert!(!ws.root.join(path).exists(), "{line}: `{path}` was left");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordinary_workspace_writes_and_git_commit_still_work() {
+    if !sandbox_available("ordinary_workspace_writes_and_git_commit_still_work") {
+        return;
+    }
+    let (ws, config) = repo("protect-ok");
+    let sandbox = ws.sandbox();
+    let line = "echo a > new.txt && mkdir -p src/deep && echo b > src/deep/f && mv src/deep/f src/deep/g \
+                && rm new.txt && touch top-level && ln -s top-level link && mkdir build && rmdir build \
+                && git add -A && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l \
+                && git checkout -qb feature && git status --short | wc -l";
+    let out = run(&sandbox, line).await.unwrap();
+    assert!(out.starts_with("exit status 0"), "{out}");
+    assert!(ws.root.join("src/deep/g").is_file() && ws.root.join("top-level").is_file());
+    assert_eq!(std::fs::read_to_string(ws.root.join(".git/config")).unwrap(), config);
+    let head = std::fs::read_to_string(ws.root.join(".git/HEAD")).unwrap();
+    assert_eq!(head.trim(), "ref: refs/heads/feature", "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_directories_tell_neither_cat_nor_stat_anything() {
+    if !sandbox_available("hidden_directories_tell_neither_cat_nor_stat_anything") {
+        return;
+    }
+    let ws = Workspace::new("hidden");
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
+    let planted = Path::new(&home).join(format!(".ta-sbx-hidden-{}", std::process::id()));
+    std::fs::write(&planted, "planted").unwrap();
+    let sandbox = Sandbox::new(ws.policy().with_network(true)).unwrap();
+    let probes = [
+        format!("stat {}", planted.display()),
+        format!("stat -c %s {}", planted.display()),
+        "stat /root/.npmrc".to_owned(),
+        "stat -c %s /etc/shadow".to_owned(),
+        "cat /etc/ssl/private/*".to_owned(),
+        "stat /etc/ssl/private/ssl-cert-snakeoil.key".to_owned(),
+        "test -e /etc/shadow".to_owned(),
+        "test -e /root/.ssh".to_owned(),
+        format!("stat {}", ws.outside_path("secret.txt").display()),
+        "stat /run/secrets".to_owned(),
+    ];
+    for probe in &probes {
+        let out = sh(&sandbox, probe).await;
+        let text = out.render();
+        assert!(!out.success(), "`{probe}` learned something:\n{text}");
+        assert!(
+            text.contains("No such file") || text.trim() == "exit status 1",
+            "`{probe}` should see nothing there:\n{text}"
+        );
+    }
+    let listing = sh(&sandbox, &format!("ls -A /root /home /etc/ssl {home}; echo done")).await;
+    let text = listing.stdout_text();
+    for name in [
+        ".npmrc",
+        ".ssh",
+        "private",
+        planted.file_name().unwrap().to_str().unwrap(),
+    ] {
+        assert!(!text.contains(name), "`{name}` listed:\n{text}");
+    }
+    // what commands need stays: the CA bundle with network, the loader's files, the workspace
+    let needed = sh(
+        &sandbox,
+        "ls /etc/ssl/certs | head -1 && test -r /etc/ld.so.cache && test -r /etc/passwd && cat hello.txt",
+    )
+    .await;
+    assert!(needed.success(), "{}", needed.render());
+    let _ = std::fs::remove_file(&planted);
+}
