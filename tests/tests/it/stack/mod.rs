@@ -13,5 +13,6 @@ mod middleware_tools;
 mod ordering;
 mod ordering_displacement;
 mod otel_span_names;
+mod testing_kit;
 mod tracing_capture;
 mod wraps;
