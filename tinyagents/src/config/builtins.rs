@@ -12,9 +12,9 @@ use crate::middleware::*;
 /// Lists the built-in config types once, for both the registration and the
 /// list of their `type` keys.
 macro_rules! builtins {
-    ($($config:ty),* $(,)?) => {
+    ($($(#[$cfg:meta])* $config:ty),* $(,)?) => {
         /// The `type` key of every built-in the registry knows, in registration order.
-        pub const BUILTIN_TYPES: &[&str] = &[$(<$config as MiddlewareConfig>::TYPE),*];
+        pub const BUILTIN_TYPES: &[&str] = &[$($(#[$cfg])* <$config as MiddlewareConfig>::TYPE),*];
 
         impl<S, C> super::MiddlewareRegistry<S, C>
         where
@@ -23,7 +23,7 @@ macro_rules! builtins {
         {
             /// Registers every built-in config type (see [`BUILTIN_TYPES`]).
             fn register_builtins(&mut self) -> crate::Result<()> {
-                $(self.register::<$config>()?;)*
+                $($(#[$cfg])* self.register::<$config>()?;)*
                 Ok(())
             }
         }
@@ -50,6 +50,7 @@ builtins![
     HumanInTheLoopConfig,
     // guard
     ShellFsGuardConfig,
+    #[cfg(feature = "pii")]
     PiiConfig,
     // modes
     AgentModeConfig,
@@ -109,6 +110,13 @@ pub const DEPRECATED_TYPES: &[(&str, &str, &str)] = &[
 pub const CODE_ONLY: &[&str] = &[
     // needs the selector model: `DynamicToolSelectionMiddleware::from_config(config, model)`
     <DynamicToolSelectionConfig as MiddlewareConfig>::TYPE,
+];
+
+/// Built-ins this build left out, with the cargo feature that brings each
+/// back: `(type, feature)`. A file naming one gets an error saying so.
+pub const NOT_COMPILED: &[(&str, &str)] = &[
+    #[cfg(not(feature = "pii"))]
+    ("pii", "pii"),
 ];
 
 /// The built-ins on by default in a stack built from a file by a registry
@@ -208,5 +216,35 @@ where
                 .expect("a default-on built-in is registered");
         }
         registry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A file naming a built-in this build left out is told which feature
+    /// brings it back (run by CI without default features).
+    #[cfg(not(feature = "pii"))]
+    #[test]
+    fn a_built_in_left_out_of_the_build_names_its_feature() {
+        let registry: super::super::MiddlewareRegistry<()> = super::super::MiddlewareRegistry::with_builtins();
+        let err = registry
+            .build_stack(&serde_json::json!({"middleware": [{"type": "pii"}]}))
+            .err()
+            .expect("`pii` is not in this build");
+        let shown = err.to_string();
+        assert!(shown.contains("built without its `pii` feature"), "{shown}");
+    }
+
+    /// Every built-in of [`NOT_COMPILED`](super::NOT_COMPILED) is one a
+    /// default build registers: the list names real built-ins.
+    #[test]
+    fn what_a_build_leaves_out_is_a_built_in_of_the_full_build() {
+        for (ty, feature) in super::NOT_COMPILED {
+            assert!(
+                !super::BUILTIN_TYPES.contains(ty),
+                "`{ty}` is both registered and left out"
+            );
+            assert!(!feature.is_empty());
+        }
     }
 }

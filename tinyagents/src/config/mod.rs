@@ -43,7 +43,7 @@ mod registry;
 pub(crate) mod suggest;
 mod traits;
 
-pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON, DEPRECATED_TYPES};
+pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON, DEPRECATED_TYPES, NOT_COMPILED};
 pub use choice::{choice_index, ConfigEnum};
 pub use error::{ConfigError, ConfigErrors, ConfigViolation, ECHO_PATH, ECHO_VALUE};
 pub use file::{ConfigFile, FileErrors, LocatedError, Location, FILE_SECTIONS};

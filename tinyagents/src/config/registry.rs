@@ -333,6 +333,17 @@ where
             None => (type_key, table),
         };
         let Some(entry) = self.factories.get(type_key) else {
+            if let Some((_, feature)) = super::builtins::NOT_COMPILED.iter().find(|(t, _)| *t == type_key) {
+                return Err(ConfigError::new(
+                    type_path,
+                    Some(Value::String(type_key.to_owned())),
+                    format!(
+                        "this built-in is not in this build: tinyagents was built without its `{feature}` feature; \
+                         turn it on (`tinyagents = {{ features = [\"{feature}\"] }}`, on by default)"
+                    ),
+                )
+                .into());
+            }
             if super::builtins::CODE_ONLY.contains(&type_key) {
                 return Err(ConfigError::new(
                     type_path,

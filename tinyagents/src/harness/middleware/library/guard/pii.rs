@@ -10,10 +10,6 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-use super::pii_detect::{
-    builtin, custom, is_phone_key, is_secret_key, keyed_phone, Digest, Engine, Hold, PiiCounts, PiiStrategy, Stop,
-    StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
-};
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
@@ -23,6 +19,37 @@ use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, 
 use crate::harness::model::{DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse};
 use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
+use tinyagents_pii::{
+    builtin, custom, is_phone_key, is_secret_key, keyed_phone, Digest, Engine, Hold, PiiCounts, Stop, Strategy,
+    StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
+};
+
+crate::config_enum! {
+    /// What to do with a detected value (the engine's
+    /// [`Strategy`](tinyagents_pii::Strategy), named as agent files name it).
+    pub enum PiiStrategy {
+        /// Refuse the text: the hook fails with a `Validation` error (counts only).
+        Block = "block",
+        /// Replace the value with `[REDACTED_TYPE]`.
+        Redact = "redact",
+        /// Keep the last four letters or digits, never more than a third of them (an
+        /// email keeps its first letter and domain), star the rest.
+        Mask = "mask",
+        /// Replace the value with `<type_hash:…>`, a stable 64-bit FNV-1a pseudonym (not a cryptographic hash).
+        Hash = "hash",
+    }
+}
+
+impl From<PiiStrategy> for Strategy {
+    fn from(strategy: PiiStrategy) -> Self {
+        match strategy {
+            PiiStrategy::Block => Strategy::Block,
+            PiiStrategy::Redact => Strategy::Redact,
+            PiiStrategy::Mask => Strategy::Mask,
+            PiiStrategy::Hash => Strategy::Hash,
+        }
+    }
+}
 
 /// Options of [`PiiMiddleware`] (`type = "pii"`).
 ///
@@ -122,7 +149,7 @@ impl From<PiiConfig> for PiiMiddleware {
             }
         }
         Self {
-            engine: Engine::new(detectors, strategy),
+            engine: Engine::new(detectors, strategy.into()),
             apply_to_input: c.apply_to_input,
             apply_to_output: c.apply_to_output,
             apply_to_tool_args: c.apply_to_tool_args,
@@ -390,14 +417,14 @@ impl PiiMiddleware {
     /// ```
     pub fn redact_value(&self, value: &Value) -> std::result::Result<(Value, PiiCounts), PiiCounts> {
         let mut this = self.clone();
-        if this.engine.strategy == PiiStrategy::Block {
-            this.engine.strategy = PiiStrategy::Redact;
+        if this.engine.strategy == Strategy::Block {
+            this.engine.strategy = Strategy::Redact;
         }
         let mut out = value.clone();
         let mut counts = PiiCounts::new();
         // only `block` fails, and `this` redacts: an error is refused all the same
         let scrubbed = this.scrub_json(&mut out, "a value", &mut counts);
-        if scrubbed.is_err() || (self.engine.strategy == PiiStrategy::Block && !counts.is_empty()) {
+        if scrubbed.is_err() || (self.engine.strategy == Strategy::Block && !counts.is_empty()) {
             return Err(counts);
         }
         Ok((out, counts))
@@ -503,7 +530,7 @@ impl PiiMiddleware {
                 _ => return self.scrub_json(v, place, counts),
             };
             *counts.entry("phone".to_owned()).or_default() += 1;
-            if self.engine.strategy == PiiStrategy::Block {
+            if self.engine.strategy == Strategy::Block {
                 return Err(blocked(place, &PiiCounts::from([("phone".to_owned(), 1)])));
             }
             *v = Value::String(self.engine.replacement("phone", &text));
@@ -526,7 +553,7 @@ impl PiiMiddleware {
             _ => return Ok(()),
         };
         *counts.entry("secret".to_owned()).or_default() += 1;
-        if self.engine.strategy == PiiStrategy::Block {
+        if self.engine.strategy == Strategy::Block {
             let mut found = PiiCounts::new();
             found.insert("secret".to_owned(), 1);
             return Err(blocked(place, &found));
@@ -811,8 +838,8 @@ impl PiiMiddleware {
             return Ok(());
         }
         let mut this = self.clone();
-        if this.engine.strategy == PiiStrategy::Block {
-            this.engine.strategy = PiiStrategy::Redact;
+        if this.engine.strategy == Strategy::Block {
+            this.engine.strategy = Strategy::Redact;
         }
         let mut counts = PiiCounts::new();
         // every role: a caller's earlier turns and a steering injection can

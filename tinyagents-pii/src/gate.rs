@@ -29,7 +29,7 @@ use regex::Regex;
 
 /// What a text must hold for one detector to match in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Gate {
+pub(crate) enum Gate {
     /// Nothing: the detector always runs (user patterns).
     Open,
     /// An `@` (emails).
@@ -271,7 +271,7 @@ fn key_word(text: &str) -> bool {
 }
 
 /// One text as the gates see it: each pass runs at most once, on first need.
-pub(super) struct Gates<'a> {
+pub(crate) struct Gates<'a> {
     text: &'a str,
     digits: OnceCell<Digits>,
     key_word: OnceCell<bool>,
@@ -280,7 +280,7 @@ pub(super) struct Gates<'a> {
 }
 
 impl<'a> Gates<'a> {
-    pub(super) fn new(text: &'a str) -> Self {
+    pub(crate) fn new(text: &'a str) -> Self {
         Self {
             text,
             digits: OnceCell::new(),
@@ -290,7 +290,7 @@ impl<'a> Gates<'a> {
     }
 
     /// Whether `gate` is open on this text.
-    pub(super) fn open(&self, gate: Gate) -> bool {
+    pub(crate) fn open(&self, gate: Gate) -> bool {
         let b = self.text.as_bytes();
         let digits = || *self.digits.get_or_init(|| Digits::of(b));
         match gate {

@@ -20,7 +20,8 @@ use std::sync::{Mutex, OnceLock};
 
 use regex::Regex;
 
-use super::pii_gate::{Gate, Gates};
+use crate::gate::{Gate, Gates};
+use crate::{Finding, Strategy};
 
 /// The built-in PII types, in priority order (an earlier type wins a tie).
 pub const PII_TYPES: &[&str] = &[
@@ -39,22 +40,7 @@ pub const PII_TYPES: &[&str] = &[
 /// The longest value a bounded built-in detector matches, in characters.
 /// (Unbounded ones — URLs, emails, tokens, private-key blocks, digit runs — are held
 /// back in a stream for as long as they reach its end.)
-pub(super) const BUILTIN_MAX_CHARS: usize = 250;
-
-crate::config_enum! {
-    /// What to do with a detected value.
-    pub enum PiiStrategy {
-        /// Refuse the text: the hook fails with a `Validation` error (counts only).
-        Block = "block",
-        /// Replace the value with `[REDACTED_TYPE]`.
-        Redact = "redact",
-        /// Keep the last four letters or digits, never more than a third of them (an
-        /// email keeps its first letter and domain), star the rest.
-        Mask = "mask",
-        /// Replace the value with `<type_hash:…>`, a stable 64-bit FNV-1a pseudonym (not a cryptographic hash).
-        Hash = "hash",
-    }
-}
+pub const BUILTIN_MAX_CHARS: usize = 250;
 
 /// How a raw regex match becomes zero or more values.
 #[derive(Debug, Clone, Copy)]
@@ -116,8 +102,9 @@ type Needs = fn(&Census) -> bool;
 
 /// One detector: a type name, a pattern, how matches become values, and when it can apply.
 #[derive(Debug, Clone)]
-pub(super) struct Detector {
-    pub(super) name: String,
+pub struct Detector {
+    /// The type it finds (`email`, or a custom detector's name).
+    pub name: String,
     regex: Regex,
     check: Check,
     edge: Edge,
@@ -360,7 +347,7 @@ const SECRET_KEY_SUFFIXES: &[&str] = &[
 /// Whether an object key names a secret (`api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, …):
 /// a name (letters, digits, `_`, `-`, `.`, spaces; at most 64 bytes) ending in one of
 /// [`SECRET_KEY_SUFFIXES`]. A key holding a sentence or a replacement names nothing.
-pub(super) fn is_secret_key(key: &str) -> bool {
+pub fn is_secret_key(key: &str) -> bool {
     let name = key.len() <= 64
         && key
             .bytes()
@@ -400,18 +387,18 @@ pub const PHONE_KEY_WORDS: &[&str] = &[
 ];
 
 /// The fewest and most digits of a phone number under a phone key (E.164 allows 15).
-pub(super) const KEYED_PHONE_DIGITS: std::ops::RangeInclusive<usize> = 7..=15;
+pub const KEYED_PHONE_DIGITS: std::ops::RangeInclusive<usize> = 7..=15;
 
 /// The longest key the JSON text scan reads (bytes as written, escapes
 /// included) and [`is_phone_key`] accepts: a longer key names no phone.
-pub(super) const KEYED_TEXT_BYTES: usize = 256;
+pub const KEYED_TEXT_BYTES: usize = 256;
 
 /// Whether an object key names a phone: split into words on `_`, `-`, `.`,
 /// spaces (any character not a letter or digit) and camelCase boundaries
 /// (`phoneNumber`, `SMSCode`, `home_phone`, `mobile-no`, `tel`), one word is
 /// in [`PHONE_KEY_WORDS`] (so `hotel`, `cancel`, `cells_count` and
 /// `telemetry_id` name none). A key longer than [`KEYED_TEXT_BYTES`] names none.
-pub(super) fn is_phone_key(key: &str) -> bool {
+pub fn is_phone_key(key: &str) -> bool {
     if key.len() > KEYED_TEXT_BYTES {
         return false;
     }
@@ -450,7 +437,7 @@ pub(super) fn is_phone_key(key: &str) -> bool {
 /// zeros after the point, holds [`KEYED_PHONE_DIGITS`] digits. Otherwise a
 /// string, folded (digits of any script, escapes read): `+` at most once in
 /// front, then only that many digits.
-pub(super) fn keyed_phone(value: &str, number: bool) -> bool {
+pub fn keyed_phone(value: &str, number: bool) -> bool {
     if number {
         let mantissa = value.split(['e', 'E']).next().unwrap_or_default();
         let mantissa = mantissa.strip_prefix('-').unwrap_or(mantissa);
@@ -713,7 +700,7 @@ fn detector(name: &str, s: &Spec, group: bool) -> Detector {
 }
 
 /// The built-in detectors of type `name` (one type may have several patterns).
-pub(super) fn builtin(name: &str) -> Option<Vec<Detector>> {
+pub fn builtin(name: &str) -> Option<Vec<Detector>> {
     if name == "secret" {
         let mut out: Vec<Detector> = SECRET_SPECS.iter().map(|s| detector(name, s, false)).collect();
         for pattern in [SECRET_CONTEXT, SECRET_JSON_CONTEXT] {
@@ -730,7 +717,7 @@ pub(super) fn builtin(name: &str) -> Option<Vec<Detector>> {
 }
 
 /// A detector from a user pattern.
-pub(super) fn custom(name: &str, pattern: &str) -> Result<Detector, String> {
+pub fn custom(name: &str, pattern: &str) -> Result<Detector, String> {
     let regex = Regex::new(pattern).map_err(|e| e.to_string())?;
     Ok(Detector {
         name: name.to_owned(),
@@ -1030,7 +1017,7 @@ fn edge_ok(edge: Edge, text: &str, start: usize, end: usize, number: bool) -> bo
 
 /// One candidate match in a haystack (original byte offsets).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Candidate {
+pub struct Candidate {
     /// The value to replace.
     start: usize,
     end: usize,
@@ -1055,9 +1042,10 @@ pub type PiiCounts = BTreeMap<String, usize>;
 
 /// The detectors and the strategy.
 #[derive(Debug, Clone)]
-pub(super) struct Engine {
+pub struct Engine {
     detectors: Vec<Detector>,
-    pub(super) strategy: PiiStrategy,
+    /// What to do with what it finds.
+    pub strategy: Strategy,
     /// The fast scan: each detector behind its gate, text that folds to itself
     /// read in place. `false`: the reference (the scanner before #19).
     fast: bool,
@@ -1074,7 +1062,7 @@ fn fnv1a(text: &str) -> u64 {
 
 /// A running FNV-1a digest of streamed text (to tell later whether a reply is what was streamed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Digest(u64);
+pub struct Digest(u64);
 
 impl Default for Digest {
     fn default() -> Self {
@@ -1084,18 +1072,20 @@ impl Default for Digest {
 
 impl Digest {
     /// The digest's value.
-    pub(super) fn value(self) -> u64 {
+    pub fn value(self) -> u64 {
         self.0
     }
 
-    pub(super) fn push(&mut self, text: &str) {
+    /// Adds `text` to the digest.
+    pub fn push(&mut self, text: &str) {
         for b in text.bytes() {
             self.0 ^= u64::from(b);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
     }
 
-    pub(super) fn of(text: &str) -> Self {
+    /// The digest of `text` alone.
+    pub fn of(text: &str) -> Self {
         let mut d = Self::default();
         d.push(text);
         d
@@ -1134,7 +1124,7 @@ fn mask(kind: &str, value: &str) -> String {
 
 impl Engine {
     /// An engine with these detectors, scanning the fast way.
-    pub(super) fn new(detectors: Vec<Detector>, strategy: PiiStrategy) -> Self {
+    pub fn new(detectors: Vec<Detector>, strategy: Strategy) -> Self {
         Self {
             detectors,
             strategy,
@@ -1143,12 +1133,12 @@ impl Engine {
     }
 
     /// The detectors, in priority order.
-    pub(super) fn detectors(&self) -> &[Detector] {
+    pub fn detectors(&self) -> &[Detector] {
         &self.detectors
     }
 
     /// Replaces the detectors.
-    pub(super) fn set_detectors(&mut self, detectors: Vec<Detector>) {
+    pub fn set_detectors(&mut self, detectors: Vec<Detector>) {
         self.detectors = detectors;
         if !self.fast {
             self.scan_as_before();
@@ -1169,7 +1159,7 @@ impl Engine {
     /// did: every detector the census lets through over the text (no gates),
     /// every non-ASCII text folded into a copy, and the patterns as they were
     /// before a rewrite (kept to check the fast path against).
-    pub(super) fn reference(mut self) -> Self {
+    pub fn reference(mut self) -> Self {
         self.fast = false;
         self.scan_as_before();
         self
@@ -1295,7 +1285,7 @@ impl Engine {
     }
 
     /// The valid, non-overlapping matches: leftmost first, then longest, then by detector priority.
-    pub(super) fn select(mut cands: Vec<Candidate>) -> Vec<Candidate> {
+    pub fn select(mut cands: Vec<Candidate>) -> Vec<Candidate> {
         cands.retain(|c| c.valid);
         cands.sort_by(|a, b| {
             a.start
@@ -1324,12 +1314,12 @@ impl Engine {
     }
 
     /// The replacement of one detected `value` of type `kind`.
-    pub(super) fn replacement(&self, kind: &str, value: &str) -> String {
+    pub fn replacement(&self, kind: &str, value: &str) -> String {
         match self.strategy {
-            PiiStrategy::Block => String::new(),
-            PiiStrategy::Redact => format!("[REDACTED_{}]", kind.to_ascii_uppercase()),
-            PiiStrategy::Mask => mask(kind, &normalise(value).text),
-            PiiStrategy::Hash => format!("<{kind}_hash:{:016x}>", fnv1a(&normalise(value).text)),
+            Strategy::Block => String::new(),
+            Strategy::Redact => format!("[REDACTED_{}]", kind.to_ascii_uppercase()),
+            Strategy::Mask => mask(kind, &normalise(value).text),
+            Strategy::Hash => format!("<{kind}_hash:{:016x}>", fnv1a(&normalise(value).text)),
         }
     }
 
@@ -1396,7 +1386,7 @@ impl Engine {
             last = b;
         }
         out.push_str(&hay[last..to]);
-        if self.strategy == PiiStrategy::Block && found {
+        if self.strategy == Strategy::Block && found {
             return Err(());
         }
         Ok(out)
@@ -1404,7 +1394,7 @@ impl Engine {
 
     /// Replaces every match in `text` in place (no copy when there is none),
     /// adding to `counts`. `Err(found)` for `Block` when any was found.
-    pub(super) fn redact_in_place(&self, text: &mut String, counts: &mut PiiCounts) -> Result<(), PiiCounts> {
+    pub fn redact_in_place(&self, text: &mut String, counts: &mut PiiCounts) -> Result<(), PiiCounts> {
         let json = JsonLex::default().scan(text, 0);
         let bare = json.as_ref().map(|j| j.tokens.as_slice());
         let mut cands = self.candidates(text, 0, Scope::Whole, bare);
@@ -1427,7 +1417,7 @@ impl Engine {
     }
 
     /// The whole text with every match replaced. `Err(counts)` for `Block`.
-    pub(super) fn redact(&self, text: &str) -> Result<(String, PiiCounts), PiiCounts> {
+    pub fn redact(&self, text: &str) -> Result<(String, PiiCounts), PiiCounts> {
         let mut counts = PiiCounts::new();
         match self.apply(text, &mut counts) {
             Ok(out) => Ok((out, counts)),
@@ -1435,13 +1425,32 @@ impl Engine {
         }
     }
 
+    /// Every value found in `text`, leftmost first (then longest, then by
+    /// detector priority), never overlapping: its type and its byte span in
+    /// `text` as given (detection reads a normalised copy; spans are mapped
+    /// back to the original).
+    pub fn findings(&self, text: &str) -> Vec<Finding> {
+        let json = JsonLex::default().scan(text, 0);
+        let bare = json.as_ref().map(|j| j.tokens.as_slice());
+        let mut cands = self.candidates(text, 0, Scope::Whole, bare);
+        cands.extend(Self::keyed(json.as_ref(), &self.detectors));
+        Self::select(cands)
+            .into_iter()
+            .map(|c| Finding {
+                kind: self.detectors[c.detector].name.clone(),
+                start: c.start,
+                end: c.end,
+            })
+            .collect()
+    }
+
     /// Whether the `secret` type is on (then values of secret-named keys are secrets).
-    pub(super) fn detects_secrets(&self) -> bool {
+    pub fn detects_secrets(&self) -> bool {
         self.detects("secret")
     }
 
     /// Whether a detector of type `kind` is on.
-    pub(super) fn detects(&self, kind: &str) -> bool {
+    pub fn detects(&self, kind: &str) -> bool {
         self.detectors.iter().any(|d| d.name == kind)
     }
 }
@@ -1462,7 +1471,7 @@ impl Engine {
 /// phone ([`is_phone_key`]), or an element of an array that is, is a
 /// phone when [`keyed_phone`] says so (`{"phone":14155552671}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct JsonLex {
+pub struct JsonLex {
     /// `None` until the first character other than JSON white space.
     json: Option<bool>,
     in_string: bool,
@@ -1483,14 +1492,14 @@ pub(super) struct JsonLex {
 
 /// What [`JsonLex::scan`] finds in a JSON document.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct JsonSpans {
+pub struct JsonSpans {
     /// The bare tokens (a token reaching the end of the text included).
-    pub(super) tokens: Vec<(usize, usize)>,
+    pub tokens: Vec<(usize, usize)>,
     /// Phones under a phone key: a whole number token, or a string's
     /// content. A stream needs no more to hold an open string whole: it holds
     /// back at least `max_match_chars` (256 or more) characters as the
     /// detectors see them, more than a phone has, so no cut falls inside one.
-    pub(super) phones: Vec<(usize, usize)>,
+    pub phones: Vec<(usize, usize)>,
 }
 
 /// JSON's white space.
@@ -1514,7 +1523,7 @@ impl JsonLex {
     /// Reads `text` on from where the lexer stands. `None` when the text is
     /// not JSON (or not known to be yet); otherwise its bare tokens and its
     /// phones under phone keys, as spans offset by `base`.
-    pub(super) fn scan(&mut self, text: &str, base: usize) -> Option<JsonSpans> {
+    pub fn scan(&mut self, text: &str, base: usize) -> Option<JsonSpans> {
         let b = text.as_bytes();
         let mut i = 0;
         if self.json.is_none() {
@@ -1634,17 +1643,17 @@ fn push_json_escaped(out: &mut String, text: &str) {
 
 /// How much a [`StreamBuffer`] holds back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Hold {
+pub struct Hold {
     /// Characters (as the detectors see them) always held back, so no later
     /// text can complete a match that starts before the cut.
-    pub(super) chars: usize,
+    pub chars: usize,
     /// Bytes a buffer may hold at most after a scan; past it the stream fails.
-    pub(super) max_bytes: usize,
+    pub max_bytes: usize,
 }
 
 /// Why [`StreamBuffer::push`] emitted nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stop {
+pub enum Stop {
     /// A value was found and the strategy is `Block`.
     Blocked,
     /// More than the cap was held back waiting for a value to end (an
@@ -1659,7 +1668,7 @@ pub(super) enum Stop {
 /// The held-back tail of one streamed channel (answer text, reasoning, one
 /// tool call's argument text, one tool's progress).
 #[derive(Debug, Default)]
-pub(super) struct StreamBuffer {
+pub struct StreamBuffer {
     /// Already-emitted original text kept as context (its last few characters).
     context: String,
     /// Received text not yet emitted.
@@ -1667,7 +1676,7 @@ pub(super) struct StreamBuffer {
     /// Do not scan again before `pending` is this long (a held value keeps growing).
     next_scan: usize,
     /// The digest of everything emitted.
-    pub(super) emitted: Digest,
+    pub emitted: Digest,
     /// Where the emitted text stands as JSON (a bare token is never cut in two).
     lex: JsonLex,
 }
@@ -1709,7 +1718,7 @@ impl StreamBuffer {
     /// it, so no later text can complete a match that starts before the cut
     /// (every bounded detector matches at most `hold` characters). So the
     /// emitted pieces, concatenated, equal redacting the whole stream at once.
-    pub(super) fn push(
+    pub fn push(
         &mut self,
         engine: &Engine,
         piece: &str,
@@ -1785,7 +1794,7 @@ impl StreamBuffer {
     }
 
     /// Whether nothing is pending.
-    pub(super) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
     }
 }
@@ -1872,7 +1881,7 @@ mod gate_tests {
 
     fn check(text: &str) -> std::result::Result<(), TestCaseError> {
         let detectors = all_detectors();
-        let reference = Engine::new(detectors.clone(), PiiStrategy::Redact).reference();
+        let reference = Engine::new(detectors.clone(), crate::Strategy::Redact).reference();
         let norm = normalise(text);
         let gates = Gates::new(&norm.text);
         let valid = reference.candidates(text, 0, Scope::Whole, None);
@@ -2053,7 +2062,7 @@ mod fold_tests {
 
     #[test]
     fn card_groups_split_by_any_white_space_mixed_are_one_card() {
-        let engine = Engine::new(builtin("credit_card").expect("a built-in type"), PiiStrategy::Redact);
+        let engine = Engine::new(builtin("credit_card").expect("a built-in type"), Strategy::Redact);
         for sep in [
             "\u{85}", "\x0b", "\x0c", "\r", "\t", "\u{2028}", "\u{2029}", "\u{1680}", " \n", "\r\n", "\n ",
         ] {
