@@ -12,9 +12,10 @@
 //!   (`shell_fs_guard`'s `protected_paths`), which refuses writes early, with
 //!   the reason;
 //! * the sandbox's enforced list, [`SandboxPolicy::protected_paths`](crate::sandbox::SandboxPolicy::protected_paths):
-//!   inside the sandbox these paths at the workspace root cannot be written,
-//!   renamed, replaced or removed, and one the command creates is removed
-//!   after the run;
+//!   inside the sandbox these paths, at any depth of the workspace
+//!   (`sub/.envrc`, `vendor/x/.git/config`), cannot be written, renamed,
+//!   replaced or removed, and one the command creates is removed after the
+//!   run;
 //! * the table of `docs/security.md` (a test checks it matches).
 //!
 //! ```
@@ -25,7 +26,7 @@
 //! assert!(git.program.contains("git"));
 //! ```
 
-/// How the sandbox enforces one protected path at the workspace root.
+/// How the sandbox enforces one protected path, wherever it stands in the workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SandboxRule {
     /// Read-only with everything beneath it; cannot be renamed, replaced or
@@ -40,8 +41,9 @@ pub enum SandboxRule {
 /// One row of the table: a path, the program that executes or loads it, and why that runs code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProtectedPath {
-    /// The path: without `/`, a name matched at any depth by the guard (and
-    /// at the workspace root by the sandbox); with `/`, that path from the root.
+    /// The path: for the guard, without `/` a name matched at any depth, with
+    /// `/` that path from the root; the sandbox matches every pattern at any
+    /// depth (`.git/config` is also `vendor/x/.git/config`).
     pub pattern: &'static str,
     /// The programs that execute or load it on their own.
     pub program: &'static str,

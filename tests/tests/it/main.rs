@@ -115,6 +115,7 @@ mod retry_builders;
 mod sandbox_commands;
 mod sandbox_escapes;
 mod sandbox_protected;
+mod sandbox_protected_depth;
 mod spend_tree;
 mod steering;
 mod sync_dispatch;
