@@ -10,7 +10,6 @@ mod shell_fs_guard;
 
 pub use commands::intrinsic_refusal;
 pub use path_check::DEFAULT_PROTECTED_PATHS;
-pub(crate) use path_check::{lexical as path_lexical, protected_hit};
 pub use pii::{PiiConfig, PiiMiddleware};
 pub use pii_detect::{PiiCounts, PiiStrategy, PHONE_KEY_WORDS, PII_TYPES};
 pub use shell_fs_guard::{
