@@ -298,7 +298,13 @@ impl Protect {
                 dir = d.parent();
             }
         }
-        let mut binds: Vec<(PathBuf, bool)> = binds.into_iter().collect();
+        // beneath a read-only bind everything stays read-only (a pinned
+        // `.git` symlinked into `.github` is not made writable there)
+        let read_only_at = |p: &Path| p.ancestors().skip(1).any(|a| binds.get(a) == Some(&true));
+        let mut binds: Vec<(PathBuf, bool)> = binds
+            .iter()
+            .map(|(p, ro)| (p.clone(), *ro || read_only_at(p)))
+            .collect();
         // parents first, so a read-only child is bound over its pinned parent
         binds.sort_by_key(|(p, _)| p.components().count());
         self.binds = binds;
