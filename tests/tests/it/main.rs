@@ -80,6 +80,7 @@ mod events_json;
 mod external_hooks;
 mod graph;
 mod graph_boundary;
+mod guard_copy_landing;
 mod guard_corpus;
 mod guard_escapes;
 mod guard_escapes_fifth;
