@@ -11,6 +11,11 @@
 //!   one, a mount namespace of the child's own where every mount is
 //!   read-only but the writable paths, so what Landlock does not govern
 //!   (`chmod`, `chown`, `utimes`, extended attributes) stays inside them too;
+//! * **protected tree** — configuration other programs execute, at any depth
+//!   of the workspace ([`Protection`]): found by a bounded walk before the
+//!   run and bound read-only (or pinned) in that namespace; what the command
+//!   creates at a protected name is found by a walk after the run and
+//!   removed ([`Confinement::restore_protected`]);
 //! * **network** — a seccomp filter that makes `socket()` fail with `EPERM`
 //!   for every family but `AF_UNIX` (and `io_uring_setup`, which can open
 //!   sockets too), plus Landlock's TCP rules where the kernel has them;
