@@ -11,6 +11,11 @@
 //!   one, a mount namespace of the child's own where every mount is
 //!   read-only but the writable paths, so what Landlock does not govern
 //!   (`chmod`, `chown`, `utimes`, extended attributes) stays inside them too;
+//! * **protected tree** — configuration other programs execute, at any depth
+//!   of the workspace ([`Protection`]): found by a bounded walk before the
+//!   run and bound read-only (or pinned) in that namespace; what the command
+//!   creates at a protected name is found by a walk after the run and
+//!   removed ([`Confinement::restore_protected`]);
 //! * **network** — a seccomp filter that makes `socket()` fail with `EPERM`
 //!   for every family but `AF_UNIX` (and `io_uring_setup`, which can open
 //!   sockets too), plus Landlock's TCP rules where the kernel has them;
@@ -96,19 +101,10 @@ pub struct ConfinementSpec {
     pub file_size_bytes: Option<u64>,
     /// The most processes (and threads) the command's tree may hold at once.
     pub max_processes: Option<u64>,
-    /// Paths under a writable path that stay read-only (configuration other
-    /// programs execute: `.git/config`, `.cargo`, …). One that exists is
-    /// bound read-only onto itself in the child's mount namespace, so it can
-    /// be neither written nor renamed, replaced or removed; one that does not
-    /// exist cannot be protected by a mount, so if the command creates it (or
-    /// replaces a symlink standing there), [`Confinement::restore_protected`]
-    /// removes it after the run and names it.
-    pub protected_paths: Vec<PathBuf>,
-    /// Directories under a writable path that stay writable inside but whose
-    /// own entry may not be renamed or removed (`.git`, whose objects and refs
-    /// `git commit` writes): each is bound onto itself, a mount point. Created
-    /// or replaced ones are undone like [`ConfinementSpec::protected_paths`].
-    pub pinned_paths: Vec<PathBuf>,
+    /// The protected tree: configuration other programs execute (`.git/config`,
+    /// `.cargo`, `.envrc`, …), at any depth of a writable directory
+    /// (see [`Protection`]). None by default.
+    pub protection: Option<Protection>,
     /// Directories hidden behind an empty read-only `tmpfs` (`/root`, `/home`,
     /// `/etc`, …), so that neither reading nor `stat` learns what is there.
     /// The readable, writable and device paths beneath one stay visible (they
@@ -116,7 +112,7 @@ pub struct ConfinementSpec {
     /// of them is not hidden. A path that does not exist or is a symlink is
     /// skipped.
     ///
-    /// These three are enforced in the child's mount namespace: only where
+    /// These and the protected tree's binds are enforced in the child's mount namespace: only where
     /// [`Confinement::read_only_mounts`] is `true` (a required sandbox
     /// refuses a machine where it is not).
     pub hidden_paths: Vec<PathBuf>,
@@ -141,8 +137,7 @@ impl ConfinementSpec {
             memory_bytes: None,
             file_size_bytes: None,
             max_processes: None,
-            protected_paths: Vec::new(),
-            pinned_paths: Vec::new(),
+            protection: None,
             hidden_paths: Vec::new(),
         }
     }
@@ -213,23 +208,9 @@ impl ConfinementSpec {
         self
     }
 
-    /// Adds read-only paths inside the writable ones (see [`ConfinementSpec::protected_paths`]).
-    pub fn protected<I, P>(mut self, paths: I) -> Self
-    where
-        I: IntoIterator<Item = P>,
-        P: Into<PathBuf>,
-    {
-        self.protected_paths.extend(paths.into_iter().map(Into::into));
-        self
-    }
-
-    /// Adds pinned directories (see [`ConfinementSpec::pinned_paths`]).
-    pub fn pinned<I, P>(mut self, paths: I) -> Self
-    where
-        I: IntoIterator<Item = P>,
-        P: Into<PathBuf>,
-    {
-        self.pinned_paths.extend(paths.into_iter().map(Into::into));
+    /// Sets the protected tree (see [`Protection`]).
+    pub fn protect(mut self, protection: Protection) -> Self {
+        self.protection = Some(protection);
         self
     }
 
@@ -241,6 +222,105 @@ impl ConfinementSpec {
     {
         self.hidden_paths.extend(paths.into_iter().map(Into::into));
         self
+    }
+}
+
+/// Paths that stay as they are inside a writable directory, at any depth:
+/// configuration other programs execute. A pattern (`.envrc`, `.git/config`)
+/// matches the last components of a path, case-insensitively, wherever it
+/// stands under [`Protection::root`] (`sub/.envrc`, `vendor/x/.git/config`).
+///
+/// Before each run one walk of the root (never following symlinks; at most
+/// [`Protection::max_entries`] entries, past which the confinement is
+/// refused) finds every protected entry that exists. In the child's mount
+/// namespace each is bound onto itself — read-only with everything beneath
+/// it, or, for a *pinned* directory (`.git`), writable inside — and every
+/// directory between the root and it is bound onto itself too, so none can
+/// be written, renamed, replaced or removed (`EROFS`, `EBUSY`; `EXDEV` for a
+/// hard link or a rename across one). A symlink at a protected name whose
+/// target lies inside the root protects its target the same way. A protected
+/// regular file with another hard link in the root (through which it could
+/// be written) is refused.
+///
+/// A name that does not exist cannot carry a mount: after the run a second
+/// walk finds every protected entry created (by any means: written, renamed
+/// into place, a symlink, a directory holding it) and
+/// [`Confinement::restore_protected`] removes it.
+///
+/// ```
+/// use tinyagents_sandbox::Protection;
+///
+/// let p = Protection::new("/w").read_only([".envrc", ".git/config"]).pinned([".git"]).max_entries(1000);
+/// assert_eq!(p.max_entries, 1000);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protection {
+    /// The directory whose tree is protected: equal to or inside a writable path.
+    pub root: PathBuf,
+    /// Patterns kept read-only, with everything beneath them.
+    pub read_only: Vec<String>,
+    /// Patterns of directories kept writable inside, but not renamable or removable.
+    pub pinned: Vec<String>,
+    /// The most entries one walk of the root visits before the confinement
+    /// is refused (before the run) or the run fails (after it).
+    pub max_entries: usize,
+}
+
+impl Protection {
+    /// The default bound of one walk: [`Protection::max_entries`].
+    pub const DEFAULT_MAX_ENTRIES: usize = 200_000;
+
+    /// Nothing protected yet under `root`; the default walk bound.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            read_only: Vec::new(),
+            pinned: Vec::new(),
+            max_entries: Self::DEFAULT_MAX_ENTRIES,
+        }
+    }
+
+    /// Adds read-only patterns.
+    pub fn read_only<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.read_only.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds pinned patterns.
+    pub fn pinned<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.pinned.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the walk bound.
+    pub fn max_entries(mut self, max: usize) -> Self {
+        self.max_entries = max;
+        self
+    }
+}
+
+/// What [`Confinement::restore_protected`] found after a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtectedChanges {
+    /// Protected paths the command created (or symlinks it replaced), now removed.
+    pub removed: Vec<PathBuf>,
+    /// Paths that could not be checked or undone, and why (a directory that
+    /// cannot be listed, a removal that failed, a walk past its bound).
+    pub unchecked: Vec<(PathBuf, String)>,
+}
+
+impl ProtectedChanges {
+    /// Whether the command touched no protected path (and everything was checked).
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.unchecked.is_empty()
     }
 }
 
@@ -270,6 +350,13 @@ pub enum SetupError {
         /// What is wrong with it.
         detail: String,
     },
+    /// The protected tree holds more entries than one walk may visit.
+    WalkLimit {
+        /// The protected root.
+        root: PathBuf,
+        /// [`Protection::max_entries`].
+        limit: usize,
+    },
     /// This operating system has none of the mechanisms (only Linux has).
     UnsupportedOs,
 }
@@ -298,6 +385,13 @@ impl fmt::Display for SetupError {
             Self::Path { path, detail } => {
                 write!(f, "sandbox path `{}` is unusable: {detail}", path.display())
             }
+            Self::WalkLimit { root, limit } => write!(
+                f,
+                "the workspace `{}` holds more than {limit} entries: the sandbox walks it before each run to find \
+                 protected paths at any depth (Protection::max_entries) and refuses to run unchecked; raise the \
+                 limit (SandboxPolicy::protected_walk_limit), or use a smaller directory as the workspace root",
+                root.display()
+            ),
             Self::UnsupportedOs => write!(
                 f,
                 "sandbox required but this operating system has no Landlock/seccomp (Linux only); \
@@ -465,20 +559,21 @@ impl Confinement {
     }
 
     /// After the command's whole tree is gone: undoes what the mounts could
-    /// not prevent — a protected or pinned path that did not exist when the
-    /// confinement was prepared and exists now, or one that stood as a
-    /// symlink and was replaced (it is removed, without following symlinks,
-    /// and the symlink is put back). Returns the paths undone; empty when the
-    /// command touched none. Call it only once no process of the tree runs
-    /// ([`Confinement::kill_all`] returned `true`).
-    pub fn restore_protected(&self) -> Vec<PathBuf> {
+    /// not prevent — a protected path, at any depth, that did not exist when
+    /// the confinement was prepared and exists now, or a symlink standing at
+    /// one that was replaced (it is removed, without following symlinks, and
+    /// the symlink put back) — by a second walk of the protected root.
+    /// Returns what was removed and what could not be checked or removed;
+    /// empty when the command touched no protected path. Call it only once
+    /// no process of the tree runs ([`Confinement::kill_all`] returned `true`).
+    pub fn restore_protected(&self) -> ProtectedChanges {
         #[cfg(target_os = "linux")]
         {
             self.inner.protect.restore()
         }
         #[cfg(not(target_os = "linux"))]
         {
-            Vec::new()
+            ProtectedChanges::default()
         }
     }
 

@@ -346,7 +346,7 @@ impl Prepared {
                 Err(_) => rlimits.push((libc::RLIMIT_NPROC, user_tasks().saturating_add(max))),
             }
         }
-        let protect = Protect::new(&spec.protected_paths, &spec.pinned_paths, &spec.writable_paths)?;
+        let protect = Protect::new(spec.protection.as_ref(), &spec.writable_paths)?;
         let mounts = if read_only_mounts_work() {
             Some(Mounts::new(spec, avail.root, &protect)?)
         } else {

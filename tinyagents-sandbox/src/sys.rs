@@ -125,6 +125,42 @@ struct MountAttr {
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 
+/// Makes the mount at `path` read-only or writable (`mount_setattr(2)`),
+/// with every mount beneath it when `recursive`.
+///
+/// # Safety
+/// Async-signal-safe: one raw syscall on a NUL-terminated path and a local.
+unsafe fn set_read_only(path: &std::ffi::CStr, read_only: bool, recursive: bool) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    check(libc::syscall(
+        libc::SYS_mount_setattr,
+        libc::AT_FDCWD,
+        path.as_ptr(),
+        if recursive { AT_RECURSIVE } else { 0 },
+        &attr as *const MountAttr,
+        std::mem::size_of::<MountAttr>(),
+    ))
+}
+
+/// Binds `path` onto itself, with the mounts beneath it (a mount point of its own).
+///
+/// # Safety
+/// Async-signal-safe: one raw syscall on a NUL-terminated path.
+unsafe fn bind_onto_itself(path: &std::ffi::CStr) -> io::Result<()> {
+    check(libc::mount(
+        path.as_ptr(),
+        path.as_ptr(),
+        std::ptr::null(),
+        libc::MS_BIND | libc::MS_REC,
+        std::ptr::null(),
+    ) as libc::c_long)
+}
+
 /// Writes `data` to the file `path` (a `/proc/self` control file).
 ///
 /// # Safety
@@ -174,69 +210,18 @@ unsafe fn read_only_mounts(m: &Mounts) -> io::Result<()> {
         hide(h)?;
     }
     for path in &m.writable {
-        check(libc::mount(
-            path.as_ptr(),
-            path.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND | libc::MS_REC,
-            std::ptr::null(),
-        ) as libc::c_long)?;
+        bind_onto_itself(path)?;
     }
-    let read_only = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    check(libc::syscall(
-        libc::SYS_mount_setattr,
-        libc::AT_FDCWD,
-        c"/".as_ptr(),
-        AT_RECURSIVE,
-        &read_only as *const MountAttr,
-        std::mem::size_of::<MountAttr>(),
-    ))?;
-    let writable = MountAttr {
-        attr_set: 0,
-        attr_clr: MOUNT_ATTR_RDONLY,
-        propagation: 0,
-        userns_fd: 0,
-    };
+    set_read_only(c"/", true, true)?;
     for path in &m.writable {
-        check(libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            0 as libc::c_uint,
-            &writable as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        ))?;
+        set_read_only(path, false, false)?;
     }
     // Protected paths inside the writable ones: each bound onto itself (a
     // mount point cannot be renamed, replaced or removed), read-only with
     // everything beneath it, or (pinned) writable.
     for (path, read_only) in &m.protected {
-        check(libc::mount(
-            path.as_ptr(),
-            path.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND | libc::MS_REC,
-            std::ptr::null(),
-        ) as libc::c_long)?;
-        let attr = MountAttr {
-            attr_set: if *read_only { MOUNT_ATTR_RDONLY } else { 0 },
-            attr_clr: if *read_only { 0 } else { MOUNT_ATTR_RDONLY },
-            propagation: 0,
-            userns_fd: 0,
-        };
-        check(libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            if *read_only { AT_RECURSIVE } else { 0 },
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        ))?;
+        bind_onto_itself(path)?;
+        set_read_only(path, *read_only, *read_only)?;
     }
     // The working directory was entered before the binds, through the mount
     // beneath them (now read-only): enter it again by its path, which now
@@ -315,20 +300,7 @@ unsafe fn hide(h: &Hidden) -> io::Result<()> {
                 }
             }
         }
-        let read_only = MountAttr {
-            attr_set: MOUNT_ATTR_RDONLY,
-            attr_clr: 0,
-            propagation: 0,
-            userns_fd: 0,
-        };
-        check(libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            h.path.as_ptr(),
-            0 as libc::c_uint,
-            &read_only as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        ))
+        set_read_only(&h.path, true, false)
     })();
     for fd in &trees[..n] {
         libc::close(*fd);

@@ -12,9 +12,10 @@
 //!   (`shell_fs_guard`'s `protected_paths`), which refuses writes early, with
 //!   the reason;
 //! * the sandbox's enforced list, [`SandboxPolicy::protected_paths`](crate::sandbox::SandboxPolicy::protected_paths):
-//!   inside the sandbox these paths at the workspace root cannot be written,
-//!   renamed, replaced or removed, and one the command creates is removed
-//!   after the run;
+//!   inside the sandbox these paths, at any depth of the workspace
+//!   (`sub/.envrc`, `vendor/x/.git/config`), cannot be written, renamed,
+//!   replaced or removed, and one the command creates is removed after the
+//!   run;
 //! * the table of `docs/security.md` (a test checks it matches).
 //!
 //! ```
@@ -25,7 +26,7 @@
 //! assert!(git.program.contains("git"));
 //! ```
 
-/// How the sandbox enforces one protected path at the workspace root.
+/// How the sandbox enforces one protected path, wherever it stands in the workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SandboxRule {
     /// Read-only with everything beneath it; cannot be renamed, replaced or
@@ -40,8 +41,9 @@ pub enum SandboxRule {
 /// One row of the table: a path, the program that executes or loads it, and why that runs code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProtectedPath {
-    /// The path: without `/`, a name matched at any depth by the guard (and
-    /// at the workspace root by the sandbox); with `/`, that path from the root.
+    /// The path: for the guard, without `/` a name matched at any depth, with
+    /// `/` that path from the root; the sandbox matches every pattern at any
+    /// depth (`.git/config` is also `vendor/x/.git/config`).
     pub pattern: &'static str,
     /// The programs that execute or load it on their own.
     pub program: &'static str,
@@ -212,4 +214,85 @@ pub fn markdown_table() -> String {
         out.push_str(&format!("| `{}` | {} | {} | {rule} |\n", r.pattern, r.program, r.why));
     }
     out
+}
+
+/// The protected entry of `protected` (the guard's list, or the patch
+/// tool's) that `resolved`, a path under `root`, falls under, if any: an
+/// entry without `/` matches any path component, case-insensitively; an
+/// entry with `/` matches that path from the root, everything under it, and
+/// the directories it lies in.
+pub(crate) fn protected_hit<'a>(
+    root: &std::path::Path,
+    resolved: &std::path::Path,
+    protected: &'a [String],
+) -> Option<&'a str> {
+    let rel = resolved.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+        .collect();
+    let joined = parts.join("/");
+    protected.iter().map(String::as_str).find(|entry| {
+        let e = entry.trim_matches('/').to_lowercase();
+        if e.is_empty() {
+            return false;
+        }
+        if e.contains('/') {
+            // the entry itself, a path under it, or a directory it lies in:
+            // a tree moved or copied there (`mv x/scripts .`) creates it
+            joined == e
+                || joined.starts_with(&format!("{e}/"))
+                || joined.is_empty()
+                || e.starts_with(&format!("{joined}/"))
+        } else {
+            parts.contains(&e)
+        }
+    })
+}
+
+/// Characters that look like `.` or `/` but are not, and invisible or
+/// direction-changing characters: a path holding one is not understood.
+const LOOKALIKES: &[char] = &[
+    '\u{2024}', '\u{2025}', '\u{2026}', '\u{FF0E}', '\u{FF0F}', '\u{2215}', '\u{2044}', '\u{29F8}', '\u{FE52}',
+    '\u{200B}', '\u{200C}', '\u{200D}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}',
+    '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{FEFF}', '\u{FF3C}', '\u{2216}',
+];
+
+/// The lexical checks of a path a write names (the guard's operands, a
+/// patch's targets): `Err(reason)` for a form refused before the file system
+/// is consulted, because no protected-path check could judge it as the
+/// program will read it.
+pub(crate) fn path_lexical(raw: &str) -> Result<(), String> {
+    if raw.is_empty() {
+        return Err("an empty path".to_owned());
+    }
+    if let Some(c) = raw.chars().find(|c| c.is_control()) {
+        return Err(format!("a control character (U+{:04X}) in the path", c as u32));
+    }
+    if let Some(c) = raw.chars().find(|c| LOOKALIKES.contains(c)) {
+        return Err(format!(
+            "a look-alike or invisible character (U+{:04X}) in the path",
+            c as u32
+        ));
+    }
+    if raw.contains('\\') {
+        return Err("a backslash (a Windows-style path or an escape)".to_owned());
+    }
+    if raw.contains('%') {
+        return Err("a `%` (URL-encoded paths are not accepted)".to_owned());
+    }
+    if raw.contains("://") || raw.to_ascii_lowercase().starts_with("file:") {
+        return Err("a URL instead of a path".to_owned());
+    }
+    let b = raw.as_bytes();
+    if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        return Err("a Windows drive letter".to_owned());
+    }
+    if raw.starts_with('~') {
+        return Err("a `~` home-directory path".to_owned());
+    }
+    if raw.contains('$') || raw.contains('`') {
+        return Err("a `$` or backtick (variables and substitutions are not expanded here)".to_owned());
+    }
+    Ok(())
 }

@@ -129,8 +129,7 @@ pub fn apply(patch: &Patch, root: &Path, protected: &[String]) -> Result<Applied
 /// `raw` as a path relative to `root`: lexically plain, reached through real
 /// directories only, not protected.
 fn checked(root: &Path, raw: &str, protected: &[String]) -> Result<PathBuf> {
-    crate::harness::middleware::library::path_lexical(raw)
-        .map_err(|why| refuse(format!("the path `{raw}` is refused: {why}")))?;
+    crate::protected::path_lexical(raw).map_err(|why| refuse(format!("the path `{raw}` is refused: {why}")))?;
     let rel = PathBuf::from(raw);
     if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Err(refuse(format!(
@@ -151,7 +150,7 @@ fn checked(root: &Path, raw: &str, protected: &[String]) -> Result<PathBuf> {
             Err(_) => break,
         }
     }
-    if let Some(hit) = crate::harness::middleware::library::protected_hit(root, &root.join(&rel), protected) {
+    if let Some(hit) = crate::protected::protected_hit(root, &root.join(&rel), protected) {
         return Err(refuse(format!(
             "`{raw}` is under `{hit}`, configuration that programs execute (protected_paths): make that change \
              yourself"

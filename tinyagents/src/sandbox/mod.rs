@@ -14,9 +14,10 @@
 //! * **protected paths** (the command's mount namespace): the configuration
 //!   other programs execute ([`crate::protected`]: `.git/config`,
 //!   `.git/hooks`, `.cargo`, CI, hook managers, `.envrc`, …) stays
-//!   read-only at the workspace root, and cannot be renamed, replaced or
-//!   removed; one the command creates is removed after the run, which then
-//!   fails naming it ([`SandboxPolicy::protected_paths`]);
+//!   read-only at any depth of the workspace (`sub/.envrc`,
+//!   `vendor/x/.git/config`), and cannot be renamed, replaced or removed;
+//!   one the command creates is removed after the run, which then fails
+//!   naming it ([`SandboxPolicy::protected_paths`]);
 //! * **hidden paths**: `/root`, `/home`, `/etc`, `/run`, `/var`, `/tmp`, …
 //!   are covered by an empty `tmpfs` (the allowed paths beneath them put
 //!   back), so not even `stat` learns what they hold
@@ -157,17 +158,26 @@ pub struct SandboxPolicy {
     pub env: BTreeMap<String, String>,
     /// Time, CPU, memory, output, process and file-size limits.
     pub limits: SandboxLimits,
-    /// Paths relative to the root that stay read-only inside the writable
-    /// root: they cannot be written, renamed, replaced or removed, and one
-    /// the command creates is removed after the run (the run then fails,
-    /// naming it). Default: the [`crate::protected::SandboxRule::ReadOnly`]
-    /// rows of [`crate::protected::PROTECTED_PATHS`] (`.git/config`,
-    /// `.git/hooks`, `.cargo`, CI, hook managers, `.envrc`, …).
+    /// Paths that stay read-only inside the writable root, matched at any
+    /// depth (`.envrc` is also `sub/.envrc`; `.git/config` is also
+    /// `vendor/x/.git/config`), case-insensitively: they cannot be written,
+    /// renamed, replaced or removed, and one the command creates is removed
+    /// after the run (the run then fails, naming it). Default: the
+    /// [`crate::protected::SandboxRule::ReadOnly`] rows of
+    /// [`crate::protected::PROTECTED_PATHS`] (`.git/config`, `.git/hooks`,
+    /// `.cargo`, CI, hook managers, `.envrc`, …).
     pub protected_paths: Vec<String>,
-    /// Directories relative to the root that stay writable beneath but
-    /// cannot be renamed, replaced or removed. Default: the
-    /// [`crate::protected::SandboxRule::Pinned`] rows (`.git`).
+    /// Directories, matched at any depth like [`SandboxPolicy::protected_paths`],
+    /// that stay writable beneath but cannot be renamed, replaced or removed.
+    /// Default: the [`crate::protected::SandboxRule::Pinned`] rows (`.git`).
     pub pinned_paths: Vec<String>,
+    /// The most entries of the workspace one walk visits: the sandbox walks
+    /// the root before each run (to find the protected paths at any depth)
+    /// and after it (to find those the command created). A workspace larger
+    /// than this is refused before the run, naming this field; a run that
+    /// leaves more fails. Default 200,000
+    /// ([`tinyagents_sandbox::Protection::DEFAULT_MAX_ENTRIES`]).
+    pub protected_walk_limit: usize,
     /// Directories hidden behind an empty read-only `tmpfs`, so that neither
     /// `cat` nor `stat` learns what they hold; the readable and writable
     /// paths beneath one (the root, the call's temporary directory, the
@@ -209,6 +219,7 @@ impl SandboxPolicy {
             limits: SandboxLimits::default(),
             protected_paths: protected_rows(crate::protected::SandboxRule::ReadOnly),
             pinned_paths: protected_rows(crate::protected::SandboxRule::Pinned),
+            protected_walk_limit: tinyagents_sandbox::Protection::DEFAULT_MAX_ENTRIES,
             hidden_paths: Self::default_hidden_paths(),
         }
     }
@@ -247,10 +258,12 @@ impl SandboxPolicy {
         .collect()
     }
 
-    /// The protected and pinned paths under the canonical `root`, absolute.
-    pub(crate) fn enforced_paths(&self, root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-        let under = |list: &[String]| list.iter().map(|p| root.join(p.trim_matches('/'))).collect();
-        (under(&self.protected_paths), under(&self.pinned_paths))
+    /// The protected tree under the canonical `root`.
+    pub(crate) fn protection(&self, root: &Path) -> tinyagents_sandbox::Protection {
+        tinyagents_sandbox::Protection::new(root)
+            .read_only(self.protected_paths.iter().cloned())
+            .pinned(self.pinned_paths.iter().cloned())
+            .max_entries(self.protected_walk_limit)
     }
 
     /// The system paths commands need to start and behave: `/usr`, `/bin`,
@@ -348,6 +361,13 @@ impl SandboxPolicy {
     /// The same policy passing one more variable through from this process.
     pub fn with_env_allowed(mut self, name: impl Into<String>) -> Self {
         self.env_allow.push(name.into());
+        self
+    }
+
+    /// The same policy with another bound on the workspace walks
+    /// ([`SandboxPolicy::protected_walk_limit`]).
+    pub fn with_protected_walk_limit(mut self, entries: usize) -> Self {
+        self.protected_walk_limit = entries;
         self
     }
 

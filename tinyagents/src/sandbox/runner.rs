@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use tinyagents_sandbox::{Confinement, ConfinementSpec};
+use tinyagents_sandbox::{Confinement, ConfinementSpec, ProtectedChanges};
 
 use super::plan::{PlanRedirect, RedirectTarget, ShellPlan};
 use super::{SandboxMode, SandboxPolicy};
@@ -235,18 +235,33 @@ const NO_READ_ONLY_MOUNTS: &str = "sandbox required, but this machine cannot giv
     modes, times and attributes of files outside the workspace. Fix: allow user namespaces, or opt out with \
     `sandbox = \"preferred\"` (confined without that layer) for this workspace";
 
-/// The refusal of a run that created or replaced protected paths (undone).
-fn protected_created(program: &str, root: &Path, undone: &[PathBuf]) -> TinyAgentsError {
-    let names: Vec<String> = undone
-        .iter()
-        .map(|p| format!("`{}`", p.strip_prefix(root).unwrap_or(p).display()))
-        .collect();
-    tool_error(format!(
-        "`{program}` created or replaced {} in the workspace: protected paths (configuration other programs \
-         execute; SandboxPolicy::protected_paths) may not be made by a sandboxed command, so the sandbox removed \
-         them; make such a change yourself, outside the agent",
-        names.join(", ")
-    ))
+/// The refusal of a run that created or replaced protected paths (undone),
+/// or after which they could not all be checked.
+fn protected_created(program: &str, root: &Path, changes: &ProtectedChanges) -> TinyAgentsError {
+    let name = |p: &PathBuf| format!("`{}`", p.strip_prefix(root).unwrap_or(p).display());
+    let mut parts = Vec::new();
+    if !changes.removed.is_empty() {
+        let names: Vec<String> = changes.removed.iter().map(name).collect();
+        parts.push(format!(
+            "`{program}` created or replaced {} in the workspace: protected paths (configuration other programs \
+             execute; SandboxPolicy::protected_paths, at any depth) may not be made by a sandboxed command, so the \
+             sandbox removed them; make such a change yourself, outside the agent",
+            names.join(", ")
+        ));
+    }
+    if !changes.unchecked.is_empty() {
+        let names: Vec<String> = changes
+            .unchecked
+            .iter()
+            .map(|(p, why)| format!("{} {why}", name(p)))
+            .collect();
+        parts.push(format!(
+            "after `{program}` the sandbox could not check or undo every protected path: {}; the call fails: look \
+             for protected names there before running git, cargo or direnv in this workspace",
+            names.join("; ")
+        ));
+    }
+    tool_error(parts.join(". "))
 }
 
 impl Sandbox {
@@ -298,8 +313,7 @@ impl Sandbox {
             .file_size_bytes(p.limits.file_size_bytes)
             .max_processes(p.limits.processes);
         spec = if p.root_writable {
-            let (protected, pinned) = p.enforced_paths(&self.root);
-            spec.writable([self.root.clone()]).protected(protected).pinned(pinned)
+            spec.writable([self.root.clone()]).protect(p.protection(&self.root))
         } else {
             spec.read_only([self.root.clone()])
         };

@@ -1,5 +1,6 @@
 //! The guards: `shell_fs_guard` (its corpus, the attacks that once got through, the one-parse plan), `pii`, the protected-path table and the patch tool.
 
+mod copy_landing;
 mod corpus;
 mod escapes;
 mod one_parse;

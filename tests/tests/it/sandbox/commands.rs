@@ -77,9 +77,16 @@ async fn git_works_in_a_repository_inside_the_root() {
         return;
     }
     let ws = Workspace::new("git");
+    // made by the person: a sandboxed command may not create a `.git` at any
+    // depth (`sandbox_protected_depth`), but works in one that exists
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "repo"])
+        .current_dir(&ws.root)
+        .status()
+        .unwrap();
+    assert!(init.success());
     let sandbox = ws.sandbox();
     let steps = [
-        "git init -q repo",
         "cd repo && echo a > a.txt && git add a.txt",
         "cd repo && git -c user.name=t -c user.email=t@example.invalid commit -qm first",
         "cd repo && echo b > b.txt && git status --short",

@@ -3,4 +3,5 @@
 mod commands;
 mod escapes;
 mod protected;
+mod protected_depth;
 pub(crate) mod support;

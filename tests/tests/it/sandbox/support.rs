@@ -12,9 +12,11 @@ use tinyagents::sandbox::{Sandbox, SandboxCommand, SandboxLimits, SandboxOutput,
 /// `true` when the sandbox can run here; otherwise prints why and returns
 /// `false` (the test then returns early), unless CI demands it.
 pub fn sandbox_available(test: &str) -> bool {
-    // Landlock and seccomp, then a trial sandbox (the process limit must hold too).
+    // Landlock and seccomp, then a trial sandbox (the process limit must hold
+    // too) on an empty root (the sandbox walks its root before each run).
     let trial = tinyagents::sandbox::availability().and_then(|()| {
-        Sandbox::new(SandboxPolicy::new(std::env::temp_dir()))
+        let ws = Workspace::new("trial");
+        Sandbox::new(SandboxPolicy::new(&ws.root))
             .map(|_| ())
             .map_err(|e| e.to_string())
     });

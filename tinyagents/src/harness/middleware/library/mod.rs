@@ -21,7 +21,6 @@
 mod context;
 pub mod external_hooks;
 mod guard;
-pub(crate) use guard::{path_lexical, protected_hit};
 mod limits;
 mod modes;
 mod observe;

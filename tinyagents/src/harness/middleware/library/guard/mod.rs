@@ -9,7 +9,6 @@ mod shell_fs_guard;
 
 pub use commands::intrinsic_refusal;
 pub use path_check::DEFAULT_PROTECTED_PATHS;
-pub(crate) use path_check::{lexical as path_lexical, protected_hit};
 #[cfg(feature = "pii")]
 pub use pii::{PiiConfig, PiiMiddleware, PiiStrategy};
 pub use shell_fs_guard::{

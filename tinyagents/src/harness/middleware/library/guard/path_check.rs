@@ -6,50 +6,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// Characters that look like `.` or `/` but are not, and invisible or
-/// direction-changing characters: a path holding one is not understood.
-const LOOKALIKES: &[char] = &[
-    '\u{2024}', '\u{2025}', '\u{2026}', '\u{FF0E}', '\u{FF0F}', '\u{2215}', '\u{2044}', '\u{29F8}', '\u{FE52}',
-    '\u{200B}', '\u{200C}', '\u{200D}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}',
-    '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{FEFF}', '\u{FF3C}', '\u{2216}',
-];
-
-/// The lexical checks: `Err(reason)` for a path form that is refused before
-/// the file system is consulted.
-pub(crate) fn lexical(raw: &str) -> Result<(), String> {
-    if raw.is_empty() {
-        return Err("an empty path".to_owned());
-    }
-    if let Some(c) = raw.chars().find(|c| c.is_control()) {
-        return Err(format!("a control character (U+{:04X}) in the path", c as u32));
-    }
-    if let Some(c) = raw.chars().find(|c| LOOKALIKES.contains(c)) {
-        return Err(format!(
-            "a look-alike or invisible character (U+{:04X}) in the path",
-            c as u32
-        ));
-    }
-    if raw.contains('\\') {
-        return Err("a backslash (a Windows-style path or an escape)".to_owned());
-    }
-    if raw.contains('%') {
-        return Err("a `%` (URL-encoded paths are not accepted)".to_owned());
-    }
-    if raw.contains("://") || raw.to_ascii_lowercase().starts_with("file:") {
-        return Err("a URL instead of a path".to_owned());
-    }
-    let b = raw.as_bytes();
-    if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
-        return Err("a Windows drive letter".to_owned());
-    }
-    if raw.starts_with('~') {
-        return Err("a `~` home-directory path".to_owned());
-    }
-    if raw.contains('$') || raw.contains('`') {
-        return Err("a `$` or backtick (variables and substitutions are not expanded here)".to_owned());
-    }
-    Ok(())
-}
+pub(crate) use crate::protected::{path_lexical as lexical, protected_hit};
 
 /// Confines `raw` to `root` (which must be canonical): `Ok(resolved)` when the
 /// path, walked component by component as the OS would (every existing
@@ -109,32 +66,6 @@ pub(super) fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBu
 /// [`crate::protected::PROTECTED_PATHS`] (each row names the program that
 /// runs the file), which the sandbox enforces too.
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = crate::protected::PATTERNS;
-
-/// The protected entry `resolved` (a path under `root`) falls under, if any.
-pub(crate) fn protected_hit<'a>(root: &Path, resolved: &Path, protected: &'a [String]) -> Option<&'a str> {
-    let rel = resolved.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
-        .collect();
-    let joined = parts.join("/");
-    protected.iter().map(String::as_str).find(|entry| {
-        let e = entry.trim_matches('/').to_lowercase();
-        if e.is_empty() {
-            return false;
-        }
-        if e.contains('/') {
-            // the entry itself, a path under it, or a directory it lies in:
-            // a tree moved or copied there (`mv x/scripts .`) creates it
-            joined == e
-                || joined.starts_with(&format!("{e}/"))
-                || joined.is_empty()
-                || e.starts_with(&format!("{joined}/"))
-        } else {
-            parts.contains(&e)
-        }
-    })
-}
 
 /// The most glob matches (or walked entries) checked before refusing.
 pub(super) const EXPANSION_LIMIT: usize = 4096;

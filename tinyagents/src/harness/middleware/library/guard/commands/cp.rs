@@ -21,7 +21,7 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["--remove-destination"]),
         req(&["--sparse"], Val::OneOf(&["auto", "always", "never"])),
         flag(&["--strip-trailing-slashes"]),
-        req(&["-t", "--target-directory"], Val::Write),
+        req(&["-t", "--target-directory"], Val::TargetDir),
         flag(&["-T", "--no-target-directory"]),
         flag(&["-u"]),
         opt(&["--update"], Val::OneOf(&["all", "none", "none-fail", "older"])),

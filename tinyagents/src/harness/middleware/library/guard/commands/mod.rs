@@ -133,6 +133,10 @@ pub(crate) enum Val {
     Read,
     /// A path the program writes (refused in read-only mode and under protected paths).
     Write,
+    /// A directory the program writes into (`-t DIR` of `cp` and `mv`):
+    /// refused in read-only mode and confined here; where each source lands
+    /// in it (`DIR/NAME`) is judged with the operands.
+    TargetDir,
 }
 
 /// Whether and how an option takes a value.
@@ -220,8 +224,12 @@ pub(crate) enum Operands {
     /// A pattern/script/filter, then paths read; all paths when an option of
     /// `pattern_opts` gave the pattern.
     PatternThenRead,
-    /// Sources read, the last operand written (or, with `-t`, all read).
+    /// Sources read, the last operand written (or, with `-t`, all read);
+    /// into a directory, where each source lands is judged.
     CopyLike,
+    /// `mv`: sources written (they disappear), and where each lands, like
+    /// [`Operands::CopyLike`].
+    MoveLike,
     /// `INPUT [OUTPUT]`: the first read, the second written.
     InOut,
 }
@@ -383,6 +391,56 @@ impl Ctx<'_> {
         Ok(path)
     }
 
+    /// Confines a directory the program writes into; refused in read-only
+    /// mode. Not judged against the protected paths itself (`cp f .` writes
+    /// `./f`, not the root): [`Ctx::landing`] judges where each source lands.
+    pub(crate) fn target_dir(&self, arg: &str, via: &str) -> Result<PathBuf, String> {
+        if self.read_only {
+            return Err(self.refuse(
+                arg,
+                format!(
+                    "{via} writes into this directory, and the guard is read-only (fix: run a command that only reads)"
+                ),
+            ));
+        }
+        confine_from(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a directory it writes into: {e}")))
+    }
+
+    /// Judges where a copy or move lands: with a target directory (`-t DIR`,
+    /// or a last operand naming an existing directory, unless `-T`), each
+    /// source's name joined to it (`cp f .` writes `./f`, refused only when
+    /// that is protected); otherwise `dest` itself.
+    pub(crate) fn landing(&self, parsed: &Parsed, sources: &[String], dest: Option<&str>) -> Result<(), String> {
+        let no_target = parsed.has(&["-T", "--no-target-directory"]);
+        let dir = match parsed.values(&["-t", "--target-directory"]).last() {
+            Some(dir) => Some(dir),
+            None if !no_target && !sources.is_empty() => {
+                dest.filter(|d| self.target_dir(d, "the destination").is_ok_and(|p| p.is_dir()))
+            }
+            None => None,
+        };
+        let Some(dir) = dir else {
+            if let Some(dest) = dest {
+                self.write(dest, "the destination")?;
+            }
+            return Ok(());
+        };
+        self.target_dir(dir, "the destination")?;
+        for src in sources {
+            match Path::new(src).file_name().and_then(|n| n.to_str()) {
+                Some(name) => {
+                    let landed = format!("{}/{name}", dir.trim_end_matches('/'));
+                    self.write(&landed, "the destination")?;
+                }
+                // `.`, `..`: no name to join; the directory itself is judged
+                None => {
+                    self.write(dir, "the destination")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses a resolved write target under a protected path.
     pub(crate) fn not_protected(&self, arg: &str, path: &Path) -> Result<(), String> {
         if let Some(hit) = protected_hit(self.root, path, self.protected) {
@@ -440,6 +498,7 @@ impl Ctx<'_> {
             }
             Val::Read => self.read(value).map(drop),
             Val::Write => self.write(value, shown).map(drop),
+            Val::TargetDir => self.target_dir(value, shown).map(drop),
         }
     }
 }
@@ -655,11 +714,21 @@ pub(crate) fn check_parsed(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result
             for op in &ops[..sources] {
                 reads.push(cx.read(op)?);
             }
-            if !target_dir {
-                if let Some(dest) = ops.last() {
-                    cx.write(dest, "the destination")?;
-                }
+            let dest = (!target_dir).then(|| ops.last().map(String::as_str)).flatten();
+            cx.landing(parsed, &ops[..sources], dest)?;
+        }
+        Operands::MoveLike => {
+            let target_dir = parsed.has(&["-t", "--target-directory"]);
+            let sources = if target_dir {
+                ops.len()
+            } else {
+                ops.len().saturating_sub(1)
+            };
+            for op in &ops[..sources] {
+                cx.write(op, "the operand")?;
             }
+            let dest = (!target_dir).then(|| ops.last().map(String::as_str)).flatten();
+            cx.landing(parsed, &ops[..sources], dest)?;
         }
         Operands::InOut => {
             if ops.len() > 2 {

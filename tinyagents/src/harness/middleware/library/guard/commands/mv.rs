@@ -9,7 +9,7 @@ pub(crate) const SPEC: Spec = Spec {
         flag(&["-i", "--interactive"]),
         flag(&["-n", "--no-clobber"]),
         flag(&["--strip-trailing-slashes"]),
-        req(&["-t", "--target-directory"], Val::Write),
+        req(&["-t", "--target-directory"], Val::TargetDir),
         flag(&["-T", "--no-target-directory"]),
         flag(&["-u"]),
         opt(&["--update"], Val::OneOf(&["all", "none", "none-fail", "older"])),
@@ -22,7 +22,7 @@ pub(crate) const SPEC: Spec = Spec {
         ("-S", BACKUP_REFUSAL),
         ("--suffix", BACKUP_REFUSAL),
     ],
-    operands: Operands::Write,
+    operands: Operands::MoveLike,
     writes: true,
     relinks: true,
     ..BASE

@@ -1,0 +1,64 @@
+//! `cp` and `mv` into a directory are judged by where each source lands:
+//! `cp f .` and `mv x/y .` write `./f` and `./y`, not the workspace root, so
+//! the default guard admits them when the result is not protected and
+//! refuses them when it is (`x/.envrc` into the root, a tree named
+//! `gradle` that `gradle/wrapper` lies in, a file into `.git/hooks`).
+
+use serde_json::json;
+use tinyagents::harness::workspace::WorkspaceDescriptor;
+use tinyagents::middleware::ShellFsGuardMiddleware;
+use tinyagents::prelude::*;
+
+fn sh(command: &str) -> ToolCall {
+    ToolCall::new("c", "shell", json!({ "command": command }))
+}
+
+#[test]
+fn copies_and_moves_into_a_directory_are_judged_where_they_land() {
+    let base = std::env::temp_dir().join(format!("ta-guard-landing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    for dir in ["x/y", "x/gradle", "x/.git", "sub", ".git/hooks"] {
+        std::fs::create_dir_all(base.join(dir)).unwrap();
+    }
+    for file in ["f.txt", "x/a.txt", "x/.envrc", "sub/g.txt", "x/y/z.txt"] {
+        std::fs::write(base.join(file), "x").unwrap();
+    }
+    let root = std::fs::canonicalize(&base).unwrap();
+    let d = WorkspaceDescriptor::new(&root);
+    let guard = ShellFsGuardMiddleware::new();
+    for admitted in [
+        "cp x/a.txt .",
+        "cp x/a.txt ./",
+        "mv x/y .",
+        "mv x/a.txt sub/g.txt .",
+        "cp -r x/y sub",
+        "cp -t . x/a.txt",
+        "mv -t . x/y",
+        "mv f.txt sub",
+    ] {
+        let verdict = guard.check_call(&sh(admitted), Some(&d));
+        assert!(verdict.is_ok(), "`{admitted}` refused: {verdict:?}");
+    }
+    for (refused, needle) in [
+        ("cp x/.envrc .", ".envrc"),
+        ("mv x/.envrc .", ".envrc"),
+        ("cp -r x/gradle .", "gradle/wrapper"),
+        ("mv x/gradle .", "gradle/wrapper"),
+        ("mv -t . x/.git", ".git"),
+        ("cp -t . x/.envrc", ".envrc"),
+        ("cp f.txt .git/hooks", ".git"),
+        ("cp -T x/y .", "protected_paths"),
+        ("cp -r x .", "the tree holds"),
+    ] {
+        let err = guard.check_call(&sh(refused), Some(&d)).unwrap_err();
+        assert!(
+            err.contains("protected_paths") && err.contains(needle),
+            "`{refused}`: {err}"
+        );
+    }
+    // read-only mode refuses the target directory itself
+    let ro = ShellFsGuardMiddleware::new().read_only(true);
+    let err = ro.check_call(&sh("cp x/a.txt ."), Some(&d)).unwrap_err();
+    assert!(err.contains("read-only"), "{err}");
+    let _ = std::fs::remove_dir_all(&base);
+}
