@@ -528,6 +528,18 @@ impl<Ctx> RunContext<Ctx> {
         self.locals.get::<T>()
     }
 
+    /// The run's pauses: the protocol of a middleware that pauses the run
+    /// and of the answer that resumes it ([`Interrupts`](crate::harness::interrupt::Interrupts)).
+    pub fn interrupts(&self) -> Arc<crate::harness::interrupt::Interrupts> {
+        self.local()
+    }
+
+    /// What this run's middleware does around its child runs
+    /// ([`ChildRunHooks`](crate::harness::child_run::ChildRunHooks)).
+    pub fn child_run_hooks(&self) -> Arc<crate::harness::child_run::ChildRunHooks> {
+        self.local()
+    }
+
     /// Asks for a checkpoint to be persisted at the next safe point (seed
     /// 000: "persist checkpoint"), for `reason`. A middleware need not know
     /// how the run is driven: under [`AgentGraph::run_durable`](crate::graph::AgentGraph::run_durable)

@@ -3,12 +3,14 @@
 
 pub mod agent;
 pub mod cache;
+pub mod child_run;
 pub mod compression;
 pub mod context;
 pub mod control;
 pub mod error;
 pub mod event;
 pub(crate) mod hooks;
+pub mod interrupt;
 pub(crate) mod locals;
 pub mod message;
 pub mod middleware;

@@ -11,10 +11,7 @@ pub use contextual_tool_selection::{
     ContextualToolSelectionConfig, ContextualToolSelectionMiddleware, ToolSelectionContext,
 };
 pub use dynamic_tool_selection::{DynamicToolSelectionConfig, DynamicToolSelectionMiddleware, SELECTOR_PROMPT};
-pub(crate) use human_in_the_loop::{
-    hitl_carries_pause, replays_next_turn, take_attached, ConsumedDecisions, RoutedApprovals, CONSUMED_KEY,
-    INTERRUPT_KEY,
-};
+pub(crate) use human_in_the_loop::replays_next_turn;
 pub use human_in_the_loop::{
     ApprovalRequest, BoundDecision, ChildApproval, CompletedCall, Decision, DecisionKind, HitlInterrupt, HitlResume,
     HumanInTheLoopConfig, HumanInTheLoopMiddleware, InterruptOn,
