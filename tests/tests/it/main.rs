@@ -112,6 +112,7 @@ mod provider_stack;
 mod provider_typed;
 mod retries_redteam;
 mod retry_builders;
+mod runtime_seam;
 mod sandbox_commands;
 mod sandbox_escapes;
 mod sandbox_protected;

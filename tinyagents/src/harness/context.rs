@@ -644,7 +644,7 @@ impl<Ctx> RunContext<Ctx> {
     /// ```
     /// use tinyagents::harness::context::{RunConfig, RunContext};
     /// use tinyagents::harness::tool::{Approval, Restriction};
-    /// use tinyagents::middleware::ToolLists;
+    /// use tinyagents::harness::tool::ToolLists;
     ///
     /// let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
     /// let lists = ToolLists::new(None::<Vec<String>>, ["shell"]);

@@ -5,12 +5,12 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::pricing::{catalog_rates, provider_of, TokenRates};
 use crate::harness::child_run::{ChildRun, ChildRunHook};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventSink};
 use crate::harness::model::Usage;
+use crate::harness::model::{catalog_rates, provider_of, TokenRates};
 
 /// Whether usage is metered per token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,10 @@ mod contextual_tool_selection;
 mod dynamic_tool_selection;
 mod human_in_the_loop;
 mod tool_allowlist;
-mod tool_lists;
 mod tool_policy;
 
+/// Tool allow and deny lists (they live in [`crate::harness::tool`], with the restrictions they make).
+pub use crate::harness::tool::ToolLists;
 pub use contextual_tool_selection::{
     ContextualToolSelectionConfig, ContextualToolSelectionMiddleware, ToolSelectionContext,
 };
@@ -17,7 +18,6 @@ pub use human_in_the_loop::{
     HumanInTheLoopConfig, HumanInTheLoopMiddleware, InterruptOn,
 };
 pub use tool_allowlist::{ToolAllowlistConfig, ToolAllowlistMiddleware, ALLOW_TAG, DENY_TAG};
-pub use tool_lists::ToolLists;
 pub use tool_policy::{ToolPolicyConfig, ToolPolicyMiddleware};
 
 use super::doc_of;
