@@ -25,13 +25,14 @@ const PENDING: &str = "pending_calls";
 const STOP: &str = "stop";
 const COUNTERS: &str = "counters";
 const USAGE: &str = "usage";
-/// The refusal of a resume whose decision on request `id` was already used
-/// (a replay, or the loser of two resumes racing): a `Conflict`.
-fn already_used(id: &str, thread_id: &str) -> TinyAgentsError {
+/// The refusal of a resume whose token `id` (a decision's request id, for
+/// `human_in_the_loop`) was already used (a replay, or the loser of two
+/// resumes racing): a `Conflict`.
+fn already_used(owner: &str, id: &str, thread_id: &str) -> TinyAgentsError {
     TinyAgentsError::conflict(format!(
-        "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a call \
-         at most once; a replayed or concurrent resume is refused and nothing ran: reload the thread's latest \
-         checkpoint to see what the other resume did"
+        "the answer to `{owner}`'s pause with token `{id}` (for a person's decision: its request id) was already \
+         used on thread `{thread_id}`: an answer resumes its pause at most once; a replayed or concurrent resume is \
+         refused and nothing ran: reload the thread's latest checkpoint to see what the other resume did"
     ))
 }
 
@@ -552,7 +553,7 @@ where
         let used: Vec<String> = checkpoint.state.get_as(&spent_key)?.unwrap_or_default();
         // (checked again below, on the tokens the store recorded)
         if let Some(id) = resume.tokens().iter().find(|id| used.contains(id)) {
-            return Err(already_used(id, thread_id));
+            return Err(already_used(resume.owner(), id, thread_id));
         }
         if checkpoint.interrupt.is_none() || checkpoint.next.as_deref() != Some(TOOLS_NODE) {
             return Err(TinyAgentsError::validation(format!(
@@ -570,7 +571,7 @@ where
         let resume = resume.rebind(recorded, thread_id)?;
         let ids = resume.tokens();
         if let Some(id) = ids.iter().find(|id| used.contains(id)) {
-            return Err(already_used(id, thread_id));
+            return Err(already_used(resume.owner(), id, thread_id));
         }
         let messages: Vec<Message> = checkpoint.state.get_as(MESSAGES)?.unwrap_or_default();
         if messages.last() != Some(resume.paused_reply()) {
