@@ -2,6 +2,7 @@
 //! stack, and the agent loop.
 
 pub mod agent;
+pub mod approvals;
 pub mod cache;
 pub mod child_run;
 pub mod compression;

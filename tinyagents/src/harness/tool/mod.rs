@@ -21,4 +21,4 @@ pub use registry::{tool_fn, FnTool, ParentRun, Tool, ToolContext, ToolOutput, To
 pub use restrictions::{
     call_digest, Approval, AsyncCallGuard, CallGuard, GuardedRun, PolicyRules, Restriction, RunRestrictions,
 };
-pub(crate) use restrictions::{declares_read_only, Grants, GrantsUsed, SIDE_EFFECT_NAMES};
+pub(crate) use restrictions::{declares_read_only, SIDE_EFFECT_NAMES};

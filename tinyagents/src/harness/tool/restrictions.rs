@@ -517,14 +517,3 @@ pub fn call_digest(tool: &str, arguments: &Value) -> String {
     hasher.update(text.as_bytes());
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
-
-/// Approvals a person gave in a run: call id → (digest of the call shown,
-/// digest of the call to run). Shared by every part of the run.
-#[derive(Debug, Default)]
-pub(crate) struct Grants(pub(crate) std::sync::Mutex<std::collections::HashMap<String, (String, String)>>);
-
-/// The approved calls of the batch at hand that have already run once: an
-/// approval runs its call once, so a second run of it (a retry inside the
-/// call) is refused at the last check.
-#[derive(Default)]
-pub(crate) struct GrantsUsed(pub(crate) std::sync::Mutex<std::collections::HashSet<String>>);
