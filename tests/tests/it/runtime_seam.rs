@@ -303,3 +303,51 @@ fn the_scanner_sees_code_and_not_comments_or_strings() {
         ["ApprovalRequest", "D"]
     );
 }
+
+mod protocols {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tinyagents::harness::interrupt::Interrupt;
+    use tinyagents::prelude::*;
+    use tinyagents::testing::RecordingTool;
+
+    /// A pausing middleware of a user's own: it records an interrupt and pauses before every batch.
+    #[before_tool]
+    fn ask_first(ctx: &mut RunContext) -> Result<()> {
+        ctx.interrupts()
+            .record(Interrupt::new("my_gate", json!({"asked": true})));
+        Err(TinyAgentsError::interrupted(
+            Some("my_gate".into()),
+            "waiting for an answer",
+        ))
+    }
+
+    /// A child's pause by any middleware, which no middleware of the parent
+    /// carries up, fails the parent clearly (naming the pausing middleware)
+    /// instead of pausing a run nobody can resume.
+    #[tokio::test]
+    async fn a_child_pause_nobody_carries_up_is_a_config_error_naming_its_owner() {
+        let delete = RecordingTool::new("delete").returning("deleted");
+        let child: Agent<()> = Agent::new(ScriptedModel::new([
+            ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
+            ScriptedTurn::text("child done"),
+        ]))
+        .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
+        .with_stack(MiddlewareStack::new().with(AskFirst).unwrap());
+        let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
+        let parent: Agent<()> = Agent::new(ScriptedModel::new([
+            ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "clean"}))]),
+            ScriptedTurn::text("parent done"),
+        ]))
+        .with_tools(ToolRegistry::new().with(helper).unwrap());
+        let mut ctx = RunContext::new(RunConfig::new("p1"), ());
+        let err = parent.run(&mut ctx, &(), "go").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+        assert!(
+            err.to_string().contains("no `my_gate` to carry the request up"),
+            "{err}"
+        );
+        assert!(delete.calls().is_empty());
+    }
+}

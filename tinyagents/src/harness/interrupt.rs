@@ -25,7 +25,63 @@
 //! The run's [`Interrupts`] are at
 //! [`RunContext::interrupts`](crate::harness::context::RunContext::interrupts).
 //! `human_in_the_loop` is one implementation; an approval middleware of your
-//! own uses the same protocol (the repository's `examples/custom_approval.rs`).
+//! own uses the same protocol (the repository's `examples/custom_approval.rs`
+//! is one, whose durable run another process resumes).
+//!
+//! ```
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//! use std::sync::Arc;
+//! use serde_json::{json, Value};
+//! use tinyagents::harness::interrupt::{Interrupt, PauseHolder, Resume};
+//! use tinyagents::prelude::*;
+//!
+//! /// A pause flag a gate sets when it pauses.
+//! #[derive(Default)]
+//! struct Paused(AtomicBool);
+//! impl PauseHolder for Paused {
+//!     fn holds_pause(&self) -> bool {
+//!         self.0.load(Ordering::Relaxed)
+//!     }
+//! }
+//!
+//! /// The answer to the gate's pause.
+//! struct Yes { token: String, reply: Message }
+//! impl Resume for Yes {
+//!     fn owner(&self) -> &str { "gate" }
+//!     fn interrupt_key(&self) -> &str { "gate_asked" }
+//!     fn spent_key(&self) -> &str { "gate_spent" }
+//!     fn tokens(&self) -> Vec<String> { vec![self.token.clone()] }
+//!     fn paused_reply(&self) -> &Message { &self.reply }
+//!     fn rebind(self: Box<Self>, recorded: Option<Value>, thread: &str) -> Result<Box<dyn Resume>> {
+//!         match recorded {
+//!             Some(asked) if asked["token"] == self.token => Ok(self),
+//!             _ => Err(TinyAgentsError::validation(format!("not what thread `{thread}` asked"))),
+//!         }
+//!     }
+//!     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> { self }
+//! }
+//!
+//! // The run that pauses: the gate holds the pause and records what it asked.
+//! let ctx: RunContext = RunContext::new(RunConfig::new("r1"), ());
+//! let paused = Arc::new(Paused::default());
+//! ctx.interrupts().hold(paused.clone());
+//! paused.0.store(true, Ordering::Relaxed);
+//! assert!(ctx.interrupts().pause_pending()); // what the agent loop asks
+//! ctx.interrupts().record(Interrupt::new("gate", json!({"token": "t1"})));
+//! let asked = ctx.interrupts().take("gate").unwrap();
+//! assert_eq!(serde_json::to_string(&asked).unwrap(), r#"{"owner":"gate","payload":{"token":"t1"}}"#);
+//!
+//! // The run that resumes: the answer is attached, and the gate claims it as its own type.
+//! let ctx2: RunContext = RunContext::new(RunConfig::new("r2"), ());
+//! let token = asked.payload["token"].as_str().unwrap().to_owned();
+//! ctx2.interrupts().attach(Box::new(Yes { token, reply: Message::assistant("") }), true);
+//! let (answer, replay) = ctx2.interrupts().claim::<Yes>("gate").unwrap();
+//! assert!(replay);
+//! // a single-use token, spent once
+//! assert!(!ctx2.interrupts().is_spent("gate", &answer.token));
+//! ctx2.interrupts().spend("gate", answer.tokens());
+//! assert!(ctx2.interrupts().is_spent("gate", "t1"));
+//! ```
 
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
