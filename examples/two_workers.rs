@@ -18,7 +18,8 @@ use tinyagents::graph::AgentGraph;
 use tinyagents::harness::message::Role;
 use tinyagents::harness::model::ModelResponse;
 use tinyagents::middleware::{
-    Decision, HitlInterrupt, HumanInTheLoopMiddleware, InterruptOn, LimitsMiddleware, RateLimiterMiddleware, TokenRates,
+    Decision, HitlInterrupt, HitlResume, HumanInTheLoopMiddleware, InterruptOn, LimitsMiddleware,
+    RateLimiterMiddleware, TokenRates,
 };
 use tinyagents::prelude::*;
 use tinyagents::store::{SharedBudget, StoreUrl};
@@ -98,7 +99,7 @@ async fn pause(thread: &str) -> Result<()> {
 async fn resume(thread: &str, decisions: &str) -> Result<()> {
     let store = open("TINYAGENTS_POSTGRES_URL").await?.checkpointer()?;
     let agent = approval_agent()?;
-    let resume = serde_json::from_str(decisions).map_err(|e| TinyAgentsError::validation(e.to_string()))?;
+    let resume: HitlResume = serde_json::from_str(decisions).map_err(|e| TinyAgentsError::validation(e.to_string()))?;
     let mut ctx = RunContext::new(RunConfig::new("b"), ());
     let run = AgentGraph::new(&agent)
         .resume_with(&mut ctx, &(), thread, store.as_ref(), resume)

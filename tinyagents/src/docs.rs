@@ -148,7 +148,7 @@ fn hooks(d: &MiddlewareDoc) -> String {
 /// assert!(text.contains("| `ContextCompressionMiddleware` |"));
 /// ```
 pub fn render_builtin_docs() -> String {
-    let table = render_markdown(&crate::middleware::catalog());
+    let table = render_markdown(&crate::config::builtin_docs());
     let mut out = String::new();
     let _ = writeln!(
         out,

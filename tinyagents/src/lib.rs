@@ -77,6 +77,7 @@
 //! | `docs/context.md` | the context and compression built-ins, and their order |
 //! | `docs/security.md` | the shell/filesystem guard, the OS sandbox, hooks' bounds, PII |
 //! | `docs/scale-out.md` | shared stores (Redis, PostgreSQL, SQLite) and many workers |
+//! | `docs/protocols.md` | the protocols built-ins implement: pause and resume ([`harness::interrupt`]), approvals, child runs |
 //! | `docs/common-mistakes.md` | the DSL's compile errors and their fixes |
 //! | `docs/PERFORMANCE.md` | what each benchmark measures, the results, how to rerun |
 #![cfg_attr(docsrs, feature(doc_cfg))]

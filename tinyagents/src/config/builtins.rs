@@ -6,8 +6,15 @@
 //! checks that every `catalog()` entry with a `config_type` is listed.
 
 use crate::config::MiddlewareConfig;
-use crate::harness::middleware::MiddlewareStack;
+use crate::harness::middleware::{MiddlewareDoc, MiddlewareStack};
 use crate::middleware::*;
+
+/// The documentation of every built-in, as the library lists it
+/// ([`catalog`](crate::middleware::catalog)): what the generated
+/// documentation page is rendered from.
+pub(crate) fn builtin_docs() -> Vec<&'static MiddlewareDoc> {
+    catalog()
+}
 
 /// Lists the built-in config types once, for both the registration and the
 /// list of their `type` keys.

@@ -43,6 +43,7 @@ mod registry;
 pub(crate) mod suggest;
 mod traits;
 
+pub(crate) use builtins::builtin_docs;
 pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON, DEPRECATED_TYPES, NOT_COMPILED};
 pub use choice::{choice_index, ConfigEnum};
 pub use error::{ConfigError, ConfigErrors, ConfigViolation, ECHO_PATH, ECHO_VALUE};

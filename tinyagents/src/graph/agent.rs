@@ -15,23 +15,24 @@ use super::state::{update, GraphState, Reducer};
 use crate::harness::agent::{unanswered_calls, Agent, AgentInput, AgentRun, StepOutcome, StopReason, MAX_STEPS_STATE};
 use crate::harness::context::{JumpTarget, MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::interrupt::Resume;
 use crate::harness::message::{Message, Role};
 use crate::harness::model::Usage;
 use crate::harness::tool::ToolCall;
-use crate::middleware::{take_attached, ConsumedDecisions, HitlInterrupt, HitlResume, CONSUMED_KEY, INTERRUPT_KEY};
 
 const MESSAGES: &str = "messages";
 const PENDING: &str = "pending_calls";
 const STOP: &str = "stop";
 const COUNTERS: &str = "counters";
 const USAGE: &str = "usage";
-/// The refusal of a resume whose decision on request `id` was already used
-/// (a replay, or the loser of two resumes racing): a `Conflict`.
-fn already_used(id: &str, thread_id: &str) -> TinyAgentsError {
+/// The refusal of a resume whose token `id` (a decision's request id, for
+/// `human_in_the_loop`) was already used (a replay, or the loser of two
+/// resumes racing): a `Conflict`.
+fn already_used(owner: &str, id: &str, thread_id: &str) -> TinyAgentsError {
     TinyAgentsError::conflict(format!(
-        "the decision on request `{id}` was already used on thread `{thread_id}`: a person's decision runs a call \
-         at most once; a replayed or concurrent resume is refused and nothing ran: reload the thread's latest \
-         checkpoint to see what the other resume did"
+        "the answer to `{owner}`'s pause with token `{id}` (for a person's decision: its request id) was already \
+         used on thread `{thread_id}`: an answer resumes its pause at most once; a replayed or concurrent resume is \
+         refused and nothing ran: reload the thread's latest checkpoint to see what the other resume did"
     ))
 }
 
@@ -365,7 +366,8 @@ where
     /// the checkpoint; the node that was about to run, runs. A resumed run is
     /// a new run segment: `before_agent` and `after_agent` bracket it again.
     ///
-    /// Decisions [`attach`](HitlResume::attach)ed to `ctx` are checked
+    /// An answer [attached](crate::harness::interrupt::Interrupts::attach)
+    /// to `ctx` (`HitlResume::attach`, say) is checked
     /// against the checkpoint first, exactly as
     /// [`resume_with`](Self::resume_with) checks its own: decisions for
     /// another thread or another pause, or already used, are refused and
@@ -377,8 +379,8 @@ where
         thread_id: &str,
         store: &dyn Checkpointer,
     ) -> Result<AgentRun> {
-        if let Some(decisions) = take_attached(ctx) {
-            return self.resume_with(ctx, state, thread_id, store, decisions).await;
+        if let Some(decisions) = ctx.interrupts().take_attached() {
+            return self.resume_answered(ctx, state, thread_id, store, decisions).await;
         }
         self.resume_checked(ctx, state, thread_id, store).await
     }
@@ -466,15 +468,18 @@ where
         Self::persist_pause(ctx, seen, thread_id, store, result).await
     }
 
-    /// Goes on with thread `thread_id`, paused for a person's approval
-    /// (`human_in_the_loop`), with the person's decisions: in this process
+    /// Goes on with thread `thread_id`, paused by a middleware (a person's
+    /// approval: `human_in_the_loop`), with the answer to its pause (a
+    /// [`Resume`]: the person's decisions, `HitlResume`): in this process
     /// or in another one started fresh on the same store (the interrupt and
     /// the decisions serialise).
     ///
-    /// Before anything runs, the decisions are checked against the paused
-    /// checkpoint — the store is the authority on what was asked: they must
-    /// answer the interrupt the pause recorded there (`hitl_interrupt`: the
-    /// same requests, ids and digests), at the reply it paused on — and are
+    /// Before anything runs, the answer is checked against the paused
+    /// checkpoint — the store is the authority on what was asked: it must
+    /// answer the interrupt the pause recorded there (under its
+    /// [`interrupt_key`](Resume::interrupt_key), `hitl_interrupt`: the same
+    /// requests, ids and digests), at the reply it paused on — and its
+    /// [tokens](Resume::tokens) are
     /// recorded as used in a new checkpoint, so a second resume with them —
     /// replayed, given fresh ids, or racing this one — is refused with a
     /// `Conflict` error (reload the thread's latest state; do not retry).
@@ -524,17 +529,31 @@ where
         state: &S,
         thread_id: &str,
         store: &dyn Checkpointer,
-        resume: HitlResume,
+        resume: impl Resume,
+    ) -> Result<AgentRun> {
+        self.resume_answered(ctx, state, thread_id, store, Box::new(resume))
+            .await
+    }
+
+    /// [`resume_with`](Self::resume_with) for any owner's answer.
+    async fn resume_answered(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        thread_id: &str,
+        store: &dyn Checkpointer,
+        resume: Box<dyn Resume>,
     ) -> Result<AgentRun> {
         let checkpoint = store.latest(thread_id).await?.ok_or_else(|| {
             TinyAgentsError::config(format!(
                 "there is no checkpoint for thread `{thread_id}`; start it with `run_durable`"
             ))
         })?;
-        let used: Vec<String> = checkpoint.state.get_as(CONSUMED_KEY)?.unwrap_or_default();
-        // (checked again below, on the request ids the store recorded)
-        if let Some(id) = resume.request_ids().iter().find(|id| used.contains(id)) {
-            return Err(already_used(id, thread_id));
+        let spent_key = resume.spent_key().to_owned();
+        let used: Vec<String> = checkpoint.state.get_as(&spent_key)?.unwrap_or_default();
+        // (checked again below, on the tokens the store recorded)
+        if let Some(id) = resume.tokens().iter().find(|id| used.contains(id)) {
+            return Err(already_used(resume.owner(), id, thread_id));
         }
         if checkpoint.interrupt.is_none() || checkpoint.next.as_deref() != Some(TOOLS_NODE) {
             return Err(TinyAgentsError::validation(format!(
@@ -547,33 +566,15 @@ where
                 }
             )));
         }
-        // The store is the authority on what was asked: the decisions must answer the interrupt this pause recorded.
-        let asked = match checkpoint.state.get_as::<HitlInterrupt>(INTERRUPT_KEY)? {
-            Some(asked) if asked == *resume.interrupt() => asked,
-            Some(_) => {
-                return Err(TinyAgentsError::validation(format!(
-                    "these decisions answer another interrupt than the one thread `{thread_id}` recorded at its \
-                     pause (other requests, ids or digests); decide on the interrupt of this pause; nothing ran"
-                )))
-            }
-            None => {
-                return Err(TinyAgentsError::validation(format!(
-                    "thread `{thread_id}` recorded no approval request at its pause (no `human_in_the_loop` \
-                     paused it); go on with `resume`; nothing ran"
-                )))
-            }
-        };
-        // Only the decisions themselves come from the caller: the resume is
-        // rebuilt from what the store recorded, sub-agents' interrupts and
-        // request ids included (a caller's copy of a child's interrupt could
-        // name calls nobody was asked about).
-        let resume = asked.decide_bound(resume.bound_decisions())?;
-        let ids = resume.request_ids();
+        // The store is the authority on what was asked: the answer must answer the interrupt this pause recorded.
+        let recorded = checkpoint.state.get(resume.interrupt_key()).cloned();
+        let resume = resume.rebind(recorded, thread_id)?;
+        let ids = resume.tokens();
         if let Some(id) = ids.iter().find(|id| used.contains(id)) {
-            return Err(already_used(id, thread_id));
+            return Err(already_used(resume.owner(), id, thread_id));
         }
         let messages: Vec<Message> = checkpoint.state.get_as(MESSAGES)?.unwrap_or_default();
-        if messages.last() != Some(&resume.interrupt().reply) {
+        if messages.last() != Some(resume.paused_reply()) {
             return Err(TinyAgentsError::validation(format!(
                 "these decisions answer another pause than thread `{thread_id}`'s: its paused reply is not the \
                  interrupt's; decide on the interrupt of this pause; nothing ran"
@@ -582,7 +583,7 @@ where
         // Spend the decisions before anything runs: a second resume (replayed or racing) is refused.
         let mut spent = used.clone();
         spent.extend(ids);
-        let u = update([(CONSUMED_KEY, json!(spent))]);
+        let u = update([(spent_key.as_str(), json!(spent))]);
         let mut marked = checkpoint.clone();
         marked.seq = marked.next_seq()?;
         marked.updates.push(super::checkpoint::UpdateRecord {
@@ -592,12 +593,10 @@ where
         });
         marked.state.apply(u, &Default::default());
         store.put(&marked).await?;
-        ctx.local::<ConsumedDecisions>()
-            .0
-            .lock()
-            .expect("consumed lock")
-            .extend(used);
-        resume.attach_without_replay(ctx);
+        let interrupts = ctx.interrupts();
+        interrupts.spend(resume.owner(), used);
+        // The run starts at the paused batch (its reply is in the checkpoint): nothing is replayed.
+        interrupts.attach(resume, false);
         self.resume_checked(ctx, state, thread_id, store).await
     }
 

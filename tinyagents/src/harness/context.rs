@@ -20,9 +20,7 @@ use crate::harness::locals::RunLocals;
 use crate::harness::model::Usage;
 use crate::harness::run::FailedAttemptUsage;
 use crate::harness::steering::SteeringHandle;
-use crate::harness::tool::{
-    call_digest, Approval, Grants, GrantsUsed, ParentRun, Restriction, RunRestrictions, ToolCall, ToolPolicy,
-};
+use crate::harness::tool::{Approval, ParentRun, Restriction, RunRestrictions, ToolCall, ToolPolicy};
 use crate::harness::workspace::WorkspaceDescriptor;
 
 /// The identity and options of one run.
@@ -528,6 +526,18 @@ impl<Ctx> RunContext<Ctx> {
         self.locals.get::<T>()
     }
 
+    /// The run's pauses: the protocol of a middleware that pauses the run
+    /// and of the answer that resumes it ([`Interrupts`](crate::harness::interrupt::Interrupts)).
+    pub fn interrupts(&self) -> Arc<crate::harness::interrupt::Interrupts> {
+        self.local()
+    }
+
+    /// What this run's middleware does around its child runs
+    /// ([`ChildRunHooks`](crate::harness::child_run::ChildRunHooks)).
+    pub fn child_run_hooks(&self) -> Arc<crate::harness::child_run::ChildRunHooks> {
+        self.local()
+    }
+
     /// Asks for a checkpoint to be persisted at the next safe point (seed
     /// 000: "persist checkpoint"), for `reason`. A middleware need not know
     /// how the run is driven: under [`AgentGraph::run_durable`](crate::graph::AgentGraph::run_durable)
@@ -632,7 +642,7 @@ impl<Ctx> RunContext<Ctx> {
     /// ```
     /// use tinyagents::harness::context::{RunConfig, RunContext};
     /// use tinyagents::harness::tool::{Approval, Restriction};
-    /// use tinyagents::middleware::ToolLists;
+    /// use tinyagents::harness::tool::ToolLists;
     ///
     /// let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
     /// let lists = ToolLists::new(None::<Vec<String>>, ["shell"]);
@@ -665,17 +675,24 @@ impl<Ctx> RunContext<Ctx> {
         !self.config.inherited.is_empty()
     }
 
+    /// The run's approvals ledger ([`Approvals`](crate::harness::approvals::Approvals)):
+    /// what a person approved, where a middleware that asks grants and a
+    /// policy that requires approval reads.
+    pub fn approvals(&self) -> Arc<crate::harness::approvals::Approvals> {
+        self.local()
+    }
+
+    /// The run's ledger when anything made one (never creates it).
+    fn ledger(&self) -> Option<Arc<dyn crate::harness::approvals::ApprovalLedger>> {
+        self.try_local::<crate::harness::approvals::Approvals>()
+            .map(|a| a.ledger())
+    }
+
     /// Records that a person approved call `call_id`: it was shown as
-    /// `shown` (tool and arguments) and runs as `effective` (an edit).
+    /// `shown` (tool and arguments) and runs as `effective` (an edit). The
+    /// same as `approvals().ledger().grant(…)`.
     pub fn grant_approval(&self, call_id: &str, shown: &ToolCall, effective: &ToolCall) {
-        let grants = self.local::<Grants>();
-        grants.0.lock().expect("grants lock").insert(
-            call_id.to_owned(),
-            (
-                call_digest(&shown.name, &shown.arguments),
-                call_digest(&effective.name, &effective.arguments),
-            ),
-        );
+        self.approvals().ledger().grant(call_id, shown, effective);
     }
 
     /// Spends every approval granted so far: the agent loop does this when
@@ -683,11 +700,8 @@ impl<Ctx> RunContext<Ctx> {
     /// outlives the calls it was given for (a later call reusing an approved
     /// call's id is not approved).
     pub(crate) fn spend_approvals(&self) {
-        if let Some(grants) = self.try_local::<Grants>() {
-            grants.0.lock().expect("grants lock").clear();
-        }
-        if let Some(used) = self.try_local::<GrantsUsed>() {
-            used.0.lock().expect("grants lock").clear();
+        if let Some(ledger) = self.ledger() {
+            ledger.spend_all();
         }
     }
 
@@ -700,46 +714,19 @@ impl<Ctx> RunContext<Ctx> {
     /// before the tool: `Err` when it already ran under this approval (a
     /// retry inside the call). A person approved one run of the call shown.
     pub(crate) fn use_approval(&self, call_id: &str) -> std::result::Result<(), String> {
-        let approved = self
-            .try_local::<Grants>()
-            .is_some_and(|g| g.0.lock().expect("grants lock").contains_key(call_id));
-        if !approved {
-            return Ok(());
-        }
-        let used = self.local::<GrantsUsed>();
-        if used.0.lock().expect("grants lock").insert(call_id.to_owned()) {
-            Ok(())
-        } else {
-            Err(format!(
-                "call `{call_id}` already ran under the approval a person gave it, and an approval runs its call \
-                 once: a retry of it needs a new approval (keep approved tools out of `tool_retry`'s `tools`)"
-            ))
-        }
+        self.ledger().map_or(Ok(()), |ledger| ledger.use_approval(call_id))
     }
 
     /// Whether a person approved this exact call. `strict` accepts only the
     /// call as it will run (after an edit); otherwise the call as shown is
     /// accepted too (a guard that runs before the edit is applied).
     pub fn approval_of(&self, call: &ToolCall, strict: bool) -> Approval {
-        let Some(grants) = self.try_local::<Grants>() else {
-            return Approval::Missing;
-        };
-        let grants = grants.0.lock().expect("grants lock");
-        match grants.get(&call.id) {
-            Some((shown, effective)) => {
-                let digest = call_digest(&call.name, &call.arguments);
-                if digest == *effective || (!strict && digest == *shown) {
-                    Approval::Granted
-                } else {
-                    Approval::Missing
-                }
-            }
-            None => Approval::Missing,
-        }
+        self.ledger()
+            .map_or(Approval::Missing, |ledger| ledger.approval_of(call, strict))
     }
 
     /// Whether a person can be asked to approve calls to `tool` in this run
-    /// (a `human_in_the_loop` of this run gates it).
+    /// (a middleware of this run recorded a [`Restriction::Approval`] gate on it).
     pub fn can_ask_approval(&self, tool: &str) -> bool {
         self.own
             .iter()
@@ -767,17 +754,8 @@ impl<Ctx> RunContext<Ctx> {
     /// that approval of this exact call; and the restrictions the run
     /// inherited must all admit it.
     pub fn check_call(&self, call: &ToolCall, declared: Option<&ToolPolicy>) -> std::result::Result<(), String> {
-        if let Some(grants) = self.try_local::<Grants>() {
-            let grants = grants.0.lock().expect("grants lock");
-            if let Some((_, effective)) = grants.get(&call.id) {
-                if call_digest(&call.name, &call.arguments) != *effective {
-                    return Err(format!(
-                        "call `{}` to `{}` changed after a person approved it (its tool or arguments differ from \
-                         the call approved)",
-                        call.id, call.name
-                    ));
-                }
-            }
+        if let Some(ledger) = self.ledger() {
+            ledger.check_unchanged(call)?;
         }
         for (by, r) in &self.own {
             if matches!(r, Restriction::Policy(_))

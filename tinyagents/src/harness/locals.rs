@@ -89,4 +89,9 @@ impl RunLocalsHandle {
     pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.0.get::<T>()
     }
+
+    /// The value of type `T` if some part of the run created it; never creates it.
+    pub fn try_get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.0.try_get::<T>()
+    }
 }

@@ -2,13 +2,16 @@
 //! stack, and the agent loop.
 
 pub mod agent;
+pub mod approvals;
 pub mod cache;
+pub mod child_run;
 pub mod compression;
 pub mod context;
 pub mod control;
 pub mod error;
 pub mod event;
 pub(crate) mod hooks;
+pub mod interrupt;
 pub(crate) mod locals;
 pub mod message;
 pub mod middleware;

@@ -4,7 +4,7 @@
 //!
 //! | state | in-process | one machine | many machines |
 //! | --- | --- | --- | --- |
-//! | rate-limit buckets ([`RateLimitStore`](crate::middleware::RateLimitStore)) | `InMemoryRateLimitStore` | — | `RedisStore` (`redis`) |
+//! | rate-limit buckets ([`RateLimitStore`]) | [`InMemoryRateLimitStore`] | — | `RedisStore` (`redis`) |
 //! | budgets and counters ([`LedgerStore`]) | [`MemoryLedger`] | `SqliteStore` (`sqlite`) | `RedisStore` (`redis`), `PostgresStore` (`postgres`) |
 //! | checkpoints, and so pending approvals ([`Checkpointer`](crate::graph::Checkpointer)) | `MemoryCheckpointer` | `SqliteStore` (`sqlite`), `FileCheckpointer` | `PostgresStore` (`postgres`) |
 //!
@@ -32,6 +32,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rate_limits;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(any(feature = "postgres", feature = "sqlite", feature = "redis"))]
@@ -43,6 +44,7 @@ mod url;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
+pub use rate_limits::{BucketSpec, InMemoryRateLimitStore, RateLimitStore};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;

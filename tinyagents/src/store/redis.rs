@@ -9,10 +9,10 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use super::{check_units, sql, LedgerStore, LedgerTotals, Reservation};
+use super::{BucketSpec, RateLimitStore};
 use crate::graph::{Checkpoint, Checkpointer};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::secrets::{mask_url as redact, redactor};
-use crate::middleware::{BucketSpec, RateLimitStore};
 
 /// GCRA (the exact form of a token bucket) on the server's clock: one
 /// theoretical arrival time per key, in microseconds. KEYS[1] the bucket;

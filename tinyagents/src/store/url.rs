@@ -8,11 +8,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::LedgerStore;
+use super::RateLimitStore;
 use crate::config::{ConfigError, ConfigErrors};
 use crate::graph::Checkpointer;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::secrets::{mask_url as redact, redactor};
-use crate::middleware::RateLimitStore;
 
 /// Where shared state lives, as an agent file names it (`[store] url`):
 /// `redis://HOST[:PORT][/DB]` (or `rediss://`), `postgres://…` (or

@@ -15,7 +15,6 @@ use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::tool::{ToolCall, ToolResult};
-use crate::middleware::hitl_carries_pause;
 
 /// One call of a batch after its `before_tool`, or after the batch review
 /// rejected it: what is left to answer it.
@@ -376,9 +375,9 @@ where
                 // A pause in the middle of the batch (a sub-agent paused, a
                 // tool answered `Interrupted`) keeps the results of the calls
                 // that finished: a resume answers only the others and never
-                // runs a finished call again. (When `human_in_the_loop`
-                // carries the pause, its interrupt keeps them instead.)
-                if matches!(e, TinyAgentsError::Interrupted { .. }) && !hitl_carries_pause(ctx) {
+                // runs a finished call again. (When a middleware holds the
+                // pause, its interrupt keeps them instead.)
+                if matches!(e, TinyAgentsError::Interrupted { .. }) && !ctx.interrupts().pause_pending() {
                     run.messages
                         .extend(done.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
                 }

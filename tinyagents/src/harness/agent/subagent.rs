@@ -6,38 +6,12 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Agent, AgentInput};
+use crate::harness::child_run::{ChildRun, ChildRunHooks};
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::model::Usage;
-use crate::harness::tool::{call_digest, ParentRun, Tool, ToolContext, ToolOutput, ToolSchema};
-use crate::middleware::{ChildApproval, HumanInTheLoopMiddleware, PriceBudget, RoutedApprovals};
+use crate::harness::tool::{call_digest, Tool, ToolContext, ToolOutput, ToolSchema};
 
 type MakeRun<S, C> = dyn Fn() -> (S, C) + Send + Sync;
-
-/// Charges to the parent's price budget the usage of a child run that no
-/// attempt of the child priced (a child stack without `limits`): the run
-/// tree has one budget whatever the child's stack holds. A child that priced
-/// its own attempts already charged the parent through its linked budget.
-fn charge_unpriced_usage<C>(ctx: &RunContext<C>, parent: &ParentRun, model: &str, usage: Usage) -> Result<()> {
-    let Some(budget) = ctx.parent_local::<PriceBudget>() else {
-        return Ok(());
-    };
-    let priced = ctx
-        .try_local::<PriceBudget>()
-        .map(|b| b.priced_usage())
-        .unwrap_or_default();
-    let unpriced = Usage {
-        input_tokens: usage.input_tokens.saturating_sub(priced.input_tokens),
-        output_tokens: usage.output_tokens.saturating_sub(priced.output_tokens),
-        reasoning_tokens: usage.reasoning_tokens.saturating_sub(priced.reasoning_tokens),
-        cache_read_tokens: usage.cache_read_tokens.saturating_sub(priced.cache_read_tokens),
-        cache_write_tokens: usage.cache_write_tokens.saturating_sub(priced.cache_write_tokens),
-    };
-    if unpriced.is_zero() {
-        return Ok(());
-    }
-    budget.settle_late(&parent.run_id, &parent.sink, model, unpriced)
-}
 
 /// A sub-agent exposed as a tool: each call runs the agent as a child run
 /// (depth + 1, the parent's sink, tags, workspace and cancellation), and its
@@ -47,10 +21,11 @@ fn charge_unpriced_usage<C>(ctx: &RunContext<C>, parent: &ParentRun, model: &str
 /// Give the child the parent's stack (`Agent::with_shared_stack`) and the same
 /// middleware brackets the nested run.
 ///
-/// The child spends the parent's price budget: its `limits` budget is linked
-/// to the parent's (a child attempt is refused at the parent's cap), and
-/// usage the child's stack did not price is charged to the parent's budget
-/// when the child returns.
+/// The parent's middleware acts around each child run through the hooks it
+/// installed ([`ChildRunHook`](crate::harness::child_run::ChildRunHook)):
+/// the child spends the parent's price budget (its `limits` budget is linked
+/// to the parent's, and usage the child's stack did not price is charged to
+/// the parent's budget when the child returns).
 ///
 /// Every restriction of the parent run (its allow and deny lists, tool
 /// policy, read-only mode, approval gates, and those it inherited) holds in
@@ -58,11 +33,12 @@ fn charge_unpriced_usage<C>(ctx: &RunContext<C>, parent: &ParentRun, model: &str
 /// holds: the child's guards can only narrow them. A call they refuse never
 /// runs; the refusal is the call's result for the child's model.
 ///
-/// When the child pauses for a person's approval (its `human_in_the_loop`),
-/// the parent pauses too, and the child's requests travel up into the
-/// parent's `human_in_the_loop` interrupt ([`HitlInterrupt::children`](crate::middleware::HitlInterrupt::children),
-/// naming the child run and the parent's call): decide them there, and the
-/// parent's resume resumes the child with the decisions.
+/// When the child pauses (it records an
+/// [`Interrupt`](crate::harness::interrupt::Interrupt), say its
+/// `human_in_the_loop`), the parent pauses too: a hook of the parent carries
+/// the child's interrupt up into its own (`human_in_the_loop`'s `children`),
+/// and the parent's resume resumes the child with the decisions. A child
+/// pause no hook of the parent carries is a `Config` error.
 pub struct AgentTool<S, C = ()>
 where
     S: Send + Sync + 'static,
@@ -127,62 +103,56 @@ where
         if let Some(handle) = &parent.steering {
             ctx = ctx.with_child_steering(handle.clone());
         }
-        // A person's decisions on this child's paused calls, given to the parent's resume.
         let digest = call_digest(&self.schema.name, &arguments);
-        let routed = parent.locals.get::<RoutedApprovals>();
-        let decided = routed.0.lock().expect("routed lock").resumes.remove(cx.call_id());
-        if let Some((decided_on, resume)) = decided {
-            if decided_on != digest {
-                return Err(TinyAgentsError::validation(format!(
-                    "call `{}` to sub-agent `{}` is not the call the person decided under: its arguments changed \
-                     since; nothing ran",
-                    cx.call_id(),
-                    self.schema.name
-                )));
+        let child_locals = crate::harness::locals::RunLocalsHandle(ctx.run_locals().clone());
+        let child_run_id = ctx.run_id().clone();
+        let child = ChildRun {
+            call_id: cx.call_id(),
+            tool: &self.schema.name,
+            digest: &digest,
+            run_id: &child_run_id,
+            model: &self.agent.model_id,
+            parent,
+            locals: &child_locals,
+        };
+        let hooks = parent.locals.get::<ChildRunHooks>().all();
+        // An answer given in the parent's resume to this child's earlier pause.
+        for hook in &hooks {
+            if let Some((resumed_from, resume)) = hook.resume_child(&child)? {
+                input = resumed_from;
+                ctx.interrupts().attach(resume, true);
+                break;
             }
-            input = resume.input();
-            resume.spent_by_parent().attach(&ctx);
         }
         let run = match self.agent.run(&mut ctx, &state, input).await {
             Ok(run) => run,
             Err(TinyAgentsError::Interrupted { node, message }) => {
-                // Carry the child's approval request up: the parent's interrupt holds it, and its resume resumes the child.
-                if let Some(interrupt) = HumanInTheLoopMiddleware::take_interrupt(&ctx) {
-                    let mut routed = routed.0.lock().expect("routed lock");
-                    if !routed.carrier {
-                        // Nobody above can decide: fail clearly rather than pause for ever.
-                        return Err(TinyAgentsError::config(format!(
-                            "sub-agent run `{}` (call `{}` to `{}`) paused for a person's decision ({message}), but \
-                             the parent run has no `human_in_the_loop` to carry the request up to its caller; add \
-                             `human_in_the_loop` to the parent's stack; nothing ran",
-                            ctx.run_id(),
-                            cx.call_id(),
-                            self.schema.name
-                        )));
+                let Some(mut interrupt) = ctx.interrupts().take_any() else {
+                    return Err(TinyAgentsError::Interrupted { node, message });
+                };
+                // Carry the child's interrupt up: the parent's holds it, and its resume resumes the child.
+                for hook in &hooks {
+                    match hook.carry_pause(&child, interrupt) {
+                        Ok(paused) => return Err(paused),
+                        Err(back) => interrupt = back,
                     }
-                    routed.paused.push(ChildApproval {
-                        call_id: cx.call_id().to_owned(),
-                        tool: self.schema.name.clone(),
-                        digest,
-                        run_id: ctx.run_id().to_string(),
-                        interrupt,
-                    });
-                    return Err(TinyAgentsError::interrupted(
-                        Some("human_in_the_loop".to_owned()),
-                        format!(
-                            "sub-agent run `{}` (call `{}` to `{}`) paused: {message}; its requests are in the \
-                             parent run's `human_in_the_loop` interrupt (`children`), to decide and resume there",
-                            ctx.run_id(),
-                            cx.call_id(),
-                            self.schema.name
-                        ),
-                    ));
                 }
-                return Err(TinyAgentsError::Interrupted { node, message });
+                // Nobody above can answer: fail clearly rather than pause for ever.
+                return Err(TinyAgentsError::config(format!(
+                    "sub-agent run `{}` (call `{}` to `{}`) paused for a decision of `{owner}` ({message}), but the \
+                     parent run has no `{owner}` to carry the request up to its caller; add `{owner}` to the \
+                     parent's stack; nothing ran",
+                    ctx.run_id(),
+                    cx.call_id(),
+                    self.schema.name,
+                    owner = interrupt.owner,
+                )));
             }
             Err(e) => return Err(e),
         };
-        charge_unpriced_usage(&ctx, parent, &self.agent.model_id, run.usage)?;
+        for hook in &hooks {
+            hook.child_finished(&child, run.usage)?;
+        }
         Ok(ToolOutput {
             content: run.final_text(),
             data: run.structured_output.clone(),

@@ -27,8 +27,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::{EventKind, RecordedRun};
+use crate::harness::model::catalog_rates;
 use crate::harness::model::Usage;
-use crate::middleware::catalog_rates;
 
 const PAGE: &str = include_str!("view/viewer.html");
 const STYLE: &str = include_str!("view/viewer.css");

@@ -3,6 +3,7 @@
 
 mod accumulate;
 mod delta;
+mod pricing;
 mod request;
 mod response;
 mod scripted;
@@ -12,6 +13,8 @@ pub mod providers;
 
 pub use accumulate::ResponseAccumulator;
 pub use delta::{DeltaContent, ModelDelta};
+pub(crate) use pricing::provider_of;
+pub use pricing::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};
 pub use request::{
     ModelParams, ModelRequest, ModelRoute, PromptSegment, ReasoningEffort, ResponseFormat, SegmentStability, ToolChoice,
 };

@@ -7,6 +7,7 @@
 mod arguments;
 pub(crate) mod batch;
 mod call;
+mod lists;
 mod policy;
 mod registry;
 mod restrictions;
@@ -14,9 +15,10 @@ pub mod typed;
 
 pub use arguments::{check_argument_text, check_argument_value, MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH};
 pub use call::{FileAccess, FileAccessMode, ToolCall, ToolDelta, ToolResult, ToolSchema};
+pub use lists::ToolLists;
 pub use policy::{SandboxMode, SideEffects, ToolAccess, ToolPolicy, ToolRuntime};
 pub use registry::{tool_fn, FnTool, ParentRun, Tool, ToolContext, ToolOutput, ToolRegistry};
 pub use restrictions::{
     call_digest, Approval, AsyncCallGuard, CallGuard, GuardedRun, PolicyRules, Restriction, RunRestrictions,
 };
-pub(crate) use restrictions::{declares_read_only, Grants, GrantsUsed, SIDE_EFFECT_NAMES};
+pub(crate) use restrictions::{declares_read_only, SIDE_EFFECT_NAMES};

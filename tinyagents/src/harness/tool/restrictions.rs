@@ -18,9 +18,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{SandboxMode, SideEffects, ToolCall, ToolPolicy};
+use super::{SandboxMode, SideEffects, ToolCall, ToolLists, ToolPolicy};
 use crate::harness::workspace::WorkspaceDescriptor;
-use crate::middleware::ToolLists;
 
 /// The side-effect names a policy may deny, and their flags.
 pub(crate) const SIDE_EFFECT_NAMES: &[(&str, SideEffects)] = &[
@@ -218,20 +217,6 @@ pub trait CallGuard: Send + Sync + std::fmt::Debug {
     }
 }
 
-impl CallGuard for crate::middleware::ShellFsGuardMiddleware {
-    fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> Result<(), String> {
-        crate::middleware::ShellFsGuardMiddleware::check_call(self, call, workspace)
-    }
-
-    fn plan_call(
-        &self,
-        call: &ToolCall,
-        workspace: Option<&WorkspaceDescriptor>,
-    ) -> Result<Option<crate::sandbox::ShellPlan>, String> {
-        crate::middleware::ShellFsGuardMiddleware::plan_call(self, call, workspace)
-    }
-}
-
 /// A guard that judges whole calls by asking something outside the process
 /// (an external `pre_tool_use` policy hook), recorded on a run as
 /// [`Restriction::AsyncGuard`] so that it holds in every sub-agent run too:
@@ -365,7 +350,7 @@ impl Restriction {
 ///
 /// ```
 /// use tinyagents::harness::tool::{Approval, Restriction, RunRestrictions};
-/// use tinyagents::middleware::ToolLists;
+/// use tinyagents::harness::tool::ToolLists;
 ///
 /// let parent = RunRestrictions::default()
 ///     .with("tool_allowlist", Restriction::Tools(ToolLists::new(Some(["read"]), Vec::<String>::new())));
@@ -532,14 +517,3 @@ pub fn call_digest(tool: &str, arguments: &Value) -> String {
     hasher.update(text.as_bytes());
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
-
-/// Approvals a person gave in a run: call id → (digest of the call shown,
-/// digest of the call to run). Shared by every part of the run.
-#[derive(Debug, Default)]
-pub(crate) struct Grants(pub(crate) std::sync::Mutex<std::collections::HashMap<String, (String, String)>>);
-
-/// The approved calls of the batch at hand that have already run once: an
-/// approval runs its call once, so a second run of it (a retry inside the
-/// call) is refused at the last check.
-#[derive(Default)]
-pub(crate) struct GrantsUsed(pub(crate) std::sync::Mutex<std::collections::HashSet<String>>);

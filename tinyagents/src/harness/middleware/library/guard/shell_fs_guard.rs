@@ -955,6 +955,21 @@ impl ShellFsGuardMiddleware {
     }
 }
 
+/// The guard's judgement of whole calls, for the runtime's inherited restrictions.
+impl crate::harness::tool::CallGuard for ShellFsGuardMiddleware {
+    fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> std::result::Result<(), String> {
+        ShellFsGuardMiddleware::check_call(self, call, workspace)
+    }
+
+    fn plan_call(
+        &self,
+        call: &ToolCall,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<Option<ShellPlan>, String> {
+        ShellFsGuardMiddleware::plan_call(self, call, workspace)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::patch_targets;

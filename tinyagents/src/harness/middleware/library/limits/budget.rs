@@ -5,11 +5,12 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::pricing::{catalog_rates, provider_of, TokenRates};
+use crate::harness::child_run::{ChildRun, ChildRunHook};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind, EventSink};
 use crate::harness::model::Usage;
+use crate::harness::model::{catalog_rates, provider_of, TokenRates};
 
 /// Whether usage is metered per token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,10 +180,17 @@ impl PriceBudget {
     /// The budget of the cycle `ctx` belongs to (linked to the parent run's
     /// budget when `ctx` is a sub-agent's run).
     pub fn of<C>(ctx: &RunContext<C>) -> Arc<PriceBudget> {
-        ctx.local_with(|| PriceBudget {
+        if let Some(budget) = ctx.try_local::<PriceBudget>() {
+            return budget;
+        }
+        let budget = ctx.local_with(|| PriceBudget {
             state: Mutex::default(),
             parent: ctx.parent_local::<PriceBudget>(),
-        })
+        });
+        // The run's sub-agents spend this budget too: what their stacks did not price is charged when they return.
+        let spend = ctx.local_with(|| ChildSpend(budget.clone()));
+        ctx.child_run_hooks().install(spend);
+        budget
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -486,5 +494,33 @@ impl Drop for AttemptTicket {
                     .to_owned(),
             );
         }
+    }
+}
+
+/// Charges to a run's price budget the usage of a child run that no attempt
+/// of the child priced (a child stack without `limits`): the run tree has one
+/// budget whatever the child's stack holds. A child that priced its own
+/// attempts already charged the parent through its linked budget.
+struct ChildSpend(Arc<PriceBudget>);
+
+impl ChildRunHook for ChildSpend {
+    fn child_finished(&self, child: &ChildRun<'_>, usage: Usage) -> Result<()> {
+        let priced = child
+            .locals
+            .try_get::<PriceBudget>()
+            .map(|b| b.priced_usage())
+            .unwrap_or_default();
+        let unpriced = Usage {
+            input_tokens: usage.input_tokens.saturating_sub(priced.input_tokens),
+            output_tokens: usage.output_tokens.saturating_sub(priced.output_tokens),
+            reasoning_tokens: usage.reasoning_tokens.saturating_sub(priced.reasoning_tokens),
+            cache_read_tokens: usage.cache_read_tokens.saturating_sub(priced.cache_read_tokens),
+            cache_write_tokens: usage.cache_write_tokens.saturating_sub(priced.cache_write_tokens),
+        };
+        if unpriced.is_zero() {
+            return Ok(());
+        }
+        self.0
+            .settle_late(&child.parent.run_id, &child.parent.sink, child.model, unpriced)
     }
 }

@@ -11,14 +11,14 @@ mod counts;
 #[allow(clippy::module_inception)]
 mod limits;
 mod model_call_limit;
-mod pricing;
 mod tool_call_limit;
 
+/// Model prices (they live in [`crate::harness::model`]: the event view prices usage with them too).
+pub use crate::harness::model::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};
 pub use budget::{AccountingJournal, AttemptTicket, BillingClass, BudgetSnapshot, Charge, PriceBudget};
 pub use counts::{ExitBehavior, ModelExitBehavior};
 pub use limits::{LimitsConfig, LimitsMiddleware};
 pub use model_call_limit::{ModelCallLimitConfig, ModelCallLimitMiddleware};
-pub use pricing::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};
 pub use tool_call_limit::{ToolCallLimitConfig, ToolCallLimitMiddleware};
 
 use super::doc_of;

@@ -11,9 +11,11 @@ use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use crate::config::ConfigViolation;
+use crate::harness::child_run::{ChildRun, ChildRunHook};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
+use crate::harness::interrupt::{Interrupt, PauseHolder, Resume};
 use crate::harness::message::Message;
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler, PreparedBatch};
 use crate::harness::model::{FinishReason, ModelRequest, ModelResponse, Usage};
@@ -537,10 +539,7 @@ impl HitlResume {
     /// the paused reply instead of calling the model; a graph run resumed at
     /// its `tools` node applies them to the pending batch directly).
     pub fn attach<C>(self, ctx: &RunContext<C>) {
-        let state = ctx.local::<HitlState>();
-        let mut s = state.0.lock().expect("hitl lock");
-        s.resume = Some(self);
-        s.replayed = false;
+        ctx.interrupts().attach(Box::new(self), true);
     }
 
     /// Every decision with its address (see [`HitlInterrupt::pending`]) and
@@ -569,70 +568,143 @@ impl HitlResume {
         self.spent_by_parent = true;
         self
     }
+}
 
-    /// Like [`attach`](Self::attach), for a run resumed after the paused
-    /// reply is already in its conversation (a checkpoint): nothing is replayed.
-    pub(crate) fn attach_without_replay<C>(self, ctx: &RunContext<C>) {
-        let state = ctx.local::<HitlState>();
-        let mut s = state.0.lock().expect("hitl lock");
-        s.resume = Some(self);
-        s.replayed = true;
+/// `human_in_the_loop`'s answer to its own pause, in the runtime's protocol.
+impl Resume for HitlResume {
+    fn owner(&self) -> &str {
+        NAME
+    }
+
+    fn interrupt_key(&self) -> &str {
+        INTERRUPT_KEY
+    }
+
+    fn spent_key(&self) -> &str {
+        CONSUMED_KEY
+    }
+
+    fn tokens(&self) -> Vec<String> {
+        self.request_ids()
+    }
+
+    fn paused_reply(&self) -> &Message {
+        &self.interrupt.reply
+    }
+
+    fn rebind(self: Box<Self>, recorded: Option<Value>, thread_id: &str) -> Result<Box<dyn Resume>> {
+        let Some(recorded) = recorded else {
+            return Err(TinyAgentsError::validation(format!(
+                "thread `{thread_id}` recorded no approval request at its pause (no `human_in_the_loop` paused \
+                 it); go on with `resume`; nothing ran"
+            )));
+        };
+        let asked: HitlInterrupt = serde_json::from_value(recorded).map_err(|e| {
+            TinyAgentsError::validation(format!(
+                "thread `{thread_id}`'s checkpoint holds `{INTERRUPT_KEY}` that is not an approval interrupt ({e}); \
+                 resume from an intact checkpoint; nothing ran"
+            ))
+        })?;
+        if asked != self.interrupt {
+            return Err(TinyAgentsError::validation(format!(
+                "these decisions answer another interrupt than the one thread `{thread_id}` recorded at its pause \
+                 (other requests, ids or digests); decide on the interrupt of this pause; nothing ran"
+            )));
+        }
+        // Only the decisions themselves come from the caller: the resume is
+        // rebuilt from what the store recorded, sub-agents' interrupts and
+        // request ids included (a caller's copy of a child's interrupt could
+        // name calls nobody was asked about).
+        Ok(Box::new(asked.decide_bound(self.bound_decisions())?))
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
     }
 }
 
-/// Whether a `human_in_the_loop` of the run of `ctx` is pausing it: its own
-/// requests, or a sub-agent's it carries up. Its interrupt then keeps the
-/// results of the batch's finished calls (`completed`), and the paused reply
-/// must stay the conversation's last message.
-pub(crate) fn hitl_carries_pause<C>(ctx: &RunContext<C>) -> bool {
-    let own = ctx
-        .try_local::<HitlState>()
-        .is_some_and(|st| st.0.lock().expect("hitl lock").pending.is_some());
-    let child = ctx
-        .try_local::<RoutedApprovals>()
-        .is_some_and(|r| !r.0.lock().expect("routed lock").paused.is_empty());
-    own || child
-}
-
-/// Takes decisions [`attach`](HitlResume::attach)ed to the run of `ctx` and
-/// not yet applied: a graph resume checks them against its checkpoint first.
-pub(crate) fn take_attached<C>(ctx: &RunContext<C>) -> Option<HitlResume> {
-    let state = ctx.try_local::<HitlState>()?;
-    let mut s = state.0.lock().expect("hitl lock");
-    if s.replayed {
-        return None;
-    }
-    s.resume.take()
-}
-
-/// Decision request ids already used in a run (seeded from a checkpoint on
-/// resume; every use is recorded with `update_state("hitl_consumed", …)`).
-#[derive(Debug, Default)]
-pub(crate) struct ConsumedDecisions(pub(crate) Mutex<BTreeSet<String>>);
+/// The stack name of the built-in, and the owner of its interrupts.
+const NAME: &str = "human_in_the_loop";
 
 /// The graph-state key of the used decision ids.
-pub(crate) const CONSUMED_KEY: &str = "hitl_consumed";
+const CONSUMED_KEY: &str = "hitl_consumed";
 
 /// The state key of the interrupt a pause recorded (what was asked).
-pub(crate) const INTERRUPT_KEY: &str = "hitl_interrupt";
+const INTERRUPT_KEY: &str = "hitl_interrupt";
 
 /// Sub-agent approvals travelling between a parent run and its
-/// [`AgentTool`](crate::harness::agent::AgentTool) calls.
+/// [`AgentTool`](crate::harness::agent::AgentTool) calls: the parent's
+/// child-run hook.
 #[derive(Debug, Default)]
-pub(crate) struct RoutedApprovals(pub(crate) Mutex<RoutedInner>);
+struct RoutedApprovals(Mutex<RoutedInner>);
 
 #[derive(Debug, Default)]
-pub(crate) struct RoutedInner {
-    /// A `human_in_the_loop` of this run can carry a child's requests in its interrupt.
-    pub(crate) carrier: bool,
+struct RoutedInner {
     /// Children that paused for approval during this run.
-    pub(crate) paused: Vec<ChildApproval>,
+    paused: Vec<ChildApproval>,
     /// Decisions for children to resume with, by the parent call id: (digest of that call, resume).
-    pub(crate) resumes: HashMap<String, (String, HitlResume)>,
+    resumes: HashMap<String, (String, HitlResume)>,
+}
+
+impl PauseHolder for RoutedApprovals {
+    fn holds_pause(&self) -> bool {
+        !self.0.lock().expect("routed lock").paused.is_empty()
+    }
+}
+
+impl ChildRunHook for RoutedApprovals {
+    fn resume_child(&self, child: &ChildRun<'_>) -> Result<Option<(AgentInput, Box<dyn Resume>)>> {
+        let decided = self.0.lock().expect("routed lock").resumes.remove(child.call_id);
+        let Some((decided_on, resume)) = decided else {
+            return Ok(None);
+        };
+        if decided_on != child.digest {
+            return Err(TinyAgentsError::validation(format!(
+                "call `{}` to sub-agent `{}` is not the call the person decided under: its arguments changed \
+                 since; nothing ran",
+                child.call_id, child.tool
+            )));
+        }
+        Ok(Some((resume.input(), Box::new(resume.spent_by_parent()))))
+    }
+
+    fn carry_pause(
+        &self,
+        child: &ChildRun<'_>,
+        interrupt: Interrupt,
+    ) -> std::result::Result<TinyAgentsError, Interrupt> {
+        if interrupt.owner != NAME {
+            return Err(interrupt);
+        }
+        let Ok(paused) = interrupt.decode::<HitlInterrupt>() else {
+            return Err(interrupt);
+        };
+        self.0.lock().expect("routed lock").paused.push(ChildApproval {
+            call_id: child.call_id.to_owned(),
+            tool: child.tool.to_owned(),
+            digest: child.digest.to_owned(),
+            run_id: child.run_id.to_owned(),
+            interrupt: paused,
+        });
+        Ok(TinyAgentsError::interrupted(
+            Some(NAME.to_owned()),
+            format!(
+                "sub-agent run `{}` (call `{}` to `{}`) paused: its requests are in the parent run's \
+                 `human_in_the_loop` interrupt (`children`), to decide and resume there",
+                child.run_id, child.call_id, child.tool
+            ),
+        ))
+    }
 }
 
 #[derive(Default)]
 struct HitlState(Mutex<HitlInner>);
+
+impl PauseHolder for HitlState {
+    fn holds_pause(&self) -> bool {
+        self.0.lock().expect("hitl lock").pending.is_some()
+    }
+}
 
 /// Whether the next model turn of the run of `ctx` is the paused reply
 /// replayed on resume (its `wrap_model` answers it; no model is called):
@@ -655,7 +727,6 @@ struct HitlInner {
     /// The current batch's calls (id → digest), and the results of those that ran.
     batch: HashMap<String, String>,
     completed: Vec<CompletedCall>,
-    interrupt: Option<HitlInterrupt>,
 }
 
 /// Options of [`HumanInTheLoopMiddleware`] (`type = "human_in_the_loop"`).
@@ -798,7 +869,7 @@ impl HumanInTheLoopMiddleware {
 
     /// The interrupt of a run that paused (taken: a second call gives `None`).
     pub fn take_interrupt<C>(ctx: &RunContext<C>) -> Option<HitlInterrupt> {
-        ctx.local::<HitlState>().0.lock().expect("hitl lock").interrupt.take()
+        ctx.interrupts().take(NAME)?.decode().ok()
     }
 
     /// The gate of `call`, when it is gated.
@@ -826,11 +897,10 @@ impl HumanInTheLoopMiddleware {
     /// Refuses a decision already used (here, or in the run's checkpoint), then records it as used.
     fn consume<C>(&self, ctx: &mut RunContext<C>, resume: &HitlResume) -> Result<()> {
         let ids = resume.request_ids();
-        let run_used = ctx.local::<ConsumedDecisions>();
-        {
+        let run = ctx.interrupts();
+        let all = {
             let mut used = self.consumed.lock().expect("hitl ledger lock");
-            let mut run_used = run_used.0.lock().expect("consumed lock");
-            let replayed = ids.iter().find(|id| used.contains(*id) || run_used.contains(*id));
+            let replayed = ids.iter().find(|id| used.contains(*id) || run.is_spent(NAME, id));
             if let Some(id) = replayed.filter(|_| !resume.spent_by_parent) {
                 return Err(TinyAgentsError::conflict(format!(
                     "the decision on request `{id}` was already used: a person's decision runs a call at most \
@@ -839,9 +909,8 @@ impl HumanInTheLoopMiddleware {
                 )));
             }
             used.extend(ids.iter().cloned());
-            run_used.extend(ids);
-        }
-        let all: Vec<String> = run_used.0.lock().expect("consumed lock").iter().cloned().collect();
+            run.spend(NAME, ids)
+        };
         ctx.update_state(CONSUMED_KEY, json!(all));
         Ok(())
     }
@@ -865,7 +934,19 @@ impl HumanInTheLoopMiddleware {
     #[before_agent]
     fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         // This run can carry a sub-agent's approval requests up in its interrupt.
-        ctx.local::<RoutedApprovals>().0.lock().expect("routed lock").carrier = true;
+        let routed = ctx.local::<RoutedApprovals>();
+        ctx.child_run_hooks().install(routed.clone());
+        let interrupts = ctx.interrupts();
+        interrupts.hold(routed);
+        let st = ctx.local::<HitlState>();
+        interrupts.hold(st.clone());
+        // Decisions given to this run: the first model turn replays the paused
+        // reply, or (a checkpoint) the run starts at the paused batch.
+        if let Some((resume, replay)) = interrupts.claim::<HitlResume>(NAME) {
+            let mut s = st.0.lock().expect("hitl lock");
+            s.resume = Some(resume);
+            s.replayed = !replay;
+        }
         if !self.gates.is_empty() {
             // A sub-agent inherits the gates (a condition is not inherited: every call to the tool needs approval there).
             let tools: BTreeSet<String> = self.gates.keys().cloned().collect();
@@ -1143,12 +1224,12 @@ impl HumanInTheLoopMiddleware {
                 messages,
                 reply,
             };
-            s.interrupt = Some(interrupt.clone());
             drop(s);
             // What was asked, for the record: a durable run keeps it in its checkpoint, the authority on resume.
             let recorded = serde_json::to_value(&interrupt).map_err(|e| {
                 TinyAgentsError::validation(format!("the approval interrupt cannot be serialised: {e}"))
             })?;
+            ctx.interrupts().record(Interrupt::new(NAME, recorded.clone()));
             ctx.update_state(INTERRUPT_KEY, recorded);
         }
         Ok(())

@@ -17,13 +17,12 @@ mod retry;
 mod timeout;
 mod tool_retry;
 
+/// The store trait the rate limiter takes its tokens from (it lives in [`crate::store`]).
+pub use crate::store::{BucketSpec, InMemoryRateLimitStore, RateLimitStore};
 pub use backoff::{Backoff, ErrorClassifier, OnFailure};
 pub use model_fallback::ModelFallbackMiddleware;
 pub use model_retry::{ModelRetryConfig, ModelRetryMiddleware};
-pub use rate_limiter::{
-    BucketSpec, InMemoryRateLimitStore, RateKey, RateLimitMode, RateLimitStore, RateLimiterConfig,
-    RateLimiterMiddleware,
-};
+pub use rate_limiter::{RateKey, RateLimitMode, RateLimiterConfig, RateLimiterMiddleware};
 pub use timeout::{TimeoutConfig, TimeoutMiddleware};
 pub use tool_retry::{ToolRetryConfig, ToolRetryMiddleware};
 

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 /// hides). A child composed with [`ToolLists::narrowed`] can only narrow.
 ///
 /// ```
-/// use tinyagents::middleware::ToolLists;
+/// use tinyagents::harness::tool::ToolLists;
 ///
 /// let parent = ToolLists::new(Some(["a", "b", "c"]), ["c"]);
 /// let child = ToolLists::new(Some(["b", "c", "d"]), Vec::<String>::new());

@@ -9,7 +9,7 @@ use crate::harness::model::Usage;
 /// one-hour cache writes are not priced at the base write rate.
 ///
 /// ```
-/// use tinyagents::middleware::TokenRates;
+/// use tinyagents::harness::model::TokenRates;
 /// use tinyagents::prelude::*;
 ///
 /// let rates = TokenRates { input: Some(3.0), output: Some(15.0), ..TokenRates::default() };
@@ -127,7 +127,7 @@ fn bare(model: &str) -> &str {
 /// The catalog rates of `model`, when the table knows it.
 ///
 /// ```
-/// use tinyagents::middleware::catalog_rates;
+/// use tinyagents::harness::model::catalog_rates;
 /// assert_eq!(catalog_rates("openai:gpt-4o-mini-2024-07-18").unwrap().input, Some(0.15));
 /// assert_eq!(catalog_rates("gpt-4o").unwrap().input, Some(2.5));
 /// assert!(catalog_rates("my-local-model").is_none());
@@ -142,6 +142,6 @@ pub fn catalog_rates(model: &str) -> Option<TokenRates> {
 }
 
 /// The provider part of a `provider:model` id (the whole id without one).
-pub(super) fn provider_of(model: &str) -> &str {
+pub(crate) fn provider_of(model: &str) -> &str {
     model.split_once(':').map_or(model, |(p, _)| p)
 }
