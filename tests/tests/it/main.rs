@@ -74,6 +74,7 @@ mod dsl_diagnostics;
 mod dsl_docs;
 mod dsl_hooks;
 mod dsl_middleware;
+mod dsl_run_state;
 mod effective_access;
 mod errors_and_events;
 mod events_json;
