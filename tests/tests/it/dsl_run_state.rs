@@ -194,3 +194,32 @@ async fn a_hook_that_needs_the_state_another_hook_holds_fails_with_a_classified_
         "the inner hook ran, and was refused the state"
     );
 }
+
+#[tokio::test]
+async fn a_sub_agent_run_on_the_same_stack_has_its_own_run_state() {
+    let watch = Watch::default();
+    let stack = Arc::new(MiddlewareStack::<()>::empty().with(watch.clone()).unwrap());
+    let child_model = ScriptedModel::new([ScriptedTurn::text("child done")]);
+    let child = Arc::new(Agent::new(child_model).with_shared_stack(stack.clone()));
+    let parent_model = ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("k1", "helper", json!({"input": "go"}))]),
+        ScriptedTurn::text("parent done"),
+    ]);
+    let tools = ToolRegistry::new()
+        .with(AgentTool::new(child, "helper", "A helper agent.", || ((), ())))
+        .unwrap();
+    let parent = Agent::new(parent_model).with_tools(tools).with_shared_stack(stack);
+    let run = parent
+        .run(&mut RunContext::new(RunConfig::new("p"), ()), &(), "delegate")
+        .await
+        .unwrap();
+    assert_eq!(run.final_text(), "parent done");
+    let reports = watch.reports.lock().unwrap().clone();
+    // The child ends first; its one model call is not the parent's, and the parent counts only its own two.
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert!(
+        reports[0].ends_with(": 1 model calls, 0 batches, results "),
+        "{reports:?}"
+    );
+    assert_eq!(reports[1], "p: 2 model calls, 1 batches, results k1", "{reports:?}");
+}
