@@ -7,7 +7,11 @@
 //!   hook's boxed future and the boxed pass awaiting it);
 //! * a sync delta hook allocates nothing;
 //! * a plain (non-async) DSL lifecycle hook allocates nothing;
-//! * with a sink that wants nothing, no event is built.
+//! * with a sink that wants nothing, no event is built;
+//! * a run whose stack keeps no run state (`run_state = T`) never makes a
+//!   run state table: its first dispatch on a fresh context allocates nothing;
+//! * a plain DSL hook taking `&mut T` run state allocates on its run's first
+//!   call only (the table, its cell, the value's box), then nothing.
 //!
 //! `harness = false`: one `main`, so no other test thread allocates meanwhile.
 
@@ -56,6 +60,14 @@ impl Middleware<()> for Only {
 #[before_model]
 fn plain_hook(request: &mut ModelRequest) -> Result<()> {
     request.params.max_tokens = Some(64);
+    Ok(())
+}
+
+/// A plain DSL hook with run state.
+#[before_model(run_state = u32)]
+fn counted(calls: &mut u32, request: &mut ModelRequest) -> Result<()> {
+    *calls += 1;
+    request.params.max_tokens = Some(*calls);
     Ok(())
 }
 
@@ -129,7 +141,61 @@ fn main() {
         }
     });
 
+    // A fresh context's first dispatch through a stack with no run state:
+    // exactly what making the context costs, nothing for run state.
+    let context_blocks = blocks_during(|| drop(RunContext::new(RunConfig::new("fresh"), ())));
+    // (`MiddlewareStack::empty()`: a default-on built-in keeps run state.)
+    let mut stateless: MiddlewareStack<()> = MiddlewareStack::empty();
+    for name in &NAMES[..9] {
+        stateless.add(Only(HookSet::AFTER_TOOL, name)).unwrap();
+    }
+    stateless.add(PlainHook).unwrap();
+    let fresh_plain_blocks = blocks_during(|| {
+        let mut fresh: RunContext = RunContext::new(RunConfig::new("fresh"), ());
+        ready(stateless.run_before_model(&mut fresh, &(), &mut request)).unwrap();
+    });
+    // A stack of ten, one of which keeps run state.
+    let mut stateful: MiddlewareStack<()> = MiddlewareStack::empty();
+    for name in &NAMES[..9] {
+        stateful.add(Only(HookSet::AFTER_TOOL, name)).unwrap();
+    }
+    stateful.add(Counted).unwrap();
+    let mut run: RunContext = RunContext::new(RunConfig::new("stateful"), ());
+    let mut counted_request = ModelRequest::default();
+    let first_state_blocks = blocks_during(|| {
+        ready(stateful.run_before_model(&mut run, &(), &mut counted_request)).unwrap();
+    });
+    let state_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            ready(stateful.run_before_model(&mut run, &(), &mut counted_request)).unwrap();
+        }
+    });
+
     let mut failures = Vec::new();
+    if fresh_plain_blocks != context_blocks {
+        failures.push(format!(
+            "a fresh context's first dispatch through a stack without run state allocated {} blocks beyond the \
+             context's own {context_blocks} (expected 0: no run state table)",
+            fresh_plain_blocks.saturating_sub(context_blocks)
+        ));
+    }
+    // The run's table (an `Arc` and its slice of cells), the cell (`Arc`) and the value's `Box`.
+    if first_state_blocks != 4 {
+        failures.push(format!(
+            "the first call of a run state hook allocated {first_state_blocks} blocks (expected exactly 4: the \
+             table, its cells, the cell and the value)"
+        ));
+    }
+    if state_blocks != 0 {
+        failures.push(format!(
+            "1000 later calls of a plain run state hook allocated {state_blocks} blocks (expected 0)"
+        ));
+    }
+    assert_eq!(
+        counted_request.params.max_tokens,
+        Some(1001),
+        "the run state hook counted every call of its run"
+    );
     // The ModelResponse values themselves allocate; dispatch adds nothing.
     if idle_blocks != response_blocks {
         failures.push(format!(
@@ -160,14 +226,14 @@ fn main() {
     assert_eq!(request.params.max_tokens, Some(64), "the plain hook ran");
 
     if failures.is_empty() {
-        println!("test result: ok. 4 passed; 0 failed");
+        println!("test result: ok. 7 passed; 0 failed");
     } else {
         for f in &failures {
             eprintln!("FAILED: {f}");
         }
         println!(
             "test result: FAILED. {} passed; {} failed",
-            4 - failures.len(),
+            7 - failures.len(),
             failures.len()
         );
         std::process::exit(1);

@@ -28,6 +28,8 @@ pub(crate) enum ArgValue {
     Expr(Expr),
     /// `key(...)`.
     List(Group),
+    /// `key = Type`, for the keys that take a type ([`crate::kw::TYPE_KEYS`]).
+    Type(Box<syn::Type>),
 }
 
 impl Parse for Arg {
@@ -35,7 +37,11 @@ impl Parse for Arg {
         let key = Ident::parse_any(input)?;
         let value = if input.peek(Token![=]) {
             input.parse::<Token![=]>()?;
-            ArgValue::Expr(input.parse()?)
+            if crate::kw::TYPE_KEYS.contains(&key.unraw().to_string().as_str()) {
+                ArgValue::Type(input.parse()?)
+            } else {
+                ArgValue::Expr(input.parse()?)
+            }
         } else if input.peek(syn::token::Paren) {
             ArgValue::List(input.parse()?)
         } else {
@@ -84,6 +90,21 @@ impl Arg {
     /// The key as a string (`r#type` reads `type`).
     pub(crate) fn name(&self) -> String {
         self.key.unraw().to_string()
+    }
+
+    /// The `= Type` value of a key in [`crate::kw::TYPE_KEYS`]; records an
+    /// error (with `example`) for a flag or a list.
+    pub(crate) fn ty(&self, example: &str, errors: &mut Errors) -> Option<&syn::Type> {
+        match &self.value {
+            ArgValue::Type(t) => Some(t),
+            _ => {
+                errors.at(
+                    &self.key,
+                    format_args!("`{}` needs a type: write `{example}`", self.name()),
+                );
+                None
+            }
+        }
     }
 
     /// The `= expr` value; records an error (with `example`) for a flag or a list.
@@ -160,6 +181,13 @@ impl Arg {
                 );
                 false
             }
+            ArgValue::Type(t) => {
+                errors.at(
+                    t,
+                    format_args!("`{0}` is a flag and takes no value: write `{0}` alone", self.name()),
+                );
+                false
+            }
         }
     }
 
@@ -174,6 +202,13 @@ impl Arg {
             ArgValue::Expr(e) => {
                 errors.at(
                     e.to_token_stream(),
+                    format_args!("`{}` takes a parenthesised list: write `{example}`", self.name()),
+                );
+                None
+            }
+            ArgValue::Type(t) => {
+                errors.at(
+                    t,
                     format_args!("`{}` takes a parenthesised list: write `{example}`", self.name()),
                 );
                 None

@@ -1,7 +1,7 @@
 //! The arguments of a hook attribute on a free fn and of `#[middleware(...)]`:
 //! `name`, `type_name`, `before`, `after`, `before_if_present`,
 //! `after_if_present`, `can_jump_to`, `doc(...)`,
-//! `builtin`, `config`.
+//! `builtin`, `config`, `run_state`.
 //!
 //! Ordering names (`before`/`after`) are string literals (a middleware's
 //! name, taken verbatim) or paths to DSL middleware types, whose declared
@@ -49,6 +49,8 @@ pub(crate) struct MiddlewareArgs {
     pub(crate) config: Option<syn::Path>,
     /// `tools = path`.
     pub(crate) tools: Option<syn::Path>,
+    /// `run_state = Type`.
+    pub(crate) run_state: Option<syn::Type>,
 }
 
 /// Parses and checks the arguments of `attr` (e.g. `#[before_model(...)]`),
@@ -132,6 +134,7 @@ pub(crate) fn parse(tokens: TokenStream, valid: &[&str], attr: &str, errors: &mu
             }
             kw::CONFIG => out.config = arg.path("config = MyConfig", errors),
             kw::TOOLS => out.tools = arg.path("tools = Self::my_tools", errors),
+            kw::RUN_STATE => out.run_state = arg.ty("run_state = MyRunState", errors).cloned(),
             _ => unreachable!("check_keys keeps known keys only"),
         }
     }

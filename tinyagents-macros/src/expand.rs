@@ -127,6 +127,11 @@ fn metadata(def: &MiddlewareDef) -> TokenStream {
     let before = order_refs(&def.args.before);
     let after = order_refs(&def.args.after);
     let before_if_present = order_refs(&def.args.before_if_present);
+    let run_state = def.args.run_state.as_ref().map(|t| {
+        // `Default + Send + 'static`, checked where the type is written.
+        let check = quote_spanned!(syn::spanned::Spanned::span(t)=> #p::assert_run_state::<#t>());
+        quote!(const RUN_STATE: bool = { #check; true };)
+    });
     let after_if_present = order_refs(&def.args.after_if_present);
     let doc = match &def.doc {
         Some(doc) => {
@@ -153,7 +158,27 @@ fn metadata(def: &MiddlewareDef) -> TokenStream {
             const BEFORE_IF_PRESENT: &'static [&'static str] = #before_if_present;
             const AFTER_IF_PRESENT: &'static [&'static str] = #after_if_present;
             const DOC: #p::Option<&'static #p::MiddlewareDoc> = #doc;
+            #run_state
         }
+    }
+}
+
+/// Records an error when `run_state = T` is declared and no hook takes it.
+pub(crate) fn check_run_state_used<'a>(
+    declared: &Type,
+    sigs: impl IntoIterator<Item = &'a crate::params::HookSig>,
+    errors: &mut crate::errors::Errors,
+) {
+    if sigs.into_iter().all(|s| s.run_state.is_none()) {
+        let text = crate::text::tokens_to_string(declared.to_token_stream());
+        errors.at(
+            declared,
+            format_args!(
+                "`run_state = {text}` declares per-run state that no hook takes: take `&mut {text}` in a hook the \
+                 loop runs one at a time (`#[before_model]`, `#[on_tool_batch]`, …) or `&RunState<{text}>` in any \
+                 hook, or remove `run_state`"
+            ),
+        );
     }
 }
 
@@ -167,6 +192,8 @@ fn call(h: &HookDef) -> TokenStream {
         (Role::Value, true) => quote!(&*__value),
         (Role::Input, _) => quote!(__input),
         (Role::Next, _) => quote!(__next),
+        (Role::RunStateMut, _) => quote!(&mut *__run_state),
+        (Role::RunStateRef, _) => quote!(&*__run_state),
     });
     let ident = h.ident();
     let span = ident.span();
@@ -174,10 +201,30 @@ fn call(h: &HookDef) -> TokenStream {
         Callee::Fn(f) => quote_spanned!(span=> #f(#(#args),*)),
         Callee::Method(m) => quote_spanned!(span=> Self::#m(self, #(#args),*)),
     };
-    if h.sig.is_async {
+    let call = if h.sig.is_async {
         quote_spanned!(span=> #call.await)
     } else {
         call
+    };
+    let Some(run_state) = &h.sig.run_state else {
+        return call;
+    };
+    // The run state cell the stack named for this call; `&mut T` borrows it for the call.
+    let p = p();
+    let attr = h.hook.attr;
+    let cell = quote! {
+        #p::run_state_of::<#run_state, _>(__ctx, <Self as #p::MiddlewareMetadata>::NAME)?
+    };
+    let borrow = if h.sig.params.iter().any(|p| p.role == Role::RunStateMut) {
+        quote!(let mut __run_state = #p::lend_run_state(#cell, #attr)?;)
+    } else {
+        quote!(let __run_state = #cell;)
+    };
+    quote! {
+        {
+            #borrow
+            #call
+        }
     }
 }
 

@@ -55,7 +55,10 @@ pub(crate) fn expand(hook: &'static Hook, args: TokenStream, item: TokenStream) 
         None => true,
     });
     let config_check = expand::config_check(args.config.as_ref());
-    let sig = analyze(hook, &item_fn.sig, Place::FreeFn, &mut errors);
+    let sig = analyze(hook, &item_fn.sig, Place::FreeFn, args.run_state.as_ref(), &mut errors);
+    if let (Some(sig), Some(rs)) = (&sig, &args.run_state) {
+        crate::expand::check_run_state_used(rs, std::slice::from_ref(sig), &mut errors);
+    }
     if item_fn.sig.receiver().is_some() {
         // a method of a plain impl block: no item may be generated here
         let errors = errors.into_compile_errors();

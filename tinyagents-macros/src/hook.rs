@@ -206,6 +206,9 @@ pub(crate) const RUNTIME_TYPES: &[&str] = &[
     "ToolHandler",
 ];
 
+/// The type name of a run state's cell (`&RunState<T>`).
+pub(crate) const RUN_STATE_CELL: &str = "RunState";
+
 /// The type name of the run context.
 pub(crate) const RUN_CONTEXT: &str = "RunContext";
 
@@ -244,6 +247,20 @@ impl Hook {
     pub(crate) fn sync(&self) -> Option<Sync> {
         match self.shape {
             Shape::Lifecycle { sync, .. } => sync,
+            _ => None,
+        }
+    }
+
+    /// Why this hook cannot borrow the run state as `&mut T` for its whole
+    /// call (`None`: the loop runs it one at a time in a run, so it can).
+    pub(crate) fn shared_state_only(&self) -> Option<&'static str> {
+        match self.attr {
+            "wrap_model" | "wrap_tool" => Some(
+                "holds it across `next`, where the hooks the wrapped call runs (this middleware's own included) \
+                 may need it",
+            ),
+            "after_tool" | "on_tool_delta" => Some("runs concurrently for the calls of one batch"),
+            "on_error" => Some("may run inside one of the concurrent tool calls of a batch"),
             _ => None,
         }
     }

@@ -94,7 +94,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             );
             continue;
         }
-        if let Some(sig) = analyze(hook, &method.sig, Place::Method, &mut errors) {
+        if let Some(sig) = analyze(hook, &method.sig, Place::Method, args.run_state.as_ref(), &mut errors) {
             let idents: Vec<_> = [&sig.state, &sig.ctx]
                 .into_iter()
                 .flatten()
@@ -112,6 +112,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 fn_generics,
             });
         }
+    }
+    if let (Some(rs), true) = (&args.run_state, errors.is_empty()) {
+        let sigs: Vec<&crate::params::HookSig> = hooks.iter().map(|h| &h.sig).collect();
+        crate::expand::check_run_state_used(rs, sigs, &mut errors);
     }
     if hooks.is_empty() && errors.is_empty() {
         errors.at(

@@ -22,6 +22,12 @@ pub(crate) const BUILTIN: &str = "builtin";
 /// `config = Type`: the `#[derive(MiddlewareConfig)]` struct that configures it.
 pub(crate) const CONFIG: &str = "config";
 
+/// `run_state = Type`: the middleware's typed per-run state (one value per
+/// run and registration; hooks take `&mut Type` or `&RunState<Type>`).
+pub(crate) const RUN_STATE: &str = "run_state";
+/// The keys whose value is a type (parsed as one, so `Vec<u32>` reads whole).
+pub(crate) const TYPE_KEYS: &[&str] = &[RUN_STATE];
+
 /// `tools = path`: a method `fn(&self) -> Vec<Arc<dyn Tool>>` giving the
 /// tools the middleware contributes (`#[middleware]` blocks only).
 pub(crate) const TOOLS: &str = "tools";
@@ -38,6 +44,7 @@ pub(crate) const FN_KEYS: &[&str] = &[
     DOC,
     BUILTIN,
     CONFIG,
+    RUN_STATE,
 ];
 /// The keys of `#[middleware(...)]`.
 pub(crate) const BLOCK_KEYS: &[&str] = &[
@@ -51,6 +58,7 @@ pub(crate) const BLOCK_KEYS: &[&str] = &[
     BUILTIN,
     CONFIG,
     TOOLS,
+    RUN_STATE,
 ];
 
 /// `doc(summary = "…")`.

@@ -48,12 +48,13 @@ macro_rules! hook_attributes {
         /// Parameters are recognised by type, in any order and any subset:
         /// the context (`&mut RunContext<C>`), the state (another shared
         /// reference, `&S`; a std or tinyagents data type only when the
-        /// parameter is named `state` or its type is a type parameter), and
-        /// the hook's value. A concrete state or
+        /// parameter is named `state` or its type is a type parameter), the
+        /// hook's value, and the run state (`&mut T` or `&RunState<T>`, with
+        /// `run_state = T`). A concrete state or
         /// context type pins the generated impl; type parameters make it
         /// generic. The arguments (`name`, `type_name`, `before`, `after`,
-        /// `can_jump_to`, `doc(...)`, `builtin`, `config`) and every rule are
-        /// in the reference on [`macro@middleware`].
+        /// `can_jump_to`, `doc(...)`, `builtin`, `config`, `run_state`) and
+        /// every rule are in the reference on [`macro@middleware`].
         #[proc_macro_attribute]
         pub fn $name(args: TokenStream, item: TokenStream) -> TokenStream {
             hook_attr(stringify!($name), args, item)

@@ -7,7 +7,7 @@ use quote::ToTokens;
 use syn::{FnArg, GenericArgument, GenericParam, Ident, PathArguments, PathSegment, ReturnType, Signature, Type};
 
 use crate::errors::Errors;
-use crate::hook::{Hook, Shape, RUNTIME_TYPES, RUN_CONTEXT};
+use crate::hook::{Hook, Shape, RUNTIME_TYPES, RUN_CONTEXT, RUN_STATE_CELL};
 
 /// The role of one parameter.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -22,6 +22,10 @@ pub(crate) enum Role {
     Input,
     /// A wrap's `next` handler.
     Next,
+    /// The run state, borrowed for the call: `&mut T` (`run_state = T`).
+    RunStateMut,
+    /// The run state's cell: `&RunState<T>`.
+    RunStateRef,
 }
 
 impl Role {
@@ -32,7 +36,12 @@ impl Role {
             Self::Value => "the hook's value",
             Self::Input => "the wrapped input",
             Self::Next => "the `next` handler",
+            Self::RunStateMut | Self::RunStateRef => "the run state",
         }
+    }
+
+    fn is_run_state(self) -> bool {
+        matches!(self, Self::RunStateMut | Self::RunStateRef)
     }
 }
 
@@ -89,6 +98,8 @@ pub(crate) struct HookSig {
     pub(crate) state: Option<(TypeSlot, TokenStream)>,
     /// The context type, when a parameter names it.
     pub(crate) ctx: Option<(TypeSlot, TokenStream)>,
+    /// The declared run state type, when a parameter takes the run state.
+    pub(crate) run_state: Option<Type>,
 }
 
 /// Where the fn is, which decides the receiver rule.
@@ -136,7 +147,13 @@ fn unit_type() -> Type {
 }
 
 /// Analyses `sig` as the signature of `hook`. Returns `None` when an error was recorded.
-pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut Errors) -> Option<HookSig> {
+pub(crate) fn analyze(
+    hook: &Hook,
+    sig: &Signature,
+    place: Place,
+    run_state: Option<&Type>,
+    errors: &mut Errors,
+) -> Option<HookSig> {
     let before = errors.count();
     let mut an = Analyzer {
         hook,
@@ -154,6 +171,7 @@ pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut E
         state: None,
         ctx: None,
         next_meant: false,
+        run_state,
     };
     an.receiver(sig, place);
     for arg in &sig.inputs {
@@ -193,7 +211,16 @@ pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut E
         ReturnType::Type(_, ty) => syn::spanned::Spanned::span(ty),
         ReturnType::Default => sig.paren_token.span.close(),
     };
-    let Analyzer { params, state, ctx, .. } = an;
+    let Analyzer {
+        params,
+        state,
+        ctx,
+        run_state,
+        ..
+    } = an;
+    let run_state = run_state
+        .filter(|_| params.iter().any(|p| p.role.is_run_state()))
+        .cloned();
     (errors.count() == before).then_some(HookSig {
         params,
         is_async,
@@ -201,6 +228,7 @@ pub(crate) fn analyze(hook: &Hook, sig: &Signature, place: Place, errors: &mut E
         returns_span,
         state,
         ctx,
+        run_state,
     })
 }
 
@@ -213,6 +241,8 @@ struct Analyzer<'a> {
     ctx: Option<(TypeSlot, TokenStream)>,
     /// A parameter meant as `next` was seen (even a wrong one): no "missing `next`" error then.
     next_meant: bool,
+    /// The declared `run_state = T`.
+    run_state: Option<&'a Type>,
 }
 
 impl Analyzer<'_> {
@@ -281,10 +311,14 @@ impl Analyzer<'_> {
 
     /// Records a parameter; `false` (with an error) when its role is taken.
     fn push(&mut self, role: Role, shared: bool, tokens: TokenStream) -> bool {
-        if let Some(prev) = self.params.iter().find(|p| p.role == role) {
+        if let Some(prev) = self
+            .params
+            .iter()
+            .find(|p| p.role == role || (p.role.is_run_state() && role.is_run_state()))
+        {
             let msg = format!(
                 "{} is already taken by `{}`: a hook receives each of the context, the state, the value and `next` \
-                 at most once; remove this parameter{}",
+                 (and the run state) at most once; remove this parameter{}",
                 role.describe(),
                 crate::text::tokens_to_string(prev.tokens.clone()),
                 if role == Role::State {
@@ -421,14 +455,32 @@ impl Analyzer<'_> {
                             self.set_slot(Role::Ctx, slot, tokens);
                         }
                     }
+                    Some(RUN_STATE_CELL) => self.run_state_cell(mutable, elem, tokens),
                     Some(n) if RUNTIME_TYPES.contains(&n) => self.runtime_ref(n, mutable, elem, tokens),
+                    _ if mutable && self.run_state.is_some() => self.run_state_mut(elem, tokens),
                     _ if mutable => {
+                        let text = crate::text::tokens_to_string(elem.to_token_stream());
                         let msg = format!(
-                            "unsupported parameter type `{}` in `{}`: the state is passed read-only (`&S`), and the \
-                             only `&mut` parameters are the context and the hook's value; this hook accepts {}",
+                            "unsupported parameter type `{}` in `{}`: `&mut {text}` is per-run state, and this \
+                             middleware declares none; declare it on the attribute, `run_state = {text}` (a \
+                             `Default + Send + 'static` type, one value per run and registration), or take the \
+                             stack's state read-only (`&S`); this hook accepts {}",
                             crate::text::tokens_to_string(ty.to_token_stream()),
                             hook.display(),
                             hook.accepted()
+                        );
+                        self.errors.at(&tokens, msg);
+                    }
+                    _ if self.is_run_state_type(elem) => {
+                        let text = crate::text::tokens_to_string(elem.to_token_stream());
+                        let msg = format!(
+                            "`{text}` is this middleware's run state, which a hook borrows mutably: write \
+                             `&mut {text}`{}",
+                            if self.hook.shared_state_only().is_some() {
+                                format!(" (in `{}`, `&RunState<{text}>`)", self.hook.display())
+                            } else {
+                                String::new()
+                            }
                         );
                         self.errors.at(&tokens, msg);
                     }
@@ -477,6 +529,10 @@ impl Analyzer<'_> {
                         );
                         self.errors.at(&tokens, msg);
                     }
+                    (Some(RUN_STATE_CELL), _) => {
+                        let msg = "take the run state's cell by reference: `state: &RunState<T>`";
+                        self.errors.at(&tokens, msg);
+                    }
                     (Some(n), _) if RUNTIME_TYPES.contains(&n) => {
                         let fix = match hook.value() {
                             Some(v) if v.ty == n && v.mutable => format!(": write `&mut {n}`"),
@@ -501,6 +557,82 @@ impl Analyzer<'_> {
                     _ => self.unknown(&tokens, other),
                 }
             }
+        }
+    }
+
+    /// Whether `ty` is the declared run state type.
+    fn is_run_state_type(&self, ty: &Type) -> bool {
+        self.run_state.is_some_and(|rs| {
+            crate::text::tokens_to_string(rs.to_token_stream()) == crate::text::tokens_to_string(ty.to_token_stream())
+        })
+    }
+
+    /// Checks `ty` against the declared run state (recording a mismatch or a
+    /// missing declaration at `at`); `true` when it is the run state.
+    fn check_run_state_type(&mut self, ty: &Type, written: &str, at: &TokenStream) -> bool {
+        let text = crate::text::tokens_to_string(ty.to_token_stream());
+        match self.run_state {
+            None => {
+                let msg = format!(
+                    "`{written}` takes run state, and this middleware declares none: declare it on the attribute, \
+                     `run_state = {text}` (a `Default + Send + 'static` type, one value per run and registration)"
+                );
+                self.errors.at(at, msg);
+                false
+            }
+            Some(_) if self.is_run_state_type(ty) => true,
+            Some(rs) => {
+                let declared = crate::text::tokens_to_string(rs.to_token_stream());
+                let fixed = written.replacen(&text, &declared, 1);
+                let msg = format!(
+                    "the run state is declared `run_state = {declared}`, but this parameter takes `{text}`: a \
+                     middleware has one run state type; write `{fixed}` (or change `run_state`)"
+                );
+                self.errors.at(at, msg);
+                false
+            }
+        }
+    }
+
+    /// `&mut T`: the run state, borrowed for the hook's call.
+    fn run_state_mut(&mut self, elem: &Type, tokens: TokenStream) {
+        let text = crate::text::tokens_to_string(elem.to_token_stream());
+        if !self.check_run_state_type(elem, &format!("&mut {text}"), &tokens) {
+            return;
+        }
+        if let Some(why) = self.hook.shared_state_only() {
+            let msg = format!(
+                "`{}` cannot borrow the run state as `&mut {text}` for its whole call: it {why}; take its cell, \
+                 `state: &RunState<{text}>`, and lock it for what you change: `state.lock()?.field += 1` \
+                 (hooks the loop runs one at a time, such as `#[before_model]` or `#[on_tool_batch]`, may take \
+                 `&mut {text}`)",
+                self.hook.display()
+            );
+            self.errors.at(&tokens, msg);
+            return;
+        }
+        self.push(Role::RunStateMut, false, tokens);
+    }
+
+    /// `&RunState<T>`: the run state's cell.
+    fn run_state_cell(&mut self, mutable: bool, elem: &Type, tokens: TokenStream) {
+        let seg = last_segment(elem).expect("named RunState");
+        let Some(inner) = type_args(seg).first().copied() else {
+            self.errors
+                .at(&tokens, "name the run state type: `state: &RunState<T>`");
+            return;
+        };
+        let text = crate::text::tokens_to_string(inner.to_token_stream());
+        if mutable {
+            let msg = format!(
+                "take the run state's cell by shared reference, `&RunState<{text}>`: its `lock()` gives exclusive \
+                 access"
+            );
+            self.errors.at(&tokens, msg);
+            return;
+        }
+        if self.check_run_state_type(inner, &format!("&RunState<{text}>"), &tokens) {
+            self.push(Role::RunStateRef, true, tokens);
         }
     }
 

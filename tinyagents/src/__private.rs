@@ -6,6 +6,7 @@ pub use ::std::sync::Arc;
 
 pub use crate::harness::context::{JumpSet, RunContext};
 pub use crate::harness::error::{Result, TinyAgentsError};
+pub use crate::harness::middleware::run_state::{assert_run_state, lend_run_state, run_state_of, Lent, RunState};
 pub use crate::harness::middleware::{
     ConfigFieldDoc, HookKind, HookResult, HookSet, HookValue, Middleware, MiddlewareDoc, MiddlewareInfo,
     MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ModelMiddleware, PreparedBatch, ToolHandler,

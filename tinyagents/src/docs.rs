@@ -43,6 +43,8 @@ pub trait MiddlewareMetadata {
     const AFTER_IF_PRESENT: &'static [&'static str] = &[];
     /// Its documentation record, when it has one (`doc(...)` or `builtin`).
     const DOC: Option<&'static MiddlewareDoc>;
+    /// Whether it keeps typed per-run state (`run_state = T`).
+    const RUN_STATE: bool = false;
 }
 
 /// The [`MiddlewareInfo`] of a DSL middleware type, from its metadata.
@@ -56,6 +58,7 @@ pub fn info_of<M: MiddlewareMetadata + ?Sized>() -> MiddlewareInfo {
         after_if_present: M::AFTER_IF_PRESENT.iter().map(|s| Cow::Borrowed(*s)).collect(),
         jumps: M::JUMPS,
         doc: M::DOC,
+        run_state: M::RUN_STATE,
     }
 }
 

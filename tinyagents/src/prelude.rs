@@ -10,7 +10,7 @@ pub use crate::harness::message::{Message, Role};
 // type imports them from `tinyagents::harness::middleware`.
 pub use crate::harness::middleware::{
     HookKind, HookSet, Middleware, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareStack, MiddlewareToolOutcome,
-    ModelHandler, PreparedBatch, ToolHandler,
+    ModelHandler, PreparedBatch, RunState, ToolHandler,
 };
 pub use crate::harness::model::{
     ChatModel, ModelDelta, ModelRequest, ModelResponse, PromptSegment, ScriptedModel, ScriptedTurn, Usage,

@@ -17,6 +17,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::request::RequestLog;
 use crate::harness::event::{AgentEvent, EventKind, EventMask, EventSink, NullSink};
 use crate::harness::locals::RunLocals;
+use crate::harness::middleware::run_state::StateSlot;
 use crate::harness::model::Usage;
 use crate::harness::run::FailedAttemptUsage;
 use crate::harness::steering::SteeringHandle;
@@ -160,6 +161,9 @@ pub struct RunContext<Ctx = ()> {
     cancellation: CancellationToken,
     locals: RunLocals,
     parent_locals: Option<RunLocals>,
+    /// The run state slot of the hook the stack is about to call (taken by
+    /// the hook's DSL glue).
+    state_slot: Option<StateSlot>,
     steering: Option<(SteeringHandle, bool)>,
     max_steps: Option<u32>,
     /// Restrictions this run's own guards recorded, by guard name.
@@ -202,6 +206,7 @@ impl<Ctx> RunContext<Ctx> {
             cancellation: CancellationToken::new(),
             locals: RunLocals::default(),
             parent_locals: None,
+            state_slot: None,
             checkpoint_request: None,
             steering: None,
             max_steps: None,
@@ -609,6 +614,18 @@ impl<Ctx> RunContext<Ctx> {
         self.locals.try_get::<T>()
     }
 
+    /// Names the run state slot of the hook the stack calls next.
+    #[inline(always)]
+    pub(crate) fn set_state_slot(&mut self, slot: StateSlot) {
+        self.state_slot = Some(slot);
+    }
+
+    /// Takes the run state slot the stack named for this hook.
+    #[inline]
+    pub(crate) fn take_state_slot(&mut self) -> Option<StateSlot> {
+        self.state_slot.take()
+    }
+
     /// The run's locals (for the hook observers' flag).
     pub(crate) fn run_locals(&self) -> &RunLocals {
         &self.locals
@@ -863,6 +880,7 @@ impl<Ctx> RunContext<Ctx> {
             cancellation: self.cancellation.clone(),
             locals: self.locals.clone(),
             parent_locals: self.parent_locals.clone(),
+            state_slot: None,
             steering: self.steering.clone(),
             max_steps: self.max_steps,
             own: self.own.clone(),

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::harness::middleware::run_state::RunStates;
+
 type LocalMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 
 /// Per-run state of middleware, keyed by type and shared by every part of a
@@ -21,6 +23,8 @@ struct Locals {
     /// Whether any hook observer was installed: lets every dispatch of a run
     /// with none skip the lookup (one load instead of a lock and a search).
     observed: AtomicBool,
+    /// The typed state of the middleware registrations that declare one.
+    states: RunStates,
 }
 
 impl RunLocals {
@@ -61,6 +65,12 @@ impl RunLocals {
     #[inline]
     pub(crate) fn observed(&self) -> bool {
         self.0.observed.load(Ordering::Acquire)
+    }
+
+    /// The typed run state of the middleware registrations ([`RunStates`]).
+    #[inline]
+    pub(crate) fn run_states(&self) -> &RunStates {
+        &self.0.states
     }
 
     /// The lookup behind [`try_get`](Self::try_get), once the map is known not to be empty.

@@ -5,6 +5,7 @@ mod diagnostics;
 mod docs;
 mod hooks;
 mod middleware;
+mod run_state;
 mod sync_dispatch;
 mod typed_outputs;
 mod typed_tools;

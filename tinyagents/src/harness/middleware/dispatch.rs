@@ -188,6 +188,7 @@ where
             return Self::call_slot_sync::<H>(slot, ctx, state, value);
         }
         let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
+        slot.enter(ctx);
         let (res, panicked) = catch(H::call(&*slot.mw, ctx, state, value), &slot.name, H::KIND).await;
         let res = ctx.checked_jump(&slot.name, slot.jumps, res);
         bracket.close(outcome_of(&res, panicked));
@@ -204,6 +205,7 @@ where
         value: &mut H::Value,
     ) -> Result<()> {
         let mut bracket = Bracket::open(ctx, &slot.name, H::KIND);
+        slot.enter(ctx);
         let mut res = catch_sync(|| H::call_form(&*slot.forms, ctx, state, value), &slot.name, H::KIND);
         let panicked = matches!(&res, Err(TinyAgentsError::MiddlewarePanic { .. }));
         ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
@@ -250,6 +252,7 @@ where
     async fn error_pass(&self, ctx: &mut RunContext<C>, state: &S, error: &TinyAgentsError) {
         for slot in self.list(HookKind::OnError) {
             let mut bracket = Bracket::open(ctx, &slot.name, HookKind::OnError);
+            slot.enter(ctx);
             let (res, panicked) = if slot.sync {
                 let res = catch_sync(
                     || slot.mw.on_sync(ctx, state, HookValue::OnError(error)),
@@ -458,6 +461,7 @@ where
             for i in 0..n {
                 at = if reverse { n - 1 - i } else { i };
                 let slot = &list[at];
+                slot.enter(ctx);
                 let mut res = H::call_form(&*slot.forms, ctx, state, value);
                 ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
                 if res.is_err() {
@@ -535,6 +539,7 @@ where
         let list = self.list(H::KIND);
         HookDispatch::later(Box::pin(async move {
             for slot in list {
+                slot.enter(ctx);
                 let mut res = if slot.sync {
                     catch_sync(|| H::call_form(&*slot.forms, ctx, state, delta), &slot.name, H::KIND)
                 } else {
@@ -595,6 +600,7 @@ where
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             for (i, slot) in list.iter().enumerate() {
                 at = i;
+                slot.enter(ctx);
                 let mut res = H::call_form(&*slot.forms, ctx, state, delta);
                 if Self::delta_step(ctx, slot, H::KIND, delta, &mut res) {
                     if res.is_err() {

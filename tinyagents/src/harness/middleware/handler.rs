@@ -61,6 +61,7 @@ macro_rules! handler {
                 };
                 let next = Self { layers: rest, base: self.base };
                 let mut bracket = Bracket::open(ctx, &slot.name, $hook);
+                slot.enter(ctx);
                 let (res, panicked) = catch(Middleware::$method(&*slot.mw, ctx, state, input, next), &slot.name, $hook).await;
                 let res = ctx.checked_jump(&slot.name, slot.jumps, res);
                 bracket.close(outcome_of(&res, panicked));

@@ -27,6 +27,9 @@ pub struct MiddlewareInfo {
     pub jumps: JumpSet,
     /// Its documentation, when it has any.
     pub doc: Option<&'static MiddlewareDoc>,
+    /// Whether it keeps typed per-run state (`#[middleware(run_state = T)]`):
+    /// the stack then gives each registration of it a cell in every run.
+    pub run_state: bool,
 }
 
 impl MiddlewareInfo {
@@ -41,6 +44,7 @@ impl MiddlewareInfo {
             after_if_present: Vec::new(),
             jumps: JumpSet::all(),
             doc: None,
+            run_state: false,
         }
     }
 

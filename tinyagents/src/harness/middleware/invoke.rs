@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 
+use super::run_state::StateSlot;
 use super::sync_forms::SyncForms;
 use super::{HookKind, Middleware};
 use crate::harness::context::{JumpSet, RunContext};
@@ -29,6 +30,23 @@ where
     pub(crate) name: Arc<str>,
     pub(crate) jumps: JumpSet,
     pub(crate) sync: bool,
+    /// Its run state cell, when it keeps run state.
+    pub(crate) state: Option<StateSlot>,
+}
+
+impl<S, C> Slot<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// Names this registration's run state cell in `ctx` for the hook about
+    /// to be called (nothing for a middleware without run state).
+    #[inline(always)]
+    pub(crate) fn enter(&self, ctx: &mut RunContext<C>) {
+        if let Some(slot) = self.state {
+            ctx.set_state_slot(slot);
+        }
+    }
 }
 
 struct Pending {

@@ -31,6 +31,7 @@ pub(crate) mod library;
 mod observe;
 mod order;
 mod outcome;
+pub(crate) mod run_state;
 mod stack;
 mod sync_forms;
 mod traits;
@@ -47,6 +48,7 @@ pub use hook_result::HookResult;
 pub use info::{ConfigFieldDoc, MiddlewareDoc, MiddlewareInfo};
 pub use observe::{observe_hook, HookObserver};
 pub use outcome::{MiddlewareModelOutcome, MiddlewareToolOutcome};
+pub use run_state::{RunState, RunStateGuard};
 pub use stack::MiddlewareStack;
 pub use traits::{HookValue, Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::invoke::Slot;
 use super::order::{resolve, OrderNode};
+use super::run_state::{next_layout, StateSlot};
 use super::sync_forms::{Forms, SyncForms};
 use super::wrap_only::WrapOnly;
 use super::{
@@ -85,6 +86,8 @@ where
     all_sync: [bool; HookKind::LIFECYCLE_COUNT],
     /// The tools the middleware contributed, with the name of each contributor.
     tools: Vec<(Arc<str>, Arc<dyn crate::harness::tool::Tool>)>,
+    /// This layout's id, for the run state cells (fresh on every rebuild).
+    layout: u64,
 }
 
 impl<S, C> MiddlewareStack<S, C>
@@ -110,6 +113,7 @@ where
             tool: Vec::new(),
             all_sync: [false; HookKind::LIFECYCLE_COUNT],
             tools: Vec::new(),
+            layout: 0,
         }
     }
 }
@@ -385,8 +389,21 @@ where
         }
         self.model.clear();
         self.tool.clear();
+        // One run state cell per registration that keeps run state, in resolved order.
+        let count = self.registered.iter().filter(|e| e.info.run_state).count();
+        let count = u32::try_from(count).expect("fewer than 2^32 registrations");
+        self.layout = if count == 0 { 0 } else { next_layout() };
+        let mut index = 0;
         for &i in &self.order {
             let e = &self.registered[i];
+            let state = e.info.run_state.then(|| {
+                index += 1;
+                StateSlot {
+                    stack: self.layout,
+                    index: index - 1,
+                    count,
+                }
+            });
             let (name, jumps, hooks) = (e.name.clone(), e.info.jumps, e.info.hooks);
             for kind in hooks.kinds() {
                 let list = match kind {
@@ -400,6 +417,7 @@ where
                     name: name.clone(),
                     jumps,
                     sync: hooks.contains(HookSet::sync_of(kind)),
+                    state,
                 });
             }
         }

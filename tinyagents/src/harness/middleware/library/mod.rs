@@ -66,14 +66,6 @@ const fn doc_of<M: MiddlewareMetadata>() -> &'static MiddlewareDoc {
     }
 }
 
-/// A fresh key for one middleware instance, naming its per-run state (the
-/// maps built-ins keep by instance in a run's locals). One counter for every
-/// built-in, so no two instances share a key.
-pub(crate) fn instance_key() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 /// The documentation of every built-in middleware, in a stable order (by concern, then as each concern lists them).
 pub fn catalog() -> Vec<&'static MiddlewareDoc> {
     [

@@ -2,15 +2,13 @@
 //! ones before they are forwarded to the sink, leaving the final accumulated
 //! text byte-identical.
 
-use std::sync::Mutex;
-
 use tokio::time::{Duration, Instant};
 
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::ContentPart;
-use crate::harness::middleware::ModelHandler;
+use crate::harness::middleware::{ModelHandler, RunState};
 use crate::harness::model::{DeltaContent, ModelDelta, ModelRequest, ModelResponse};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -45,10 +43,7 @@ impl From<DeltaCompressionConfig> for DeltaCompressionMiddleware {
     }
 }
 
-/// Per-run buffers, tagged with the model call (attempt) they belong to.
-#[derive(Debug, Default)]
-struct Buffers(Mutex<BufferState>);
-
+/// Its run state: the buffers, tagged with the model call (attempt) they belong to.
 #[derive(Debug, Default)]
 struct BufferState {
     attempt: u32,
@@ -122,6 +117,7 @@ impl DeltaCompressionMiddleware {
 #[middleware(
     builtin,
     name = "delta_compression",
+    run_state = BufferState,
     config = DeltaCompressionConfig,
     after_if_present = ["model_retry", "model_fallback", "timeout", "output_limit_recovery", "structured_output"],
     doc(
@@ -135,14 +131,12 @@ impl DeltaCompressionMiddleware {
 )]
 impl DeltaCompressionMiddleware {
     #[on_model_delta]
-    fn coalesce<C>(&self, ctx: &mut RunContext<C>, delta: &mut ModelDelta) -> Result<()> {
+    fn coalesce<C>(&self, ctx: &mut RunContext<C>, b: &mut BufferState, delta: &mut ModelDelta) -> Result<()> {
         let is_text = matches!(delta.content, DeltaContent::Text { .. });
         let (DeltaContent::Text { text: piece } | DeltaContent::Reasoning { text: piece }) = &mut delta.content else {
             return Ok(());
         };
         let attempt = ctx.counters().model_calls;
-        let buffers = ctx.local::<Buffers>();
-        let mut b = buffers.0.lock().expect("delta buffers lock");
         b.sync(attempt);
         let now = Instant::now();
         let last = *b.last_forward.get_or_insert(now);
@@ -163,14 +157,14 @@ impl DeltaCompressionMiddleware {
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
+        buffers: &RunState<BufferState>,
         request: ModelRequest,
         next: ModelHandler<'_, S, C>,
     ) -> Result<ModelResponse> {
         let mut response = next.run(ctx, state, request).await?.into_response();
         let attempt = ctx.counters().model_calls;
         let (text, reasoning) = {
-            let buffers = ctx.local::<Buffers>();
-            let mut b = buffers.0.lock().expect("delta buffers lock");
+            let mut b = buffers.lock()?;
             if b.attempt != attempt {
                 return Ok(response);
             }

@@ -1,14 +1,13 @@
 //! [`ContextEditingMiddleware`]: clears old tool results from the model-visible
 //! context once the request grows past a trigger.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{AddrMap, Message, MessageId, Role};
-use crate::harness::middleware::library::instance_key;
 use crate::harness::model::ModelRequest;
 use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
@@ -65,17 +64,13 @@ impl From<ContextEditingConfig> for ContextEditingMiddleware {
         Self {
             config: c,
             counter: default_counter(),
-            key: instance_key(),
         }
     }
 }
 
-/// Per-run, by instance: what each instance cleared, so a long history is
-/// not cleared (copied, counted) again every turn, and each result is recorded once.
-#[derive(Default)]
-struct Cleared(Mutex<HashMap<u64, Edits>>);
-
-/// One instance's edits in one run.
+/// One registration's edits in one run (its run state): what it cleared,
+/// so a long history is not cleared (copied, counted) again every turn, and
+/// each result is recorded once.
 #[derive(Default)]
 struct Edits {
     /// By the original message's [`Message::addr`]: its cleared form.
@@ -121,8 +116,6 @@ pub struct ContextEditingMiddleware {
     config: ContextEditingConfig,
     #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
-    #[educe(Debug(ignore))]
-    key: u64,
 }
 
 impl ContextEditingMiddleware {
@@ -141,6 +134,7 @@ impl ContextEditingMiddleware {
     builtin,
     name = "context_editing",
     config = ContextEditingConfig,
+    run_state = Edits,
     doc(
         mutation = "Replaces the content of old tool-result messages in `request.messages` (a copy; stored history keeps them) with `placeholder`, and with `clear_tool_inputs` the matching tool calls' arguments with `{}`. Messages keep their ids and order, so tool calls stay paired with their results. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` with provenance (the ids of the results cleared for the first time in the run, their tool call ids, tokens before and after) on each call that clears results not cleared before in the run.",
@@ -152,7 +146,7 @@ impl ContextEditingMiddleware {
 )]
 impl ContextEditingMiddleware {
     #[before_model]
-    fn edit<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    fn edit<C>(&self, ctx: &mut RunContext<C>, mine: &mut Edits, request: &mut ModelRequest) -> Result<()> {
         let c = &self.config;
         if self.counter.count_request(request) <= c.trigger_tokens {
             return Ok(());
@@ -170,9 +164,6 @@ impl ContextEditingMiddleware {
         let mut reclaimed: u64 = 0;
         let mut cleared_any = false;
         let mut cleared_calls = HashSet::new();
-        let state = ctx.local::<Cleared>();
-        let mut all = state.0.lock().expect("cleared lock");
-        let mine = all.entry(self.key).or_default();
         let last = std::mem::take(&mut mine.last);
         // The first clearable results, unchanged since the last request: as
         // they were then (their provenance is recorded; `clear_at_least`
@@ -259,7 +250,6 @@ impl ContextEditingMiddleware {
             mine.by_message.retain(|addr, _| keep.contains(addr));
         }
         mine.last = now;
-        drop(all);
         if !cleared_any {
             return Ok(());
         }

@@ -1,17 +1,14 @@
 //! [`ContextMiddleware`] (seed 002): watches how full the context window is,
 //! warns once, then compacts through a summariser.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::summarizer::{ConcatSummarizer, Summarizer};
-use super::window::compact;
+use super::window::{compact, Summary};
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
-use crate::harness::middleware::library::instance_key;
 use crate::harness::model::{ModelRequest, ModelResponse};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -110,22 +107,22 @@ impl From<ContextConfig> for ContextMiddleware {
             keep_messages: c.keep_messages as usize,
             summarizer: Arc::new(ConcatSummarizer::default()),
             counter: default_counter(),
-            key: instance_key(),
         }
     }
 }
 
-/// Per-run: the instances that already warned.
+/// What one registration keeps in a run (its run state).
 #[derive(Debug, Default)]
-struct Warned(Mutex<HashSet<u64>>);
-
-/// Per-run: the instances that already reported their deprecated keys.
-#[derive(Debug, Default)]
-struct Deprecated(Mutex<HashSet<u64>>);
-
-/// Per-run: the context the provider reported for the latest call (input, cache included, plus output).
-#[derive(Debug, Default)]
-struct Reported(AtomicU64);
+struct ContextRun {
+    /// It already warned.
+    warned: bool,
+    /// It already reported its deprecated keys.
+    deprecated: bool,
+    /// The context the provider reported for the latest call (input, cache included, plus output).
+    reported: u64,
+    /// Its summary.
+    summary: Summary,
+}
 
 /// Monitors how full the context window is (the request's estimate, or the
 /// context the provider reported for the previous call when larger): one warning notice per run at
@@ -166,8 +163,6 @@ pub struct ContextMiddleware {
     summarizer: Arc<dyn Summarizer>,
     #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
-    #[educe(Debug(ignore))]
-    key: u64,
 }
 
 impl ContextMiddleware {
@@ -211,6 +206,7 @@ impl ContextMiddleware {
     builtin,
     name = "context",
     config = ContextConfig,
+    run_state = ContextRun,
     doc(
         mutation = "At `compact_at_percent`, replaces the older non-system messages of `request.messages` (a copy; stored history untouched) with one summary user message, keeping the newest `keep_messages` and tool calls with their results. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Notice { source: \"context\" }` once per run at `warn_at_percent`, on each compaction, and (`is_error: true`) when nothing can be compacted; `Compressed` with provenance for each new or extended summary. Built from the legacy keys `max_tokens` / `compact_on_overflow`, once per run a `Notice` naming each deprecated key and the key to write instead (`fallback_max_tokens`, `compact_at_percent`), plus a `tracing` warning when built.",
@@ -222,30 +218,28 @@ impl ContextMiddleware {
 )]
 impl ContextMiddleware {
     #[before_model]
-    async fn watch<S, C>(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
-        // The estimate of this request, or what the provider reported for the
-        // previous call when that is larger (the estimate is approximate).
-        if !self.deprecations.is_empty()
-            && ctx
-                .local::<Deprecated>()
-                .0
-                .lock()
-                .expect("deprecated lock")
-                .insert(self.key)
-        {
+    async fn watch<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        run: &mut ContextRun,
+        request: &mut ModelRequest,
+    ) -> Result<()> {
+        if !self.deprecations.is_empty() && !std::mem::replace(&mut run.deprecated, true) {
             for notice in self.deprecations.iter() {
                 Self::notice(ctx, || notice.clone(), false);
             }
         }
-        let reported = ctx.try_local::<Reported>().map_or(0, |r| r.0.load(Ordering::Relaxed));
-        let tokens = self.counter.count_request(request).max(reported);
+        // The estimate of this request, or what the provider reported for the
+        // previous call when that is larger (the estimate is approximate).
+        let tokens = self.counter.count_request(request).max(run.reported);
         let percent = tokens as f64 * 100.0 / self.max_tokens as f64;
         if self.compact && percent >= f64::from(self.compact_at_percent) {
             let done = compact(
                 ctx,
                 state,
                 request,
-                self.key,
+                &mut run.summary,
                 self.keep_messages,
                 &*self.summarizer,
                 &*self.counter,
@@ -278,9 +272,7 @@ impl ContextMiddleware {
                     true,
                 ),
             }
-        } else if percent >= f64::from(self.warn_at_percent)
-            && ctx.local::<Warned>().0.lock().expect("warned lock").insert(self.key)
-        {
+        } else if percent >= f64::from(self.warn_at_percent) && !std::mem::replace(&mut run.warned, true) {
             Self::notice(
                 ctx,
                 || {
@@ -304,10 +296,10 @@ impl ContextMiddleware {
     }
 
     #[after_model]
-    fn measure<C>(&self, ctx: &mut RunContext<C>, response: &mut ModelResponse) -> Result<()> {
+    fn measure(&self, run: &mut ContextRun, response: &mut ModelResponse) -> Result<()> {
         let used = response.usage.total_input() + response.usage.output_tokens;
         if used > 0 {
-            ctx.local::<Reported>().0.store(used, Ordering::Relaxed);
+            run.reported = used;
         }
         Ok(())
     }

@@ -2,8 +2,8 @@
 //! squeezed to a token budget, with provenance per document.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -59,7 +59,6 @@ impl From<RetrievalCompressionConfig> for RetrievalCompressionMiddleware {
         Self {
             config: c,
             counter: default_counter(),
-            key: crate::harness::middleware::library::instance_key(),
         }
     }
 }
@@ -239,16 +238,17 @@ fn docs_of_ref(value: &Value) -> Option<&Vec<Value>> {
     }
 }
 
-/// Per-run: the documents already recorded.
-#[derive(Debug, Default)]
-struct Recorded(Mutex<HashSet<(MessageId, String)>>);
-
-/// Per-run, by instance: each retrieval result read once (parsed, its
-/// documents counted) and its last squeezed form, by the message's
-/// [`Message::addr`]; so a long history is not parsed again every turn, and a
-/// result whose shares did not change is not rebuilt.
+/// One registration's memory of a run (its run state).
 #[derive(Default)]
-struct Memo(Mutex<HashMap<u64, AddrMap<Found>>>);
+struct Memo {
+    /// Each retrieval result read once (parsed, its documents counted) and
+    /// its last squeezed form, by the message's [`Message::addr`]; so a long
+    /// history is not parsed again every turn, and a result whose shares did
+    /// not change is not rebuilt.
+    found: AddrMap<Found>,
+    /// The documents already recorded.
+    recorded: HashSet<(MessageId, String)>,
+}
 
 /// Squeezes retrieved documents (the results of the configured retrieval
 /// tools) in the model-visible context to `budget_tokens` in total: each
@@ -277,8 +277,6 @@ pub struct RetrievalCompressionMiddleware {
     config: RetrievalCompressionConfig,
     #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
-    #[educe(Debug(ignore))]
-    key: u64,
 }
 
 impl RetrievalCompressionMiddleware {
@@ -313,6 +311,7 @@ impl RetrievalCompressionMiddleware {
     builtin,
     name = "retrieval_compression",
     config = RetrievalCompressionConfig,
+    run_state = Memo,
     doc(
         mutation = "Rewrites the results of the configured retrieval tools in `request.messages` (a copy; stored history keeps every document): documents cut to a fair share of `budget_tokens` (marked `truncated`) or omitted (an id stub), same JSON shape. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
         events = "`Compressed` once per cut or omitted document per run, with the tool message id, the document id and tool call id, and the document's tokens before and after.",
@@ -324,10 +323,8 @@ impl RetrievalCompressionMiddleware {
 )]
 impl RetrievalCompressionMiddleware {
     #[before_model]
-    fn squeeze<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
-        let memo = ctx.local::<Memo>();
-        let mut all = memo.0.lock().expect("retrieval memo lock");
-        let mine = all.entry(self.key).or_default();
+    fn squeeze<C>(&self, ctx: &mut RunContext<C>, memo: &mut Memo, request: &mut ModelRequest) -> Result<()> {
+        let mine = &mut memo.found;
         // The retrieval results, in message order: place and address.
         let mut results: Vec<(usize, usize)> = Vec::new();
         for (i, m) in request.messages.iter().enumerate() {
@@ -377,21 +374,14 @@ impl RetrievalCompressionMiddleware {
                 request.messages[i] = squeezed.message.clone();
             }
         }
-        drop(all);
         if fresh.is_empty() {
             return Ok(());
         }
         let prefix_after = cache::fingerprint(request);
         let segments: Vec<String> = request.system.iter().map(|s| s.id.clone()).collect();
-        let recorded = ctx.local::<Recorded>();
         for (i, doc_id, original, compressed) in fresh {
             let m = &request.messages[i];
-            if !recorded
-                .0
-                .lock()
-                .expect("recorded lock")
-                .insert((m.id.clone(), doc_id.clone()))
-            {
+            if !memo.recorded.insert((m.id.clone(), doc_id.clone())) {
                 continue;
             }
             let mut p = CompressionProvenance::new("retrieval_compression", Self::POLICY)

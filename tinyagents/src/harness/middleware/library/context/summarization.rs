@@ -4,11 +4,10 @@
 use std::sync::Arc;
 
 use super::summarizer::{ConcatSummarizer, Summarizer};
-use super::window::compact;
+use super::window::{compact, Summary};
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
-use crate::harness::middleware::library::instance_key;
 use crate::harness::model::ModelRequest;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -182,7 +181,6 @@ pub struct SummarizationMiddleware {
     keep_messages: usize,
     summarizer: Arc<dyn Summarizer>,
     counter: Arc<dyn TokenCounter>,
-    key: u64,
 }
 
 impl std::fmt::Debug for SummarizationMiddleware {
@@ -206,7 +204,6 @@ impl SummarizationMiddleware {
             keep_messages: 20,
             summarizer: Arc::new(ConcatSummarizer::default()),
             counter: default_counter(),
-            key: instance_key(),
         }
     }
 
@@ -233,6 +230,7 @@ impl SummarizationMiddleware {
 #[middleware(
     builtin,
     name = "summarization",
+    run_state = Summary,
     config = SummarizationConfig,
     doc(
         mutation = "Replaces the older non-system messages of `request.messages` (a copy; stored history is untouched) with one user message holding the summary; keeps leading and other system messages and the newest `keep_messages` (rounded up so a tool call keeps its results). The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
@@ -245,7 +243,13 @@ impl SummarizationMiddleware {
 )]
 impl SummarizationMiddleware {
     #[before_model]
-    async fn summarize<S, C>(&self, ctx: &mut RunContext<C>, state: &S, request: &mut ModelRequest) -> Result<()> {
+    async fn summarize<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        summary: &mut Summary,
+        request: &mut ModelRequest,
+    ) -> Result<()> {
         if !self.trigger.fires(request, &*self.counter) {
             return Ok(());
         }
@@ -253,7 +257,7 @@ impl SummarizationMiddleware {
             ctx,
             state,
             request,
-            self.key,
+            summary,
             self.keep_messages,
             &*self.summarizer,
             &*self.counter,

@@ -4,11 +4,10 @@
 use std::sync::Arc;
 
 use super::summarizer::{ConcatSummarizer, Summarizer};
-use super::window::compact;
+use super::window::{compact, Summary};
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
-use crate::harness::middleware::library::instance_key;
 use crate::harness::model::ModelRequest;
 use crate::harness::run::{AgentRun, StopReason};
 use crate::harness::tokens::{default_counter, TokenCounter};
@@ -59,7 +58,6 @@ impl From<TranscriptCompressionConfig> for TranscriptCompressionMiddleware {
             keep_messages: c.keep_messages as usize,
             summarizer: Arc::new(ConcatSummarizer::new(c.max_chars_per_message as usize)),
             counter: default_counter(),
-            key: instance_key(),
         }
     }
 }
@@ -87,7 +85,6 @@ pub struct TranscriptCompressionMiddleware {
     keep_messages: usize,
     summarizer: Arc<dyn Summarizer>,
     counter: Arc<dyn TokenCounter>,
-    key: u64,
 }
 
 impl std::fmt::Debug for TranscriptCompressionMiddleware {
@@ -121,6 +118,7 @@ impl TranscriptCompressionMiddleware {
 #[middleware(
     builtin,
     name = "transcript_compression",
+    run_state = Summary,
     config = TranscriptCompressionConfig,
     doc(
         mutation = "In `after_agent`, durably replaces the older non-system messages of `AgentRun::messages` with one summary user message (newest `keep_messages`, system messages and tool-call/result pairs kept); its provenance is on `AgentRun::compressions` (the agent attaches it after `after_agent`). Requests during the run are not touched.",
@@ -133,14 +131,20 @@ impl TranscriptCompressionMiddleware {
 )]
 impl TranscriptCompressionMiddleware {
     #[after_agent]
-    async fn commit<S, C>(&self, ctx: &mut RunContext<C>, state: &S, run: &mut AgentRun) -> Result<()> {
+    async fn commit<S, C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        summary: &mut Summary,
+        run: &mut AgentRun,
+    ) -> Result<()> {
         if !matches!(run.stop, StopReason::Failed(_)) && run.messages.len() > self.trigger_messages {
             let mut transcript = ModelRequest::new(std::mem::take(&mut run.messages));
             let result = compact(
                 ctx,
                 state,
                 &mut transcript,
-                self.key,
+                summary,
                 self.keep_messages,
                 &*self.summarizer,
                 &*self.counter,

@@ -2,9 +2,6 @@
 //! be cut without separating an assistant tool-call message from its tool
 //! results, and the summarising compaction used by `summarization` and `context`.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use super::summarizer::{summarize_charged, Summarizer};
 use crate::harness::cache;
 use crate::harness::context::RunContext;
@@ -60,9 +57,10 @@ enum Previous {
     Prefix { covered: usize, message: Message },
 }
 
-/// Per-run summaries, keyed by middleware instance (a run local).
+/// The summary one registration keeps in a run (part of its `run_state`):
+/// none until it first summarises.
 #[derive(Debug, Default)]
-pub(crate) struct Summaries(Mutex<HashMap<u64, SummaryState>>);
+pub(crate) struct Summary(Option<SummaryState>);
 
 /// What a compaction did.
 pub(crate) struct Compaction {
@@ -90,13 +88,14 @@ fn summary_message(mut text: String) -> Message {
 /// The summary is a *user* message placed after the kept system messages, so
 /// the stable prefix is untouched. Within a run, the previous summary is
 /// reused when it covers the same messages and extended when more messages
-/// age out; every new summary is recorded as provenance.
+/// age out (`summary` is the calling registration's run state); every new
+/// summary is recorded as provenance.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn compact<S, C>(
     ctx: &mut RunContext<C>,
     state: &S,
     request: &mut ModelRequest,
-    key: u64,
+    summary: &mut Summary,
     keep_recent: usize,
     summarizer: &dyn Summarizer,
     counter: &dyn TokenCounter,
@@ -128,10 +127,8 @@ where
     let prefix_before = cache::fingerprint(request);
 
     let previous = {
-        let summaries = ctx.local::<Summaries>();
-        let map = summaries.0.lock().expect("summaries lock");
         let same_prefix = |covered: &[MessageId]| covered.iter().zip(&old).all(|(id, m)| *id == m.id);
-        match map.get(&key) {
+        match &summary.0 {
             Some(p) if p.covered.len() == old.len() && same_prefix(&p.covered) => Previous::Same(p.message.clone()),
             Some(p) if p.covered.len() < old.len() && same_prefix(&p.covered) => Previous::Prefix {
                 covered: p.covered.len(),
@@ -203,9 +200,7 @@ where
         p.compressed_tokens = counter.count_message(&message);
         p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
         crate::harness::compression::record(ctx, p);
-        let summaries = ctx.local::<Summaries>();
-        let mut map = summaries.0.lock().expect("summaries lock");
-        let entry = map.entry(key).or_insert_with(|| SummaryState {
+        let entry = summary.0.get_or_insert_with(|| SummaryState {
             covered: Vec::new(),
             message: message.clone(),
         });

@@ -5,7 +5,6 @@
 //! arguments, tool progress), tool arguments, tool results and the transcript.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 
 use serde_json::{json, Value};
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -15,7 +14,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{AddrHasher, AddrMap, ContentPart, Message, Role};
-use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
+use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, RunState, ToolHandler};
 use crate::harness::model::{DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse};
 use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
@@ -163,9 +162,24 @@ impl From<PiiConfig> for PiiMiddleware {
     }
 }
 
-/// Stream buffers of one run, per middleware instance.
+/// What one registration keeps in a run (its run state).
 #[derive(Default)]
-struct PiiStreams(Mutex<HashMap<usize, StreamState>>);
+struct PiiRun {
+    /// The model stream's buffers.
+    stream: Option<StreamState>,
+    /// Tool progress buffers, by call id.
+    tool_streams: HashMap<String, StreamBuffer>,
+    /// Digests of the results scrubbed in `wrap_tool`, by call id, so
+    /// `after_tool` does not scan them again.
+    scrubbed: HashMap<String, Digest>,
+    /// What passed this middleware on its way into the transcript (the
+    /// model's replies, by a hash of the message; tool results, by call id),
+    /// so the transcript scrub leaves them as they were sent and scrubs only
+    /// what never passed it (a caller's earlier turns, injections).
+    passed: std::collections::HashSet<u64>,
+    /// What `before_model` found in each request message ([`InstanceVerdicts`]).
+    verdicts: InstanceVerdicts,
+}
 
 #[derive(Default)]
 struct StreamState {
@@ -182,22 +196,7 @@ struct StreamState {
     args: BTreeMap<u32, StreamBuffer>,
 }
 
-/// Tool progress buffers of one run: (middleware instance, call id).
-#[derive(Default)]
-struct PiiToolStreams(Mutex<HashMap<(usize, String), StreamBuffer>>);
-
-/// Digests of the results scrubbed in `wrap_tool`, so `after_tool` does not scan them again.
-#[derive(Default)]
-struct PiiScrubbedResults(Mutex<HashMap<(usize, String), Digest>>);
-
-/// Per run and instance: what passed this middleware on its way into the
-/// transcript (the model's replies, by a hash of the message; tool results,
-/// by call id), so the transcript scrub leaves them as they were sent and
-/// scrubs only what never passed it (a caller's earlier turns, injections).
-#[derive(Default)]
-struct PiiPassed(Mutex<std::collections::HashSet<(usize, u64)>>);
-
-/// The key of a message in [`PiiPassed`]: a tool message's call id (it
+/// The key of a message in [`PiiRun::passed`]: a tool message's call id (it
 /// passed with its call), else its role, text and tool calls.
 fn passed_key(m: &Message) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -223,8 +222,8 @@ fn tool_result_key(call_id: &str) -> u64 {
     h.finish()
 }
 
-/// Per run: what `before_model` found in each request message, by middleware
-/// instance and message, so a history is not scanned again every turn.
+/// What `before_model` found in each request message, by message (part of
+/// the run state), so a history is not scanned again every turn.
 ///
 /// A verdict is kept for the message's shared fields ([`Message::addr`]) and
 /// holds a clone of the message as it was scanned, so the address stays that
@@ -237,10 +236,7 @@ fn tool_result_key(call_id: &str) -> u64 {
 /// they are as many as the request's messages). The leading messages that sit
 /// where they sat in the previous request are known by place (one address
 /// comparison each), so a turn costs a lookup only for what is new.
-#[derive(Default)]
-struct PiiVerdicts(Mutex<HashMap<usize, InstanceVerdicts>>);
-
-/// One instance's verdicts, and the last request it saw.
+/// One registration's verdicts, and the last request it saw.
 #[derive(Default)]
 struct InstanceVerdicts {
     by_message: AddrMap<Verdict>,
@@ -443,10 +439,6 @@ impl PiiMiddleware {
         self
     }
 
-    fn key(&self) -> usize {
-        std::ptr::from_ref(self) as usize
-    }
-
     /// Replaces PII in `text` in place, adding to `counts`; a `Validation` error for `Block`.
     fn scrub(&self, text: &mut String, place: &str, counts: &mut PiiCounts) -> Result<()> {
         self.engine
@@ -585,7 +577,7 @@ impl PiiMiddleware {
 
 impl PiiMiddleware {
     /// A tool result's content, error and data.
-    fn scrub_tool_result<C>(&self, ctx: &RunContext<C>, result: &mut ToolResult) -> Result<()> {
+    fn scrub_tool_result<C>(&self, ctx: &RunContext<C>, pii: &RunState<PiiRun>, result: &mut ToolResult) -> Result<()> {
         let mut counts = PiiCounts::new();
         self.scrub(&mut result.content, "a tool result", &mut counts)?;
         if let Some(e) = &mut result.error {
@@ -595,11 +587,7 @@ impl PiiMiddleware {
             self.scrub_json(data, "a tool result", &mut counts)?;
         }
         report(ctx, "tool_result", &counts);
-        ctx.local::<PiiPassed>()
-            .0
-            .lock()
-            .expect("pii passed lock")
-            .insert((self.key(), tool_result_key(&result.call_id)));
+        pii.lock()?.passed.insert(tool_result_key(&result.call_id));
         Ok(())
     }
 
@@ -732,6 +720,7 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
 #[middleware(
     builtin,
     name = "pii",
+    run_state = PiiRun,
     config = PiiConfig,
     doc(
         mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: dot, dash or slash, or white space of any kind and mix, up to three characters: space, tab, CR, LF, VT, FF, NEL, every Unicode space, line and paragraph separator; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth forms, every Unicode decimal digit, every Unicode separator, invisible characters, JSON escapes). JSON numbers are checked like strings at any depth; a number holding a value becomes a string placeholder (`\"[REDACTED_CREDIT_CARD]\"`), so a JSON document (the arguments, streamed or not, a JSON answer or tool result) stays valid. A number, or a string of 7 to 15 bare digits, under a key naming a phone (`phone`, `phoneNumber`, `mobile_no`, `tel`, …: a whole word of `PHONE_KEY_WORDS`, so not `hotel` or `cells_count`), or in an array under one, is a phone (`\"[REDACTED_PHONE]\"`). Not covered: a number or nested value under a secret-named key in the *streamed* argument text (it is replaced in the arguments, the reply and the history), image parts, values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`; in a JSON number an exponent's `e` is no letter), a phone number written as a bare digit run (`14155552671`) outside a key naming a phone, undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
@@ -744,7 +733,7 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
 )]
 impl PiiMiddleware {
     #[before_model]
-    fn scrub_request<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    fn scrub_request<C>(&self, ctx: &mut RunContext<C>, pii: &mut PiiRun, request: &mut ModelRequest) -> Result<()> {
         if !self.apply_to_input && !self.apply_to_tool_args {
             return Ok(());
         }
@@ -756,9 +745,7 @@ impl PiiMiddleware {
             report(ctx, "request", &counts);
             return Ok(());
         }
-        let verdicts = ctx.local::<PiiVerdicts>();
-        let mut all = verdicts.0.lock().expect("pii verdicts lock");
-        let mine = all.entry(self.key()).or_default();
+        let mine = &mut pii.verdicts;
         // Taken now, put back only when every message was judged (an error
         // leaves no stale places behind).
         let last = std::mem::take(&mut mine.last);
@@ -821,7 +808,6 @@ impl PiiMiddleware {
         }
         mine.last = now;
         mine.last_scrubbed = scrubbed_now;
-        drop(all);
         report(ctx, "request", &counts);
         Ok(())
     }
@@ -833,7 +819,7 @@ impl PiiMiddleware {
     /// `block` a value here is replaced, not refused: the run is over, and
     /// refusing would lose the transcript.)
     #[after_agent]
-    fn scrub_transcript<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+    fn scrub_transcript<C>(&self, ctx: &mut RunContext<C>, pii: &mut PiiRun, run: &mut AgentRun) -> Result<()> {
         if !self.apply_to_input && !self.apply_to_output && !self.apply_to_tool_args && !self.apply_to_tool_results {
             return Ok(());
         }
@@ -846,31 +832,25 @@ impl PiiMiddleware {
         // hold assistant and tool messages that never passed this middleware;
         // what did pass it stays as it was sent (scanning scrubbed text again
         // would judge values in a context the redaction itself changed)
-        let passed = ctx.try_local::<PiiPassed>();
-        let passed = passed.as_ref().map(|p| p.0.lock().expect("pii passed lock"));
-        let key = self.key();
         for message in run.messages.iter_mut().chain(run.final_message.as_mut()) {
-            let sent = matches!(message.role, Role::Assistant | Role::Tool)
-                && passed.as_ref().is_some_and(|p| p.contains(&(key, passed_key(message))));
+            let sent =
+                matches!(message.role, Role::Assistant | Role::Tool) && pii.passed.contains(&passed_key(message));
             if !sent {
                 this.scrub_message(message, &mut counts)?;
             }
         }
-        drop(passed);
         report(ctx, "transcript", &counts);
         Ok(())
     }
 
     #[on_model_delta]
-    fn scrub_delta<C>(&self, ctx: &mut RunContext<C>, delta: &mut ModelDelta) -> Result<()> {
+    fn scrub_delta<C>(&self, ctx: &mut RunContext<C>, pii: &mut PiiRun, delta: &mut ModelDelta) -> Result<()> {
         if !self.apply_to_output && !self.apply_to_tool_args {
             return Ok(());
         }
         let attempt = ctx.counters().model_calls;
         let failed = last_failed_attempt(ctx);
-        let streams = ctx.local::<PiiStreams>();
-        let mut map = streams.0.lock().expect("pii stream lock");
-        let state = map.entry(self.key()).or_default();
+        let state = pii.stream.get_or_insert_with(StreamState::default);
         if state.attempt != attempt {
             // a cut reply whose attempt then failed was discarded: nothing continues it
             if state.cut && state.attempt != failed {
@@ -894,7 +874,6 @@ impl PiiMiddleware {
         {
             // the tails were released as final at the finish delta: text after
             // it could complete a value whose start was already sent
-            drop(map);
             return Err(TinyAgentsError::model(
                 "the model sent content after its finish delta; the pii middleware refuses it unsent",
                 false,
@@ -931,10 +910,7 @@ impl PiiMiddleware {
                     .as_mut()
                     .map_or(Ok(()), |id| self.scrub_id(id, PLACE, &mut counts))
                     .and_then(|()| name.as_mut().map_or(Ok(()), |n| self.scrub(n, PLACE, &mut counts)));
-                if let Err(e) = whole {
-                    drop(map);
-                    return Err(e);
-                }
+                whole?;
                 let piece = std::mem::take(arguments);
                 state
                     .args
@@ -964,7 +940,6 @@ impl PiiMiddleware {
             }
             _ => Ok(()),
         };
-        drop(map);
         if let Err((place, stop)) = result {
             return Err(stopped(place, stop, &counts));
         }
@@ -976,19 +951,19 @@ impl PiiMiddleware {
     /// continuation took (after every wrap: `output_limit_recovery` has merged
     /// what it continued), scrubbed, into the reply and to the sink.
     #[after_model]
-    fn release_cut_tails<C>(&self, ctx: &mut RunContext<C>, response: &mut ModelResponse) -> Result<()> {
+    fn release_cut_tails<C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        pii: &mut PiiRun,
+        response: &mut ModelResponse,
+    ) -> Result<()> {
         if !self.apply_to_output && !self.apply_to_tool_args {
             return Ok(());
         }
-        let taken = {
-            let streams = ctx.local::<PiiStreams>();
-            let mut map = streams.0.lock().expect("pii stream lock");
-            let cut = map.get(&self.key()).is_some_and(|s| s.cut);
-            if cut {
-                map.remove(&self.key())
-            } else {
-                None
-            }
+        let taken = if pii.stream.as_ref().is_some_and(|s| s.cut) {
+            pii.stream.take()
+        } else {
+            None
         };
         let Some(mut s) = taken else { return Ok(()) };
         let mut counts = PiiCounts::new();
@@ -1015,6 +990,7 @@ impl PiiMiddleware {
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
+        pii: &RunState<PiiRun>,
         request: ModelRequest,
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
@@ -1025,22 +1001,19 @@ impl PiiMiddleware {
         // (a reply cut by the output limit stays: this call may continue it).
         {
             let failed = last_failed_attempt(ctx);
-            let streams = ctx.local::<PiiStreams>();
-            let mut map = streams.0.lock().expect("pii stream lock");
-            if map.get(&self.key()).is_some_and(|s| !s.cut || s.attempt == failed) {
-                map.remove(&self.key());
+            let mut run = pii.lock()?;
+            if run.stream.as_ref().is_some_and(|s| !s.cut || s.attempt == failed) {
+                run.stream = None;
             }
         }
         let mut response = next.run(ctx, state, request).await?.into_response();
         let taken = {
-            let streams = ctx.local::<PiiStreams>();
-            let mut map = streams.0.lock().expect("pii stream lock");
+            let mut run = pii.lock()?;
             // cut by the output limit: held for a continuation, or for `after_model`
-            let cut = map.get(&self.key()).is_some_and(|s| s.cut);
-            if cut {
+            if run.stream.as_ref().is_some_and(|s| s.cut) {
                 None
             } else {
-                map.remove(&self.key())
+                run.stream.take()
             }
         };
         let mut counts = PiiCounts::new();
@@ -1080,11 +1053,7 @@ impl PiiMiddleware {
             );
         }
         self.scrub_response(&mut response, &mut counts, clean)?;
-        ctx.local::<PiiPassed>()
-            .0
-            .lock()
-            .expect("pii passed lock")
-            .insert((self.key(), passed_key(&response.message)));
+        pii.lock()?.passed.insert(passed_key(&response.message));
         report(ctx, "response", &counts);
         Ok(response.into())
     }
@@ -1101,35 +1070,34 @@ impl PiiMiddleware {
     }
 
     #[after_tool]
-    fn scrub_result<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
+    fn scrub_result<C>(&self, ctx: &mut RunContext<C>, pii: &RunState<PiiRun>, result: &mut ToolResult) -> Result<()> {
         if !self.apply_to_tool_results {
             return Ok(());
         }
-        let done = ctx
-            .local::<PiiScrubbedResults>()
-            .0
-            .lock()
-            .expect("pii results lock")
-            .remove(&(self.key(), result.call_id.clone()));
+        let done = pii.lock()?.scrubbed.remove(&result.call_id);
         if done.is_some_and(|d| d == result_digest(result)) {
             // scrubbed in `wrap_tool` and unchanged since
             return Ok(());
         }
-        self.scrub_tool_result(ctx, result)
+        self.scrub_tool_result(ctx, pii, result)
     }
 
     #[on_tool_delta]
-    fn scrub_tool_delta<C>(&self, ctx: &mut RunContext<C>, delta: &mut ToolDelta) -> Result<()> {
+    fn scrub_tool_delta<C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        pii: &RunState<PiiRun>,
+        delta: &mut ToolDelta,
+    ) -> Result<()> {
         if !self.apply_to_tool_results {
             return Ok(());
         }
-        let streams = ctx.local::<PiiToolStreams>();
-        let mut map = streams.0.lock().expect("pii tool stream lock");
-        let buffer = map.entry((self.key(), delta.call_id.clone())).or_default();
+        let mut run = pii.lock()?;
+        let buffer = run.tool_streams.entry(delta.call_id.clone()).or_default();
         let mut counts = PiiCounts::new();
         let piece = std::mem::take(&mut delta.content);
         let result = buffer.push(&self.engine, &piece, self.hold, false, &mut counts);
-        drop(map);
+        drop(run);
         match result {
             Ok(out) => delta.content = out,
             Err(stop) => return Err(stopped("a tool's progress", stop, &counts)),
@@ -1145,6 +1113,7 @@ impl PiiMiddleware {
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
+        pii: &RunState<PiiRun>,
         call: ToolCall,
         next: ToolHandler<'_, S, C>,
     ) -> Result<MiddlewareToolOutcome> {
@@ -1153,11 +1122,7 @@ impl PiiMiddleware {
         }
         let id = call.id.clone();
         let outcome = next.run(ctx, state, call).await;
-        let buffer = {
-            let streams = ctx.local::<PiiToolStreams>();
-            let mut map = streams.0.lock().expect("pii tool stream lock");
-            map.remove(&(self.key(), id.clone()))
-        };
+        let buffer = pii.lock()?.tool_streams.remove(&id);
         if let Some(mut buffer) = buffer.filter(|b| !b.is_empty()) {
             let mut counts = PiiCounts::new();
             match buffer.push(&self.engine, "", self.hold, true, &mut counts) {
@@ -1176,13 +1141,9 @@ impl PiiMiddleware {
         // Scrub the result here, so every wrap outside this one and every
         // `after_tool` hook (which run in reverse order) sees it clean.
         let mut result = outcome?.into_result();
-        self.scrub_tool_result(ctx, &mut result)?;
+        self.scrub_tool_result(ctx, pii, &mut result)?;
         let digest = result_digest(&result);
-        ctx.local::<PiiScrubbedResults>()
-            .0
-            .lock()
-            .expect("pii results lock")
-            .insert((self.key(), result.call_id.clone()), digest);
+        pii.lock()?.scrubbed.insert(result.call_id.clone(), digest);
         Ok(result.into())
     }
 }

@@ -1,5 +1,5 @@
-//! What the call-limit built-ins share: per-run counts kept in the run
-//! context (one slot per middleware instance), per-thread counts kept by the
+//! What the call-limit built-ins share: per-run counts (each
+//! registration's typed run state), per-thread counts kept by the
 //! instance or in a shared ledger, and the exit behaviours.
 
 use std::collections::HashMap;
@@ -10,84 +10,39 @@ use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::store::{LedgerStore, Reservation};
 
-/// Per-run counts of every call-limit instance, by instance key.
-#[derive(Default)]
-pub(super) struct RunCounts(Mutex<HashMap<u64, u32>>);
-
-impl RunCounts {
-    /// This run's count for instance `key`.
-    pub(super) fn get<C>(ctx: &RunContext<C>, key: u64) -> u32 {
-        let counts = ctx.local::<RunCounts>();
-        let map = counts.0.lock().expect("run counts lock");
-        map.get(&key).copied().unwrap_or(0)
-    }
-
-    /// Adds `n` to this run's count for instance `key`.
-    pub(super) fn add<C>(ctx: &RunContext<C>, key: u64, n: u32) {
-        let counts = ctx.local::<RunCounts>();
-        *counts.0.lock().expect("run counts lock").entry(key).or_insert(0) += n;
-    }
-
-    /// Takes `n` back from this run's count for instance `key`.
-    pub(super) fn sub<C>(ctx: &RunContext<C>, key: u64, n: u32) {
-        let counts = ctx.local::<RunCounts>();
-        let mut map = counts.0.lock().expect("run counts lock");
-        if let Some(count) = map.get_mut(&key) {
-            *count = count.saturating_sub(n);
-        }
-    }
-}
-
-/// Calls a batch review counted that have not started yet, by instance key:
-/// a call is counted when the review admits it (so the calls of a batch are
-/// judged together, in the model's order) and confirmed when it starts
-/// (`before_tool`). What is still unconfirmed when the next batch is
+/// One call-limit registration's counts in one run (its `run_state`).
+///
+/// A tool call is counted when the batch review admits it (so the calls of
+/// a batch are judged together, in the model's order) and confirmed when it
+/// starts (`before_tool`). What is still unconfirmed when the next batch is
 /// reviewed or the run ends never ran (a later review rejected it, a person
 /// was asked first, a jump left the batch, the run failed), and is given back.
-#[derive(Default)]
-pub(super) struct Unstarted(Mutex<HashMap<u64, Vec<String>>>);
+#[derive(Debug, Default)]
+pub(super) struct RunCounts {
+    /// The calls counted in this run.
+    pub(super) count: u32,
+    /// Calls counted that have not started yet, by id.
+    unstarted: Vec<String>,
+}
 
-impl Unstarted {
+impl RunCounts {
     /// Records the calls `ids` as counted and not started.
-    pub(super) fn record<C>(ctx: &RunContext<C>, key: u64, ids: Vec<String>) {
-        if ids.is_empty() {
-            return;
-        }
-        let unstarted = ctx.local::<Unstarted>();
-        unstarted
-            .0
-            .lock()
-            .expect("unstarted lock")
-            .entry(key)
-            .or_default()
-            .extend(ids);
+    pub(super) fn record(&mut self, ids: Vec<String>) {
+        self.unstarted.extend(ids);
     }
 
     /// Call `id` started: it stays counted.
-    pub(super) fn started<C>(ctx: &RunContext<C>, key: u64, id: &str) {
-        let Some(unstarted) = ctx.try_local::<Unstarted>() else {
-            return;
-        };
-        let mut map = unstarted.0.lock().expect("unstarted lock");
-        if let Some(ids) = map.get_mut(&key) {
-            if let Some(i) = ids.iter().position(|x| x == id) {
-                ids.swap_remove(i);
-            }
+    pub(super) fn started(&mut self, id: &str) {
+        if let Some(i) = self.unstarted.iter().position(|x| x == id) {
+            self.unstarted.swap_remove(i);
         }
     }
 
-    /// Takes the calls still not started: how many to give back.
-    pub(super) fn take<C>(ctx: &RunContext<C>, key: u64) -> u32 {
-        let Some(unstarted) = ctx.try_local::<Unstarted>() else {
-            return 0;
-        };
-        let ids = unstarted
-            .0
-            .lock()
-            .expect("unstarted lock")
-            .remove(&key)
-            .unwrap_or_default();
-        u32::try_from(ids.len()).unwrap_or(u32::MAX)
+    /// Takes the calls still not started off the count: how many were given back.
+    pub(super) fn take_unstarted(&mut self) -> u32 {
+        let n = u32::try_from(std::mem::take(&mut self.unstarted).len()).unwrap_or(u32::MAX);
+        self.count = self.count.saturating_sub(n);
+        n
     }
 }
 

@@ -7,7 +7,6 @@ use super::counts::{describe, ModelExitBehavior, RunCounts, ThreadCounts};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::middleware::library::instance_key;
 use crate::harness::middleware::library::policy::replays_next_turn;
 use crate::harness::model::ModelRequest;
 use crate::store::LedgerStore;
@@ -53,7 +52,6 @@ impl From<ModelCallLimitConfig> for ModelCallLimitMiddleware {
             run_limit: c.run_limit,
             thread_limit: c.thread_limit,
             exit: c.exit_behavior,
-            key: instance_key(),
             threads: ThreadCounts::default(),
         }
     }
@@ -83,7 +81,8 @@ impl crate::config::BuildShared for ModelCallLimitConfig {
 /// fails with [`TinyAgentsError::LimitExceeded`]. Every tool call of the
 /// previous reply already has its result, so nothing is left unanswered.
 ///
-/// Run counts live in the run's context; thread counts in the middleware
+/// Run counts are the middleware's run state (each registration counts on
+/// its own); thread counts live in the middleware
 /// (keyed by `RunConfig::thread_id`), shared by every run of a thread.
 ///
 /// ```
@@ -104,7 +103,6 @@ pub struct ModelCallLimitMiddleware {
     run_limit: Option<u32>,
     thread_limit: Option<u32>,
     exit: ModelExitBehavior,
-    key: u64,
     threads: ThreadCounts,
 }
 
@@ -183,6 +181,7 @@ impl ModelCallLimitMiddleware {
     builtin,
     name = "model_call_limit",
     config = ModelCallLimitConfig,
+    run_state = RunCounts,
     doc(
         mutation = "None on the request. At the limit with `end`, it asks the loop to stop with a final assistant message (`Model call limit reached: …`).",
         events = "With `end`, the loop emits `ControlApplied { control: \"stop_with_final\" }`; nothing of its own otherwise.",
@@ -194,13 +193,18 @@ impl ModelCallLimitMiddleware {
 )]
 impl ModelCallLimitMiddleware {
     #[before_model]
-    async fn count<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    async fn count<C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        counts: &mut RunCounts,
+        request: &mut ModelRequest,
+    ) -> Result<()> {
         let _ = request;
         if replays_next_turn(ctx) {
             // `human_in_the_loop` answers this turn with the reply it paused on: no model call
             return Ok(());
         }
-        let run = RunCounts::get(ctx, self.key);
+        let run = counts.count;
         let over = if self.run_limit.is_some_and(|limit| run >= limit) {
             Some(format!("this run made {run} model calls"))
         } else if self.thread_limit.is_some() || !self.threads.is_shared() {
@@ -223,7 +227,7 @@ impl ModelCallLimitMiddleware {
                 }
             };
         }
-        RunCounts::add(ctx, self.key, 1);
+        counts.count += 1;
         Ok(())
     }
 }

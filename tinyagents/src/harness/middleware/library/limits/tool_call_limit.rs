@@ -3,11 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::counts::{describe, ExitBehavior, RunCounts, ThreadCounts, Unstarted};
+use super::counts::{describe, ExitBehavior, RunCounts, ThreadCounts};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::middleware::library::instance_key;
 use crate::harness::middleware::{AgentRun, PreparedBatch};
 use crate::harness::tool::ToolCall;
 use crate::store::LedgerStore;
@@ -60,7 +59,6 @@ impl From<ToolCallLimitConfig> for ToolCallLimitMiddleware {
             run_limit: c.run_limit,
             thread_limit: c.thread_limit,
             exit: c.exit_behavior,
-            key: instance_key(),
             threads: ThreadCounts::default(),
         }
     }
@@ -107,7 +105,6 @@ pub struct ToolCallLimitMiddleware {
     run_limit: Option<u32>,
     thread_limit: Option<u32>,
     exit: ExitBehavior,
-    key: u64,
     threads: ThreadCounts,
 }
 
@@ -196,6 +193,7 @@ impl ToolCallLimitMiddleware {
     builtin,
     name = "tool_call_limit",
     config = ToolCallLimitConfig,
+    run_state = RunCounts,
     doc(
         mutation = "Rejects blocked calls in the prepared batch with an error result (`Tool call limit reached: …`); with `end`, asks the loop to stop with a final message.",
         events = "None of its own; blocked calls still get `after_tool` and their result; with `end` the loop emits `ControlApplied { control: \"stop_with_final\" }`.",
@@ -207,10 +205,15 @@ impl ToolCallLimitMiddleware {
 )]
 impl ToolCallLimitMiddleware {
     #[on_tool_batch]
-    async fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
+    async fn review<C>(
+        &self,
+        ctx: &mut RunContext<C>,
+        counts: &mut RunCounts,
+        batch: &mut PreparedBatch,
+    ) -> Result<()> {
         // what the previous batch counted and never started goes back first
-        self.give_back_unstarted(ctx).await?;
-        let mut run = RunCounts::get(ctx, self.key);
+        self.give_back_unstarted(ctx, counts).await?;
+        let mut run = counts.count;
         let thread_limit = self.thread_cap();
         let (mut admitted, mut blocked, mut ids) = (0u32, Vec::new(), Vec::new());
         for (i, p) in batch.calls().iter().enumerate() {
@@ -240,8 +243,8 @@ impl ToolCallLimitMiddleware {
             ids.push(p.call.id.clone());
         }
         if blocked.is_empty() || self.exit == ExitBehavior::Continue {
-            RunCounts::add(ctx, self.key, admitted);
-            Unstarted::record(ctx, self.key, ids);
+            counts.count += admitted;
+            counts.record(ids);
         } else if thread_limit.is_some() {
             // `end` and `error` run no call of the batch: its thread counts go back.
             self.threads.release(ctx, admitted).await?;
@@ -274,16 +277,16 @@ impl ToolCallLimitMiddleware {
 
     /// A counted call starts: it stays counted.
     #[before_tool]
-    fn started<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
-        Unstarted::started(ctx, self.key, &call.id);
+    fn started(&self, counts: &mut RunCounts, call: &mut ToolCall) -> Result<()> {
+        counts.started(&call.id);
         Ok(())
     }
 
     /// The run ends (paused, failed or finished): calls counted that never started are given back.
     #[after_agent]
-    async fn settle<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
+    async fn settle<C>(&self, ctx: &mut RunContext<C>, counts: &mut RunCounts, run: &mut AgentRun) -> Result<()> {
         let _ = run;
-        self.give_back_unstarted(ctx).await
+        self.give_back_unstarted(ctx, counts).await
     }
 }
 
@@ -301,12 +304,11 @@ impl ToolCallLimitMiddleware {
 
     /// Gives back the calls a review counted that never started: to the
     /// run's count, and to the thread's when a thread limit counted them.
-    async fn give_back_unstarted<C>(&self, ctx: &RunContext<C>) -> Result<()> {
-        let n = Unstarted::take(ctx, self.key);
+    async fn give_back_unstarted<C>(&self, ctx: &RunContext<C>, counts: &mut RunCounts) -> Result<()> {
+        let n = counts.take_unstarted();
         if n == 0 {
             return Ok(());
         }
-        RunCounts::sub(ctx, self.key, n);
         if self.thread_cap().is_some() {
             self.threads.release(ctx, n).await?;
         }

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde_json::Value;
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -14,7 +13,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
-use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict};
+use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict, RunState};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::{FileAccessMode, ToolResult};
 
@@ -119,11 +118,9 @@ pub struct SimilarPlace {
     pub written_to: String,
 }
 
+/// Its run state: the writes of the turn.
 #[derive(Default)]
-struct DedupState(Mutex<DedupInner>);
-
-#[derive(Default)]
-struct DedupInner {
+struct DedupState {
     /// call id → (path, content) of writes not yet confirmed.
     pending: HashMap<String, Vec<(String, String)>>,
     /// Confirmed writes of the turn.
@@ -269,6 +266,7 @@ fn collect_files(dir: &Path, extensions: &[String], max: usize, out: &mut Vec<Pa
 #[middleware(
     builtin,
     name = "dedup_check",
+    run_state = DedupState,
     after_if_present = ["external_hooks", "human_in_the_loop"],
     config = DedupCheckConfig,
     doc(
@@ -282,9 +280,7 @@ fn collect_files(dir: &Path, extensions: &[String], max: usize, out: &mut Vec<Pa
 )]
 impl DedupCheckMiddleware {
     #[on_tool_batch]
-    fn watch<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
-        let state = ctx.local::<DedupState>();
-        let mut s = state.0.lock().expect("dedup lock");
+    fn watch(&self, s: &mut DedupState, batch: &mut PreparedBatch) -> Result<()> {
         for p in batch.calls() {
             if *p.verdict() != PreparedCallVerdict::Proceed {
                 continue;
@@ -303,9 +299,8 @@ impl DedupCheckMiddleware {
     }
 
     #[after_tool]
-    fn confirm<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
-        let state = ctx.local::<DedupState>();
-        let mut s = state.0.lock().expect("dedup lock");
+    fn confirm(&self, state: &RunState<DedupState>, result: &mut ToolResult) -> Result<()> {
+        let mut s = state.lock()?;
         if let Some(writes) = s.pending.remove(&result.call_id) {
             if !result.is_error() {
                 s.written.extend(writes);
@@ -315,10 +310,8 @@ impl DedupCheckMiddleware {
     }
 
     #[before_model]
-    async fn review<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
+    async fn review<C>(&self, ctx: &mut RunContext<C>, s: &mut DedupState, request: &mut ModelRequest) -> Result<()> {
         let written = {
-            let state = ctx.local::<DedupState>();
-            let mut s = state.0.lock().expect("dedup lock");
             s.pending.clear();
             std::mem::take(&mut s.written)
         };

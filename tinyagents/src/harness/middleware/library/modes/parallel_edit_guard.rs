@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
-use std::sync::Mutex;
 
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -55,9 +54,11 @@ impl From<ParallelEditGuardConfig> for ParallelEditGuardMiddleware {
     }
 }
 
-/// Per-run state: the guidance waiting for the next model request.
+/// Its run state: the guidance waiting for the next model request.
 #[derive(Default)]
-struct EditState(Mutex<Option<String>>);
+struct EditState {
+    guidance: Option<String>,
+}
 
 /// The file a path names, for comparison (`./a//b` and `a/b` are one file).
 fn file_key(path: &str) -> String {
@@ -146,6 +147,7 @@ impl ParallelEditGuardMiddleware {
     name = "parallel_edit_guard",
     after_if_present = ["external_hooks", "human_in_the_loop"],
     config = ParallelEditGuardConfig,
+    run_state = EditState,
     doc(
         mutation = "Warn: appends one user guidance message to the next request (after the tool results). Deny: gives each later write to a file an error result naming the file.",
         events = "`Notice { source: \"parallel_edit_guard\", message, is_error: false }` when a batch writes a file more than once.",
@@ -157,7 +159,7 @@ impl ParallelEditGuardMiddleware {
 )]
 impl ParallelEditGuardMiddleware {
     #[on_tool_batch]
-    fn review<C>(&self, ctx: &mut RunContext<C>, batch: &mut PreparedBatch) -> Result<()> {
+    fn review<C>(&self, ctx: &mut RunContext<C>, edits: &mut EditState, batch: &mut PreparedBatch) -> Result<()> {
         // the files each proceeding call writes, and file → the calls writing it, in model order
         let mut per_call: Vec<(usize, Vec<String>)> = Vec::new();
         let mut writers: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -217,14 +219,13 @@ impl ParallelEditGuardMiddleware {
              another in your order, but next time combine all edits to one file into a single `{}` call.",
             self.multiedit
         );
-        *ctx.local::<EditState>().0.lock().expect("edit guard lock") = Some(guidance);
+        edits.guidance = Some(guidance);
         Ok(())
     }
 
     #[before_model]
-    fn guide<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
-        let guidance = ctx.local::<EditState>().0.lock().expect("edit guard lock").take();
-        if let Some(text) = guidance {
+    fn guide(&self, edits: &mut EditState, request: &mut ModelRequest) -> Result<()> {
+        if let Some(text) = edits.guidance.take() {
             request.messages.push(Message::user(text));
         }
         Ok(())

@@ -1,14 +1,12 @@
 //! [`TracingMiddleware`]: a `tracing` span per run, model call and tool call,
 //! with attributes named after the OpenTelemetry GenAI semantic conventions.
 
-use std::sync::Mutex;
-
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
-use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
+use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, RunState, ToolHandler};
 use crate::harness::model::{FinishReason, ModelRequest};
 use crate::harness::run::{AgentRun, StopReason};
 use crate::harness::tool::ToolCall;
@@ -42,12 +40,14 @@ impl From<TracingConfig> for TracingMiddleware {
     }
 }
 
-/// The run's span, kept in the run context from `before_agent` to `after_agent`.
+/// Its run state: the run's span, from `before_agent` to `after_agent`.
 #[derive(Default)]
-struct RunSpan(Mutex<Option<Span>>);
+struct RunSpan(Option<Span>);
 
-fn run_span<C>(ctx: &RunContext<C>) -> Option<Span> {
-    ctx.local::<RunSpan>().0.lock().expect("run span lock").clone()
+/// The run's span, the parent of a call's (tracing never fails a call: a
+/// state it cannot read leaves the current span the parent).
+fn run_span(state: &RunState<RunSpan>) -> Option<Span> {
+    state.lock().ok().and_then(|s| s.0.clone())
 }
 
 /// Splits a model id of this crate's providers (`openai:gpt-4o`) into the
@@ -133,6 +133,7 @@ impl TracingMiddleware {
     builtin,
     name = "tracing",
     config = TracingConfig,
+    run_state = RunSpan,
     doc(
         mutation = "None: it only reads.",
         events = "No `AgentEvent`s; `tracing` spans `invoke_agent` (per run), `chat` (per model call, OpenTelemetry name `chat {model}`) and `execute_tool` (per tool call, `execute_tool {tool}`) with `gen_ai.*` attributes, `error.type` and `otel.status_code` on failure. Content attributes (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`) only with `record_content = true`.",
@@ -144,7 +145,7 @@ impl TracingMiddleware {
 )]
 impl TracingMiddleware {
     #[before_agent]
-    fn open_run<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+    fn open_run<C>(&self, ctx: &mut RunContext<C>, run_span: &mut RunSpan) -> Result<()> {
         let span = tracing::info_span!(
             "invoke_agent",
             "otel.name" = "invoke_agent",
@@ -160,13 +161,13 @@ impl TracingMiddleware {
             "error.type" = Empty,
             "otel.status_code" = Empty,
         );
-        *ctx.local::<RunSpan>().0.lock().expect("run span lock") = Some(span);
+        run_span.0 = Some(span);
         Ok(())
     }
 
     #[after_agent]
-    fn close_run<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        let Some(span) = ctx.local::<RunSpan>().0.lock().expect("run span lock").take() else {
+    fn close_run(&self, run_span: &mut RunSpan, run: &mut AgentRun) -> Result<()> {
+        let Some(span) = run_span.0.take() else {
             return Ok(());
         };
         span.record("gen_ai.usage.input_tokens", run.usage.total_input());
@@ -183,6 +184,7 @@ impl TracingMiddleware {
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
+        spans: &RunState<RunSpan>,
         request: ModelRequest,
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
@@ -196,7 +198,7 @@ impl TracingMiddleware {
             None => (None, None),
         };
         let provider = self.provider.as_deref().or(provider);
-        let parent = run_span(ctx).unwrap_or_else(Span::current);
+        let parent = run_span(spans).unwrap_or_else(Span::current);
         let span = tracing::info_span!(
             parent: &parent,
             "chat",
@@ -255,10 +257,11 @@ impl TracingMiddleware {
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
+        spans: &RunState<RunSpan>,
         call: ToolCall,
         next: ToolHandler<'_, S, C>,
     ) -> Result<MiddlewareToolOutcome> {
-        let parent = run_span(ctx).unwrap_or_else(Span::current);
+        let parent = run_span(spans).unwrap_or_else(Span::current);
         let span = tracing::info_span!(
             parent: &parent,
             "execute_tool",

@@ -1,7 +1,6 @@
 //! [`TimeoutMiddleware`]: time limits per model call, per tool call and per run.
 
 use std::future::Future;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,7 +8,7 @@ use tokio::time::Instant;
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, ToolHandler};
+use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, RunState, ToolHandler};
 use crate::harness::model::ModelRequest;
 use crate::harness::tool::ToolCall;
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -59,9 +58,9 @@ impl From<TimeoutConfig> for TimeoutMiddleware {
     }
 }
 
-/// The run's deadline, set in `before_agent`.
+/// Its run state: the run's deadline, set in `before_agent`.
 #[derive(Default)]
-struct RunDeadline(Mutex<Option<Instant>>);
+struct RunDeadline(Option<Instant>);
 
 /// Limits how long a model call, a tool call and a whole run may take, on
 /// tokio's clock. On expiry the inner future is dropped (the call is
@@ -128,13 +127,13 @@ impl TimeoutMiddleware {
 
     /// The limit for one call: its own, or the time left in the run when
     /// that is shorter; `Err` when the run's deadline has passed.
-    fn limit<C>(
+    fn limit(
         &self,
-        ctx: &RunContext<C>,
+        deadline: &RunState<RunDeadline>,
         own: Option<Duration>,
         what: impl FnOnce() -> String,
     ) -> Result<Option<(Duration, TinyAgentsError)>> {
-        let deadline = *ctx.local::<RunDeadline>().0.lock().expect("run deadline lock");
+        let deadline = deadline.lock()?.0;
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         if left == Some(Duration::ZERO) {
             return Err(self.run_timeout());
@@ -167,6 +166,7 @@ async fn bounded<T>(limit: Option<(Duration, TinyAgentsError)>, fut: impl Future
     builtin,
     name = "timeout",
     config = TimeoutConfig,
+    run_state = RunDeadline,
     doc(
         mutation = "None: it only bounds the calls.",
         events = "None of its own. The dropped call's events still close: wrap layers inside it complete with outcome `cancelled`, and the model call emits `ModelCallCompleted` (error `cancelled`) and `AttemptDiscarded` for the abandoned attempt; this layer's own `wrap_model`/`wrap_tool` completes with `error:timeout`.",
@@ -178,9 +178,9 @@ async fn bounded<T>(limit: Option<(Duration, TinyAgentsError)>, fut: impl Future
 )]
 impl TimeoutMiddleware {
     #[before_agent]
-    fn start_clock<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
+    fn start_clock(&self, deadline: &mut RunDeadline) -> Result<()> {
         if let Some(run) = self.run {
-            *ctx.local::<RunDeadline>().0.lock().expect("run deadline lock") = Some(Instant::now() + run);
+            deadline.0 = Some(Instant::now() + run);
         }
         Ok(())
     }
@@ -190,10 +190,11 @@ impl TimeoutMiddleware {
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
+        deadline: &RunState<RunDeadline>,
         request: ModelRequest,
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
-        let limit = self.limit(ctx, self.model, || "model call".to_owned())?;
+        let limit = self.limit(deadline, self.model, || "model call".to_owned())?;
         bounded(limit, next.run(ctx, state, request)).await
     }
 
@@ -202,10 +203,11 @@ impl TimeoutMiddleware {
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
+        deadline: &RunState<RunDeadline>,
         call: ToolCall,
         next: ToolHandler<'_, S, C>,
     ) -> Result<MiddlewareToolOutcome> {
-        let limit = self.limit(ctx, self.tool, || format!("tool call `{}`", call.name))?;
+        let limit = self.limit(deadline, self.tool, || format!("tool call `{}`", call.name))?;
         bounded(limit, next.run(ctx, state, call)).await
     }
 }
