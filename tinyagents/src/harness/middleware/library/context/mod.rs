@@ -2,29 +2,29 @@
 //! context monitor): see the table in [the library docs](super).
 
 mod artifacts;
-mod clipping;
+mod context_clipping;
+mod context_editing;
+mod context_window;
 mod delta_compression;
-mod editing;
-mod monitor;
+pub(super) mod message_trim;
 mod output_compression;
-mod retrieval;
+mod retrieval_compression;
 mod summarization;
 mod summarizer;
-mod transcript;
-pub(super) mod trimming;
+mod transcript_compression;
 mod window;
 
 pub use artifacts::{ArtifactStore, ReadArtifactTool};
-pub use clipping::{ContextClippingConfig, ContextClippingMiddleware};
+pub use context_clipping::{ContextClippingConfig, ContextClippingMiddleware};
 pub use delta_compression::{DeltaCompressionConfig, DeltaCompressionMiddleware};
-pub use editing::{ContextEditingConfig, ContextEditingMiddleware};
-pub use monitor::{ContextConfig, ContextMiddleware};
+pub use context_editing::{ContextEditingConfig, ContextEditingMiddleware};
+pub use context_window::{ContextConfig, ContextMiddleware};
 pub use output_compression::{OutputCompressionConfig, OutputCompressionMiddleware};
-pub use retrieval::{RetrievalCompressionConfig, RetrievalCompressionMiddleware};
+pub use retrieval_compression::{RetrievalCompressionConfig, RetrievalCompressionMiddleware};
 pub use summarization::{SummarizationConfig, SummarizationMiddleware, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
-pub use transcript::{TranscriptCompressionConfig, TranscriptCompressionMiddleware};
-pub use trimming::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrategy};
+pub use transcript_compression::{TranscriptCompressionConfig, TranscriptCompressionMiddleware};
+pub use message_trim::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrategy};
 
 /// Seed 004's name for [`SummarizationMiddleware`], the same middleware: it
 /// consults a [`SummarizationPolicy`] in `before_model` and does nothing below
