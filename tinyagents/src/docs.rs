@@ -198,7 +198,7 @@ fn rules(f: &crate::harness::middleware::ConfigFieldDoc) -> String {
 pub const SEED_NAMES: &[(&str, &str, &str)] = &[
     (
         "MessageTrimMiddleware",
-        "`tinyagents::middleware::MessageTrimMiddleware` (`message_trimming`)",
+        "`tinyagents::middleware::MessageTrimMiddleware` (`message_trim`)",
         "the type",
     ),
     (
@@ -208,7 +208,7 @@ pub const SEED_NAMES: &[(&str, &str, &str)] = &[
     ),
     (
         "PromptCacheGuardMiddleware",
-        "`tinyagents::middleware::PromptCacheGuardMiddleware` (`prompt_cache_layout_guard`)",
+        "`tinyagents::middleware::PromptCacheGuardMiddleware` (`prompt_cache_guard`)",
         "the type",
     ),
     (

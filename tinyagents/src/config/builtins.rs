@@ -67,7 +67,7 @@ builtins![
     OutputCompressionConfig,
     ContextClippingConfig,
     RetrievalCompressionConfig,
-    ContextConfig,
+    ContextWindowConfig,
     // output
     OutputLimitRecoveryConfig,
     StructuredOutputConfig,
@@ -94,15 +94,21 @@ builtins![
 /// ```
 pub const DEPRECATED_TYPES: &[(&str, &str, &str)] = &[
     ("tool_selection", "contextual_tool_selection", ""),
-    ("prompt_cache_layout", "prompt_cache_layout_guard", ""),
+    ("prompt_cache_layout", "prompt_cache_guard", ""),
+    ("prompt_cache_layout_guard", "prompt_cache_guard", ""),
+    ("message_trimming", "message_trim", ""),
+    (
+        "context",
+        "context_window",
+        " (\"context\" alone names a run's `RunContext`; this built-in watches the model's context window)",
+    ),
     (
         "context_compression",
-        "context_clipping",
-        " (it clips older long messages to head/tail excerpts; the summarising compression of \
-         seed 004, `ContextCompressionMiddleware`, is `type = \"summarization\"`)",
+        "summarization",
+        " (the summarising compression, `ContextCompressionMiddleware`; before, this key built the clipping \
+         compressor, whose one name is `context_clipping`)",
     ),
 ];
-
 /// Built-ins with a config type that a file cannot build, because they need
 /// something only code can give (a model, a predicate): build them in code
 /// from their config (their docs say how). A file naming one gets an error saying so.

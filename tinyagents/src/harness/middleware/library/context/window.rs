@@ -1,6 +1,6 @@
 //! Internal helpers shared by the context built-ins: where a conversation may
 //! be cut without separating an assistant tool-call message from its tool
-//! results, and the summarising compaction used by `summarization` and `context`.
+//! results, and the summarising compaction used by `summarization` and `context_window`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

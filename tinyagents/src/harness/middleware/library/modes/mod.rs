@@ -10,6 +10,4 @@ use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
 
 /// The docs of this folder's built-ins, in the order the catalog lists them.
-pub(super) const CATALOG: &[&MiddlewareDoc] = &[
-    doc_of::<AgentModeMiddleware>(),
-];
+pub(super) const CATALOG: &[&MiddlewareDoc] = &[doc_of::<AgentModeMiddleware>()];

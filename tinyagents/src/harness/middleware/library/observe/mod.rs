@@ -8,8 +8,8 @@ mod logging;
 mod tracing;
 mod usage_accounting;
 
-pub use logging::{HookCounts, LogLevel, LoggingConfig, LoggingMiddleware};
 pub use self::tracing::{TracingConfig, TracingMiddleware};
+pub use logging::{HookCounts, LogLevel, LoggingConfig, LoggingMiddleware};
 pub use usage_accounting::{RunUsage, UsageAccountingMiddleware, UsageTotals};
 
 use super::doc_of;

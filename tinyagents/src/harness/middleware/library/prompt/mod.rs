@@ -4,8 +4,8 @@
 mod dynamic_prompt;
 mod prompt_cache_guard;
 
-pub use prompt_cache_guard::{CacheLayoutLog, OnPrefixChange, PromptCacheGuardConfig, PromptCacheGuardMiddleware};
 pub use dynamic_prompt::{DynamicPromptConfig, DynamicPromptMiddleware};
+pub use prompt_cache_guard::{CacheLayoutLog, OnPrefixChange, PromptCacheGuardConfig, PromptCacheGuardMiddleware};
 
 use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
