@@ -72,7 +72,7 @@ builtins![
     OutputLimitRecoveryConfig,
     StructuredOutputConfig,
     // hooks
-    crate::hooks::ExternalHooksConfig,
+    crate::external_hooks::ExternalHooksConfig,
 ];
 
 /// Config `type` keys that were renamed, still accepted by a registry's
@@ -124,11 +124,9 @@ pub const CODE_ONLY: &[&str] = &[
 /// (at the entry's position); `enabled = false` removes it.
 ///
 /// * `parallel_edit_guard` in `warn` mode: a model response that writes one
-///   file with several tool calls gets guidance toward one multi-edit call
-///   (seed 002: "active in warn mode for every agent").
+///   file with several tool calls gets guidance toward one multi-edit call.
 /// * `output_limit_recovery`: a reply cut off by the output-token limit is
-///   escalated once, then continued, instead of ending the run (seed 002:
-///   "active for every agent by default").
+///   escalated once, then continued, instead of ending the run.
 pub const DEFAULT_ON: &[(&str, &str)] = &[
     ("parallel_edit_guard", "mode = \"warn\""),
     ("output_limit_recovery", ""),

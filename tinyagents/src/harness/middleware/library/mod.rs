@@ -17,7 +17,7 @@
 //! | `prompt` | dynamic prompt, prompt-cache layout guard |
 //! | `context` | message trim, context editing, context clipping, summarisation, transcript, retrieval, delta and output compression, context window |
 //! | `output` | output-limit recovery, structured output validation |
-//! | `external_hooks` | external command hooks (also at `tinyagents::hooks`) |
+//! | `external_hooks` | external command hooks (public at `tinyagents::external_hooks`) |
 
 mod context;
 mod edits;
@@ -54,7 +54,7 @@ pub use prompt::*;
 #[allow(unused_imports)]
 pub use resilience::*;
 
-/// The message helpers seed 004 names under `summarization::`.
+/// The message helpers the `harness::middleware` design names under `summarization::`.
 pub mod summarization {
     pub use super::context::message_trim::trim_messages;
 }
