@@ -96,6 +96,7 @@ mod loop_promises;
 mod loop_promises_redteam;
 mod loop_properties;
 mod middleware_tools;
+mod names;
 mod ordering;
 mod ordering_displacement;
 mod otel_span_names;

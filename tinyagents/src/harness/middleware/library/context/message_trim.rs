@@ -158,7 +158,8 @@ fn keep_mask(messages: &[Message], strategy: TrimStrategy, counter: &dyn TokenCo
 /// `strategy`, in order: every system message, and the newest non-system
 /// messages within the budget (an assistant message with tool calls and the
 /// tool results answering them are kept or dropped together; the newest
-/// unit is always kept). Seed 004's `summarization::trim_messages`.
+/// unit is always kept). Also at `summarization::trim_messages`, the path
+/// the `harness::middleware` design writes.
 ///
 /// ```
 /// use tinyagents::harness::tokens::default_counter;
