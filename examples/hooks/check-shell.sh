@@ -1,5 +1,5 @@
 #!/bin/sh
-# A pre_tool_use hook for `shell` calls (see tinyagents::hooks): reads the
+# A pre_tool_use hook for `shell` calls (see tinyagents::external_hooks): reads the
 # hook input (JSON, schema tinyagents.hook/1) on stdin and answers JSON on stdout.
 input=$(cat)
 case "$input" in

@@ -7,7 +7,7 @@
 //!   original history is unchanged;
 //! * a long run allocates as many blocks per turn as a short one, on the
 //!   bare loop and with the context-heavy stack (pii → context_editing →
-//!   summarization → message_trimming → prompt_cache_layout_guard): no turn
+//!   summarization → message_trim → prompt_cache_guard): no turn
 //!   copies or rescans the history it carries.
 //!
 //! `harness = false`: one `main`, so no other test thread allocates meanwhile.
@@ -37,11 +37,11 @@ trigger_messages = 120
 keep_messages = 40
 
 [[middleware]]
-type = "message_trimming"
+type = "message_trim"
 max_messages = 80
 
 [[middleware]]
-type = "prompt_cache_layout_guard"
+type = "prompt_cache_guard"
 "#;
 
 fn blocks_during<T>(f: impl FnOnce() -> T) -> (u64, T) {

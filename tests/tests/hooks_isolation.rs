@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tinyagents::hooks::{run_hook, HookCommand, HookEvent, HookInput, HookRun};
+use tinyagents::external_hooks::{run_hook, HookCommand, HookEvent, HookInput, HookRun};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;

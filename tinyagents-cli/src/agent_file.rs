@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use tinyagents::config::{ConfigError, ConfigErrors, ConfigFile, FileErrors, MiddlewareRegistry};
+use tinyagents::external_hooks::ExternalHooksMiddleware;
 use tinyagents::harness::model::providers::ProviderConfig;
-use tinyagents::hooks::ExternalHooksMiddleware;
 use tinyagents::prelude::*;
 
 /// The `[agent]` section.
@@ -83,7 +83,7 @@ pub struct Loaded {
     /// The tools the script calls, in order of first use.
     pub tools: Vec<String>,
     /// The hook commands of the stack's `external_hooks` (for `check`).
-    pub hooks: Vec<tinyagents::hooks::HookCommand>,
+    pub hooks: Vec<tinyagents::external_hooks::HookCommand>,
     /// The built-ins in the stack because they are on by default.
     pub defaults: Vec<&'static str>,
     /// Its `[model]` section (empty when absent).
@@ -560,9 +560,9 @@ fn errors_of(file: &str, error: ConfigError) -> FileErrors {
 }
 
 /// The hook commands of a file that is known to be valid.
-fn hooks_of(file: &ConfigFile) -> Vec<tinyagents::hooks::HookCommand> {
+fn hooks_of(file: &ConfigFile) -> Vec<tinyagents::external_hooks::HookCommand> {
     file.section("hooks")
-        .and_then(|h| tinyagents::hooks::ExternalHooksConfig::from_list(h, "hooks").ok())
+        .and_then(|h| tinyagents::external_hooks::ExternalHooksConfig::from_list(h, "hooks").ok())
         .map(|c| ExternalHooksMiddleware::from(c).commands().to_vec())
         .unwrap_or_default()
 }

@@ -93,7 +93,7 @@ fn check_reports_every_error_with_its_place_and_exits_1() {
 type = "loging"
 
 [[middleware]]
-type = "message_trimming"
+type = "message_trim"
 max_messages = 0
 
 [[hooks]]

@@ -98,8 +98,15 @@ impl Doc {
         Some(Self { fields })
     }
 
-    /// A `MiddlewareDoc` value: `hooks` is the derived hook-kind list, `config` the config type.
-    pub(crate) fn expand(&self, name: &str, hooks: &[TokenStream], config: Option<&syn::Path>) -> TokenStream {
+    /// A `MiddlewareDoc` value: `hooks` is the derived hook-kind list, `config`
+    /// the config type, `type_name` the middleware type's name as written.
+    pub(crate) fn expand(
+        &self,
+        name: &str,
+        type_name: &str,
+        hooks: &[TokenStream],
+        config: Option<&syn::Path>,
+    ) -> TokenStream {
         let field = |k: &str| self.fields.get(k).cloned().unwrap_or_default();
         let lit = |k: &str| LitStr::new(&field(k), Span::call_site());
         let (summary, mutation, events, failure, streaming, cache, retries) = (
@@ -122,6 +129,8 @@ impl Doc {
         quote! {
             #p::MiddlewareDoc {
                 name: #name,
+                type_name: #type_name,
+                file: ::core::file!(),
                 config_type: #config_type,
                 summary: #summary,
                 hooks: &[#(#p::HookKind::#hooks),*],

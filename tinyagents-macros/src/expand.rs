@@ -142,7 +142,7 @@ fn metadata(def: &MiddlewareDef) -> TokenStream {
                 .iter()
                 .map(|k| Ident::new(k, Span::call_site()).into_token_stream())
                 .collect();
-            let value = doc.expand(&def.name, &kinds, def.args.config.as_ref());
+            let value = doc.expand(&def.name, &type_name(ty), &kinds, def.args.config.as_ref());
             quote!(#p::Option::Some(&#value))
         }
         None => quote!(#p::Option::None),
@@ -179,6 +179,15 @@ pub(crate) fn check_run_state_used<'a>(
                  hook, or remove `run_state`"
             ),
         );
+    }
+}
+
+/// The name of a middleware type as written, without its path or generics
+/// (`ToolPolicyMiddleware` for `library::ToolPolicyMiddleware<S>`).
+fn type_name(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(p) => p.path.segments.last().map_or_else(String::new, |s| s.ident.to_string()),
+        other => other.to_token_stream().to_string(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Long runs: one agent run of T tool-call turns (T = 10, 100, 1,000) on the
 //! scripted model, with no middleware (the bare loop) and with the heavy
-//! context stack `pii → context_editing → summarization → message_trimming →
-//! prompt_cache_layout_guard` (built from TOML by type name). Prints, per T and
+//! context stack `pii → context_editing → summarization → message_trim →
+//! prompt_cache_guard` (built from TOML by type name). Prints, per T and
 //! stack, the time per turn (median of interleaved samples), the per-turn
 //! ratio against T = 10 (flat is 1.0; goal ≤ 2.0), and the run's heap counted by
 //! the global allocator: the peak live bytes over the live bytes before the
@@ -48,11 +48,11 @@ trigger_messages = 120
 keep_messages = 40
 
 [[middleware]]
-type = "message_trimming"
+type = "message_trim"
 max_messages = 80
 
 [[middleware]]
-type = "prompt_cache_layout_guard"
+type = "prompt_cache_guard"
 "#;
 
 /// Tool output of turn `i`: prose, numbers, now and then a value to redact, and a `…`.

@@ -142,13 +142,13 @@ fn hooks(d: &MiddlewareDoc) -> String {
 }
 
 /// The text of [`MIDDLEWARE_MD`]: [`render_markdown`] of every built-in
-/// ([`catalog()`](crate::middleware::catalog)), with the naming rule, the
-/// renamed config types and the [seed names](SEED_NAMES) after the table.
+/// ([`catalog()`](crate::middleware::catalog)), with the naming rule and the
+/// renamed config types after the table (every alias is on [`NAMES_MD`]).
 ///
 /// ```
 /// let text = tinyagents::docs::render_builtin_docs();
-/// assert!(text.contains("### Names in the seed documents"));
-/// assert!(text.contains("| `ContextCompressionMiddleware` |"));
+/// assert!(text.contains("[names.md](names.md)"));
+/// assert!(text.contains("`context` → `context_window`"));
 /// ```
 pub fn render_builtin_docs() -> String {
     let table = render_markdown(&crate::config::builtin_docs());
@@ -156,20 +156,15 @@ pub fn render_builtin_docs() -> String {
     let _ = writeln!(
         out,
         "\nEvery built-in type is named `…Middleware` and built from `…Config`; its config `type`, its \
-         catalog name and its name in a stack are one name (below). Renamed config types are still read, \
-         with a deprecation notice: {}.",
+         catalog name, its name in a stack and its file are one name (below). Renamed config types are still \
+         read, with a deprecation notice: {}. The names the design documents use, and every other alias, are \
+         listed in [names.md](names.md).",
         crate::config::DEPRECATED_TYPES
             .iter()
             .map(|(old, new, _)| format!("`{old}` → `{new}`"))
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let _ = writeln!(out, "\n### Names in the seed documents\n");
-    let _ = writeln!(out, "| Seed name | Here | How |");
-    let _ = writeln!(out, "| --- | --- | --- |");
-    for (seed, here, how) in SEED_NAMES {
-        let _ = writeln!(out, "| `{seed}` | {here} | {} |", cell(how));
-    }
     // after the summary table, before the first section
     match table.find("\n## ") {
         Some(i) => format!("{}{out}{}", &table[..i], &table[i..]),
@@ -194,52 +189,172 @@ fn rules(f: &crate::harness::middleware::ConfigFieldDoc) -> String {
     }
 }
 
-/// The public names the seed documents use for items this crate names
-/// otherwise: `(seed name, what it is here, how)`. Every seed name is usable
-/// as written (a type alias or a re-export at the path shown), so code
-/// written from the seeds compiles.
-pub const SEED_NAMES: &[(&str, &str, &str)] = &[
-    (
-        "MessageTrimMiddleware",
-        "`tinyagents::middleware::MessageTrimMiddleware` (`message_trimming`)",
-        "the type",
-    ),
-    (
-        "ContextCompressionMiddleware",
-        "`tinyagents::middleware::SummarizationMiddleware` (`summarization`)",
-        "type alias: the same summarising compression (a policy, a `Summarizer`, a summary message, provenance, `Compressed`)",
-    ),
-    (
-        "PromptCacheGuardMiddleware",
-        "`tinyagents::middleware::PromptCacheGuardMiddleware` (`prompt_cache_layout_guard`)",
-        "the type",
-    ),
-    (
-        "SummarizationPolicy",
-        "`tinyagents::middleware::SummaryTrigger`",
-        "type alias: when the summarising compression runs",
-    ),
-    (
-        "SummaryRecord",
-        "`tinyagents::harness::provenance::CompressionProvenance`",
-        "type alias: the record of one compression (`AgentEvent::Compressed`, `AgentRun::compressions`)",
-    ),
-    (
-        "summarization::trim_messages",
-        "`tinyagents::middleware::summarization::trim_messages`",
-        "the function `MessageTrimMiddleware` applies",
-    ),
-    (
-        "ParallelEditGuard",
-        "`tinyagents::middleware::ParallelEditGuardMiddleware` (`parallel_edit_guard`)",
-        "renamed (seed 002's name): every built-in type ends in `Middleware`",
-    ),
-    (
-        "ContextCompression",
-        "`tinyagents::middleware::ContextClippingMiddleware` (`context_clipping`)",
-        "renamed (this crate's clipping compressor, not seed 004's): it clips older long messages to head/tail excerpts; config `type = \"context_compression\"` is a deprecated alias",
-    ),
-];
+/// Where the page of names and aliases lives, relative to the workspace root.
+pub const NAMES_MD: &str = "docs/names.md";
+
+/// The command that regenerates [`NAMES_MD`].
+pub const REGENERATE_NAMES: &str = "TINYAGENTS_BLESS=1 cargo test -p tinyagents-tests --test it -- names::";
+
+/// A second name for an item: a name the design documents use, or a former
+/// name, kept so that code written with it compiles. Listed by [`aliases`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameAlias {
+    /// The alias, as a path a user writes.
+    pub alias: &'static str,
+    /// The item it names, by its path (the one path of a built-in is
+    /// `tinyagents::middleware::…`).
+    pub is: String,
+    /// Why it exists.
+    pub why: &'static str,
+}
+
+/// The alias of a type: its path is checked by the compiler, and what it
+/// names is read from the type itself, so the list cannot name a type that is
+/// not there or say the wrong one.
+macro_rules! type_alias {
+    ($alias:ty, $why:expr) => {
+        NameAlias {
+            alias: stringify!($alias),
+            is: canonical(std::any::type_name::<$alias>()),
+            why: $why,
+        }
+    };
+}
+
+/// A type's public path from its defining one: a built-in is defined in a
+/// private module of the library and has one public path,
+/// `tinyagents::middleware::…`.
+fn canonical(defined: &str) -> String {
+    match defined.strip_prefix("tinyagents::harness::middleware::library::") {
+        Some(rest) => format!("tinyagents::middleware::{}", rest.rsplit("::").next().unwrap_or(rest)),
+        None => defined.to_owned(),
+    }
+}
+
+/// Every alias of a Rust path the crate keeps: the design documents' names
+/// and paths (`tinyagents::harness::middleware::ToolPolicyMiddleware`, …),
+/// and former names. Config `type` aliases are
+/// [`DEPRECATED_TYPES`](crate::config::DEPRECATED_TYPES).
+///
+/// ```
+/// let aliases = tinyagents::docs::aliases();
+/// let a = aliases.iter().find(|a| a.alias.ends_with("harness::middleware::ContextCompressionMiddleware")).unwrap();
+/// assert_eq!(a.is, "tinyagents::middleware::SummarizationMiddleware");
+/// ```
+pub fn aliases() -> Vec<NameAlias> {
+    const DESIGN: &str = "the path the `harness::middleware` design writes";
+    vec![
+        type_alias!(tinyagents::harness::middleware::ToolPolicyMiddleware, "the path the tool-policy design writes"),
+        type_alias!(
+            tinyagents::harness::middleware::ContextualToolSelectionMiddleware,
+            "the path the tool-exposure design writes"
+        ),
+        type_alias!(tinyagents::harness::middleware::LoggingMiddleware, DESIGN),
+        type_alias!(tinyagents::harness::middleware::MessageTrimMiddleware, DESIGN),
+        type_alias!(
+            tinyagents::harness::middleware::ContextCompressionMiddleware,
+            "the path and name the `harness::middleware` design writes for the summarising compression"
+        ),
+        type_alias!(tinyagents::harness::middleware::PromptCacheGuardMiddleware, DESIGN),
+        type_alias!(
+            tinyagents::harness::middleware::UsageAccountingMiddleware,
+            DESIGN
+        ),
+        type_alias!(
+            tinyagents::middleware::ContextCompressionMiddleware,
+            "the design's name for the summarising compression (a policy, a `Summarizer`, a summary message, provenance, `Compressed`); config `type = \"context_compression\"` is a deprecated alias of `summarization`"
+        ),
+        type_alias!(tinyagents::middleware::SummarizationPolicy, "the design's name: when the summarising compression runs"),
+        type_alias!(
+            tinyagents::middleware::SummaryRecord,
+            "the design's name: the record of one compression (`AgentEvent::Compressed`, `AgentRun::compressions`)"
+        ),
+        type_alias!(
+            tinyagents::middleware::ContextMiddleware,
+            "the former name, and the QueryMT middleware docs' (config `type = \"context\"`): \"context\" alone names a run's `RunContext`"
+        ),
+        type_alias!(tinyagents::middleware::ContextConfig, "the former name of its options"),
+    ]
+}
+
+/// Aliases that are not types (a module, a function): `(alias, what it is, why)`.
+/// A test compiles each path.
+pub const OTHER_ALIASES: &[(&str, &str, &str)] = &[(
+    "tinyagents::harness::middleware::summarization::trim_messages",
+    "`tinyagents::middleware::summarization::trim_messages`",
+    "the path the `harness::middleware` design writes: the function `MessageTrimMiddleware` applies",
+)];
+
+/// The text of [`NAMES_MD`]: every built-in's one name (config `type`, stack
+/// name, file) with its type, every alias ([`aliases`], [`OTHER_ALIASES`])
+/// and every renamed config `type`
+/// ([`DEPRECATED_TYPES`](crate::config::DEPRECATED_TYPES)).
+///
+/// ```
+/// let text = tinyagents::docs::render_names();
+/// assert!(text.contains("| `context_window` | `ContextWindowMiddleware` |"));
+/// ```
+pub fn render_names() -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Names\n");
+    let _ = writeln!(
+        out,
+        "<!-- Generated by `tinyagents::docs::render_names()`; do not edit. Regenerate with:\n     {REGENERATE_NAMES} -->\n"
+    );
+    let _ = writeln!(
+        out,
+        "One name per concept. A built-in's config `type`, its name in a stack, its catalog name and its \
+         file are one word, and its type is that word in CamelCase followed by `Middleware` (a test holds \
+         every built-in to it). \"Context\" alone means a run's `RunContext` (`tinyagents::harness::context`); \
+         the model's context window is always called that. External command hooks are \
+         `tinyagents::external_hooks`; `tinyagents::harness::hooks` is the hook table.\n"
+    );
+    let _ = writeln!(out, "## Built-ins\n");
+    let _ = writeln!(
+        out,
+        "| Name (config `type`) | Type (`tinyagents::middleware::…`) | File (`library/…`) |"
+    );
+    let _ = writeln!(out, "| --- | --- | --- |");
+    for d in crate::middleware::catalog() {
+        let file = d.file.replace('\\', "/");
+        let file = file.rsplit_once("/library/").map_or(file.as_str(), |(_, f)| f);
+        let name = match d.config_type {
+            Some(_) => format!("`{}`", d.name),
+            None => format!("`{}` (built in code only)", d.name),
+        };
+        let _ = writeln!(out, "| {name} | `{}` | `{file}` |", d.type_name);
+    }
+    let _ = writeln!(out, "\n## Aliases\n");
+    let _ = writeln!(
+        out,
+        "Each resolves to the item shown, so code written with it compiles; new code uses the name it points to.\n"
+    );
+    let _ = writeln!(out, "| Alias | Is | Why |");
+    let _ = writeln!(out, "| --- | --- | --- |");
+    for a in aliases() {
+        let _ = writeln!(out, "| `{}` | `{}` | {} |", a.alias, a.is, cell(a.why));
+    }
+    for (alias, is, why) in OTHER_ALIASES {
+        let _ = writeln!(out, "| `{alias}` | {is} | {} |", cell(why));
+    }
+    let _ = writeln!(out, "\n## Renamed config types\n");
+    let _ = writeln!(
+        out,
+        "An entry of an old `type` builds the new one, with a deprecation notice (a `tracing` warning, target \
+         `tinyagents::config`) naming the entry, the new key and the fix.\n"
+    );
+    let _ = writeln!(out, "| Old `type` | New `type` | Note |");
+    let _ = writeln!(out, "| --- | --- | --- |");
+    for (old, new, note) in crate::config::DEPRECATED_TYPES {
+        let note = note.trim().trim_start_matches('(').trim_end_matches(')');
+        let _ = writeln!(
+            out,
+            "| `{old}` | `{new}` | {} |",
+            if note.is_empty() { "—".to_owned() } else { cell(note) }
+        );
+    }
+    out
+}
 
 fn anchor(name: &str) -> String {
     name.chars()

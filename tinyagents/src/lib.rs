@@ -89,9 +89,10 @@ pub mod config;
 pub mod docs;
 pub mod graph;
 pub mod harness;
-/// External command hooks: the `external_hooks` built-in (it lives with the
-/// other built-ins, in `harness::middleware::library::external_hooks`).
-pub use harness::middleware::library::external_hooks as hooks;
+/// External command hooks: the `external_hooks` built-in and the command
+/// protocol it speaks (it lives with the other built-ins; the hook table of
+/// the stack is [`harness::hooks`]).
+pub use harness::middleware::library::external_hooks;
 pub mod patch;
 pub mod prelude;
 pub mod protected;
@@ -106,10 +107,10 @@ pub mod __private;
 
 /// The built-in middleware and the documentation catalog: the one path to
 /// every built-in. Each is a `…Middleware` type built from its `…Config`,
-/// whose `type` is the built-in's catalog and stack name; the names the seed
-/// documents use are here too (`ContextCompressionMiddleware`,
+/// whose `type` is the built-in's catalog and stack name; the names the
+/// design documents use are here too (`ContextCompressionMiddleware`,
 /// `SummarizationPolicy`, `SummaryRecord`, `summarization::trim_messages`),
-/// mapped in `docs/middleware.md`.
+/// listed with every alias in `docs/names.md`.
 pub mod middleware {
     pub use crate::harness::middleware::library::*;
 }

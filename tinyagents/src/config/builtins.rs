@@ -75,12 +75,12 @@ builtins![
     OutputCompressionConfig,
     ContextClippingConfig,
     RetrievalCompressionConfig,
-    ContextConfig,
+    ContextWindowConfig,
     // output
     OutputLimitRecoveryConfig,
     StructuredOutputConfig,
     // hooks
-    crate::hooks::ExternalHooksConfig,
+    crate::external_hooks::ExternalHooksConfig,
 ];
 
 /// Config `type` keys that were renamed, still accepted by a registry's
@@ -102,15 +102,21 @@ builtins![
 /// ```
 pub const DEPRECATED_TYPES: &[(&str, &str, &str)] = &[
     ("tool_selection", "contextual_tool_selection", ""),
-    ("prompt_cache_layout", "prompt_cache_layout_guard", ""),
+    ("prompt_cache_layout", "prompt_cache_guard", ""),
+    ("prompt_cache_layout_guard", "prompt_cache_guard", ""),
+    ("message_trimming", "message_trim", ""),
+    (
+        "context",
+        "context_window",
+        " (\"context\" alone names a run's `RunContext`; this built-in watches the model's context window)",
+    ),
     (
         "context_compression",
-        "context_clipping",
-        " (it clips older long messages to head/tail excerpts; the summarising compression of \
-         seed 004, `ContextCompressionMiddleware`, is `type = \"summarization\"`)",
+        "summarization",
+        " (the summarising compression, `ContextCompressionMiddleware`; before, this key built the clipping \
+         compressor, whose one name is `context_clipping`)",
     ),
 ];
-
 /// Built-ins with a config type that a file cannot build, because they need
 /// something only code can give (a model, a predicate): build them in code
 /// from their config (their docs say how). A file naming one gets an error saying so.
@@ -133,11 +139,9 @@ pub const NOT_COMPILED: &[(&str, &str)] = &[
 /// (at the entry's position); `enabled = false` removes it.
 ///
 /// * `parallel_edit_guard` in `warn` mode: a model response that writes one
-///   file with several tool calls gets guidance toward one multi-edit call
-///   (seed 002: "active in warn mode for every agent").
+///   file with several tool calls gets guidance toward one multi-edit call.
 /// * `output_limit_recovery`: a reply cut off by the output-token limit is
-///   escalated once, then continued, instead of ending the run (seed 002:
-///   "active for every agent by default").
+///   escalated once, then continued, instead of ending the run.
 pub const DEFAULT_ON: &[(&str, &str)] = &[
     ("parallel_edit_guard", "mode = \"warn\""),
     ("output_limit_recovery", ""),

@@ -115,7 +115,7 @@ impl From<FileErrors> for TinyAgentsError {
 /// type = "logging"
 /// level = "debug"
 ///
-/// # External command hooks (see `tinyagents::hooks`): one `external_hooks`
+/// # External command hooks (see `tinyagents::external_hooks`): one `external_hooks`
 /// # middleware; it runs before every `[[middleware]]` entry, so the guards
 /// # judge what a hook rewrites. Policy hooks fail closed by default.
 /// [[hooks]]

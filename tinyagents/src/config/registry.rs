@@ -439,7 +439,7 @@ where
     /// Builds a stack from `{ "middleware": [ {type = …, …}, … ], "hooks": [ … ] }`:
     /// first the [defaults](Self::set_default) no entry names, then the
     /// entries in list order (ordering constraints still apply), then, when
-    /// there is a `hooks` list, one [`external_hooks`](crate::hooks)
+    /// there is a `hooks` list, one [`external_hooks`](crate::external_hooks)
     /// middleware running those commands (it orders itself before every
     /// other middleware, so the guards judge its rewrites). Other keys are
     /// left to the caller.
@@ -478,9 +478,9 @@ where
             }
         }
         if let Some(hooks) = config.get("hooks") {
-            match crate::hooks::ExternalHooksConfig::from_list(hooks, "hooks") {
+            match crate::external_hooks::ExternalHooksConfig::from_list(hooks, "hooks") {
                 Ok(config) => {
-                    if let Err(e) = stack.add(crate::hooks::ExternalHooksMiddleware::from(config)) {
+                    if let Err(e) = stack.add(crate::external_hooks::ExternalHooksMiddleware::from(config)) {
                         errors.push(ConfigError::new("hooks", None, e.to_string()));
                     }
                 }

@@ -131,8 +131,8 @@ pub const MODEL_NODE: &str = "model";
 /// See [`MODEL_NODE`].
 pub const TOOLS_NODE: &str = "tools";
 
-/// Maps a harness-native outcome onto a graph command, as seed 000's
-/// "Graph Boundary" says:
+/// Maps a harness-native outcome onto a graph command, at the graph
+/// boundary:
 ///
 /// | outcome | command |
 /// | --- | --- |

@@ -543,8 +543,8 @@ impl<Ctx> RunContext<Ctx> {
         self.local()
     }
 
-    /// Asks for a checkpoint to be persisted at the next safe point (seed
-    /// 000: "persist checkpoint"), for `reason`. A middleware need not know
+    /// Asks for a checkpoint to be persisted at the next safe point (the
+    /// "persist checkpoint" outcome), for `reason`. A middleware need not know
     /// how the run is driven: under [`AgentGraph::run_durable`](crate::graph::AgentGraph::run_durable)
     /// every safe point is persisted anyway, and with
     /// [`checkpoint_on_request`](crate::graph::AgentGraph::checkpoint_on_request)

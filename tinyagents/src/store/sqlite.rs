@@ -36,6 +36,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let path = std::env::temp_dir().join(format!("tinyagents-doc-{}.db", std::process::id()));
 /// let store = SqliteStore::open(&path).await?;
+/// assert_eq!(store.path(), path);
 /// let cp = Checkpoint {
 ///     thread_id: "t1".into(), seq: 1, steps: 0, next: Some("start".into()),
 ///     state: GraphState::new(), interrupt: None, updates: vec![],
@@ -57,6 +58,11 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// The file this store is on, as given to [`SqliteStore::open`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Opens (creating it when missing) the store in the file at `path`.
     ///
     /// # Errors

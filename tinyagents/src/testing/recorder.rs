@@ -133,11 +133,14 @@ macro_rules! define_recorder {
     (lifecycle { $($(#[$doc:meta])* $kind:ident $method:ident $run:ident $flag:ident $order:ident ($($arg:ident : $value:ty)?) $([$sync:ident $sync_flag:ident])?;)* }
      error { $(#[$edoc:meta])* $ekind:ident $emethod:ident $erun:ident $eflag:ident ($earg:ident : $evalue:ty); }
      wraps { $($(#[$wdoc:meta])* $wkind:ident $wmethod:ident $wflag:ident;)* }) => {
+        // The parameters are named as the DSL names those of its generated
+        // impls, so that rustc's list of `Middleware` implementors in a
+        // "not a middleware" error stays one short list of type names.
         #[async_trait]
-        impl<S, C> Middleware<S, C> for Recorder
+        impl<__TinyState, __TinyCtx> Middleware<__TinyState, __TinyCtx> for Recorder
         where
-            S: Send + Sync + 'static,
-            C: Send + Sync + 'static,
+            __TinyState: Send + Sync + 'static,
+            __TinyCtx: Send + Sync + 'static,
         {
             fn name(&self) -> &str {
                 self.name.as_deref().unwrap_or("Recorder")
@@ -148,13 +151,13 @@ macro_rules! define_recorder {
             }
 
             $(
-                async fn $method(&self, _ctx: &mut RunContext<C>, _state: &S $(, $arg: &mut $value)?) -> Result<()> {
+                async fn $method(&self, _ctx: &mut RunContext<__TinyCtx>, _state: &__TinyState $(, $arg: &mut $value)?) -> Result<()> {
                     self.push(HookKind::$kind, ($($arg.clone())?));
                     Ok(())
                 }
             )*
 
-            async fn $emethod(&self, _ctx: &mut RunContext<C>, _state: &S, $earg: &$evalue) -> Result<()> {
+            async fn $emethod(&self, _ctx: &mut RunContext<__TinyCtx>, _state: &__TinyState, $earg: &$evalue) -> Result<()> {
                 self.push(HookKind::$ekind, $earg.clone());
                 Ok(())
             }

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::json;
+use tinyagents::external_hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::harness::tool::{
     Approval, Restriction, RunRestrictions, SandboxMode, SideEffects, ToolAccess, ToolPolicy, ToolRuntime,
 };
-use tinyagents::hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;

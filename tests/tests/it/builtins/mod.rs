@@ -2,9 +2,9 @@
 
 mod agent_mode;
 mod approval_binding;
-mod context;
-mod context_compression;
+mod context_clipping;
 mod context_editing;
+mod context_window;
 mod contextual_tool_selection;
 mod dedup_check;
 mod defaults_acceptance;
@@ -14,14 +14,14 @@ mod dynamic_tool_selection;
 mod human_in_the_loop;
 mod limits;
 mod logging;
-mod message_trimming;
+mod message_trim;
 mod model_call_limit;
 mod model_fallback;
 mod model_retry;
 mod output_compression;
 mod output_limit_recovery;
 mod parallel_edit_guard;
-mod prompt_cache_layout_guard;
+mod prompt_cache_guard;
 mod rate_limiter;
 mod retrieval_compression;
 mod structured_output;

@@ -293,7 +293,7 @@ fn every_catalog_built_in_with_a_config_type_is_registered() {
             );
         }
     }
-    for doc in tinyagents::hooks::CATALOG {
+    for doc in tinyagents::external_hooks::CATALOG {
         assert!(types.contains(&doc.config_type.unwrap()));
     }
 }

@@ -1,4 +1,5 @@
-//! The legacy `context` keys of seed 002 (`max_tokens`, `compact_on_overflow`)
+//! The legacy keys of `context_window` (`max_tokens`, `compact_on_overflow`, from
+//! the `ContextFactory` of QueryMT's docs)
 //! are accepted with a deprecation notice naming the keys to write instead
 //! (issue 15, item 9); other unknown keys are still refused.
 
@@ -52,7 +53,7 @@ async fn a_legacy_file_runs_and_each_run_reports_the_deprecation_once() {
     let (_, trace) = run_file(text, "hi").await;
     let notices: Vec<&String> = trace.iter().filter(|l| l.contains("deprecated")).collect();
     assert_eq!(notices.len(), 2, "{trace:?}");
-    assert!(notices[0].starts_with("notice context: `context` option `max_tokens` is deprecated"));
+    assert!(notices[0].starts_with("notice context_window: `context_window` option `max_tokens` is deprecated"));
     assert!(notices[1].contains("compact_on_overflow"));
 }
 

@@ -3,4 +3,5 @@
 mod file;
 mod file_bounds;
 mod legacy_context_keys;
+mod names;
 mod names_defaults;

@@ -126,7 +126,7 @@ fn renamed_types_still_load_with_a_deprecation_notice() {
     let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
     registry.clear_default("parallel_edit_guard");
     registry.clear_default("output_limit_recovery");
-    assert_eq!(DEPRECATED_TYPES.len(), 3);
+    assert_eq!(DEPRECATED_TYPES.len(), 6);
     for (old, new, _) in DEPRECATED_TYPES {
         assert!(
             !BUILTIN_TYPES.contains(old),
@@ -136,7 +136,7 @@ fn renamed_types_still_load_with_a_deprecation_notice() {
             BUILTIN_TYPES.contains(new),
             "`{old}` is an alias of `{new}`, which is not registered"
         );
-        let extra = if *new == "context_clipping" {
+        let extra = if *new == "context_clipping" || *new == "summarization" {
             "trigger_messages = 30\n"
         } else {
             ""
@@ -164,12 +164,12 @@ fn renamed_types_still_load_with_a_deprecation_notice() {
     let mut registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
     registry.clear_default("output_limit_recovery");
     registry
-        .set_default("prompt_cache_layout_guard", serde_json::json!({}))
+        .set_default("prompt_cache_guard", serde_json::json!({}))
         .unwrap();
     let stack = registry
         .stack_from_toml("[[middleware]]\ntype = \"prompt_cache_layout\"\non_change = \"error\"")
         .unwrap();
-    assert_eq!(stack.names(), ["parallel_edit_guard", "prompt_cache_layout_guard"]);
+    assert_eq!(stack.names(), ["parallel_edit_guard", "prompt_cache_guard"]);
     // an unknown key is still an error that suggests the registered name
     let err = registry
         .stack_from_toml("[[middleware]]\ntype = \"context_clip\"")
@@ -350,7 +350,7 @@ fn code_defaults_are_config_defaults() {
         "transcript_compression",
         "output_compression",
         "retrieval_compression",
-        "context",
+        "context_window",
         "output_limit_recovery",
         "external_hooks",
     ];

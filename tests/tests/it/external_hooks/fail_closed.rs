@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tinyagents::config::{ConfigFile, MiddlewareRegistry};
+use tinyagents::external_hooks::{ExternalHooksConfig, ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::harness::workspace::WorkspaceDescriptor;
-use tinyagents::hooks::{ExternalHooksConfig, ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
@@ -576,7 +576,7 @@ fn config_defaults_fail_closed_for_policy_events_and_bounds_are_checked() {
 
 #[test]
 fn the_answer_grammar_is_exact() {
-    use tinyagents::hooks::{parse_answer, Decision};
+    use tinyagents::external_hooks::{parse_answer, Decision};
     let ok = parse_answer(br#"{"decision":"block","reason":"no","continue":null}"#).unwrap();
     assert_eq!(ok.decision, Some(Decision::Block));
     assert!(ok.should_continue);
@@ -592,7 +592,7 @@ fn the_answer_grammar_is_exact() {
         let why = parse_answer(bad).unwrap_err();
         assert!(!why.is_empty());
     }
-    let value: Value = serde_json::to_value(tinyagents::hooks::HookOutput::default()).unwrap();
+    let value: Value = serde_json::to_value(tinyagents::external_hooks::HookOutput::default()).unwrap();
     assert_eq!(value["continue"], true);
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tinyagents::hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
+use tinyagents::external_hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
@@ -374,10 +374,10 @@ fn a_runtime_without_io_reports_the_hook_as_failed_instead_of_panicking() {
     let dir = temp_dir("no-io");
     let cmd = script(&dir, "ok.sh", "echo '{}'");
     let hook = hook(HookEvent::PreToolUse, cmd);
-    let input = tinyagents::hooks::HookInput::new(HookEvent::PreToolUse, "run-1", dir.display().to_string());
-    let run = rt.block_on(tinyagents::hooks::run_hook(&hook, &input, &dir));
+    let input = tinyagents::external_hooks::HookInput::new(HookEvent::PreToolUse, "run-1", dir.display().to_string());
+    let run = rt.block_on(tinyagents::external_hooks::run_hook(&hook, &input, &dir));
     match run {
-        tinyagents::hooks::HookRun::Failed(message) => assert!(message.contains("IO enabled"), "{message}"),
+        tinyagents::external_hooks::HookRun::Failed(message) => assert!(message.contains("IO enabled"), "{message}"),
         other => panic!("expected a failed hook, got {other:?}"),
     }
 }

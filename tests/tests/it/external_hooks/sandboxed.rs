@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use tinyagents::external_hooks::{ExternalHooksConfig, ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::harness::tool::SandboxMode;
-use tinyagents::hooks::{ExternalHooksConfig, ExternalHooksMiddleware, HookCommand, HookEvent};
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 

@@ -22,7 +22,7 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     // Not an exception to the rule: the crate root publishes the library.
     (
         "lib.rs",
-        "mounts the library at `tinyagents::middleware` (and `tinyagents::hooks`)",
+        "mounts the library at `tinyagents::middleware` (and `tinyagents::external_hooks`)",
     ),
     (
         "sandbox/shell.rs",

@@ -109,13 +109,17 @@ pub struct ConfigFieldDoc {
     pub doc: &'static str,
 }
 
-/// The documentation every built-in carries (seed 000, "Each built-in must
+/// The documentation every built-in carries (the design's "Each built-in must
 /// document"). The hook points are derived from the annotated methods by the
 /// DSL, so they cannot drift from the code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MiddlewareDoc {
     /// The middleware's name.
     pub name: &'static str,
+    /// The name of its Rust type, without path or generics (`ToolPolicyMiddleware`).
+    pub type_name: &'static str,
+    /// The source file that declares it, as `file!()` gives it there.
+    pub file: &'static str,
     /// The config `type = "…"` key, when it can be built from config.
     pub config_type: Option<&'static str>,
     /// One-line summary.

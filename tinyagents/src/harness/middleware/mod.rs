@@ -53,3 +53,12 @@ pub use stack::MiddlewareStack;
 pub use traits::{HookValue, Middleware, ModelBaseCall, ModelMiddleware, ToolBaseCall, ToolMiddleware};
 
 pub use crate::harness::run::AgentRun;
+
+/// The built-ins the `harness::middleware` design names, at the paths it
+/// writes (`tinyagents::harness::middleware::ToolPolicyMiddleware`, …). Each
+/// one's one path is [`crate::middleware`]; `docs/names.md` lists every alias.
+#[doc(no_inline)]
+pub use library::{
+    summarization, ContextCompressionMiddleware, ContextualToolSelectionMiddleware, LoggingMiddleware,
+    MessageTrimMiddleware, PromptCacheGuardMiddleware, ToolPolicyMiddleware, UsageAccountingMiddleware,
+};

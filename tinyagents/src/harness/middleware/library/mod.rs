@@ -12,13 +12,15 @@
 //! | `limits` | model-call limit, tool-call limit, limits (steps, turns, price) |
 //! | `policy` | tool policy, contextual tool selection, tool allowlist, dynamic tool selection, human-in-the-loop |
 //! | `guard` | shell/filesystem guard, PII redaction |
-//! | `modes` | agent modes, parallel edit guard, dedup check |
+//! | `modes` | agent modes |
+//! | `edits` | parallel edit guard, dedup check |
 //! | `prompt` | dynamic prompt, prompt-cache layout guard |
-//! | `context` | trimming, context editing, clipping, summarisation, transcript, retrieval, delta and output compression, context |
+//! | `context` | message trim, context editing, context clipping, summarisation, transcript, retrieval, delta and output compression, context window |
 //! | `output` | output-limit recovery, structured output validation |
-//! | `external_hooks` | external command hooks (also at `tinyagents::hooks`) |
+//! | `external_hooks` | external command hooks (public at `tinyagents::external_hooks`) |
 
 mod context;
+mod edits;
 pub mod external_hooks;
 mod guard;
 mod limits;
@@ -32,6 +34,8 @@ mod resilience;
 // A folder whose built-ins have not landed yet re-exports nothing.
 #[allow(unused_imports)]
 pub use context::*;
+#[allow(unused_imports)]
+pub use edits::*;
 #[allow(unused_imports)]
 pub use guard::*;
 #[allow(unused_imports)]
@@ -49,9 +53,9 @@ pub use prompt::*;
 #[allow(unused_imports)]
 pub use resilience::*;
 
-/// The message helpers seed 004 names under `summarization::`.
+/// The message helpers the `harness::middleware` design names under `summarization::`.
 pub mod summarization {
-    pub use super::context::trimming::trim_messages;
+    pub use super::context::message_trim::trim_messages;
 }
 
 use super::MiddlewareDoc;
@@ -75,6 +79,7 @@ pub fn catalog() -> Vec<&'static MiddlewareDoc> {
         policy::CATALOG,
         guard::CATALOG,
         modes::CATALOG,
+        edits::CATALOG,
         prompt::CATALOG,
         context::CATALOG,
         output::CATALOG,

@@ -1,37 +1,40 @@
-//! Context built-ins (trimming, editing, summarisation, clipping, the
-//! context monitor): see the table in [the library docs](super).
+//! Built-ins that manage what the model sees of the conversation (its
+//! context window: trimming, editing, summarisation, clipping, the window
+//! monitor): see the table in [the library docs](super).
 
 mod artifacts;
-mod clipping;
+mod context_clipping;
+mod context_editing;
+mod context_window;
 mod delta_compression;
-mod editing;
-mod monitor;
+pub(super) mod message_trim;
 mod output_compression;
-mod retrieval;
+mod retrieval_compression;
 mod summarization;
 mod summarizer;
-mod transcript;
-pub(super) mod trimming;
+mod transcript_compression;
 mod window;
 
 pub use artifacts::{ArtifactStore, ReadArtifactTool};
-pub use clipping::{ContextClippingConfig, ContextClippingMiddleware};
+pub use context_clipping::{ContextClippingConfig, ContextClippingMiddleware};
+pub use context_editing::{ContextEditingConfig, ContextEditingMiddleware};
+pub use context_window::{ContextWindowConfig, ContextWindowMiddleware};
 pub use delta_compression::{DeltaCompressionConfig, DeltaCompressionMiddleware};
-pub use editing::{ContextEditingConfig, ContextEditingMiddleware};
-pub use monitor::{ContextConfig, ContextMiddleware};
+pub use message_trim::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrategy};
 pub use output_compression::{OutputCompressionConfig, OutputCompressionMiddleware};
-pub use retrieval::{RetrievalCompressionConfig, RetrievalCompressionMiddleware};
+pub use retrieval_compression::{RetrievalCompressionConfig, RetrievalCompressionMiddleware};
 pub use summarization::{SummarizationConfig, SummarizationMiddleware, SummaryTrigger};
 pub use summarizer::{ConcatSummarizer, ModelSummarizer, Summarizer, Summary};
-pub use transcript::{TranscriptCompressionConfig, TranscriptCompressionMiddleware};
-pub use trimming::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrategy};
+pub use transcript_compression::{TranscriptCompressionConfig, TranscriptCompressionMiddleware};
 
-/// Seed 004's name for [`SummarizationMiddleware`], the same middleware: it
+/// The name the `harness::middleware` design uses for
+/// [`SummarizationMiddleware`], the same middleware (config `type =
+/// "summarization"`; `type = "context_compression"` is a deprecated alias): it
 /// consults a [`SummarizationPolicy`] in `before_model` and does nothing below
 /// it; above it, it condenses the older messages through a [`Summarizer`]
 /// (default [`ConcatSummarizer`]) into one summary message, keeps the recent
 /// window and the system messages verbatim, records a [`SummaryRecord`] and
-/// emits `AgentEvent::Compressed`. Its config `type` is `summarization`.
+/// emits `AgentEvent::Compressed`.
 ///
 /// (The project's other context compressor, which clips older long messages
 /// to head/tail excerpts instead of summarising, is [`ContextClippingMiddleware`].)
@@ -46,13 +49,21 @@ pub use trimming::{MessageTrimConfig, MessageTrimMiddleware, TrimKind, TrimStrat
 /// ```
 pub type ContextCompressionMiddleware = SummarizationMiddleware;
 
-/// Seed 004's name for [`SummaryTrigger`]: when the summarising compression runs.
+/// The design's name for [`SummaryTrigger`]: when the summarising compression runs.
 pub type SummarizationPolicy = SummaryTrigger;
 
-/// Seed 004's name for the record a compression leaves: the
+/// The design's name for the record a compression leaves: the
 /// [`CompressionProvenance`](crate::harness::provenance::CompressionProvenance)
 /// carried by `AgentEvent::Compressed` and collected in `AgentRun::compressions`.
 pub type SummaryRecord = crate::harness::provenance::CompressionProvenance;
+
+/// The former name of [`ContextWindowMiddleware`] (and its name in the
+/// QueryMT middleware documentation); config `type = "context"` is a
+/// deprecated alias of `context_window`.
+pub type ContextMiddleware = ContextWindowMiddleware;
+
+/// The former name of [`ContextWindowConfig`].
+pub type ContextConfig = ContextWindowConfig;
 
 use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;
@@ -63,7 +74,7 @@ pub(super) const CATALOG: &[&MiddlewareDoc] = &[
     doc_of::<SummarizationMiddleware>(),
     doc_of::<ContextEditingMiddleware>(),
     doc_of::<ContextClippingMiddleware>(),
-    doc_of::<ContextMiddleware>(),
+    doc_of::<ContextWindowMiddleware>(),
     doc_of::<DeltaCompressionMiddleware>(),
     doc_of::<OutputCompressionMiddleware>(),
     doc_of::<TranscriptCompressionMiddleware>(),

@@ -1,6 +1,6 @@
 //! Internal helpers shared by the context built-ins: where a conversation may
 //! be cut without separating an assistant tool-call message from its tool
-//! results, and the summarising compaction used by `summarization` and `context`.
+//! results, and the summarising compaction used by `summarization` and `context_window`.
 
 use super::summarizer::{summarize_charged, Summarizer};
 use crate::harness::cache;

@@ -101,7 +101,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 ///
 /// ```
 /// use std::time::Duration;
-/// use tinyagents::hooks::{HookCommand, HookEvent};
+/// use tinyagents::external_hooks::{HookCommand, HookEvent};
 ///
 /// let hook = HookCommand::new(HookEvent::PreToolUse, "./check.sh")
 ///     .with_matcher("^(shell|write_file)$")
@@ -159,7 +159,7 @@ impl HookCommand {
     /// event ([`HookEvent::is_policy`]).
     ///
     /// ```
-    /// use tinyagents::hooks::{HookCommand, HookEvent};
+    /// use tinyagents::external_hooks::{HookCommand, HookEvent};
     ///
     /// assert!(HookCommand::new(HookEvent::PreToolUse, "./check.sh").fail_closed);
     /// assert!(!HookCommand::new(HookEvent::PreToolUse, "./check.sh").fail_closed(false).fail_closed);
@@ -184,7 +184,7 @@ impl HookCommand {
     ///
     /// ```
     /// use tinyagents::harness::tool::SandboxMode;
-    /// use tinyagents::hooks::{HookCommand, HookEvent};
+    /// use tinyagents::external_hooks::{HookCommand, HookEvent};
     ///
     /// let hook = HookCommand::new(HookEvent::PreToolUse, "./check.sh").with_sandbox(SandboxMode::Required);
     /// assert_eq!(hook.sandbox, SandboxMode::Required);
@@ -268,7 +268,7 @@ const HOOK_KEYS: [&str; 10] = [
 ///
 /// ```
 /// use serde_json::json;
-/// use tinyagents::hooks::ExternalHooksConfig;
+/// use tinyagents::external_hooks::ExternalHooksConfig;
 ///
 /// let hooks = json!([
 ///     { "event": "pre_tool_use", "matcher": "^shell$", "command": "./check.sh", "timeout_ms": 500 },

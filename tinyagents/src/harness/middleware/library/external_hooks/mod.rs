@@ -130,7 +130,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use tinyagents::hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
+//! use tinyagents::external_hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
 //! use tinyagents::prelude::*;
 //!
 //! let hooks = ExternalHooksMiddleware::new([HookCommand::new(HookEvent::PreToolUse, "./check.sh")
@@ -210,7 +210,7 @@ struct RunHooks {
 /// Runs external hook commands at the lifecycle points of a run (see [the module docs](self)).
 ///
 /// ```
-/// use tinyagents::hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
+/// use tinyagents::external_hooks::{ExternalHooksMiddleware, HookCommand, HookEvent};
 ///
 /// let hooks = ExternalHooksMiddleware::new([HookCommand::new(HookEvent::Stop, "true")]);
 /// assert_eq!(hooks.commands().len(), 1);

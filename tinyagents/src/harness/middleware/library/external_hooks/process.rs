@@ -20,7 +20,7 @@ pub const SCHEMA: &str = "tinyagents.hook/1";
 /// [`SCHEMA`]). Fields that do not apply to the event are left out.
 ///
 /// ```
-/// use tinyagents::hooks::{HookEvent, HookInput};
+/// use tinyagents::external_hooks::{HookEvent, HookInput};
 ///
 /// let input = HookInput::new(HookEvent::PreToolUse, "run-1", "/work")
 ///     .with_tool("call-1", "shell", serde_json::json!({ "command": "ls" }));
@@ -119,7 +119,7 @@ pub enum Decision {
 /// the whole answer not understood (see [`parse_answer`]).
 ///
 /// ```
-/// use tinyagents::hooks::{parse_answer, Decision};
+/// use tinyagents::external_hooks::{parse_answer, Decision};
 ///
 /// let out = parse_answer(br#"{"decision": "block", "reason": "no rm -rf"}"#).unwrap();
 /// assert_eq!(out.decision, Some(Decision::Block));
@@ -195,7 +195,7 @@ impl Default for HookOutput {
 /// answer as not understood (a policy hook then refuses).
 ///
 /// ```
-/// use tinyagents::hooks::parse_answer;
+/// use tinyagents::external_hooks::parse_answer;
 ///
 /// assert!(parse_answer(b"  \n").unwrap().decision.is_none());
 /// assert!(parse_answer(br#"{"continue": false, "stop_reason": "done"}"#).is_ok());
@@ -294,7 +294,7 @@ pub const ENV_ALLOW: &[&str] = &[
 /// `TINYAGENTS_RUN_ID` and `TINYAGENTS_HOOK_CWD`, which nothing overrides.
 ///
 /// ```
-/// use tinyagents::hooks::{hook_environment, HookCommand, HookEvent, HookInput};
+/// use tinyagents::external_hooks::{hook_environment, HookCommand, HookEvent, HookInput};
 ///
 /// let hook = HookCommand::new(HookEvent::PreToolUse, "./check.sh").with_env("MODE", "strict").with_pass_env("CI");
 /// let input = HookInput::new(HookEvent::PreToolUse, "run-1", "/work");
@@ -676,9 +676,9 @@ fn signal_of(_: &std::process::ExitStatus) -> String {
 ///
 /// ```
 /// let long = "x".repeat(5000);
-/// let short = tinyagents::hooks::shorten(&long, 2048);
+/// let short = tinyagents::external_hooks::shorten(&long, 2048);
 /// assert!(short.len() < 2100 && short.ends_with("… [2952 bytes cut]"));
-/// assert_eq!(tinyagents::hooks::shorten("ok", 2048), "ok");
+/// assert_eq!(tinyagents::external_hooks::shorten("ok", 2048), "ok");
 /// ```
 pub fn shorten(text: &str, max: usize) -> String {
     if text.len() <= max {

@@ -111,7 +111,7 @@ pub struct BudgetSnapshot {
 /// its own cap *or any ancestor's* is reached, so three sub-agents under a
 /// $1 cap share that dollar (concurrent children included: the check is not
 /// a reservation, so spend can overshoot by the attempts in flight, as the
-/// seed's best-effort rule says). A child without a `limits` middleware of
+/// best-effort rule of `max_price_usd` says). A child without a `limits` middleware of
 /// its own is valued with its nearest ancestor's rates.
 ///
 /// ```

@@ -1,4 +1,4 @@
-//! [`LimitsMiddleware`] (seed 002): `max_steps` per session, `max_turns`
+//! [`LimitsMiddleware`]: `max_steps` per session, `max_turns`
 //! and `max_price_usd` per execution cycle, with best-effort price enforcement.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,7 +20,7 @@ use crate::harness::tool::{AsyncCallGuard, GuardedRun, Restriction, ToolCall};
 use crate::store::{LedgerStore, SharedBudget};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`LimitsMiddleware`] (`type = "limits"`), as in seed 002.
+/// Options of [`LimitsMiddleware`] (`type = "limits"`).
 ///
 /// ```
 /// use tinyagents::config::{from_toml_str, BuildMiddleware};
@@ -117,7 +117,7 @@ struct Counts {
 }
 
 /// A fee the request is known to incur that token prices do not value
-/// (seed 002, "Unsupported dimensions"): provider-side server tools asked
+/// (an unsupported pricing dimension): provider-side server tools asked
 /// for through `params.extra` (web search, code execution, file search…).
 fn unvalued_fee(request: &ModelRequest) -> Option<&'static str> {
     let extra = &request.params.extra;
@@ -146,7 +146,7 @@ fn one_hour_writes(request: &ModelRequest) -> bool {
     request.params.extra.get("cache_ttl").and_then(|v| v.as_str()) == Some("1h")
 }
 
-/// Enforces execution limits (seed 002): `max_steps` (tool calls per
+/// Enforces execution limits: `max_steps` (tool calls per
 /// session: per conversation thread across its runs, or per run without a
 /// thread), `max_turns` (model turns per run) and `max_price_usd` (USD per
 /// execution cycle, "Price limits").

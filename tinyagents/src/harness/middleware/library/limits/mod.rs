@@ -3,7 +3,7 @@
 //! * [`ModelCallLimitMiddleware`] — model calls per run and per thread.
 //! * [`ToolCallLimitMiddleware`] — tool calls per run and per thread, per tool or all.
 //! * [`LimitsMiddleware`] — `max_steps`, `max_turns` and `max_price_usd` per
-//!   execution cycle (seed 002), with [`PriceBudget`], [`TokenRates`] and the
+//!   execution cycle, with [`PriceBudget`], [`TokenRates`] and the
 //!   built-in [`PRICE_TABLE`].
 
 mod budget;

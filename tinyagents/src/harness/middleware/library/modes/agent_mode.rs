@@ -92,7 +92,7 @@ impl From<AgentModeConfig> for AgentModeMiddleware {
     }
 }
 
-/// Build / plan / review modes (seed 002 `AgentModeMiddleware`).
+/// Build / plan / review modes (`agent_mode`).
 ///
 /// The run's mode is the last valid `mode` state update (the steering
 /// `SwitchMode` command records one), else a `mode:…` run tag, else the

@@ -5,12 +5,12 @@
 //! * [`UsageAccountingMiddleware`] — [`UsageTotals`] and per-run [`RunUsage`].
 
 mod logging;
-mod tracing_spans;
-mod usage;
+mod tracing;
+mod usage_accounting;
 
+pub use self::tracing::{TracingConfig, TracingMiddleware};
 pub use logging::{HookCounts, LogLevel, LoggingConfig, LoggingMiddleware};
-pub use tracing_spans::{TracingConfig, TracingMiddleware};
-pub use usage::{RunUsage, UsageAccountingMiddleware, UsageTotals};
+pub use usage_accounting::{RunUsage, UsageAccountingMiddleware, UsageTotals};
 
 use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;

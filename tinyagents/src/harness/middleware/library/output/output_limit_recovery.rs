@@ -1,4 +1,4 @@
-//! [`OutputLimitRecoveryMiddleware`] (seed 002): recovers when a reply is cut
+//! [`OutputLimitRecoveryMiddleware`]: recovers when a reply is cut
 //! off by the output-token limit, instead of ending the run.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -82,7 +82,7 @@ struct StreamWatch {
 }
 
 /// Recovers when a model reply is cut off by the output-token limit
-/// ([`FinishReason::Length`]), in the seed's order, per turn:
+/// ([`FinishReason::Length`]), in this order, per turn:
 ///
 /// 1. **Escalate** (once): when the request was sent below the ceiling, the
 ///    cut reply is discarded (it never reaches history; its usage was already
@@ -120,7 +120,7 @@ pub struct OutputLimitRecoveryMiddleware {
     counter: Arc<dyn TokenCounter>,
 }
 
-/// The output limit used when the model's is unknown (seed 002).
+/// The output limit used when the model's is unknown.
 const UNKNOWN_LIMIT: u32 = 32_000;
 
 /// One step down, medium when none was set, never below low.

@@ -1,5 +1,5 @@
 //! [`ContextualToolSelectionMiddleware`]: filters the tools the model sees by
-//! a predicate over the tool and the live run (seed 000, "Tool exposure").
+//! a predicate over the tool and the live run (tool exposure).
 
 use std::sync::Arc;
 

@@ -95,7 +95,7 @@ impl From<ToolPolicyConfig> for ToolPolicyMiddleware {
     }
 }
 
-/// Enforces the per-tool [`ToolPolicy`] metadata (seed 000, "Tool policy enforcement").
+/// Enforces the per-tool [`ToolPolicy`] metadata, at exposure and at execution.
 ///
 /// Built from a registry snapshot ([`ToolRegistry::policies`](crate::harness::tool::ToolRegistry::policies)),
 /// then narrowed with builders. Exposure (`before_model` hides a blocked tool)

@@ -1,11 +1,11 @@
 //! Prompt built-ins (dynamic prompt, prompt-cache layout guard): see the
 //! table in [the library docs](super).
 
-mod cache_layout_guard;
 mod dynamic_prompt;
+mod prompt_cache_guard;
 
-pub use cache_layout_guard::{CacheLayoutLog, OnPrefixChange, PromptCacheGuardConfig, PromptCacheGuardMiddleware};
 pub use dynamic_prompt::{DynamicPromptConfig, DynamicPromptMiddleware};
+pub use prompt_cache_guard::{CacheLayoutLog, OnPrefixChange, PromptCacheGuardConfig, PromptCacheGuardMiddleware};
 
 use super::doc_of;
 use crate::harness::middleware::MiddlewareDoc;

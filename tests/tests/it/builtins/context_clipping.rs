@@ -1,4 +1,4 @@
-//! `context_clipping` (config `type = "context_compression"` is its deprecated alias): past a trigger, older long messages are clipped to a
+//! `context_clipping`: past a trigger, older long messages are clipped to a
 //! head/tail excerpt one by one; the newest window, system messages, ids and
 //! tool-call pairing are kept; provenance per message; bad config rejected.
 

@@ -1,4 +1,4 @@
-//! `prompt_cache_layout_guard`: a volatile-only middleware keeps the prefix
+//! `prompt_cache_guard`: a volatile-only middleware keeps the prefix
 //! fingerprint; a prefix-editing one changes it and is named in the event; the
 //! agent's own changes are attributed to `agent`; `on_change = "error"` fails.
 

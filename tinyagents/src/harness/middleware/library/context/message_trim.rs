@@ -40,7 +40,7 @@ crate::config_enum! {
     }
 }
 
-/// Options of [`MessageTrimMiddleware`] (`type = "message_trimming"`).
+/// Options of [`MessageTrimMiddleware`] (`type = "message_trim"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
@@ -52,7 +52,7 @@ crate::config_enum! {
 /// assert!(err.to_string().contains("strategy"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "message_trimming", builds = MessageTrimMiddleware)]
+#[config(type = "message_trim", builds = MessageTrimMiddleware)]
 pub struct MessageTrimConfig {
     /// `last_messages` (keep `max_messages`) or `last_tokens` (keep `max_tokens`).
     #[config(default = "last_messages")]
@@ -79,7 +79,7 @@ pub struct MessageTrimConfig {
 ///
 /// let stack: MiddlewareStack<()> =
 ///     MiddlewareStack::new().with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(10))).unwrap();
-/// assert!(stack.names().contains(&"message_trimming"));
+/// assert!(stack.names().contains(&"message_trim"));
 /// ```
 #[derive(educe::Educe)]
 #[educe(Debug)]
@@ -158,7 +158,8 @@ fn keep_mask(messages: &[Message], strategy: TrimStrategy, counter: &dyn TokenCo
 /// `strategy`, in order: every system message, and the newest non-system
 /// messages within the budget (an assistant message with tool calls and the
 /// tool results answering them are kept or dropped together; the newest
-/// unit is always kept). Seed 004's `summarization::trim_messages`.
+/// unit is always kept). Also at `summarization::trim_messages`, the path
+/// the `harness::middleware` design writes.
 ///
 /// ```
 /// use tinyagents::harness::tokens::default_counter;
@@ -192,7 +193,7 @@ impl From<MessageTrimConfig> for MessageTrimMiddleware {
 /// Keeps the newest messages within a message or token budget, with every system message.
 #[middleware(
     builtin,
-    name = "message_trimming",
+    name = "message_trim",
     config = MessageTrimConfig,
     doc(
         mutation = "Drops the oldest non-system messages from `request.messages` (a copy: the run's history is untouched); an assistant tool-call message and its tool results go together.",
@@ -211,7 +212,7 @@ impl MessageTrimMiddleware {
             return Ok(());
         }
         let before = cache::fingerprint(request);
-        let mut p = CompressionProvenance::new("message_trimming", Self::POLICY);
+        let mut p = CompressionProvenance::new("message_trim", Self::POLICY);
         let mut kept = Vec::with_capacity(request.messages.len());
         let mut dropped = Vec::new();
         for (m, k) in std::mem::take(&mut request.messages).into_iter().zip(keep) {

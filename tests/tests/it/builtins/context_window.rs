@@ -1,4 +1,4 @@
-//! `context` (seed 002 `ContextMiddleware`): warns once at `warn_at_percent`,
+//! `context_window` (`ContextMiddleware` in QueryMT's docs): warns once at `warn_at_percent`,
 //! compacts through the summariser at `compact_at_percent`, says so when
 //! nothing can be compacted, and validates warn below compact.
 
@@ -45,9 +45,9 @@ fn history() -> Vec<Message> {
     ]
 }
 
-fn context(warn: u8, compact: u8, window: u64, keep: u32) -> ContextMiddleware {
+fn context(warn: u8, compact: u8, window: u64, keep: u32) -> ContextWindowMiddleware {
     let toml = format!("warn_at_percent = {warn}\ncompact_at_percent = {compact}\nkeep_messages = {keep}");
-    from_toml_str::<ContextConfig>(&toml)
+    from_toml_str::<ContextWindowConfig>(&toml)
         .unwrap()
         .build()
         .with_context_window(window)
@@ -55,7 +55,7 @@ fn context(warn: u8, compact: u8, window: u64, keep: u32) -> ContextMiddleware {
 }
 
 /// A run of two model calls: a tool call (2 more messages), then an answer.
-async fn run(mw: ContextMiddleware) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
+async fn run(mw: ContextWindowMiddleware) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
     let model = Arc::new(ScriptedModel::new([
         ScriptedTurn::tool_call("lookup", json!({})),
         ScriptedTurn::text("done"),
@@ -81,7 +81,7 @@ fn notices(events: &[AgentEvent]) -> Vec<(String, bool)> {
                 source,
                 message,
                 is_error,
-            } if source == "context" => Some((message.clone(), *is_error)),
+            } if source == "context_window" => Some((message.clone(), *is_error)),
             _ => None,
         })
         .collect()
@@ -135,7 +135,7 @@ async fn at_the_compaction_threshold_it_summarises_the_older_conversation() {
     );
     assert_eq!(run.compressions.len(), 1);
     let p = &run.compressions[0];
-    assert_eq!(p.middleware, "context");
+    assert_eq!(p.middleware, "context_window");
     assert_eq!(p.policy_version, "context/1+concat");
     assert_eq!(p.source_message_ids.len(), 7);
     assert_eq!(p.source_artifact_ids, ["c1"]);
@@ -160,17 +160,17 @@ async fn when_everything_is_in_the_kept_window_it_says_so_and_sends_the_request(
 
 #[test]
 fn warn_must_be_below_compact_and_in_range() {
-    let err = from_toml_str::<ContextConfig>("warn_at_percent = 90\ncompact_at_percent = 90").unwrap_err();
+    let err = from_toml_str::<ContextWindowConfig>("warn_at_percent = 90\ncompact_at_percent = 90").unwrap_err();
     let text = err.to_string();
     assert!(text.contains("`warn_at_percent` = 90"), "{text}");
     assert!(text.contains("must be below `compact_at_percent` (90)"), "{text}");
 
-    let err = from_toml_str::<ContextConfig>("compact_at_percent = 101\nfallback_max_tokens = 0").unwrap_err();
+    let err = from_toml_str::<ContextWindowConfig>("compact_at_percent = 101\nfallback_max_tokens = 0").unwrap_err();
     let text = err.to_string();
     assert!(text.contains("`compact_at_percent` = 101"), "{text}");
     assert!(text.contains("`fallback_max_tokens` = 0"), "{text}");
 
-    let c: ContextConfig = from_toml_str("").unwrap();
+    let c: ContextWindowConfig = from_toml_str("").unwrap();
     assert_eq!(
         (c.warn_at_percent, c.compact_at_percent, c.fallback_max_tokens),
         (80, 90, 128_000)

@@ -1,4 +1,4 @@
-//! `message_trimming`: keeps the newest messages within a budget, every system
+//! `message_trim`: keeps the newest messages within a budget, every system
 //! message, never separates a tool call from its results, edits only the
 //! request, records provenance, and rejects bad configuration.
 
@@ -124,7 +124,7 @@ async fn each_trim_records_provenance_on_the_event_and_the_run() {
     assert_eq!(from_events.len(), 1);
     assert_eq!(run.compressions, from_events);
     let p = &run.compressions[0];
-    assert_eq!(p.middleware, "message_trimming");
+    assert_eq!(p.middleware, "message_trim");
     assert_eq!(p.policy_version, MessageTrimMiddleware::POLICY);
     let dropped: Vec<&str> = p.source_message_ids.iter().map(|i| i.as_str()).collect();
     assert_eq!(dropped, ["u1", "a1", "u2", "a2", "t1", "t2"]);

@@ -25,7 +25,7 @@ crate::config_enum! {
     }
 }
 
-/// Options of [`PromptCacheGuardMiddleware`] (`type = "prompt_cache_layout_guard"`).
+/// Options of [`PromptCacheGuardMiddleware`] (`type = "prompt_cache_guard"`).
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
@@ -36,7 +36,7 @@ crate::config_enum! {
 /// assert!(from_toml_str::<PromptCacheGuardConfig>("on_change = \"ignore\"").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "prompt_cache_layout_guard", builds = PromptCacheGuardMiddleware)]
+#[config(type = "prompt_cache_guard", builds = PromptCacheGuardMiddleware)]
 pub struct PromptCacheGuardConfig {
     /// `record` (emit the event and go on) or `error` (also fail the call with a
     /// `Validation` error naming who changed the prefix).
@@ -121,7 +121,7 @@ impl CacheLayoutLog {
 /// use tinyagents::prelude::*;
 ///
 /// let stack: MiddlewareStack<()> = MiddlewareStack::new().with(PromptCacheGuardMiddleware::new()).unwrap();
-/// assert!(stack.names().contains(&"prompt_cache_layout_guard"));
+/// assert!(stack.names().contains(&"prompt_cache_guard"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PromptCacheGuardMiddleware {
@@ -188,7 +188,7 @@ fn blame(
 /// Records a `CacheLayoutChanged` event whenever the cacheable prefix changes between calls, naming who changed it.
 #[middleware(
     builtin,
-    name = "prompt_cache_layout_guard",
+    name = "prompt_cache_guard",
     config = PromptCacheGuardConfig,
     doc(
         mutation = "None: it only reads the request. It observes the run's `before_model` hooks (a hook observer installed in `before_agent`), fingerprinting the stable prefix around each to learn which middleware changed it.",

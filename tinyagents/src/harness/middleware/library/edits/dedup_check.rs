@@ -127,7 +127,7 @@ struct DedupState {
     written: Vec<(String, String)>,
 }
 
-/// Duplicate-code review (seed 002 `DedupCheckMiddleware`).
+/// Duplicate-code review (`dedup_check`).
 ///
 /// Watches the batch's declared writes and their content arguments; after a
 /// turn that wrote at least `min_lines` lines of code, compares each written

@@ -85,7 +85,7 @@ fn file_key(path: &str) -> String {
     }
 }
 
-/// Several writes to one file in one model reply (seed 002 `ParallelEditGuardMiddleware`).
+/// Several writes to one file in one model reply (`parallel_edit_guard`).
 ///
 /// Reviews each prepared batch through the declared file access of each
 /// call's effective arguments ([`Tool::file_access`](crate::harness::tool::Tool::file_access)),

@@ -1,4 +1,4 @@
-//! [`ContextMiddleware`] (seed 002): watches how full the context window is,
+//! [`ContextWindowMiddleware`] (`ContextMiddleware` in the QueryMT middleware docs): watches how full the context window is,
 //! warns once, then compacts through a summariser.
 
 use std::sync::Arc;
@@ -13,21 +13,21 @@ use crate::harness::model::{ModelRequest, ModelResponse};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-/// Options of [`ContextMiddleware`] (`type = "context"`); `warn_at_percent`
+/// Options of [`ContextWindowMiddleware`] (`type = "context_window"`); `warn_at_percent`
 /// must be below `compact_at_percent`.
 ///
 /// ```
 /// use tinyagents::config::from_toml_str;
-/// use tinyagents::middleware::ContextConfig;
+/// use tinyagents::middleware::ContextWindowConfig;
 ///
-/// let c: ContextConfig = from_toml_str("warn_at_percent = 80\ncompact_at_percent = 90\nfallback_max_tokens = 128000").unwrap();
+/// let c: ContextWindowConfig = from_toml_str("warn_at_percent = 80\ncompact_at_percent = 90\nfallback_max_tokens = 128000").unwrap();
 /// assert_eq!(c.compact_at_percent, 90);
-/// let err = from_toml_str::<ContextConfig>("warn_at_percent = 95\ncompact_at_percent = 90").unwrap_err();
+/// let err = from_toml_str::<ContextWindowConfig>("warn_at_percent = 95\ncompact_at_percent = 90").unwrap_err();
 /// assert!(err.to_string().contains("warn_at_percent"));
 /// ```
 #[derive(Debug, Clone, PartialEq, MiddlewareConfig)]
-#[config(type = "context", builds = ContextMiddleware, validate = check_context)]
-pub struct ContextConfig {
+#[config(type = "context_window", builds = ContextWindowMiddleware, validate = check_context)]
+pub struct ContextWindowConfig {
     /// Warn (once per run) when the request fills this percentage of the context window.
     #[config(default = 80, range = 1..=100)]
     pub warn_at_percent: u8,
@@ -52,24 +52,24 @@ pub struct ContextConfig {
     pub compact_on_overflow: Option<bool>,
 }
 
-impl ContextConfig {
+impl ContextWindowConfig {
     /// The deprecation notices of the legacy keys this config uses, each
     /// naming the key and what to write instead.
     pub fn deprecations(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(tokens) = self.max_tokens {
             out.push(format!(
-                "`context` option `max_tokens` is deprecated: write `fallback_max_tokens = {tokens}` instead"
+                "`context_window` option `max_tokens` is deprecated: write `fallback_max_tokens = {tokens}` instead"
             ));
         }
         if let Some(on) = self.compact_on_overflow {
             out.push(if on {
-                "`context` option `compact_on_overflow` is deprecated: compaction is on by default; set \
+                "`context_window` option `compact_on_overflow` is deprecated: compaction is on by default; set \
                  `compact_at_percent` (and `warn_at_percent`) instead"
                     .to_owned()
             } else {
-                "`context` option `compact_on_overflow` is deprecated: the new keys cannot turn compaction off; \
-                 set `compact_at_percent = 100` to compact only when the window is full, or remove the `context` \
+                "`context_window` option `compact_on_overflow` is deprecated: the new keys cannot turn compaction off; \
+                 set `compact_at_percent = 100` to compact only when the window is full, or remove the `context_window` \
                  middleware"
                     .to_owned()
             });
@@ -78,7 +78,7 @@ impl ContextConfig {
     }
 }
 
-fn check_context(c: &ContextConfig) -> std::result::Result<(), ConfigViolation> {
+fn check_context(c: &ContextWindowConfig) -> std::result::Result<(), ConfigViolation> {
     if c.warn_at_percent >= c.compact_at_percent {
         return Err(ConfigViolation::new(
             "warn_at_percent",
@@ -92,8 +92,8 @@ fn check_context(c: &ContextConfig) -> std::result::Result<(), ConfigViolation> 
     Ok(())
 }
 
-impl From<ContextConfig> for ContextMiddleware {
-    fn from(c: ContextConfig) -> Self {
+impl From<ContextWindowConfig> for ContextWindowMiddleware {
+    fn from(c: ContextWindowConfig) -> Self {
         let deprecations = c.deprecations();
         for notice in &deprecations {
             tracing::warn!(target: "tinyagents::config", "{notice}");
@@ -134,10 +134,10 @@ struct ContextRun {
 /// ```
 /// use std::sync::Arc;
 /// use tinyagents::config::{from_toml_str, BuildMiddleware};
-/// use tinyagents::middleware::{ConcatSummarizer, ContextConfig, ContextMiddleware};
+/// use tinyagents::middleware::{ConcatSummarizer, ContextWindowConfig, ContextWindowMiddleware};
 /// use tinyagents::prelude::*;
 ///
-/// let context: ContextMiddleware = from_toml_str::<ContextConfig>("fallback_max_tokens = 32000")
+/// let context: ContextWindowMiddleware = from_toml_str::<ContextWindowConfig>("fallback_max_tokens = 32000")
 ///     .unwrap()
 ///     .build()
 ///     .with_context_window(200_000)
@@ -147,7 +147,7 @@ struct ContextRun {
 /// ```
 #[derive(educe::Educe)]
 #[educe(Debug)]
-pub struct ContextMiddleware {
+pub struct ContextWindowMiddleware {
     warn_at_percent: u8,
     compact_at_percent: u8,
     /// `false` only from the legacy `compact_on_overflow = false`: warn, never compact.
@@ -165,7 +165,7 @@ pub struct ContextMiddleware {
     counter: Arc<dyn TokenCounter>,
 }
 
-impl ContextMiddleware {
+impl ContextWindowMiddleware {
     /// The provenance policy version (the summariser's id is appended).
     pub const POLICY: &'static str = "context/1";
 
@@ -194,7 +194,7 @@ impl ContextMiddleware {
 
     fn notice<C>(ctx: &RunContext<C>, message: impl FnOnce() -> String, is_error: bool) {
         ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
-            source: "context".into(),
+            source: "context_window".into(),
             message: message(),
             is_error,
         });
@@ -204,19 +204,19 @@ impl ContextMiddleware {
 /// Watches context usage: warns once, then compacts through the summariser.
 #[middleware(
     builtin,
-    name = "context",
-    config = ContextConfig,
+    name = "context_window",
+    config = ContextWindowConfig,
     run_state = ContextRun,
     doc(
         mutation = "At `compact_at_percent`, replaces the older non-system messages of `request.messages` (a copy; stored history untouched) with one summary user message, keeping the newest `keep_messages` and tool calls with their results. The agent attaches the provenance to `AgentRun::compressions` when the run ends.",
-        events = "`Notice { source: \"context\" }` once per run at `warn_at_percent`, on each compaction, and (`is_error: true`) when nothing can be compacted; `Compressed` with provenance for each new or extended summary. Built from the legacy keys `max_tokens` / `compact_on_overflow`, once per run a `Notice` naming each deprecated key and the key to write instead (`fallback_max_tokens`, `compact_at_percent`), plus a `tracing` warning when built.",
+        events = "`Notice { source: \"context_window\" }` once per run at `warn_at_percent`, on each compaction, and (`is_error: true`) when nothing can be compacted; `Compressed` with provenance for each new or extended summary. Built from the legacy keys `max_tokens` / `compact_on_overflow`, once per run a `Notice` naming each deprecated key and the key to write instead (`fallback_max_tokens`, `compact_at_percent`), plus a `tracing` warning when built.",
         failure = "Fails clearly: a summariser error ends the run with that error. When the window is full but everything is in the kept window, it warns and sends the request unchanged (the provider then decides).",
         streaming = "None on deltas; it acts before the stream starts.",
         cache = "Keeps the stable prefix (system segments, tools, leading system messages): the summary is a user message after them; provenance records the fingerprints. The conversation cache restarts at the summary when it is made or extended.",
         retries = "Runs in `before_model`, outside the model onion: retries and fallbacks reuse the compacted request; measured against `fallback_max_tokens` or `with_context_window`, not the fallback model's window. `after_model` notes the usage the provider reported for the call that succeeded."
     )
 )]
-impl ContextMiddleware {
+impl ContextWindowMiddleware {
     #[before_model]
     async fn watch<S, C>(
         &self,
@@ -243,7 +243,7 @@ impl ContextMiddleware {
                 self.keep_messages,
                 &*self.summarizer,
                 &*self.counter,
-                "context",
+                "context_window",
                 Self::POLICY,
             )
             .await?;
