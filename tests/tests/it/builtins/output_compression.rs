@@ -9,6 +9,8 @@ use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_texts;
 use tinyagents::testing::RecordingTool;
 
 fn big() -> String {
@@ -123,12 +125,7 @@ async fn the_excerpt_keeps_head_and_tail_and_small_or_newest_results_are_left_al
         .await
         .unwrap();
     let second = &model.requests()[1];
-    let tool_texts: Vec<String> = second
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let tool_texts = tool_texts(&second.messages);
     // `a` is compressed; `b` is small; (keep_last = 1 spares `b`, the newest, anyway)
     assert!(
         tool_texts[0].starts_with("[output compressed: 20000 characters"),

@@ -14,6 +14,8 @@ use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::harness::model::ModelStream;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_texts;
 use tinyagents::testing::trace;
 use tinyagents_tests::assert_balanced;
 use tokio::time::Instant;
@@ -224,12 +226,7 @@ async fn a_tool_retry_outside_turns_repeated_timeouts_into_one_error_result() {
         .await
         .unwrap();
     assert_eq!(start.elapsed(), Duration::from_millis(500 + 100 + 500));
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(
         results,
         ["Tool `slow` failed after 2 attempt(s): tool call `slow` timed out after 500ms"]

@@ -8,6 +8,8 @@ use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_results_by_id;
 use tinyagents::testing::RecordingTool;
 
 fn calls(names: &[&str]) -> Vec<ToolCall> {
@@ -43,21 +45,16 @@ fn limit(toml: &str) -> ToolCallLimitMiddleware {
     from_toml_str::<ToolCallLimitConfig>(toml).unwrap().build()
 }
 
-fn results(run: &AgentRun) -> Vec<(String, String)> {
-    run.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| (m.tool_call_id.clone().unwrap(), m.text().into_owned()))
-        .collect()
-}
-
 fn every_call_answered_once(run: &AgentRun) {
     let asked: Vec<String> = run
         .messages
         .iter()
         .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone()))
         .collect();
-    let answered: Vec<String> = results(run).into_iter().map(|(id, _)| id).collect();
+    let answered: Vec<String> = tool_results_by_id(&run.messages)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     assert_eq!(asked, answered, "each call answered exactly once, in order");
 }
 
@@ -79,7 +76,7 @@ async fn continue_blocks_the_calls_over_the_limit_and_the_run_goes_on() {
         .unwrap();
     assert_eq!(run.final_text(), "done");
     every_call_answered_once(&run);
-    let r = results(&run);
+    let r = tool_results_by_id(&run.messages);
     assert_eq!(r[0].1, "found");
     assert_eq!(r[1].1, "fetched", "other tools are not counted");
     assert_eq!(r[2].1, "found");
@@ -113,7 +110,9 @@ async fn the_limit_spans_the_batches_of_a_run_and_counts_all_tools_by_default() 
         .unwrap();
     every_call_answered_once(&run);
     assert_eq!(s.search.calls().len() + s.fetch.calls().len(), 3);
-    assert!(results(&run)[3].1.starts_with("Tool call limit reached for tools"));
+    assert!(tool_results_by_id(&run.messages)[3]
+        .1
+        .starts_with("Tool call limit reached for tools"));
 }
 
 #[tokio::test]
@@ -208,7 +207,7 @@ async fn concurrent_tool_calls_are_counted_in_the_models_order() {
         .await
         .unwrap();
     every_call_answered_once(&run);
-    let r = results(&run);
+    let r = tool_results_by_id(&run.messages);
     assert_eq!((r[0].1.as_str(), r[1].1.as_str()), ("found", "found"));
     assert!(r[2].1.starts_with("Tool call limit reached") && r[3].1.starts_with("Tool call limit reached"));
 }

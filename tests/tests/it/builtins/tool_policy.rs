@@ -11,6 +11,8 @@ use tinyagents::harness::tool::{SandboxMode, SideEffects, ToolAccess, ToolPolicy
 use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_texts;
 use tinyagents::testing::{trace, MiddlewareHarness, RecordingTool};
 
 /// Seed 000, "Tool policy enforcement", as written.
@@ -286,12 +288,7 @@ async fn in_a_run_a_hidden_tool_is_not_shown_and_not_run_when_called_anyway() {
     assert_eq!(read.calls().len(), 1);
     let seen: Vec<String> = model.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(seen, ["read"]);
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(results.len(), 2, "every call has exactly one result");
     assert!(results[0].contains("denied side effects: payment"), "{}", results[0]);
     assert!(trace(&sink.events()).contains(&"tools_filtered tool_policy -pay".to_owned()));

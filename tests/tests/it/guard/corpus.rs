@@ -20,6 +20,8 @@ use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
+use crate::support::tool_texts;
+
 struct Workspace(PathBuf);
 
 fn have(program: &str) -> bool {
@@ -1636,12 +1638,7 @@ async fn declared_writes_to_protected_paths_are_refused_in_the_batch_review() {
         .with_stack(MiddlewareStack::new().with(ShellFsGuardMiddleware::new()).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_workspace(ws.descriptor());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(results[0].contains("protected_paths"), "{}", results[0]);
     assert_eq!(results[1], "exported");

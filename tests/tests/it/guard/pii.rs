@@ -9,6 +9,8 @@ use tinyagents::config::from_toml_str;
 use tinyagents::harness::model::DeltaContent;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::RetryOnce;
 use tinyagents::testing::{MiddlewareHarness, RecordingTool};
 
 fn redact(text: &str) -> String {
@@ -356,18 +358,6 @@ async fn a_failed_attempts_held_back_text_does_not_leak_into_the_retry() {
         ),
         ScriptedTurn::text("all good"),
     ]);
-    #[wrap_model(name = "retry_once")]
-    async fn retry_once(
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request.clone()).await {
-            Err(e) if e.is_retryable() => next.run(ctx, state, request).await,
-            other => other,
-        }
-    }
     let agent: Agent<()> = Agent::new(model).with_stack(
         MiddlewareStack::new()
             .with(RetryOnce)

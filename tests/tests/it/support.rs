@@ -1,0 +1,71 @@
+//! What every concern's tests share: readers of a run's transcript in the
+//! shape the assertions compare, and a hand-written retry.
+
+#![allow(dead_code)]
+
+use tinyagents::prelude::*;
+
+/// The text of every tool result in `messages`, in order.
+pub fn tool_texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect()
+}
+
+/// Every tool result in `messages` as `(tool call id, text)`, in order.
+pub fn tool_results_by_id(messages: &[Message]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| {
+            (
+                m.tool_call_id.clone().expect("a tool result names its call"),
+                m.text().into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Retries a model call once when its first attempt fails with a retryable
+/// error, at once (no backoff); registered as `model_retry`, the name the
+/// built-ins order themselves against.
+#[wrap_model(name = "model_retry")]
+pub async fn retry_once(
+    ctx: &mut RunContext,
+    state: &(),
+    request: ModelRequest,
+    next: ModelHandler<'_, ()>,
+) -> Result<MiddlewareModelOutcome> {
+    match next.run(ctx, state, request.clone()).await {
+        Err(e) if e.is_retryable() => next.run(ctx, state, request).await,
+        other => other,
+    }
+}
+
+/// A name no other test run uses (store keys, threads, files): `what`, this
+/// process's id and the time in nanoseconds.
+pub fn unique(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{what}-{}-{nanos}", std::process::id())
+}
+
+/// `user(hi)`, `assistant(c1,c2)`, `tool(c1)`, … : one line per message, the
+/// shape of a transcript.
+pub fn shape(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| match (&m.tool_call_id, m.tool_calls.is_empty()) {
+            (Some(id), _) => format!("tool({id})"),
+            (None, false) => format!(
+                "assistant({})",
+                m.tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(",")
+            ),
+            (None, true) => format!("{:?}({})", m.role, m.text()).to_lowercase(),
+        })
+        .collect()
+}
