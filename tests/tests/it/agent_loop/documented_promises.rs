@@ -13,19 +13,7 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::{assert_valid_transcript, check_transcript, RecordingTool};
 
-fn shape(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| match (&m.tool_call_id, m.tool_calls.is_empty()) {
-            (Some(id), _) => format!("tool({id})"),
-            (None, false) => format!(
-                "assistant({})",
-                m.tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(",")
-            ),
-            (None, true) => format!("{:?}({})", m.role, m.text()).to_lowercase(),
-        })
-        .collect()
-}
+use crate::support::shape;
 
 fn two_calls(name: &str) -> ScriptedTurn {
     ScriptedTurn::tool_calls(vec![

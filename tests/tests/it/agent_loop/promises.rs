@@ -10,28 +10,17 @@ use serde_json::json;
 use tinyagents::harness::context::JumpSet;
 use tinyagents::middleware::{ExitBehavior, ToolCallLimitMiddleware};
 use tinyagents::prelude::*;
+
+use crate::support::RetryOnce;
 use tinyagents::testing::{assert_valid_transcript, check_transcript, trace, CollectingSink, RecordingTool};
+
+use crate::support::shape;
 
 fn two_calls() -> ScriptedTurn {
     ScriptedTurn::tool_calls(vec![
         ToolCall::new("c1", "t", json!({"n": 1})),
         ToolCall::new("c2", "t", json!({"n": 2})),
     ])
-}
-
-/// `user`, `assistant(c1,c2)`, `tool(c1)`, … as one line per message.
-fn shape(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| match (&m.tool_call_id, m.tool_calls.is_empty()) {
-            (Some(id), _) => format!("tool({id})"),
-            (None, false) => format!(
-                "assistant({})",
-                m.tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(",")
-            ),
-            (None, true) => format!("{:?}({})", m.role, m.text()).to_lowercase(),
-        })
-        .collect()
 }
 
 /// Requests a control or a jump in one hook.
@@ -224,28 +213,6 @@ async fn attempt_numbers_count_within_the_step() {
     assert_valid_transcript(&run.unwrap().messages);
     let calls: Vec<&String> = trace.iter().filter(|l| l.starts_with("model_call")).collect();
     assert_eq!(calls, ["model_call step=1 attempt=1", "model_call step=2 attempt=1"]);
-}
-
-/// Retries each model call once after a first failed attempt (hand-written, no backoff).
-struct RetryOnce;
-
-#[async_trait]
-impl Middleware<()> for RetryOnce {
-    fn hooks(&self) -> HookSet {
-        HookSet::WRAP_MODEL
-    }
-    async fn wrap_model(
-        &self,
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request.clone()).await {
-            Ok(out) => Ok(out),
-            Err(_) => next.run(ctx, state, request).await,
-        }
-    }
 }
 
 #[tokio::test]

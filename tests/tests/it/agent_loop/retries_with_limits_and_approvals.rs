@@ -11,6 +11,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::{assert_valid_transcript, CollectingSink};
 
+use crate::support::tool_texts;
+
 fn limits(toml: &str) -> LimitsMiddleware {
     from_toml_str::<LimitsConfig>(toml).unwrap().build()
 }
@@ -70,12 +72,7 @@ async fn a_sub_agent_s_retried_call_is_counted_once_by_the_parent_s_max_steps() 
         };
         let mut ctx = RunContext::new(config, ());
         let run = parent.run(&mut ctx, &(), "delegate").await;
-        let child_saw: Vec<String> = child_model.requests()[1]
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Tool)
-            .map(|m| m.text().into_owned())
-            .collect();
+        let child_saw = tool_texts(&child_model.requests()[1].messages);
         assert_eq!(
             (calls.load(Ordering::SeqCst), child_saw.clone()),
             (2, vec!["ok".to_string()]),
