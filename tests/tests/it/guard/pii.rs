@@ -10,7 +10,8 @@ use tinyagents::harness::model::DeltaContent;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-use crate::support::RetryOnce;
+use super::pii_support::{split, Rng};
+use crate::support::{run_into, RetryOnce};
 use tinyagents::testing::{MiddlewareHarness, RecordingTool};
 
 fn redact(text: &str) -> String {
@@ -113,22 +114,6 @@ fn user_patterns_and_type_selection() {
     assert!(err.to_string().contains("custom.bad"), "{err}");
 }
 
-/// A small deterministic PRNG (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 const VOCAB: &[&str] = &[
     "hello",
     "world",
@@ -183,15 +168,7 @@ fn random_text(rng: &mut Rng) -> String {
 
 /// Splits `text` at random char boundaries (pieces of 0..=12 chars, sometimes empty).
 fn random_split(rng: &mut Rng, text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut pieces = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let len = rng.below(13).min(chars.len() - i);
-        pieces.push(chars[i..i + len].iter().collect());
-        i += len;
-    }
-    pieces
+    split(rng, text, 12)
 }
 
 async fn stream_through(pii: PiiMiddleware, pieces: &[String]) -> (String, String, Vec<AgentEvent>) {
@@ -278,14 +255,7 @@ async fn block_fails_the_run_on_a_streamed_value_and_names_only_counts() {
             .unwrap(),
     );
     let sink = Arc::new(CollectingSink::new());
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "go").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation);
     assert!(err.to_string().contains("1 secret"), "{err}");
     assert!(!err.to_string().contains("AKIA"));

@@ -18,6 +18,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::MiddlewareHarness;
 
+use super::pii_support::{split, stream_call, Rng};
+
 /// One case: the text, and what every place must show instead.
 struct Case {
     kind: &'static str,
@@ -344,35 +346,6 @@ fn negatives() -> Vec<&'static str> {
         "route 66 and highway 101",
         "3.14.15 is not an address",
     ]
-}
-
-/// A small deterministic PRNG (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// Splits `text` at random char boundaries (pieces of 0..=max chars).
-fn split(rng: &mut Rng, text: &str, max: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut pieces = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let len = rng.below(max + 1).min(chars.len() - i);
-        pieces.push(chars[i..i + len].iter().collect());
-        i += len;
-    }
-    pieces
 }
 
 /// JSON text with every non-ASCII character written as a `\u` escape.
@@ -1047,7 +1020,7 @@ async fn cards_written_as_json_numbers_are_found_in_every_place() {
                 "{form}"
             );
             // streamed arguments: the call runs with what the whole text redacts to
-            let received = stream_call(&doc, 1 + (i + j) % 7).await;
+            let (received, _) = stream_call(&doc, 1 + (i + j) % 7).await;
             assert_eq!(received, vec![parsed], "{form} {card}");
             probes += 1;
             found += 1;
@@ -1059,43 +1032,4 @@ async fn cards_written_as_json_numbers_are_found_in_every_place() {
         forms.len()
     );
     assert_eq!(found, cards.len() * forms.len());
-}
-
-/// One tool call whose argument text `raw` streams in pieces of `size`
-/// characters: the arguments the tool received.
-async fn stream_call(raw: &str, size: usize) -> Vec<Value> {
-    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let tool = {
-        let received = received.clone();
-        tool_fn("echo", "Echoes.", move |_cx: ToolContext, args: Value| {
-            received.lock().unwrap().push(args);
-            async move { Ok(ToolOutput::from("ok")) }
-        })
-    };
-    let chars: Vec<char> = raw.chars().collect();
-    let mut deltas: Vec<ModelDelta> = chars
-        .chunks(size)
-        .enumerate()
-        .map(|(i, c)| {
-            ModelDelta::new(DeltaContent::ToolCall {
-                index: 0,
-                id: (i == 0).then(|| "c1".to_owned()),
-                name: (i == 0).then(|| "echo".to_owned()),
-                arguments: c.iter().collect(),
-            })
-        })
-        .collect();
-    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
-    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(tool).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
-    let mut ctx = RunContext::new(RunConfig::new("r"), ());
-    agent.run(&mut ctx, &(), "go").await.unwrap();
-    let out = received.lock().unwrap().clone();
-    out
 }

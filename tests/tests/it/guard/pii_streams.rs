@@ -13,18 +13,10 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+use super::pii_support::{stream_arguments, stream_call, streamed_arguments, streamed_text, Rng};
+
 fn events_text(events: &[AgentEvent]) -> String {
     format!("{events:?}")
-}
-
-fn streamed_text(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelDelta { delta, .. } => delta.as_text(),
-            _ => None,
-        })
-        .collect()
 }
 
 fn text_deltas(text: &str, size: usize) -> Vec<ModelDelta> {
@@ -242,51 +234,17 @@ async fn progress_from_concurrent_calls_is_kept_apart() {
 
 #[tokio::test]
 async fn streamed_argument_deltas_are_redacted_and_the_tool_gets_clean_arguments() {
-    let send = RecordingTool::new("send").returning("sent");
     // fullwidth digits, a JSON \u escape for `@`, a key that is an email, a secret-named key
     let raw = r#"{"card": "４１１１ １１１１ １１１１ １１１１", "to": "ann\u0040example.com", "bob@example.com": 1, "api_key": "abc"}"#;
-    let mut deltas: Vec<ModelDelta> = raw
-        .chars()
-        .enumerate()
-        .map(|(i, c)| {
-            ModelDelta::new(DeltaContent::ToolCall {
-                index: 0,
-                id: (i == 0).then(|| "c1".to_owned()),
-                name: (i == 0).then(|| "send".to_owned()),
-                arguments: c.to_string(),
-            })
-        })
-        .collect();
-    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
-    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let (calls, events) = stream_call(raw, 1).await;
     let expected = json!({
         "card": "[REDACTED_CREDIT_CARD]",
         "to": "[REDACTED_EMAIL]",
         "[REDACTED_EMAIL]": 1,
         "api_key": "[REDACTED_SECRET]",
     });
-    assert_eq!(send.calls(), std::slice::from_ref(&expected));
-    let events = sink.events();
-    let streamed: String = events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelDelta { delta, .. } => match &delta.content {
-                DeltaContent::ToolCall { arguments, .. } => Some(arguments.as_str()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
+    assert_eq!(calls, std::slice::from_ref(&expected));
+    let streamed = streamed_arguments(&events);
     assert_eq!(
         serde_json::from_str::<Value>(&streamed).unwrap(),
         expected,
@@ -592,49 +550,6 @@ fn max_held_bytes_must_cover_the_characters_held() {
     assert!(from_toml_str::<PiiConfig>("max_match_chars = 8192\nmax_held_bytes = 131072").is_ok());
 }
 
-/// Runs one streamed tool call whose argument text is `raw`, split in pieces
-/// of `size` characters: what the tool got, and the argument text streamed.
-pub(super) async fn stream_arguments(raw: &str, size: usize) -> (Vec<Value>, String) {
-    let send = RecordingTool::new("send").returning("sent");
-    let chars: Vec<char> = raw.chars().collect();
-    let mut deltas: Vec<ModelDelta> = chars
-        .chunks(size)
-        .enumerate()
-        .map(|(i, c)| {
-            ModelDelta::new(DeltaContent::ToolCall {
-                index: 0,
-                id: (i == 0).then(|| "c1".to_owned()),
-                name: (i == 0).then(|| "send".to_owned()),
-                arguments: c.iter().collect(),
-            })
-        })
-        .collect();
-    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
-    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    agent.run(&mut ctx, &(), "go").await.unwrap();
-    let streamed: String = sink
-        .events()
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelDelta { delta, .. } => match &delta.content {
-                DeltaContent::ToolCall { arguments, .. } => Some(arguments.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
-    (send.calls(), streamed)
-}
-
 /// A card streamed as a JSON number becomes a string placeholder: the
 /// argument text stays JSON, the call runs, and a number past `u64` or
 /// written with a fraction or an exponent is read digit for digit.
@@ -692,18 +607,6 @@ async fn a_json_answer_with_a_numeric_card_stays_json_when_streamed() {
             "{streamed}"
         );
         assert_eq!(serde_json::from_str::<Value>(&run.final_text()).unwrap(), expected);
-    }
-}
-
-/// A small deterministic PRNG (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
     }
 }
 
