@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+use std::sync::Arc;
+
 use tinyagents::prelude::*;
 
 /// The text of every tool result in `messages`, in order.
@@ -68,4 +70,15 @@ pub fn shape(messages: &[Message]) -> Vec<String> {
             (None, true) => format!("{:?}({})", m.role, m.text()).to_lowercase(),
         })
         .collect()
+}
+
+/// Runs `agent` once on `input` (run id `r`), every event to `sink`.
+pub async fn run_into(agent: &Agent<()>, sink: Arc<CollectingSink>, input: &str) -> Result<AgentRun> {
+    agent
+        .run(
+            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink),
+            &(),
+            input,
+        )
+        .await
 }

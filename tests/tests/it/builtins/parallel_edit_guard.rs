@@ -13,7 +13,7 @@ use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOut
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-use crate::support::tool_results_by_id;
+use crate::support::{run_into, tool_results_by_id};
 use tinyagents::testing::trace;
 
 /// A file tool: declares `path` as read or written, sleeps `delay` ms, logs `path#n`.
@@ -82,9 +82,7 @@ fn agent(tools: ToolRegistry, calls: Vec<ToolCall>, guard: ParallelEditGuardMidd
 
 /// Runs `agent` once, events to `sink`.
 async fn run(agent: &Agent<()>, sink: Arc<CollectingSink>) -> Result<AgentRun> {
-    agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink), &(), "go")
-        .await
+    run_into(agent, sink, "go").await
 }
 
 /// Runs `agent` once, failing the test if it hangs instead of finishing.
@@ -113,14 +111,7 @@ async fn warn_runs_every_call_and_guides_the_model_once() {
             .unwrap(),
     );
     let sink = Arc::new(CollectingSink::new());
-    let run = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
+    let run = run_into(&agent, sink.clone(), "go").await.unwrap();
     assert_eq!(
         tool_results_by_id(&run.messages).len(),
         5,

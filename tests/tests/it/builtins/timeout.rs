@@ -15,7 +15,7 @@ use tinyagents::harness::model::ModelStream;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-use crate::support::tool_texts;
+use crate::support::{run_into, tool_texts};
 use tinyagents::testing::trace;
 use tinyagents_tests::assert_balanced;
 use tokio::time::Instant;
@@ -101,14 +101,7 @@ async fn an_expired_model_call_is_dropped_and_fails_with_a_timeout() {
             .unwrap(),
     );
     let start = Instant::now();
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "hi").await.unwrap_err();
     assert_eq!(err, TinyAgentsError::timeout("model call", Duration::from_secs(1)));
     assert!(err.is_retryable());
     assert_eq!(start.elapsed(), Duration::from_secs(1));
@@ -154,14 +147,7 @@ async fn a_retry_outside_sees_a_retryable_timeout_and_tries_again() {
     );
     let sink = Arc::new(CollectingSink::new());
     let start = Instant::now();
-    let run = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await
-        .unwrap();
+    let run = run_into(&agent, sink.clone(), "hi").await.unwrap();
     assert_eq!(run.final_text(), "part one part two");
     assert_eq!(start.elapsed(), Duration::from_millis(1000 + 500 + 10));
     assert!(trace(&sink.events()).contains(&"retry model attempt=1/3 delay=500ms error:timeout".to_owned()));
@@ -185,14 +171,7 @@ async fn a_tool_call_past_its_limit_fails_with_a_timeout_and_its_events_close() 
     .with_tools(ToolRegistry::new().with(slow_tool(10_000)).unwrap())
     .with_stack(MiddlewareStack::empty().with(timeout("tool_ms = 500")).unwrap());
     let start = Instant::now();
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "go").await.unwrap_err();
     assert_eq!(
         err,
         TinyAgentsError::timeout("tool call `slow`", Duration::from_millis(500))
@@ -270,14 +249,7 @@ async fn a_run_deadline_is_not_retried_or_fallen_back_from() {
             .unwrap(),
     );
     let sink = Arc::new(CollectingSink::new());
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "hi").await.unwrap_err();
     assert_eq!(err, TinyAgentsError::timeout("run", Duration::from_secs(1)));
     assert_eq!(model.calls.load(Ordering::SeqCst), 1);
     let lines = trace(&sink.events());

@@ -144,17 +144,6 @@ async fn run(agent: &Agent<()>, run_id: &str) {
     assert_eq!(run.final_text(), "done");
 }
 
-const LOG_LINES: [&str; 8] = [
-    "run started",
-    "model request",
-    "model response",
-    "tool call",
-    "tool result",
-    "model request",
-    "model response",
-    "run ended",
-];
-
 /// Everything one run of `observed_agent` emits, and no other run's output.
 fn assert_one_whole_run(captured: &capture::Captured, run_id: &str) {
     let events = captured.events();
@@ -163,7 +152,7 @@ fn assert_one_whole_run(captured: &capture::Captured, run_id: &str) {
         .filter(|e| e.target == "tinyagents::logging")
         .map(|e| e.message())
         .collect();
-    assert_eq!(lines, LOG_LINES);
+    assert_eq!(lines, capture::LOGGING_ONE_TOOL_CALL);
     assert!(
         events
             .iter()
