@@ -14,3 +14,4 @@ mod pii_streams;
 mod pii_support;
 mod protected_table;
 mod shell_fs_guard;
+mod workspace;

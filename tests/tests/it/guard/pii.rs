@@ -10,7 +10,7 @@ use tinyagents::harness::model::DeltaContent;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-use super::pii_support::{split, Rng};
+use super::pii_support::{pii_agent, split, Rng};
 use crate::support::{run_into, RetryOnce};
 use tinyagents::testing::{MiddlewareHarness, RecordingTool};
 
@@ -272,13 +272,7 @@ async fn requests_tool_arguments_and_tool_results_are_scrubbed() {
         ScriptedTurn::tool_call("lookup", json!({ "email": "ann@example.com", "n": 1 })),
         ScriptedTurn::text("done"),
     ]));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(ToolRegistry::new().with(lookup.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+    let agent = pii_agent(model.clone(), lookup.clone(), PiiStrategy::Redact);
     let run = agent
         .run(
             &mut RunContext::new(RunConfig::new("r"), ()),
@@ -504,13 +498,7 @@ async fn a_reply_s_numeric_card_reaches_neither_the_tool_nor_the_history() {
         ScriptedTurn::tool_call("send", numbers_doc()),
         ScriptedTurn::text("done"),
     ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+    let agent = pii_agent(model, send.clone(), PiiStrategy::Redact);
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
     assert_eq!(send.calls(), vec![numbers_doc_redacted()]);

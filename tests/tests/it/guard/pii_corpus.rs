@@ -18,7 +18,7 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::MiddlewareHarness;
 
-use super::pii_support::{split, stream_call, Rng};
+use super::pii_support::{pii_agent, split, stream_call, Rng};
 
 /// One case: the text, and what every place must show instead.
 struct Case {
@@ -418,13 +418,7 @@ async fn run_everywhere(text: &str, seed: u64) -> (Seen, String) {
             async move { Ok(ToolOutput::from(text)) }
         })
     };
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(ToolRegistry::new().with(tool).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+    let agent = pii_agent(model.clone(), tool, PiiStrategy::Redact);
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), text).await.unwrap();

@@ -184,6 +184,8 @@ async fn two_calls_with_one_id_fail_the_reply_and_nothing_runs() {
 mod invisible_characters {
     use serde_json::json;
 
+    use crate::guard::pii_support::pii_agent;
+
     use std::sync::Arc;
     use tinyagents::harness::model::{DeltaContent, FinishReason};
     use tinyagents::middleware::*;
@@ -277,13 +279,7 @@ mod invisible_characters {
             ]),
             ScriptedTurn::text(format!("Done: {card}")),
         ]);
-        let agent: Agent<()> = Agent::new(model)
-            .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-            .with_stack(
-                MiddlewareStack::new()
-                    .with(PiiMiddleware::new(PiiStrategy::Redact))
-                    .unwrap(),
-            );
+        let agent = pii_agent(model, send.clone(), PiiStrategy::Redact);
         let sink = Arc::new(CollectingSink::new());
         let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
         let run = agent.run(&mut ctx, &(), "pay").await.unwrap();

@@ -13,7 +13,9 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-use super::pii_support::{stream_arguments, stream_call, streamed_arguments, streamed_text, Rng};
+use super::pii_support::{
+    pii_agent, redacting_stack, stream_arguments, stream_call, streamed_arguments, streamed_text, Rng,
+};
 
 fn events_text(events: &[AgentEvent]) -> String {
     format!("{events:?}")
@@ -210,11 +212,7 @@ async fn progress_from_concurrent_calls_is_kept_apart() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(ToolRegistry::new().with(a).unwrap().with(b).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+        .with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -275,13 +273,11 @@ async fn block_refuses_streamed_arguments_before_any_call_runs() {
         }),
         ModelDelta::finish(FinishReason::ToolCalls),
     ];
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)]))
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Block))
-                .unwrap(),
-        );
+    let agent = pii_agent(
+        ScriptedModel::new([ScriptedTurn::Deltas(deltas)]),
+        send.clone(),
+        PiiStrategy::Block,
+    );
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
@@ -358,13 +354,7 @@ async fn a_tool_name_or_call_id_carrying_pii_is_scrubbed_and_runs_nothing() {
         ScriptedTurn::text("done"),
     ]);
     let lookup = RecordingTool::new("lookup");
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(lookup.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+    let agent = pii_agent(model, lookup.clone(), PiiStrategy::Redact);
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();

@@ -90,9 +90,7 @@ pub async fn stream_call(raw: &str, size: usize) -> (Vec<Value>, Vec<AgentEvent>
         .collect();
     deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
     let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(redacting_stack());
+    let agent = pii_agent(model, send.clone(), PiiStrategy::Redact);
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -103,4 +101,12 @@ pub async fn stream_call(raw: &str, size: usize) -> (Vec<Value>, Vec<AgentEvent>
 pub async fn stream_arguments(raw: &str, size: usize) -> (Vec<Value>, String) {
     let (calls, events) = stream_call(raw, size).await;
     (calls, streamed_arguments(&events))
+}
+
+/// An agent on `model` offered `tool`, with `pii` applying `strategy` on the
+/// default stack.
+pub fn pii_agent(model: impl ChatModel + 'static, tool: impl Tool + 'static, strategy: PiiStrategy) -> Agent<()> {
+    Agent::new(model)
+        .with_tools(ToolRegistry::new().with(tool).unwrap())
+        .with_stack(MiddlewareStack::new().with(PiiMiddleware::new(strategy)).unwrap())
 }
