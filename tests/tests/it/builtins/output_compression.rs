@@ -13,6 +13,15 @@ use tinyagents::prelude::*;
 use crate::support::tool_texts;
 use tinyagents::testing::RecordingTool;
 
+/// `dump` (answering [`big`]) and `small` (answering "tiny").
+fn dump_and_small() -> ToolRegistry {
+    ToolRegistry::new()
+        .with(RecordingTool::new("dump").returning(big()))
+        .unwrap()
+        .with(RecordingTool::new("small").returning("tiny"))
+        .unwrap()
+}
+
 fn big() -> String {
     (0..2000).map(|i| format!("line {i:04}\n")).collect()
 }
@@ -107,11 +116,7 @@ async fn the_excerpt_keeps_head_and_tail_and_small_or_newest_results_are_left_al
         ScriptedTurn::tool_call("dump", json!({})),
         ScriptedTurn::text("ok"),
     ]));
-    let tools = ToolRegistry::new()
-        .with(RecordingTool::new("dump").returning(big()))
-        .unwrap()
-        .with(RecordingTool::new("small").returning("tiny"))
-        .unwrap();
+    let tools = dump_and_small();
     let agent: Agent<()> = Agent::new(model.clone()).with_tools(tools).with_stack(
         MiddlewareStack::new()
             .with(compression(
@@ -195,11 +200,7 @@ async fn with_a_summariser_a_large_result_is_summarised_once_per_run() {
         ScriptedTurn::tool_call("small", json!({})),
         ScriptedTurn::text("ok"),
     ]));
-    let tools = ToolRegistry::new()
-        .with(RecordingTool::new("dump").returning(big()))
-        .unwrap()
-        .with(RecordingTool::new("small").returning("tiny"))
-        .unwrap();
+    let tools = dump_and_small();
     let mw = compression("max_tokens = 500", &store)
         .with_summarizer(Arc::new(ModelSummarizer::new(summarizer_model.clone())));
     let agent: Agent<()> = Agent::new(model.clone())

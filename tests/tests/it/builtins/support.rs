@@ -33,3 +33,19 @@ pub fn two_lookups_history() -> Vec<Message> {
         msg(Message::user("and now?"), "u3"),
     ]
 }
+
+/// A parent sharing `stack` whose model asks `helper` (running `child`) once
+/// with input "x", then answers "ok".
+pub fn parent_of(child: Agent<()>, stack: std::sync::Arc<MiddlewareStack<()>>) -> Agent<()> {
+    let tools = ToolRegistry::new()
+        .with(AgentTool::new(std::sync::Arc::new(child), "helper", "Helps.", || {
+            ((), ())
+        }))
+        .unwrap();
+    Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("helper", json!({"input": "x"})),
+        ScriptedTurn::text("ok"),
+    ]))
+    .with_tools(tools)
+    .with_shared_stack(stack)
+}

@@ -15,6 +15,18 @@ use tinyagents::prelude::*;
 use crate::support::tool_texts;
 use tinyagents::testing::{trace, MiddlewareHarness, RecordingTool};
 
+/// Every tool the policy tables name, and one never registered.
+const EVERY_TOOL: &[&str] = &[
+    "read",
+    "unclassified",
+    "rm",
+    "pay",
+    "fetch",
+    "shell",
+    "big",
+    "never-registered",
+];
+
 /// Seed 000, "Tool policy enforcement", as written.
 #[tokio::test]
 async fn the_seed_example_runs_as_written() -> Result<()> {
@@ -146,20 +158,7 @@ async fn exposure_and_execution_make_the_same_decision_for_every_builder() {
             None,
             &["read", "unclassified", "rm", "pay", "fetch", "big", "never-registered"],
         ),
-        (
-            ToolPolicyMiddleware::new(policies()),
-            sandboxed(),
-            &[
-                "read",
-                "unclassified",
-                "rm",
-                "pay",
-                "fetch",
-                "shell",
-                "big",
-                "never-registered",
-            ],
-        ),
+        (ToolPolicyMiddleware::new(policies()), sandboxed(), EVERY_TOOL),
         (
             ToolPolicyMiddleware::strict(policies()),
             sandboxed(),
@@ -183,16 +182,7 @@ async fn exposure_and_execution_make_the_same_decision_for_every_builder() {
         (
             ToolPolicyMiddleware::new(policies()).require_sandbox(false),
             None,
-            &[
-                "read",
-                "unclassified",
-                "rm",
-                "pay",
-                "fetch",
-                "shell",
-                "big",
-                "never-registered",
-            ],
+            EVERY_TOOL,
         ),
         (
             ToolPolicyMiddleware::new(policies()).require_classification(true),
