@@ -10,7 +10,7 @@ use tinyagents::harness::model::{FinishReason, ResponseAccumulator};
 use tinyagents::harness::steering::{SteeringAction, SteeringCommand, SteeringHandle};
 use tinyagents::prelude::*;
 
-use super::pii_support::{redacting_stack, streamed_text};
+use super::pii_support::{redacting_stack, streamed_text, Fallback};
 
 /// Text after a finish delta could complete a value whose start was flushed
 /// as final: it is refused unsent, and the reply with it.
@@ -120,18 +120,6 @@ fn response_accumulator_refuses_two_tool_calls_with_one_id() {
 /// textless one a wrap inside `pii` answers with instead.
 #[tokio::test]
 async fn pii_a_failed_stream_s_held_text_is_not_appended_to_a_textless_fallback_reply() {
-    #[wrap_model(name = "fallback")]
-    async fn fallback(
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request).await {
-            Err(_) => Ok(ModelResponse::tool_calls(vec![ToolCall::new("f1", "noop", json!({}))]).into()),
-            ok => ok,
-        }
-    }
     let model = ScriptedModel::new([
         ScriptedTurn::FailAfter(
             vec![ModelDelta::text("half-written secret plan")],

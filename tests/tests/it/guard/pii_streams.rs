@@ -14,7 +14,7 @@ use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
 use super::pii_support::{
-    pii_agent, redacting_stack, stream_arguments, stream_call, streamed_arguments, streamed_text, Rng,
+    pii_agent, redacting_stack, stream_arguments, stream_call, streamed_arguments, streamed_text, Fallback, Rng,
 };
 
 fn events_text(events: &[AgentEvent]) -> String {
@@ -377,18 +377,6 @@ async fn a_tool_name_or_call_id_carrying_pii_is_scrubbed_and_runs_nothing() {
 #[tokio::test]
 async fn a_fallback_after_a_failed_stream_gets_none_of_its_held_back_text() {
     // attempt 1 streams text that pii holds back, then fails; a wrap inside pii answers instead
-    #[wrap_model(name = "fallback")]
-    async fn fallback(
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request).await {
-            Err(_) => Ok(ModelResponse::text("from the fallback").into()),
-            ok => ok,
-        }
-    }
     let model = ScriptedModel::new([ScriptedTurn::FailAfter(
         vec![ModelDelta::text("the number is 4111 1111 ")],
         TinyAgentsError::model("connection reset", false),
