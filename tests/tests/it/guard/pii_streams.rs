@@ -46,9 +46,7 @@ async fn structured_output_inside_pii_sees_the_whole_reply_and_accepts_it_at_onc
         ScriptedTurn::text(r#"{"city": "Lyon", "contact": "none"}"#),
     ]));
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
+        redacting_stack()
             .with(StructuredOutputMiddleware::new(schema).unwrap())
             .unwrap(),
     );
@@ -88,13 +86,8 @@ async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
         Ok(response.into())
     }
     let text = "call me at +44 20 7946 0958 or mail ann@example.com";
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(text, 2))])).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
-            .with(Inner)
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(text, 2))]))
+        .with_stack(redacting_stack().with(Inner).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
     let expected = "call me at [REDACTED_PHONE] or mail [REDACTED_EMAIL]";
@@ -332,13 +325,7 @@ async fn hooks_registered_after_pii_see_scrubbed_tool_results() {
         ScriptedTurn::text("done"),
     ]))
     .with_tools(ToolRegistry::new().with(lookup).unwrap())
-    .with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
-            .with(Peek)
-            .unwrap(),
-    );
+    .with_stack(redacting_stack().with(Peek).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     agent.run(&mut ctx, &(), "go").await.unwrap();
     assert_eq!(
@@ -381,13 +368,7 @@ async fn a_fallback_after_a_failed_stream_gets_none_of_its_held_back_text() {
         vec![ModelDelta::text("the number is 4111 1111 ")],
         TinyAgentsError::model("connection reset", false),
     )]);
-    let agent: Agent<()> = Agent::new(model).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
-            .with(Fallback)
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(model).with_stack(redacting_stack().with(Fallback).unwrap());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
