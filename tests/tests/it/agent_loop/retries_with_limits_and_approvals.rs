@@ -59,13 +59,7 @@ async fn a_sub_agent_s_retried_call_is_counted_once_by_the_parent_s_max_steps() 
                     .with(tool_retry("initial_delay_ms = 10\njitter = 0.0"))
                     .unwrap(),
             );
-        let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
-        let parent = Agent::new(ScriptedModel::new([
-            ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),
-            ScriptedTurn::text("all done"),
-        ]))
-        .with_tools(ToolRegistry::new().with(helper).unwrap())
-        .with_stack(MiddlewareStack::new().with(limits("max_steps = 2")).unwrap());
+        let parent = delegating_parent(child);
         let config = match thread {
             Some(t) => RunConfig::new("p").with_thread(t),
             None => RunConfig::new("p"),
@@ -205,6 +199,18 @@ async fn one_approval_runs_the_approved_call_once_under_tool_retry() {
 /// The sibling the fix must not open: a sub-agent's model that reuses one
 /// call id in two turns makes two calls, and both count against the
 /// parent's `max_steps` (only a retry inside one call is the same call).
+/// A parent limited to two steps whose model delegates "work" to `child`
+/// (as the tool `helper`) once, then says "all done".
+fn delegating_parent(child: Agent<()>) -> Agent<()> {
+    let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
+    Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),
+        ScriptedTurn::text("all done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(helper).unwrap())
+    .with_stack(MiddlewareStack::new().with(limits("max_steps = 2")).unwrap())
+}
+
 #[tokio::test]
 async fn a_sub_agent_reusing_a_call_id_in_two_turns_is_counted_twice() {
     let calls = Arc::new(AtomicU32::new(0));
@@ -214,13 +220,7 @@ async fn a_sub_agent_reusing_a_call_id_in_two_turns_is_counted_twice() {
         ScriptedTurn::text("child done"),
     ]))
     .with_tools(ToolRegistry::new().with(flaky("fetch", 0, calls.clone())).unwrap());
-    let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
-    let parent = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),
-        ScriptedTurn::text("all done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(helper).unwrap())
-    .with_stack(MiddlewareStack::new().with(limits("max_steps = 2")).unwrap());
+    let parent = delegating_parent(child);
     let mut ctx = RunContext::new(RunConfig::new("p"), ());
     let _ = parent.run(&mut ctx, &(), "delegate").await;
     assert_eq!(

@@ -38,6 +38,16 @@ fn counted(
     (Arc::new(model), calls)
 }
 
+/// Summarisation once the history has `messages` messages (keeping one), by
+/// a model whose every summary costs $0.30; and its call counter.
+fn summarising_every(messages: usize) -> (SummarizationMiddleware, Arc<AtomicUsize>) {
+    let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
+    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(messages))
+        .keep_messages(1)
+        .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
+    (summarization, summaries)
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -53,10 +63,7 @@ fn ping() -> ToolRegistry {
 #[tokio::test]
 async fn a_model_summarisers_calls_are_charged_to_the_cycle() {
     // Each main turn costs $0.10; each summary $0.30.
-    let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
-    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(3))
-        .keep_messages(1)
-        .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
+    let (summarization, summaries) = summarising_every(3);
     let (model, _) = counted("main", |n, _| {
         if n >= 4 {
             text_turn("done", 1)
@@ -95,10 +102,7 @@ async fn a_model_summarisers_calls_are_charged_to_the_cycle() {
 /// A summary at the cap is refused like any other paid attempt.
 #[tokio::test]
 async fn a_summary_is_not_asked_for_once_the_cap_is_reached() {
-    let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
-    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(2))
-        .keep_messages(1)
-        .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
+    let (summarization, summaries) = summarising_every(2);
     // The first turn alone spends the whole $0.50 cap.
     let model = Arc::new(ScriptedModel::from_fn(|_| {
         ScriptedTurn::Reply(
