@@ -1,10 +1,13 @@
 //! What every concern's tests share: readers of a run's transcript in the
-//! shape the assertions compare, and a hand-written retry.
+//! shape the assertions compare, a hand-written retry, unique names, runs
+//! into a sink, and one approval across a durable pause.
 
 #![allow(dead_code)]
 
 use std::sync::Arc;
 
+use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
+use tinyagents::middleware::{Decision, HumanInTheLoopMiddleware};
 use tinyagents::prelude::*;
 
 /// The text of every tool result in `messages`, in order.
@@ -81,4 +84,25 @@ pub async fn run_into(agent: &Agent<()>, sink: Arc<CollectingSink>, input: &str)
             input,
         )
         .await
+}
+
+/// Runs `agent` durably (input "tidy", thread `t1`, in memory) until it
+/// pauses for the approval of `call-delete`, runs `while_paused` (the test's
+/// checks of the pause), approves the call and resumes: the resumed run.
+pub async fn approve_delete_and_resume(agent: &Agent<()>, while_paused: impl FnOnce()) -> AgentRun {
+    let store = MemoryCheckpointer::new();
+    let mut ctx = RunContext::new(RunConfig::new("r1").with_thread("t1"), ());
+    let err = AgentGraph::new(agent)
+        .run_durable(&mut ctx, &(), "tidy", "t1", &store)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted);
+    while_paused();
+    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    let resume = paused.decide([("call-delete", Decision::Approve)]).unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r2").with_thread("t1"), ());
+    AgentGraph::new(agent)
+        .resume_with(&mut ctx, &(), "t1", &store, resume)
+        .await
+        .unwrap()
 }

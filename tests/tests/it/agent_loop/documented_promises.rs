@@ -13,7 +13,7 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::{assert_valid_transcript, check_transcript, RecordingTool};
 
-use crate::support::shape;
+use crate::support::{approve_delete_and_resume, shape};
 
 fn two_calls(name: &str) -> ScriptedTurn {
     ScriptedTurn::tool_calls(vec![
@@ -40,21 +40,7 @@ async fn acc_a_paused_and_approved_call_is_not_counted_twice_by_the_thread_limit
     ]))
     .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
     .with_stack(MiddlewareStack::new().with(limit).unwrap().with(hitl).unwrap());
-    let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1").with_thread("t1"), ());
-    let err = AgentGraph::new(&agent)
-        .run_durable(&mut ctx, &(), "tidy", "t1", &store)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    assert!(delete.calls().is_empty());
-    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
-    let resume = paused.decide([("call-delete", Decision::Approve)]).unwrap();
-    let mut ctx = RunContext::new(RunConfig::new("r2").with_thread("t1"), ());
-    let run = AgentGraph::new(&agent)
-        .resume_with(&mut ctx, &(), "t1", &store, resume)
-        .await
-        .unwrap();
+    let run = approve_delete_and_resume(&agent, || assert!(delete.calls().is_empty())).await;
     assert_valid_transcript(&run.messages);
     let tool_msgs: Vec<String> = run
         .messages

@@ -100,49 +100,33 @@ async fn run_with(
 
 // ----- 1. transcripts ---------------------------------------------------
 
+/// `StopWithFinal` after the reply and from the batch review: every call is
+/// answered (none run) before the final message.
 #[tokio::test]
-async fn stop_with_final_after_the_reply_answers_every_call_before_the_final_message() {
-    let tool = RecordingTool::new("t");
-    let stack = MiddlewareStack::new()
-        .with(At::new(HookSet::AFTER_MODEL, Ask::Stop("final")))
-        .unwrap();
-    let (run, _) = run_with(stack, vec![two_calls()], &tool, "hi").await;
-    let run = run.unwrap();
-    assert_eq!(
-        shape(&run.messages),
-        [
-            "user(hi)",
-            "assistant(c1,c2)",
-            "tool(c1)",
-            "tool(c2)",
-            "assistant(final)"
-        ]
-    );
-    assert_valid_transcript(&run.messages);
-    assert_eq!(run.final_text(), "final");
-    assert!(tool.calls().is_empty());
-}
-
-#[tokio::test]
-async fn stop_with_final_from_the_batch_review_answers_every_call_before_the_final_message() {
-    let tool = RecordingTool::new("t");
-    let stack = MiddlewareStack::new()
-        .with(At::new(HookSet::ON_TOOL_BATCH, Ask::Stop("final")))
-        .unwrap();
-    let (run, _) = run_with(stack, vec![two_calls()], &tool, "hi").await;
-    let run = run.unwrap();
-    assert_eq!(
-        shape(&run.messages),
-        [
-            "user(hi)",
-            "assistant(c1,c2)",
-            "tool(c1)",
-            "tool(c2)",
-            "assistant(final)"
-        ]
-    );
-    assert_valid_transcript(&run.messages);
-    assert!(tool.calls().is_empty());
+async fn stop_with_final_answers_every_call_before_the_final_message() {
+    for (case, hook) in [
+        ("after the reply", HookSet::AFTER_MODEL),
+        ("from the batch review", HookSet::ON_TOOL_BATCH),
+    ] {
+        let tool = RecordingTool::new("t");
+        let stack = MiddlewareStack::new().with(At::new(hook, Ask::Stop("final"))).unwrap();
+        let (run, _) = run_with(stack, vec![two_calls()], &tool, "hi").await;
+        let run = run.unwrap();
+        assert_eq!(
+            shape(&run.messages),
+            [
+                "user(hi)",
+                "assistant(c1,c2)",
+                "tool(c1)",
+                "tool(c2)",
+                "assistant(final)"
+            ],
+            "{case}"
+        );
+        assert_valid_transcript(&run.messages);
+        assert_eq!(run.final_text(), "final", "{case}");
+        assert!(tool.calls().is_empty(), "{case}");
+    }
 }
 
 #[tokio::test]

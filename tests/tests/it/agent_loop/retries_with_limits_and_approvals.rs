@@ -11,7 +11,7 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::{assert_valid_transcript, CollectingSink};
 
-use crate::support::tool_texts;
+use crate::support::{approve_delete_and_resume, tool_texts};
 
 fn limits(toml: &str) -> LimitsMiddleware {
     from_toml_str::<LimitsConfig>(toml).unwrap().build()
@@ -146,7 +146,6 @@ async fn a_failed_attempt_cut_by_the_output_limit_does_not_leak_into_the_retry()
 /// must not be spent three times.
 #[tokio::test(start_paused = true)]
 async fn one_approval_runs_the_approved_call_once_under_tool_retry() {
-    use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
     let executions = Arc::new(AtomicU32::new(0));
     let counter = executions.clone();
     let delete = tool_fn("delete", "Deletes a file.", move |_cx, _args| {
@@ -172,21 +171,7 @@ async fn one_approval_runs_the_approved_call_once_under_tool_retry() {
             .with(timeout)
             .unwrap(),
     );
-    let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1").with_thread("t1"), ());
-    let err = AgentGraph::new(&agent)
-        .run_durable(&mut ctx, &(), "tidy", "t1", &store)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    assert_eq!(executions.load(Ordering::SeqCst), 0);
-    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
-    let resume = paused.decide([("call-delete", Decision::Approve)]).unwrap();
-    let mut ctx = RunContext::new(RunConfig::new("r2").with_thread("t1"), ());
-    let run = AgentGraph::new(&agent)
-        .resume_with(&mut ctx, &(), "t1", &store, resume)
-        .await
-        .unwrap();
+    let run = approve_delete_and_resume(&agent, || assert_eq!(executions.load(Ordering::SeqCst), 0)).await;
     assert_valid_transcript(&run.messages);
     assert_eq!(
         executions.load(Ordering::SeqCst),
