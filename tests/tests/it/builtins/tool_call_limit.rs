@@ -41,6 +41,18 @@ fn setup(stack: MiddlewareStack<()>, turns: Vec<ScriptedTurn>) -> Setup {
     Setup { agent, search, fetch }
 }
 
+impl Setup {
+    /// Runs the agent once (run `r`, input "go").
+    async fn run(&self) -> Result<AgentRun> {
+        self.run_in(RunConfig::new("r")).await
+    }
+
+    /// Runs the agent once with `config`.
+    async fn run_in(&self, config: RunConfig) -> Result<AgentRun> {
+        self.agent.run(&mut RunContext::new(config, ()), &(), "go").await
+    }
+}
+
 fn limit(toml: &str) -> ToolCallLimitMiddleware {
     from_toml_str::<ToolCallLimitConfig>(toml).unwrap().build()
 }
@@ -69,11 +81,7 @@ async fn continue_blocks_the_calls_over_the_limit_and_the_run_goes_on() {
             ScriptedTurn::text("done"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     assert_eq!(run.final_text(), "done");
     every_call_answered_once(&run);
     let r = tool_results_by_id(&run.messages);
@@ -103,11 +111,7 @@ async fn the_limit_spans_the_batches_of_a_run_and_counts_all_tools_by_default() 
             ScriptedTurn::text("done"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     every_call_answered_once(&run);
     assert_eq!(s.search.calls().len() + s.fetch.calls().len(), 3);
     assert!(tool_results_by_id(&run.messages)[3]
@@ -127,11 +131,7 @@ async fn end_stops_the_run_before_any_call_of_the_batch_runs() {
             ScriptedTurn::text("never"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     assert_eq!(run.stop, StopReason::StoppedByMiddleware);
     assert!(
         run.final_text()
@@ -152,11 +152,7 @@ async fn error_fails_the_run_with_limit_exceeded() {
             .unwrap(),
         vec![ScriptedTurn::tool_calls(calls(&["search", "search"]))],
     );
-    let err = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap_err();
+    let err = s.run().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert!(err.to_string().contains("limit `tool_call_limit` exceeded"), "{err}");
     assert_eq!(s.search.calls().len(), 0);
@@ -228,11 +224,7 @@ async fn two_instances_cap_two_tools_separately() {
             ScriptedTurn::text("done"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     every_call_answered_once(&run);
     assert_eq!((s.search.calls().len(), s.fetch.calls().len()), (1, 2));
 }
@@ -278,15 +270,7 @@ async fn a_shared_thread_count_gives_back_the_calls_of_a_batch_that_end_stops() 
             ScriptedTurn::text("never"),
         ],
     );
-    let run = s
-        .agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r").with_thread("t"), ()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
+    let run = s.run_in(RunConfig::new("r").with_thread("t")).await.unwrap();
     assert_eq!(run.stop, StopReason::StoppedByMiddleware);
     every_call_answered_once(&run);
     assert_eq!((s.search.calls().len(), s.fetch.calls().len()), (1, 0));
@@ -323,15 +307,7 @@ async fn a_shared_thread_count_that_cannot_answer_refuses_the_calls() {
             ScriptedTurn::text("never"),
         ],
     );
-    let err = s
-        .agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r").with_thread("t"), ()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap_err();
+    let err = s.run_in(RunConfig::new("r").with_thread("t")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Middleware);
     assert!(
         err.to_string().contains("tool_calls:*:t") && err.to_string().contains("shared_thread_counts"),

@@ -98,11 +98,7 @@ async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
 #[tokio::test]
 async fn a_stream_without_a_finish_delta_still_releases_its_tail() {
     let deltas = vec![ModelDelta::text("mail ann@exa"), ModelDelta::text("mple.com please")];
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)])).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)])).with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -285,11 +281,7 @@ async fn block_refuses_streamed_arguments_before_any_call_runs() {
 
 #[tokio::test]
 async fn the_transcript_handed_back_carries_no_pii() {
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("noted")])).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("noted")])).with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent
@@ -550,11 +542,7 @@ async fn a_json_answer_with_a_numeric_card_stays_json_when_streamed() {
     let reply = r#"{"city": "Lyon", "card": 4111111111111111, "n": 3}"#;
     for size in [1, 4, 9] {
         let model = ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(reply, size))]);
-        let agent: Agent<()> = Agent::new(model).with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+        let agent: Agent<()> = Agent::new(model).with_stack(redacting_stack());
         let sink = Arc::new(CollectingSink::new());
         let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
         let run = agent.run(&mut ctx, &(), "go").await.unwrap();
