@@ -48,6 +48,22 @@ fn summarising_every(messages: usize) -> (SummarizationMiddleware, Arc<AtomicUsi
     (summarization, summaries)
 }
 
+/// Runs `model` on `stack` once (run `r`, input "go"): the run, its context
+/// (where the budget is read) and the sink of its events.
+async fn run_priced(
+    model: impl ChatModel + 'static,
+    stack: MiddlewareStack<()>,
+) -> (AgentRun, RunContext, Arc<CollectingSink>) {
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = Agent::new(model)
+        .with_stack(stack)
+        .run(&mut ctx, &(), "go")
+        .await
+        .unwrap();
+    (run, ctx, sink)
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -287,13 +303,7 @@ async fn usage_streamed_by_failed_attempts_is_charged() {
         .unwrap()
         .build();
     let stack = MiddlewareStack::new().with(retry).unwrap().with(limits(100.0)).unwrap();
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = Agent::new(model)
-        .with_stack(stack)
-        .run(&mut ctx, &(), "go")
-        .await
-        .unwrap();
+    let (run, ctx, sink) = run_priced(model, stack).await;
     let budget = LimitsMiddleware::budget(&ctx);
     assert!(
         close(budget.spent_usd.unwrap(), 5.0 * 0.8 + 0.1),
@@ -345,13 +355,7 @@ async fn a_request_with_server_tools_marks_the_spend_incomplete() {
         .unwrap()
         .with(limits(5.0))
         .unwrap();
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    Agent::new(model)
-        .with_stack(stack)
-        .run(&mut ctx, &(), "go")
-        .await
-        .unwrap();
+    let (_, ctx, sink) = run_priced(model, stack).await;
     let budget = LimitsMiddleware::budget(&ctx);
     assert_eq!(
         budget.partial_reasons,
@@ -418,13 +422,7 @@ async fn a_reply_without_reported_usage_is_unpriced_not_free() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
         ModelResponse::text("ok").without_usage_report(),
     )]));
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    Agent::new(model)
-        .with_stack(MiddlewareStack::new().with(limits(5.0)).unwrap())
-        .run(&mut ctx, &(), "go")
-        .await
-        .unwrap();
+    let (_, ctx, sink) = run_priced(model, MiddlewareStack::new().with(limits(5.0)).unwrap()).await;
     let budget = LimitsMiddleware::budget(&ctx);
     assert_eq!(
         budget.partial_reasons,
