@@ -106,3 +106,20 @@ pub async fn approve_delete_and_resume(agent: &Agent<()>, while_paused: impl FnO
         .await
         .unwrap()
 }
+
+/// A graph node that pauses asking `message` and, resumed with a value,
+/// records it as `answer`.
+pub fn asking(message: &'static str) -> impl tinyagents::graph::Node<()> {
+    tinyagents::graph::node_fn(move |s| async move {
+        match s.resume_value() {
+            None => Ok(tinyagents::graph::Command::Interrupt {
+                node: None,
+                message: message.into(),
+            }),
+            Some(answer) => Ok(tinyagents::graph::Command::Update(tinyagents::graph::update([(
+                "answer",
+                answer.clone(),
+            )]))),
+        }
+    })
+}

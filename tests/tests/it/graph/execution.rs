@@ -14,6 +14,8 @@ use tinyagents::prelude::*;
 use tinyagents::testing::{trace, CollectingSink, RecordingTool};
 use tinyagents_tests::{Log, Recorder};
 
+use crate::support::asking;
+
 #[test]
 fn harness_outcomes_map_onto_commands_as_the_seed_says() {
     use BoundaryAction::Command as C;
@@ -192,18 +194,7 @@ fn compile_reports_every_problem_at_once() {
 #[tokio::test]
 async fn an_interrupt_pauses_and_resume_runs_the_node_again_with_the_value() {
     let graph = StateGraph::<()>::new()
-        .node(
-            "ask",
-            node_fn(|s| async move {
-                match s.resume_value() {
-                    None => Ok(Command::Interrupt {
-                        node: None,
-                        message: "approve the plan?".into(),
-                    }),
-                    Some(answer) => Ok(Command::Update(update([("answer", answer.clone())]))),
-                }
-            }),
-        )
+        .node("ask", asking("approve the plan?"))
         .node("after", counter("done", 1))
         .entry("ask")
         .edge("ask", "after")
