@@ -123,3 +123,16 @@ pub fn asking(message: &'static str) -> impl tinyagents::graph::Node<()> {
         }
     })
 }
+
+/// Runs `graph` durably from an empty state on thread `t` (in memory) until
+/// it stops: the run so far, and the checkpoints to resume from.
+pub async fn run_graph_durably(
+    graph: &tinyagents::graph::CompiledGraph<()>,
+) -> (tinyagents::graph::GraphRun, MemoryCheckpointer) {
+    let store = MemoryCheckpointer::new();
+    let run = graph
+        .run_durable(&mut (), tinyagents::graph::GraphState::new(), "t", &store)
+        .await
+        .unwrap();
+    (run, store)
+}

@@ -12,7 +12,7 @@ use tinyagents::graph::{
 };
 use tinyagents::prelude::*;
 
-use crate::support::asking;
+use crate::support::{asking, run_graph_durably};
 
 struct TempDir(PathBuf);
 
@@ -366,11 +366,7 @@ async fn a_resumed_run_records_only_its_own_updates_and_the_thread_record_stays_
         .edge("ask", END)
         .compile()
         .unwrap();
-    let store = MemoryCheckpointer::new();
-    let paused = graph
-        .run_durable(&mut (), GraphState::new(), "t", &store)
-        .await
-        .unwrap();
+    let (paused, store) = run_graph_durably(&graph).await;
     assert_eq!(paused.updates.len(), 1);
     let done = graph.resume(&mut (), "t", &store, Some(json!("yes"))).await.unwrap();
     assert_eq!(done.state.get("a"), Some(&json!(1)), "state carried over");

@@ -14,7 +14,7 @@ use tinyagents::prelude::*;
 use tinyagents::testing::{trace, CollectingSink, RecordingTool};
 use tinyagents_tests::{Log, Recorder};
 
-use crate::support::asking;
+use crate::support::{asking, run_graph_durably};
 
 #[test]
 fn harness_outcomes_map_onto_commands_as_the_seed_says() {
@@ -201,11 +201,7 @@ async fn an_interrupt_pauses_and_resume_runs_the_node_again_with_the_value() {
         .edge("after", END)
         .compile()
         .unwrap();
-    let store = MemoryCheckpointer::new();
-    let paused = graph
-        .run_durable(&mut (), GraphState::new(), "t", &store)
-        .await
-        .unwrap();
+    let (paused, store) = run_graph_durably(&graph).await;
     match &paused.outcome {
         GraphOutcome::Interrupted(r) => assert_eq!((r.node.as_str(), r.message.as_str()), ("ask", "approve the plan?")),
         other => panic!("expected an interrupt, got {other:?}"),
