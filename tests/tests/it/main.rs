@@ -3,8 +3,9 @@
 //! fraction of the time on two cores). Each folder is one concern (the DSL,
 //! the stack, the loop, the built-ins, the guards, the sandbox, external
 //! hooks, providers, stores, the graph, agent files), each file one built-in
-//! or one part of the concern; `capture`, `sandbox::support` and
-//! `providers::support` are shared.
+//! or one part of the concern; `support` (transcript readers, a retry,
+//! unique names) and `capture` serve every folder, and a folder's own
+//! `support` (`external_hooks`, `sandbox`, `providers`) serves its files.
 //!
 //! Five suites stay their own binaries because they need the whole process:
 //! `alloc_idle_hooks` and `hooks_isolation` install a counting global
@@ -13,6 +14,7 @@
 //! processes.
 
 mod capture;
+mod support;
 
 mod agent_loop;
 mod builtins;

@@ -12,6 +12,8 @@ use tinyagents::middleware::{Decision, HumanInTheLoopMiddleware, InterruptOn};
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+use crate::support::unique;
+
 /// An arguments object nested exactly `depth` levels deep (the object is level 1).
 fn nested(depth: usize) -> Value {
     let mut inner = json!([]);
@@ -44,14 +46,6 @@ fn gated_agent(delete: &RecordingTool, arguments: Value) -> Agent<()> {
                 .with(HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new()))
                 .unwrap(),
         )
-}
-
-fn unique(what: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{what}-{}-{nanos}", std::process::id())
 }
 
 /// Pauses a call with the deepest admitted arguments on `store`, reads the

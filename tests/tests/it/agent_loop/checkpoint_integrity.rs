@@ -12,6 +12,8 @@ use tinyagents::graph::{
 };
 use tinyagents::prelude::*;
 
+use crate::support::{asking, run_graph_durably};
+
 struct TempDir(PathBuf);
 
 impl TempDir {
@@ -354,18 +356,7 @@ async fn storage_grows_linearly_and_the_update_record_is_complete() {
 #[tokio::test]
 async fn a_resumed_run_records_only_its_own_updates_and_the_thread_record_stays_whole() {
     let graph = StateGraph::<()>::new()
-        .node(
-            "ask",
-            node_fn(|s| async move {
-                match s.resume_value() {
-                    None => Ok(Command::Interrupt {
-                        node: None,
-                        message: "ok?".into(),
-                    }),
-                    Some(v) => Ok(Command::Update(update([("answer", v.clone())]))),
-                }
-            }),
-        )
+        .node("ask", asking("ok?"))
         .node(
             "first",
             node_fn(|_| async { Ok(Command::Update(update([("a", json!(1))]))) }),
@@ -375,11 +366,7 @@ async fn a_resumed_run_records_only_its_own_updates_and_the_thread_record_stays_
         .edge("ask", END)
         .compile()
         .unwrap();
-    let store = MemoryCheckpointer::new();
-    let paused = graph
-        .run_durable(&mut (), GraphState::new(), "t", &store)
-        .await
-        .unwrap();
+    let (paused, store) = run_graph_durably(&graph).await;
     assert_eq!(paused.updates.len(), 1);
     let done = graph.resume(&mut (), "t", &store, Some(json!("yes"))).await.unwrap();
     assert_eq!(done.state.get("a"), Some(&json!(1)), "state carried over");

@@ -13,19 +13,7 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::{assert_valid_transcript, check_transcript, RecordingTool};
 
-fn shape(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| match (&m.tool_call_id, m.tool_calls.is_empty()) {
-            (Some(id), _) => format!("tool({id})"),
-            (None, false) => format!(
-                "assistant({})",
-                m.tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(",")
-            ),
-            (None, true) => format!("{:?}({})", m.role, m.text()).to_lowercase(),
-        })
-        .collect()
-}
+use crate::support::{approve_delete_and_resume, shape};
 
 fn two_calls(name: &str) -> ScriptedTurn {
     ScriptedTurn::tool_calls(vec![
@@ -52,21 +40,7 @@ async fn acc_a_paused_and_approved_call_is_not_counted_twice_by_the_thread_limit
     ]))
     .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
     .with_stack(MiddlewareStack::new().with(limit).unwrap().with(hitl).unwrap());
-    let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1").with_thread("t1"), ());
-    let err = AgentGraph::new(&agent)
-        .run_durable(&mut ctx, &(), "tidy", "t1", &store)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    assert!(delete.calls().is_empty());
-    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
-    let resume = paused.decide([("call-delete", Decision::Approve)]).unwrap();
-    let mut ctx = RunContext::new(RunConfig::new("r2").with_thread("t1"), ());
-    let run = AgentGraph::new(&agent)
-        .resume_with(&mut ctx, &(), "t1", &store, resume)
-        .await
-        .unwrap();
+    let run = approve_delete_and_resume(&agent, || assert!(delete.calls().is_empty())).await;
     assert_valid_transcript(&run.messages);
     let tool_msgs: Vec<String> = run
         .messages
@@ -498,23 +472,44 @@ async fn acc_context_editing_options_each_change_what_is_cleared() {
 
 // ----- 10. the graph boundary: an interrupt after calls ran, a pause after an injected message -----
 
-/// Asks for a pause (once) after a tool call ran.
-#[derive(Default)]
-struct PauseAfterTool(std::sync::atomic::AtomicBool);
+/// Asks for a pause, once, with `message`, from the one hook it declares:
+/// `after_tool` (after a call ran) or `after_model` (after a reply).
+struct PauseOnce {
+    hook: HookSet,
+    message: &'static str,
+    asked: std::sync::atomic::AtomicBool,
+}
 
-#[async_trait]
-impl Middleware<()> for PauseAfterTool {
-    fn hooks(&self) -> HookSet {
-        HookSet::AFTER_TOOL
+impl PauseOnce {
+    fn new(hook: HookSet, message: &'static str) -> Self {
+        Self {
+            hook,
+            message,
+            asked: Default::default(),
+        }
     }
-    async fn after_tool(&self, ctx: &mut RunContext, _: &(), _: &mut ToolResult) -> Result<()> {
-        if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+
+    fn pause(&self, ctx: &mut RunContext) -> Result<()> {
+        if !self.asked.swap(true, std::sync::atomic::Ordering::SeqCst) {
             ctx.request_control(MiddlewareControl::Interrupt {
                 node: None,
-                message: "a person should look at this result".into(),
+                message: self.message.into(),
             });
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl Middleware<()> for PauseOnce {
+    fn hooks(&self) -> HookSet {
+        self.hook
+    }
+    async fn after_tool(&self, ctx: &mut RunContext, _: &(), _: &mut ToolResult) -> Result<()> {
+        self.pause(ctx)
+    }
+    async fn after_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelResponse) -> Result<()> {
+        self.pause(ctx)
     }
 }
 
@@ -531,7 +526,14 @@ async fn acc_a_pause_after_a_call_ran_does_not_run_it_again_on_resume() {
         ScriptedTurn::text("done"),
     ]))
     .with_tools(ToolRegistry::new().with(tool.clone()).unwrap())
-    .with_stack(MiddlewareStack::new().with(PauseAfterTool::default()).unwrap());
+    .with_stack(
+        MiddlewareStack::new()
+            .with(PauseOnce::new(
+                HookSet::AFTER_TOOL,
+                "a person should look at this result",
+            ))
+            .unwrap(),
+    );
     let store = MemoryCheckpointer::new();
     let mut ctx = RunContext::new(RunConfig::new("r1"), ());
     let err = AgentGraph::new(&agent)
@@ -561,23 +563,6 @@ async fn acc_a_pause_after_a_call_ran_does_not_run_it_again_on_resume() {
 /// reply (the resume ends with it). The model is asked once per reply.
 #[tokio::test]
 async fn a_pause_after_a_reply_keeps_the_reply_across_the_resume() {
-    #[derive(Default)]
-    struct PauseAfterFirstReply(std::sync::atomic::AtomicBool);
-    #[async_trait]
-    impl Middleware<()> for PauseAfterFirstReply {
-        fn hooks(&self) -> HookSet {
-            HookSet::AFTER_MODEL
-        }
-        async fn after_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelResponse) -> Result<()> {
-            if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                ctx.request_control(MiddlewareControl::Interrupt {
-                    node: None,
-                    message: "look at the reply".into(),
-                });
-            }
-            Ok(())
-        }
-    }
     for with_calls in [true, false] {
         let tool = RecordingTool::new("t").returning("ok");
         let turns = if with_calls {
@@ -591,7 +576,11 @@ async fn a_pause_after_a_reply_keeps_the_reply_across_the_resume() {
         let model = Arc::new(ScriptedModel::new(turns));
         let agent: Agent<()> = Agent::from_shared(model.clone())
             .with_tools(ToolRegistry::new().with(tool.clone()).unwrap())
-            .with_stack(MiddlewareStack::new().with(PauseAfterFirstReply::default()).unwrap());
+            .with_stack(
+                MiddlewareStack::new()
+                    .with(PauseOnce::new(HookSet::AFTER_MODEL, "look at the reply"))
+                    .unwrap(),
+            );
         let store = MemoryCheckpointer::new();
         let mut ctx = RunContext::new(RunConfig::new("r1"), ());
         let err = AgentGraph::new(&agent)

@@ -17,6 +17,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+use crate::external_hooks::support::{parent_refuses_delete_then_delegates, temp_dir};
+
 /// A parent whose model calls the sub-agent `helper` once, then finishes.
 fn parent_with(stack: MiddlewareStack<()>, child: Agent<()>) -> Agent<()> {
     let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
@@ -366,43 +368,8 @@ async fn the_parent_s_shell_fs_guard_judges_the_child_s_calls() {
 /// child's last check), as every guard of a parent does.
 #[tokio::test]
 async fn a_parent_s_policy_hook_holds_in_a_sub_agent_run() {
-    let dir = std::env::temp_dir().join(format!("tinyagents-rt-hooks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let hooks = ExternalHooksMiddleware::new([HookCommand::new(
-        HookEvent::PreToolUse,
-        "cat > /dev/null; echo 'delete is not allowed here' >&2; exit 2",
-    )
-    .with_matcher("^delete$")
-    .unwrap()
-    .with_sandbox(SandboxMode::Off)
-    .with_timeout(std::time::Duration::from_secs(20))])
-    .in_dir(&dir);
-
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let child: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
-        ScriptedTurn::text("child done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap());
-    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
-    let parent: Agent<()> = Agent::new(ScriptedModel::new([
-        // the parent's own call is refused by its hook
-        ScriptedTurn::tool_calls(vec![ToolCall::new("p1", "delete", json!({"path": "a.txt"}))]),
-        // so it asks a sub-agent to do it
-        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "delete a.txt"}))]),
-        ScriptedTurn::text("parent done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap().with(helper).unwrap())
-    .with_stack(MiddlewareStack::new().with(hooks).unwrap());
-
-    let mut ctx = RunContext::new(RunConfig::new("p"), ());
-    let run = parent.run(&mut ctx, &(), "tidy").await.unwrap();
-    assert!(
-        run.messages
-            .iter()
-            .any(|m| m.text().contains("delete is not allowed here")),
-        "the parent's hook refused the parent's own call"
-    );
+    let dir = temp_dir("policy-inheritance", "parent-hook");
+    let (_run, delete) = parent_refuses_delete_then_delegates(HookEvent::PreToolUse, &dir).await;
     assert!(
         delete.calls().is_empty(),
         "the parent's policy hook refuses `delete` in its sub-agent too: {:?}",

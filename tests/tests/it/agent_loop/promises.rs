@@ -10,28 +10,17 @@ use serde_json::json;
 use tinyagents::harness::context::JumpSet;
 use tinyagents::middleware::{ExitBehavior, ToolCallLimitMiddleware};
 use tinyagents::prelude::*;
+
+use crate::support::RetryOnce;
 use tinyagents::testing::{assert_valid_transcript, check_transcript, trace, CollectingSink, RecordingTool};
+
+use crate::support::shape;
 
 fn two_calls() -> ScriptedTurn {
     ScriptedTurn::tool_calls(vec![
         ToolCall::new("c1", "t", json!({"n": 1})),
         ToolCall::new("c2", "t", json!({"n": 2})),
     ])
-}
-
-/// `user`, `assistant(c1,c2)`, `tool(c1)`, … as one line per message.
-fn shape(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| match (&m.tool_call_id, m.tool_calls.is_empty()) {
-            (Some(id), _) => format!("tool({id})"),
-            (None, false) => format!(
-                "assistant({})",
-                m.tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(",")
-            ),
-            (None, true) => format!("{:?}({})", m.role, m.text()).to_lowercase(),
-        })
-        .collect()
 }
 
 /// Requests a control or a jump in one hook.
@@ -111,49 +100,33 @@ async fn run_with(
 
 // ----- 1. transcripts ---------------------------------------------------
 
+/// `StopWithFinal` after the reply and from the batch review: every call is
+/// answered (none run) before the final message.
 #[tokio::test]
-async fn stop_with_final_after_the_reply_answers_every_call_before_the_final_message() {
-    let tool = RecordingTool::new("t");
-    let stack = MiddlewareStack::new()
-        .with(At::new(HookSet::AFTER_MODEL, Ask::Stop("final")))
-        .unwrap();
-    let (run, _) = run_with(stack, vec![two_calls()], &tool, "hi").await;
-    let run = run.unwrap();
-    assert_eq!(
-        shape(&run.messages),
-        [
-            "user(hi)",
-            "assistant(c1,c2)",
-            "tool(c1)",
-            "tool(c2)",
-            "assistant(final)"
-        ]
-    );
-    assert_valid_transcript(&run.messages);
-    assert_eq!(run.final_text(), "final");
-    assert!(tool.calls().is_empty());
-}
-
-#[tokio::test]
-async fn stop_with_final_from_the_batch_review_answers_every_call_before_the_final_message() {
-    let tool = RecordingTool::new("t");
-    let stack = MiddlewareStack::new()
-        .with(At::new(HookSet::ON_TOOL_BATCH, Ask::Stop("final")))
-        .unwrap();
-    let (run, _) = run_with(stack, vec![two_calls()], &tool, "hi").await;
-    let run = run.unwrap();
-    assert_eq!(
-        shape(&run.messages),
-        [
-            "user(hi)",
-            "assistant(c1,c2)",
-            "tool(c1)",
-            "tool(c2)",
-            "assistant(final)"
-        ]
-    );
-    assert_valid_transcript(&run.messages);
-    assert!(tool.calls().is_empty());
+async fn stop_with_final_answers_every_call_before_the_final_message() {
+    for (case, hook) in [
+        ("after the reply", HookSet::AFTER_MODEL),
+        ("from the batch review", HookSet::ON_TOOL_BATCH),
+    ] {
+        let tool = RecordingTool::new("t");
+        let stack = MiddlewareStack::new().with(At::new(hook, Ask::Stop("final"))).unwrap();
+        let (run, _) = run_with(stack, vec![two_calls()], &tool, "hi").await;
+        let run = run.unwrap();
+        assert_eq!(
+            shape(&run.messages),
+            [
+                "user(hi)",
+                "assistant(c1,c2)",
+                "tool(c1)",
+                "tool(c2)",
+                "assistant(final)"
+            ],
+            "{case}"
+        );
+        assert_valid_transcript(&run.messages);
+        assert_eq!(run.final_text(), "final", "{case}");
+        assert!(tool.calls().is_empty(), "{case}");
+    }
 }
 
 #[tokio::test]
@@ -224,28 +197,6 @@ async fn attempt_numbers_count_within_the_step() {
     assert_valid_transcript(&run.unwrap().messages);
     let calls: Vec<&String> = trace.iter().filter(|l| l.starts_with("model_call")).collect();
     assert_eq!(calls, ["model_call step=1 attempt=1", "model_call step=2 attempt=1"]);
-}
-
-/// Retries each model call once after a first failed attempt (hand-written, no backoff).
-struct RetryOnce;
-
-#[async_trait]
-impl Middleware<()> for RetryOnce {
-    fn hooks(&self) -> HookSet {
-        HookSet::WRAP_MODEL
-    }
-    async fn wrap_model(
-        &self,
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request.clone()).await {
-            Ok(out) => Ok(out),
-            Err(_) => next.run(ctx, state, request).await,
-        }
-    }
 }
 
 #[tokio::test]

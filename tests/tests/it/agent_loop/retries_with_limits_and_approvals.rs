@@ -11,6 +11,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::{assert_valid_transcript, CollectingSink};
 
+use crate::support::{approve_delete_and_resume, tool_texts};
+
 fn limits(toml: &str) -> LimitsMiddleware {
     from_toml_str::<LimitsConfig>(toml).unwrap().build()
 }
@@ -57,25 +59,14 @@ async fn a_sub_agent_s_retried_call_is_counted_once_by_the_parent_s_max_steps() 
                     .with(tool_retry("initial_delay_ms = 10\njitter = 0.0"))
                     .unwrap(),
             );
-        let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
-        let parent = Agent::new(ScriptedModel::new([
-            ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),
-            ScriptedTurn::text("all done"),
-        ]))
-        .with_tools(ToolRegistry::new().with(helper).unwrap())
-        .with_stack(MiddlewareStack::new().with(limits("max_steps = 2")).unwrap());
+        let parent = delegating_parent(child);
         let config = match thread {
             Some(t) => RunConfig::new("p").with_thread(t),
             None => RunConfig::new("p"),
         };
         let mut ctx = RunContext::new(config, ());
         let run = parent.run(&mut ctx, &(), "delegate").await;
-        let child_saw: Vec<String> = child_model.requests()[1]
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Tool)
-            .map(|m| m.text().into_owned())
-            .collect();
+        let child_saw = tool_texts(&child_model.requests()[1].messages);
         assert_eq!(
             (calls.load(Ordering::SeqCst), child_saw.clone()),
             (2, vec!["ok".to_string()]),
@@ -155,7 +146,6 @@ async fn a_failed_attempt_cut_by_the_output_limit_does_not_leak_into_the_retry()
 /// must not be spent three times.
 #[tokio::test(start_paused = true)]
 async fn one_approval_runs_the_approved_call_once_under_tool_retry() {
-    use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
     let executions = Arc::new(AtomicU32::new(0));
     let counter = executions.clone();
     let delete = tool_fn("delete", "Deletes a file.", move |_cx, _args| {
@@ -181,21 +171,7 @@ async fn one_approval_runs_the_approved_call_once_under_tool_retry() {
             .with(timeout)
             .unwrap(),
     );
-    let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1").with_thread("t1"), ());
-    let err = AgentGraph::new(&agent)
-        .run_durable(&mut ctx, &(), "tidy", "t1", &store)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    assert_eq!(executions.load(Ordering::SeqCst), 0);
-    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
-    let resume = paused.decide([("call-delete", Decision::Approve)]).unwrap();
-    let mut ctx = RunContext::new(RunConfig::new("r2").with_thread("t1"), ());
-    let run = AgentGraph::new(&agent)
-        .resume_with(&mut ctx, &(), "t1", &store, resume)
-        .await
-        .unwrap();
+    let run = approve_delete_and_resume(&agent, || assert_eq!(executions.load(Ordering::SeqCst), 0)).await;
     assert_valid_transcript(&run.messages);
     assert_eq!(
         executions.load(Ordering::SeqCst),
@@ -208,6 +184,18 @@ async fn one_approval_runs_the_approved_call_once_under_tool_retry() {
 /// The sibling the fix must not open: a sub-agent's model that reuses one
 /// call id in two turns makes two calls, and both count against the
 /// parent's `max_steps` (only a retry inside one call is the same call).
+/// A parent limited to two steps whose model delegates "work" to `child`
+/// (as the tool `helper`) once, then says "all done".
+fn delegating_parent(child: Agent<()>) -> Agent<()> {
+    let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
+    Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),
+        ScriptedTurn::text("all done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(helper).unwrap())
+    .with_stack(MiddlewareStack::new().with(limits("max_steps = 2")).unwrap())
+}
+
 #[tokio::test]
 async fn a_sub_agent_reusing_a_call_id_in_two_turns_is_counted_twice() {
     let calls = Arc::new(AtomicU32::new(0));
@@ -217,13 +205,7 @@ async fn a_sub_agent_reusing_a_call_id_in_two_turns_is_counted_twice() {
         ScriptedTurn::text("child done"),
     ]))
     .with_tools(ToolRegistry::new().with(flaky("fetch", 0, calls.clone())).unwrap());
-    let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
-    let parent = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),
-        ScriptedTurn::text("all done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(helper).unwrap())
-    .with_stack(MiddlewareStack::new().with(limits("max_steps = 2")).unwrap());
+    let parent = delegating_parent(child);
     let mut ctx = RunContext::new(RunConfig::new("p"), ());
     let _ = parent.run(&mut ctx, &(), "delegate").await;
     assert_eq!(

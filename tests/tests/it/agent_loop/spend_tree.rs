@@ -38,6 +38,32 @@ fn counted(
     (Arc::new(model), calls)
 }
 
+/// Summarisation once the history has `messages` messages (keeping one), by
+/// a model whose every summary costs $0.30; and its call counter.
+fn summarising_every(messages: usize) -> (SummarizationMiddleware, Arc<AtomicUsize>) {
+    let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
+    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(messages))
+        .keep_messages(1)
+        .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
+    (summarization, summaries)
+}
+
+/// Runs `model` on `stack` once (run `r`, input "go"): the run, its context
+/// (where the budget is read) and the sink of its events.
+async fn run_priced(
+    model: impl ChatModel + 'static,
+    stack: MiddlewareStack<()>,
+) -> (AgentRun, RunContext, Arc<CollectingSink>) {
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = Agent::new(model)
+        .with_stack(stack)
+        .run(&mut ctx, &(), "go")
+        .await
+        .unwrap();
+    (run, ctx, sink)
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -53,10 +79,7 @@ fn ping() -> ToolRegistry {
 #[tokio::test]
 async fn a_model_summarisers_calls_are_charged_to_the_cycle() {
     // Each main turn costs $0.10; each summary $0.30.
-    let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
-    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(3))
-        .keep_messages(1)
-        .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
+    let (summarization, summaries) = summarising_every(3);
     let (model, _) = counted("main", |n, _| {
         if n >= 4 {
             text_turn("done", 1)
@@ -95,10 +118,7 @@ async fn a_model_summarisers_calls_are_charged_to_the_cycle() {
 /// A summary at the cap is refused like any other paid attempt.
 #[tokio::test]
 async fn a_summary_is_not_asked_for_once_the_cap_is_reached() {
-    let (summariser_model, summaries) = counted("summariser", |_, _| text_turn("summary", 3));
-    let summarization = SummarizationMiddleware::new(SummaryTrigger::messages(2))
-        .keep_messages(1)
-        .with_summarizer(Arc::new(ModelSummarizer::new(summariser_model)));
+    let (summarization, summaries) = summarising_every(2);
     // The first turn alone spends the whole $0.50 cap.
     let model = Arc::new(ScriptedModel::from_fn(|_| {
         ScriptedTurn::Reply(
@@ -283,13 +303,7 @@ async fn usage_streamed_by_failed_attempts_is_charged() {
         .unwrap()
         .build();
     let stack = MiddlewareStack::new().with(retry).unwrap().with(limits(100.0)).unwrap();
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = Agent::new(model)
-        .with_stack(stack)
-        .run(&mut ctx, &(), "go")
-        .await
-        .unwrap();
+    let (run, ctx, sink) = run_priced(model, stack).await;
     let budget = LimitsMiddleware::budget(&ctx);
     assert!(
         close(budget.spent_usd.unwrap(), 5.0 * 0.8 + 0.1),
@@ -341,13 +355,7 @@ async fn a_request_with_server_tools_marks_the_spend_incomplete() {
         .unwrap()
         .with(limits(5.0))
         .unwrap();
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    Agent::new(model)
-        .with_stack(stack)
-        .run(&mut ctx, &(), "go")
-        .await
-        .unwrap();
+    let (_, ctx, sink) = run_priced(model, stack).await;
     let budget = LimitsMiddleware::budget(&ctx);
     assert_eq!(
         budget.partial_reasons,
@@ -414,13 +422,7 @@ async fn a_reply_without_reported_usage_is_unpriced_not_free() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
         ModelResponse::text("ok").without_usage_report(),
     )]));
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    Agent::new(model)
-        .with_stack(MiddlewareStack::new().with(limits(5.0)).unwrap())
-        .run(&mut ctx, &(), "go")
-        .await
-        .unwrap();
+    let (_, ctx, sink) = run_priced(model, MiddlewareStack::new().with(limits(5.0)).unwrap()).await;
     let budget = LimitsMiddleware::budget(&ctx);
     assert_eq!(
         budget.partial_reasons,

@@ -13,6 +13,8 @@ use tinyagents::harness::model::{DeltaContent, FinishReason, ModelStream};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
+use crate::support::RetryOnce;
+
 /// A long reply in many small, uneven pieces, multi-byte characters included,
 /// with reasoning, a tool call, usage and a finish in between.
 fn deltas() -> Vec<ModelDelta> {
@@ -213,19 +215,6 @@ async fn the_time_limit_forwards_held_text_on_the_paused_clock() {
     // the clock starts at the first delta (t=30): forwards at t=150 (5 held) and t=270 (4 held),
     // and the tail at the end of the stream
     assert_eq!(pieces, ["abcde", "fghi", "j"]);
-}
-
-#[wrap_model(name = "model_retry")]
-async fn retry_once(
-    ctx: &mut RunContext,
-    state: &(),
-    request: ModelRequest,
-    next: ModelHandler<'_, ()>,
-) -> Result<MiddlewareModelOutcome> {
-    match next.run(ctx, state, request.clone()).await {
-        Err(e) if e.is_retryable() => next.run(ctx, state, request).await,
-        other => other,
-    }
 }
 
 #[tokio::test]

@@ -40,6 +40,27 @@ fn custom<'a>(events: &'a [AgentEvent], wanted: &str) -> Option<&'a serde_json::
     })
 }
 
+/// `ping` and `pong`.
+fn ping_pong() -> ToolRegistry {
+    ToolRegistry::new()
+        .with(tool_fn("ping", "Pong.", |_cx, _a| async move { Ok("pong".into()) }))
+        .unwrap()
+        .with(tool_fn("pong", "Ping.", |_cx, _a| async move { Ok("ping".into()) }))
+        .unwrap()
+}
+
+/// A price budget of `max_price_usd` (input at $1 a million tokens) around
+/// a selection of one tool by `selector`.
+fn priced_selection(selector: Arc<dyn ChatModel>, max_price_usd: &str) -> MiddlewareStack<()> {
+    MiddlewareStack::new()
+        .with(limits(&format!(
+            "max_price_usd = {max_price_usd}\ninput_cost_per_million = 1.0\noutput_cost_per_million = 0.0"
+        )))
+        .unwrap()
+        .with(DynamicToolSelectionMiddleware::from_model(selector, 1))
+        .unwrap()
+}
+
 #[tokio::test]
 async fn the_predicate_form_sees_each_tool_and_the_request() {
     let mw = DynamicToolSelectionMiddleware::from_predicate(|tool, req| {
@@ -176,18 +197,7 @@ async fn the_tool_selector_s_model_calls_are_charged_to_the_price_budget() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
         ModelResponse::text("done").with_usage(Usage::new(0, 0)),
     )]));
-    let tools = ToolRegistry::new()
-        .with(tool_fn("ping", "Pong.", |_cx, _a| async move { Ok("pong".into()) }))
-        .unwrap()
-        .with(tool_fn("pong", "Ping.", |_cx, _a| async move { Ok("ping".into()) }))
-        .unwrap();
-    let stack = MiddlewareStack::new()
-        .with(limits(
-            "max_price_usd = 100.0\ninput_cost_per_million = 1.0\noutput_cost_per_million = 0.0",
-        ))
-        .unwrap()
-        .with(DynamicToolSelectionMiddleware::from_model(selector, 1))
-        .unwrap();
+    let (tools, stack) = (ping_pong(), priced_selection(selector, "100.0"));
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     Agent::<()>::new(model)
         .with_tools(tools)
@@ -225,18 +235,7 @@ async fn the_tool_selector_is_not_asked_past_the_price_cap() {
         ),
         ScriptedTurn::text("done"),
     ]));
-    let tools = ToolRegistry::new()
-        .with(tool_fn("ping", "Pong.", |_cx, _a| async move { Ok("pong".into()) }))
-        .unwrap()
-        .with(tool_fn("pong", "Ping.", |_cx, _a| async move { Ok("ping".into()) }))
-        .unwrap();
-    let stack = MiddlewareStack::new()
-        .with(limits(
-            "max_price_usd = 0.5\ninput_cost_per_million = 1.0\noutput_cost_per_million = 0.0",
-        ))
-        .unwrap()
-        .with(DynamicToolSelectionMiddleware::from_model(selector, 1))
-        .unwrap();
+    let (tools, stack) = (ping_pong(), priced_selection(selector, "0.5"));
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let err = Agent::<()>::new(model.clone())
         .with_tools(tools)

@@ -4,39 +4,11 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
-use tinyagents::harness::message::MessageId;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-fn msg(m: Message, id: &str) -> Message {
-    m.with_id(MessageId::new(id))
-}
-
-/// system, u1, a1, u2, a2 (calls c1, c2), t1, t2, u3
-fn history() -> Vec<Message> {
-    vec![
-        msg(Message::system("rules"), "sys"),
-        msg(Message::user("first question"), "u1"),
-        msg(Message::assistant("first answer"), "a1"),
-        msg(Message::user("look things up"), "u2"),
-        msg(
-            Message::assistant("").with_tool_calls(vec![
-                ToolCall::new("c1", "lookup", json!({"q": "x"})),
-                ToolCall::new("c2", "lookup", json!({"q": "y"})),
-            ]),
-            "a2",
-        ),
-        msg(Message::tool("c1", "lookup", "x is 1"), "t1"),
-        msg(Message::tool("c2", "lookup", "y is 2"), "t2"),
-        msg(Message::user("and now?"), "u3"),
-    ]
-}
-
-fn ids(messages: &[Message]) -> Vec<&str> {
-    messages.iter().map(|m| m.id.as_str()).collect()
-}
+use super::support::{ids, msg, two_lookups_history};
 
 /// Every tool message in `messages` answers a call of an assistant message also in `messages`.
 fn assert_paired(messages: &[Message]) {
@@ -68,7 +40,7 @@ async fn run_with(trim: MessageTrimMiddleware) -> (Vec<ModelRequest>, AgentRun, 
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(MiddlewareStack::new().with(trim).unwrap());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
+    let run = agent.run(&mut ctx, &(), two_lookups_history()).await.unwrap();
     (model.requests(), run, sink.events())
 }
 
@@ -77,7 +49,7 @@ async fn last_messages_keeps_the_newest_and_every_system_message() {
     let (requests, run, _) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(1))).await;
     assert_eq!(ids(&requests[0].messages), ["sys", "u3"]);
     // the stored history is untouched
-    assert_eq!(run.messages.len(), history().len() + 1);
+    assert_eq!(run.messages.len(), two_lookups_history().len() + 1);
 }
 
 #[tokio::test]
@@ -106,7 +78,7 @@ async fn last_tokens_keeps_what_fits_and_always_the_newest_unit() {
     assert_eq!(ids(&requests[0].messages), ["sys", "u3"]);
     // a large budget keeps everything and records nothing
     let (requests, run, events) = run_with(MessageTrimMiddleware::new(TrimStrategy::LastTokens(10_000))).await;
-    assert_eq!(requests[0].messages.len(), history().len());
+    assert_eq!(requests[0].messages.len(), two_lookups_history().len());
     assert!(run.compressions.is_empty());
     assert!(!events.iter().any(|e| e.kind() == EventKind::Compressed));
 }
@@ -158,7 +130,7 @@ async fn provenance_is_recorded_when_the_cut_moves_not_on_every_call() {
         .with(MessageTrimMiddleware::new(TrimStrategy::LastMessages(1)))
         .unwrap();
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
-    let request = ModelRequest::new(history());
+    let request = ModelRequest::new(two_lookups_history());
     for _ in 0..3 {
         let mut sent = request.clone();
         stack.run_before_model(&mut ctx, &(), &mut sent).await.unwrap();

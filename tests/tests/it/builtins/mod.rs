@@ -26,6 +26,7 @@ mod rate_limiter;
 mod retrieval_compression;
 mod structured_output;
 mod summarization;
+mod support;
 mod timeout;
 mod tool_allowlist;
 mod tool_call_limit;

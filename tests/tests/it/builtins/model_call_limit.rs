@@ -9,6 +9,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::trace;
 
+use crate::support::run_into;
+
 fn looping_model() -> ScriptedModel {
     ScriptedModel::from_fn(|_| ScriptedTurn::tool_call("ping", json!({})))
 }
@@ -43,12 +45,7 @@ fn every_call_answered(run: &AgentRun) {
 #[tokio::test]
 async fn end_stops_the_run_with_a_final_message_naming_the_limit() {
     let sink = Arc::new(CollectingSink::new());
-    let run = agent(limit("run_limit = 3"))
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
+    let run = run_into(&agent(limit("run_limit = 3")), sink.clone(), "go")
         .await
         .unwrap();
     assert_eq!(run.stop, StopReason::StoppedByMiddleware);

@@ -9,7 +9,18 @@ use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_texts;
 use tinyagents::testing::RecordingTool;
+
+/// `dump` (answering [`big`]) and `small` (answering "tiny").
+fn dump_and_small() -> ToolRegistry {
+    ToolRegistry::new()
+        .with(RecordingTool::new("dump").returning(big()))
+        .unwrap()
+        .with(RecordingTool::new("small").returning("tiny"))
+        .unwrap()
+}
 
 fn big() -> String {
     (0..2000).map(|i| format!("line {i:04}\n")).collect()
@@ -105,11 +116,7 @@ async fn the_excerpt_keeps_head_and_tail_and_small_or_newest_results_are_left_al
         ScriptedTurn::tool_call("dump", json!({})),
         ScriptedTurn::text("ok"),
     ]));
-    let tools = ToolRegistry::new()
-        .with(RecordingTool::new("dump").returning(big()))
-        .unwrap()
-        .with(RecordingTool::new("small").returning("tiny"))
-        .unwrap();
+    let tools = dump_and_small();
     let agent: Agent<()> = Agent::new(model.clone()).with_tools(tools).with_stack(
         MiddlewareStack::new()
             .with(compression(
@@ -123,12 +130,7 @@ async fn the_excerpt_keeps_head_and_tail_and_small_or_newest_results_are_left_al
         .await
         .unwrap();
     let second = &model.requests()[1];
-    let tool_texts: Vec<String> = second
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let tool_texts = tool_texts(&second.messages);
     // `a` is compressed; `b` is small; (keep_last = 1 spares `b`, the newest, anyway)
     assert!(
         tool_texts[0].starts_with("[output compressed: 20000 characters"),
@@ -198,11 +200,7 @@ async fn with_a_summariser_a_large_result_is_summarised_once_per_run() {
         ScriptedTurn::tool_call("small", json!({})),
         ScriptedTurn::text("ok"),
     ]));
-    let tools = ToolRegistry::new()
-        .with(RecordingTool::new("dump").returning(big()))
-        .unwrap()
-        .with(RecordingTool::new("small").returning("tiny"))
-        .unwrap();
+    let tools = dump_and_small();
     let mw = compression("max_tokens = 500", &store)
         .with_summarizer(Arc::new(ModelSummarizer::new(summarizer_model.clone())));
     let agent: Agent<()> = Agent::new(model.clone())

@@ -12,6 +12,8 @@ use tinyagents::config::from_toml_str;
 use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOutput};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::{run_into, tool_results_by_id};
 use tinyagents::testing::trace;
 
 /// A file tool: declares `path` as read or written, sleeps `delay` ms, logs `path#n`.
@@ -67,12 +69,27 @@ fn edit(id: &str, path: &str, n: u32, delay: u64) -> ToolCall {
     ToolCall::new(id, "edit", json!({ "path": path, "n": n, "delay": delay }))
 }
 
-fn results(run: &AgentRun) -> Vec<(String, String)> {
-    run.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| (m.tool_call_id.clone().unwrap(), m.text().into_owned()))
-        .collect()
+/// An agent offered `tools`, whose model asks for `calls` in one reply and
+/// then says "done", with `guard` on the default stack.
+fn agent(tools: ToolRegistry, calls: Vec<ToolCall>, guard: ParallelEditGuardMiddleware) -> Agent<()> {
+    Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(calls),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(tools)
+    .with_stack(MiddlewareStack::new().with(guard).unwrap())
+}
+
+/// Runs `agent` once, events to `sink`.
+async fn run(agent: &Agent<()>, sink: Arc<CollectingSink>) -> Result<AgentRun> {
+    run_into(agent, sink, "go").await
+}
+
+/// Runs `agent` once, failing the test if it hangs instead of finishing.
+async fn run_to_the_end(agent: &Agent<()>) -> Result<AgentRun> {
+    tokio::time::timeout(Duration::from_secs(3600), run(agent, Arc::default()))
+        .await
+        .expect("the run finished instead of hanging")
 }
 
 #[tokio::test(start_paused = true)]
@@ -94,15 +111,12 @@ async fn warn_runs_every_call_and_guides_the_model_once() {
             .unwrap(),
     );
     let sink = Arc::new(CollectingSink::new());
-    let run = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
-    assert_eq!(results(&run).len(), 5, "every call ran and has one result");
+    let run = run_into(&agent, sink.clone(), "go").await.unwrap();
+    assert_eq!(
+        tool_results_by_id(&run.messages).len(),
+        5,
+        "every call ran and has one result"
+    );
     let requests = model.requests();
     let last = requests[1].messages.last().unwrap();
     assert_eq!(last.role, Role::User);
@@ -130,27 +144,17 @@ async fn warn_runs_every_call_and_guides_the_model_once() {
 #[tokio::test(start_paused = true)]
 async fn deny_runs_only_the_first_write_per_file_and_answers_every_call() {
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![
-            edit("1", "a.rs", 1, 0),
-            edit("2", "b.rs", 2, 0),
-            edit("3", "a.rs", 3, 0),
-            edit("4", "/abs/../a.rs", 4, 0),
-            edit("5", "a.rs", 5, 0),
-        ]),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent: Agent<()> = Agent::new(model).with_tools(tools(&log)).with_stack(
-        MiddlewareStack::new()
-            .with(ParallelEditGuardMiddleware::deny())
-            .unwrap(),
-    );
-    let run = agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let calls = vec![
+        edit("1", "a.rs", 1, 0),
+        edit("2", "b.rs", 2, 0),
+        edit("3", "a.rs", 3, 0),
+        edit("4", "/abs/../a.rs", 4, 0),
+        edit("5", "a.rs", 5, 0),
+    ];
+    let agent = agent(tools(&log), calls, ParallelEditGuardMiddleware::deny());
+    let run = run(&agent, Arc::default()).await.unwrap();
     assert_eq!(*log.lock().unwrap(), ["a.rs#1", "b.rs#2", "/abs/../a.rs#4"]);
-    let r = results(&run);
+    let r = tool_results_by_id(&run.messages);
     assert_eq!(r.len(), 5, "every call has exactly one result");
     for id in ["3", "5"] {
         let (_, text) = r.iter().find(|(i, _)| i == id).unwrap();
@@ -164,57 +168,32 @@ async fn deny_runs_only_the_first_write_per_file_and_answers_every_call() {
 #[tokio::test(start_paused = true)]
 async fn reads_and_undeclared_calls_do_not_count() {
     let log = Arc::default();
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![
-            ToolCall::new("1", "read_file", json!({ "path": "a.rs" })),
-            ToolCall::new("2", "read_file", json!({ "path": "a.rs" })),
-            ToolCall::new("3", "shell", json!({ "command": "sed -i s/a/b/ a.rs" })),
-            edit("4", "a.rs", 4, 0),
-        ]),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent: Agent<()> = Agent::new(model).with_tools(tools(&log)).with_stack(
-        MiddlewareStack::new()
-            .with(ParallelEditGuardMiddleware::deny())
-            .unwrap(),
-    );
+    let calls = vec![
+        ToolCall::new("1", "read_file", json!({ "path": "a.rs" })),
+        ToolCall::new("2", "read_file", json!({ "path": "a.rs" })),
+        ToolCall::new("3", "shell", json!({ "command": "sed -i s/a/b/ a.rs" })),
+        edit("4", "a.rs", 4, 0),
+    ];
+    let agent = agent(tools(&log), calls, ParallelEditGuardMiddleware::deny());
     let sink = Arc::new(CollectingSink::new());
-    let run = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
-    assert!(results(&run).iter().all(|(_, t)| !t.contains("not run")));
+    let run = run(&agent, sink.clone()).await.unwrap();
+    assert!(tool_results_by_id(&run.messages)
+        .iter()
+        .all(|(_, t)| !t.contains("not run")));
     assert!(!trace(&sink.events()).iter().any(|l| l.starts_with("notice")));
 }
 
 #[tokio::test(start_paused = true)]
 async fn in_a_concurrent_batch_writes_to_one_file_keep_the_models_order() {
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![
-            edit("1", "a.rs", 1, 50), // slow first write
-            edit("2", "b.rs", 2, 0),
-            edit("3", "a.rs", 3, 0), // fast second write: must still wait for the first
-            edit("4", "a.rs", 4, 10),
-        ]),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(tools(&log))
-        .with_stack(
-            MiddlewareStack::new()
-                .with(ParallelEditGuardMiddleware::warn())
-                .unwrap(),
-        )
-        .with_concurrent_tools();
-    agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let calls = vec![
+        edit("1", "a.rs", 1, 50), // slow first write
+        edit("2", "b.rs", 2, 0),
+        edit("3", "a.rs", 3, 0), // fast second write: must still wait for the first
+        edit("4", "a.rs", 4, 10),
+    ];
+    let agent = agent(tools(&log), calls, ParallelEditGuardMiddleware::warn()).with_concurrent_tools();
+    run(&agent, Arc::default()).await.unwrap();
     let log = log.lock().unwrap().clone();
     let a: Vec<&String> = log.iter().filter(|e| e.starts_with("a.rs")).collect();
     assert_eq!(a, ["a.rs#1", "a.rs#3", "a.rs#4"], "full log: {log:?}");
@@ -233,26 +212,16 @@ fn breaker(call: &mut ToolCall) -> Result<()> {
 #[tokio::test(start_paused = true)]
 async fn a_failing_hook_does_not_leave_later_writes_waiting() {
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![edit("1", "a.rs", 1, 0), edit("2", "a.rs", 2, 0)]),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(tools(&log))
-        .with_stack(
-            MiddlewareStack::new()
-                .with(ParallelEditGuardMiddleware::warn())
-                .unwrap()
-                .with(Breaker)
-                .unwrap(),
-        )
-        .with_concurrent_tools();
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(3600),
-        agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go"),
-    )
-    .await
-    .expect("the run finished instead of hanging");
+    let calls = vec![edit("1", "a.rs", 1, 0), edit("2", "a.rs", 2, 0)];
+    let agent = agent(tools(&log), calls, ParallelEditGuardMiddleware::warn()).with_concurrent_tools();
+    let agent = agent.with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::warn())
+            .unwrap()
+            .with(Breaker)
+            .unwrap(),
+    );
+    let outcome = run_to_the_end(&agent).await;
     assert_eq!(outcome.unwrap_err().kind(), ErrorKind::LimitExceeded);
 }
 
@@ -271,28 +240,13 @@ fn config_builds_and_bad_values_are_rejected_naming_field_value_and_rule() {
 #[tokio::test(start_paused = true)]
 async fn a_call_id_the_model_repeats_does_not_wait_on_itself() {
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![
-            edit("same", "a.rs", 1, 5),
-            edit("same", "a.rs", 2, 0),
-            edit("other", "a.rs", 3, 0),
-        ]),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(tools(&log))
-        .with_stack(
-            MiddlewareStack::new()
-                .with(ParallelEditGuardMiddleware::warn())
-                .unwrap(),
-        )
-        .with_concurrent_tools();
-    let run = tokio::time::timeout(
-        Duration::from_secs(3600),
-        agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go"),
-    )
-    .await
-    .expect("the run finished instead of hanging");
+    let calls = vec![
+        edit("same", "a.rs", 1, 5),
+        edit("same", "a.rs", 2, 0),
+        edit("other", "a.rs", 3, 0),
+    ];
+    let agent = agent(tools(&log), calls, ParallelEditGuardMiddleware::warn()).with_concurrent_tools();
+    let run = run_to_the_end(&agent).await;
     // two calls of one reply with one id are a model error now (an id names
     // one call only): the run ends at once, and no edit ran
     let err = run.unwrap_err();
@@ -330,30 +284,21 @@ impl Tool for MultiEdit {
 #[tokio::test(start_paused = true)]
 async fn in_deny_mode_a_refused_call_claims_none_of_its_files() {
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![
-            edit("1", "a.rs", 1, 0),
-            ToolCall::new("2", "multi", json!({ "paths": ["a.rs", "b.rs"] })), // refused: a.rs taken
-            edit("3", "b.rs", 3, 0),                                           // runs: b.rs is still free
-        ]),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(
-            tools(&log)
-                .with(MultiEdit(ToolSchema::new("multi", "Edits many.")))
-                .unwrap(),
-        )
-        .with_stack(
-            MiddlewareStack::new()
-                .with(ParallelEditGuardMiddleware::deny())
-                .unwrap(),
-        );
-    let run = agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
+    let calls = vec![
+        edit("1", "a.rs", 1, 0),
+        ToolCall::new("2", "multi", json!({ "paths": ["a.rs", "b.rs"] })), // refused: a.rs taken
+        edit("3", "b.rs", 3, 0),                                           // runs: b.rs is still free
+    ];
+    let tools = tools(&log)
+        .with(MultiEdit(ToolSchema::new("multi", "Edits many.")))
         .unwrap();
+    let run = run(
+        &agent(tools, calls, ParallelEditGuardMiddleware::deny()),
+        Arc::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(*log.lock().unwrap(), ["a.rs#1", "b.rs#3"]);
-    let r = results(&run);
+    let r = tool_results_by_id(&run.messages);
     assert!(r[1].1.contains("already writes `a.rs`"), "{}", r[1].1);
 }

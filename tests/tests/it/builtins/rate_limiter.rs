@@ -11,6 +11,8 @@ use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_texts;
 use tinyagents::testing::trace;
 use tokio::time::Instant;
 
@@ -166,12 +168,7 @@ async fn per_tool_keys_limit_tool_calls_and_leave_model_calls_alone() {
         .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
         .await
         .unwrap();
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(results[..2], ["ok", "ok"]);
     assert!(results[2].contains("bucket `tool:search`"), "{}", results[2]);
     assert_eq!(run.final_text(), "done", "model calls are not limited by a tool key");

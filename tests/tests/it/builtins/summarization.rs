@@ -12,35 +12,9 @@ use tinyagents::harness::message::MessageId;
 use tinyagents::harness::tokens::{ApproxTokenCounter, TokenCounter};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use super::support::{ids, msg, two_lookups_history};
 use tinyagents::testing::RecordingTool;
-
-fn msg(m: Message, id: &str) -> Message {
-    m.with_id(MessageId::new(id))
-}
-
-/// system, u1, a1, u2, a2 (calls c1, c2), t1, t2, u3
-fn history() -> Vec<Message> {
-    vec![
-        msg(Message::system("rules"), "sys"),
-        msg(Message::user("first question"), "u1"),
-        msg(Message::assistant("first answer"), "a1"),
-        msg(Message::user("look things up"), "u2"),
-        msg(
-            Message::assistant("").with_tool_calls(vec![
-                ToolCall::new("c1", "lookup", json!({"q": "x"})),
-                ToolCall::new("c2", "lookup", json!({"q": "y"})),
-            ]),
-            "a2",
-        ),
-        msg(Message::tool("c1", "lookup", "x is 1"), "t1"),
-        msg(Message::tool("c2", "lookup", "y is 2"), "t2"),
-        msg(Message::user("and now?"), "u3"),
-    ]
-}
-
-fn ids(messages: &[Message]) -> Vec<&str> {
-    messages.iter().map(|m| m.id.as_str()).collect()
-}
 
 /// Records what it was asked to summarise.
 #[derive(Default)]
@@ -89,7 +63,7 @@ async fn run_once(s: SummarizationMiddleware) -> (ModelRequest, AgentRun, Vec<Ag
         .with_stack(MiddlewareStack::new().with(s).unwrap());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
+    let run = agent.run(&mut ctx, &(), two_lookups_history()).await.unwrap();
     (model.requests().remove(0), run, sink.events())
 }
 
@@ -105,7 +79,7 @@ async fn a_message_trigger_summarises_the_older_part_and_keeps_the_window() {
     assert!(summary.text().contains("user: first question"), "{}", summary.text());
     assert!(summary.text().contains("assistant: first answer"));
     // the stored history is untouched
-    assert_eq!(ids(&run.messages[..8]), ids(&history()));
+    assert_eq!(ids(&run.messages[..8]), ids(&two_lookups_history()));
 }
 
 #[tokio::test]
@@ -114,7 +88,7 @@ async fn below_every_trigger_nothing_changes() {
         SummaryTrigger::messages(8).or_tokens(10_000),
     ))
     .await;
-    assert_eq!(ids(&sent.messages), ids(&history()));
+    assert_eq!(ids(&sent.messages), ids(&two_lookups_history()));
     assert!(run.compressions.is_empty());
     assert!(!events.iter().any(|e| e.kind() == EventKind::Compressed));
 }
@@ -166,7 +140,10 @@ async fn provenance_fields_are_filled_and_consistent() {
     assert_eq!(replaced, ["u1", "a1", "u2", "a2", "t1", "t2"]);
     assert_eq!(p.source_artifact_ids, ["c1", "c2"]);
     assert_eq!(p.replacement_message_id.as_ref(), Some(&summary.id));
-    let original: u64 = history()[1..7].iter().map(|m| counter.count_message(m)).sum();
+    let original: u64 = two_lookups_history()[1..7]
+        .iter()
+        .map(|m| counter.count_message(m))
+        .sum();
     assert_eq!(p.original_tokens, original);
     assert_eq!(p.compressed_tokens, counter.count_message(summary));
     assert_eq!(p.prompt_segment_ids, ["system"]);
@@ -217,7 +194,7 @@ async fn a_summary_is_reused_then_extended_across_steps_not_redone() {
         )
         .with_stack(MiddlewareStack::new().with(s).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
+    let run = agent.run(&mut ctx, &(), two_lookups_history()).await.unwrap();
     assert_eq!(run.final_text(), "done");
 
     let calls = recorder.calls.lock().unwrap().clone();
@@ -278,7 +255,11 @@ async fn a_failing_summariser_fails_the_run_clearly() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(MiddlewareStack::new().with(s).unwrap());
     let err = agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), history())
+        .run(
+            &mut RunContext::new(RunConfig::new("r"), ()),
+            &(),
+            two_lookups_history(),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Model);
@@ -362,7 +343,7 @@ async fn the_run_record_takes_the_logs_compressions_without_a_copy() {
             .unwrap(),
     );
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
+    let run = agent.run(&mut ctx, &(), two_lookups_history()).await.unwrap();
     assert_eq!(run.compressions.len(), 1, "{:?}", run.compressions);
     assert_eq!(run.compressions[0].middleware, "summarization");
     let log = ctx.local::<CompressionLog>();

@@ -14,6 +14,8 @@ use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::harness::model::ModelStream;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::{run_into, tool_texts};
 use tinyagents::testing::trace;
 use tinyagents_tests::assert_balanced;
 use tokio::time::Instant;
@@ -99,14 +101,7 @@ async fn an_expired_model_call_is_dropped_and_fails_with_a_timeout() {
             .unwrap(),
     );
     let start = Instant::now();
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "hi").await.unwrap_err();
     assert_eq!(err, TinyAgentsError::timeout("model call", Duration::from_secs(1)));
     assert!(err.is_retryable());
     assert_eq!(start.elapsed(), Duration::from_secs(1));
@@ -152,14 +147,7 @@ async fn a_retry_outside_sees_a_retryable_timeout_and_tries_again() {
     );
     let sink = Arc::new(CollectingSink::new());
     let start = Instant::now();
-    let run = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await
-        .unwrap();
+    let run = run_into(&agent, sink.clone(), "hi").await.unwrap();
     assert_eq!(run.final_text(), "part one part two");
     assert_eq!(start.elapsed(), Duration::from_millis(1000 + 500 + 10));
     assert!(trace(&sink.events()).contains(&"retry model attempt=1/3 delay=500ms error:timeout".to_owned()));
@@ -183,14 +171,7 @@ async fn a_tool_call_past_its_limit_fails_with_a_timeout_and_its_events_close() 
     .with_tools(ToolRegistry::new().with(slow_tool(10_000)).unwrap())
     .with_stack(MiddlewareStack::empty().with(timeout("tool_ms = 500")).unwrap());
     let start = Instant::now();
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "go").await.unwrap_err();
     assert_eq!(
         err,
         TinyAgentsError::timeout("tool call `slow`", Duration::from_millis(500))
@@ -224,12 +205,7 @@ async fn a_tool_retry_outside_turns_repeated_timeouts_into_one_error_result() {
         .await
         .unwrap();
     assert_eq!(start.elapsed(), Duration::from_millis(500 + 100 + 500));
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(
         results,
         ["Tool `slow` failed after 2 attempt(s): tool call `slow` timed out after 500ms"]
@@ -273,14 +249,7 @@ async fn a_run_deadline_is_not_retried_or_fallen_back_from() {
             .unwrap(),
     );
     let sink = Arc::new(CollectingSink::new());
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "hi").await.unwrap_err();
     assert_eq!(err, TinyAgentsError::timeout("run", Duration::from_secs(1)));
     assert_eq!(model.calls.load(Ordering::SeqCst), 1);
     let lines = trace(&sink.events());

@@ -7,15 +7,9 @@ use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
-use tinyagents::testing::RecordingTool;
 
-fn tool_texts(run: &AgentRun) -> Vec<String> {
-    run.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect()
-}
+use crate::support::tool_texts;
+use tinyagents::testing::RecordingTool;
 
 #[tokio::test]
 async fn calls_outside_the_lists_are_refused_and_the_others_run() {
@@ -117,7 +111,7 @@ async fn a_sub_agent_cannot_run_a_tool_its_parent_denied() {
     assert_eq!(read.calls().len(), 1);
     let child_saw: Vec<String> = child_model.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(child_saw, ["read"], "the child's model was not even shown it");
-    assert_eq!(tool_texts(&run), ["child done"]);
+    assert_eq!(tool_texts(&run.messages), ["child done"]);
 }
 
 #[test]

@@ -8,6 +8,8 @@ use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_results_by_id;
 use tinyagents::testing::RecordingTool;
 
 fn calls(names: &[&str]) -> Vec<ToolCall> {
@@ -39,16 +41,20 @@ fn setup(stack: MiddlewareStack<()>, turns: Vec<ScriptedTurn>) -> Setup {
     Setup { agent, search, fetch }
 }
 
-fn limit(toml: &str) -> ToolCallLimitMiddleware {
-    from_toml_str::<ToolCallLimitConfig>(toml).unwrap().build()
+impl Setup {
+    /// Runs the agent once (run `r`, input "go").
+    async fn run(&self) -> Result<AgentRun> {
+        self.run_in(RunConfig::new("r")).await
+    }
+
+    /// Runs the agent once with `config`.
+    async fn run_in(&self, config: RunConfig) -> Result<AgentRun> {
+        self.agent.run(&mut RunContext::new(config, ()), &(), "go").await
+    }
 }
 
-fn results(run: &AgentRun) -> Vec<(String, String)> {
-    run.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| (m.tool_call_id.clone().unwrap(), m.text().into_owned()))
-        .collect()
+fn limit(toml: &str) -> ToolCallLimitMiddleware {
+    from_toml_str::<ToolCallLimitConfig>(toml).unwrap().build()
 }
 
 fn every_call_answered_once(run: &AgentRun) {
@@ -57,7 +63,10 @@ fn every_call_answered_once(run: &AgentRun) {
         .iter()
         .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone()))
         .collect();
-    let answered: Vec<String> = results(run).into_iter().map(|(id, _)| id).collect();
+    let answered: Vec<String> = tool_results_by_id(&run.messages)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     assert_eq!(asked, answered, "each call answered exactly once, in order");
 }
 
@@ -72,14 +81,10 @@ async fn continue_blocks_the_calls_over_the_limit_and_the_run_goes_on() {
             ScriptedTurn::text("done"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     assert_eq!(run.final_text(), "done");
     every_call_answered_once(&run);
-    let r = results(&run);
+    let r = tool_results_by_id(&run.messages);
     assert_eq!(r[0].1, "found");
     assert_eq!(r[1].1, "fetched", "other tools are not counted");
     assert_eq!(r[2].1, "found");
@@ -106,14 +111,12 @@ async fn the_limit_spans_the_batches_of_a_run_and_counts_all_tools_by_default() 
             ScriptedTurn::text("done"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     every_call_answered_once(&run);
     assert_eq!(s.search.calls().len() + s.fetch.calls().len(), 3);
-    assert!(results(&run)[3].1.starts_with("Tool call limit reached for tools"));
+    assert!(tool_results_by_id(&run.messages)[3]
+        .1
+        .starts_with("Tool call limit reached for tools"));
 }
 
 #[tokio::test]
@@ -128,11 +131,7 @@ async fn end_stops_the_run_before_any_call_of_the_batch_runs() {
             ScriptedTurn::text("never"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     assert_eq!(run.stop, StopReason::StoppedByMiddleware);
     assert!(
         run.final_text()
@@ -153,11 +152,7 @@ async fn error_fails_the_run_with_limit_exceeded() {
             .unwrap(),
         vec![ScriptedTurn::tool_calls(calls(&["search", "search"]))],
     );
-    let err = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap_err();
+    let err = s.run().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert!(err.to_string().contains("limit `tool_call_limit` exceeded"), "{err}");
     assert_eq!(s.search.calls().len(), 0);
@@ -208,7 +203,7 @@ async fn concurrent_tool_calls_are_counted_in_the_models_order() {
         .await
         .unwrap();
     every_call_answered_once(&run);
-    let r = results(&run);
+    let r = tool_results_by_id(&run.messages);
     assert_eq!((r[0].1.as_str(), r[1].1.as_str()), ("found", "found"));
     assert!(r[2].1.starts_with("Tool call limit reached") && r[3].1.starts_with("Tool call limit reached"));
 }
@@ -229,11 +224,7 @@ async fn two_instances_cap_two_tools_separately() {
             ScriptedTurn::text("done"),
         ],
     );
-    let run = s
-        .agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let run = s.run().await.unwrap();
     every_call_answered_once(&run);
     assert_eq!((s.search.calls().len(), s.fetch.calls().len()), (1, 2));
 }
@@ -279,15 +270,7 @@ async fn a_shared_thread_count_gives_back_the_calls_of_a_batch_that_end_stops() 
             ScriptedTurn::text("never"),
         ],
     );
-    let run = s
-        .agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r").with_thread("t"), ()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
+    let run = s.run_in(RunConfig::new("r").with_thread("t")).await.unwrap();
     assert_eq!(run.stop, StopReason::StoppedByMiddleware);
     every_call_answered_once(&run);
     assert_eq!((s.search.calls().len(), s.fetch.calls().len()), (1, 0));
@@ -324,15 +307,7 @@ async fn a_shared_thread_count_that_cannot_answer_refuses_the_calls() {
             ScriptedTurn::text("never"),
         ],
     );
-    let err = s
-        .agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r").with_thread("t"), ()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap_err();
+    let err = s.run_in(RunConfig::new("r").with_thread("t")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Middleware);
     assert!(
         err.to_string().contains("tool_calls:*:t") && err.to_string().contains("shared_thread_counts"),

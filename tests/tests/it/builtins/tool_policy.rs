@@ -11,7 +11,21 @@ use tinyagents::harness::tool::{SandboxMode, SideEffects, ToolAccess, ToolPolicy
 use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_texts;
 use tinyagents::testing::{trace, MiddlewareHarness, RecordingTool};
+
+/// Every tool the policy tables name, and one never registered.
+const EVERY_TOOL: &[&str] = &[
+    "read",
+    "unclassified",
+    "rm",
+    "pay",
+    "fetch",
+    "shell",
+    "big",
+    "never-registered",
+];
 
 /// Seed 000, "Tool policy enforcement", as written.
 #[tokio::test]
@@ -144,20 +158,7 @@ async fn exposure_and_execution_make_the_same_decision_for_every_builder() {
             None,
             &["read", "unclassified", "rm", "pay", "fetch", "big", "never-registered"],
         ),
-        (
-            ToolPolicyMiddleware::new(policies()),
-            sandboxed(),
-            &[
-                "read",
-                "unclassified",
-                "rm",
-                "pay",
-                "fetch",
-                "shell",
-                "big",
-                "never-registered",
-            ],
-        ),
+        (ToolPolicyMiddleware::new(policies()), sandboxed(), EVERY_TOOL),
         (
             ToolPolicyMiddleware::strict(policies()),
             sandboxed(),
@@ -181,16 +182,7 @@ async fn exposure_and_execution_make_the_same_decision_for_every_builder() {
         (
             ToolPolicyMiddleware::new(policies()).require_sandbox(false),
             None,
-            &[
-                "read",
-                "unclassified",
-                "rm",
-                "pay",
-                "fetch",
-                "shell",
-                "big",
-                "never-registered",
-            ],
+            EVERY_TOOL,
         ),
         (
             ToolPolicyMiddleware::new(policies()).require_classification(true),
@@ -286,12 +278,7 @@ async fn in_a_run_a_hidden_tool_is_not_shown_and_not_run_when_called_anyway() {
     assert_eq!(read.calls().len(), 1);
     let seen: Vec<String> = model.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(seen, ["read"]);
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(results.len(), 2, "every call has exactly one result");
     assert!(results[0].contains("denied side effects: payment"), "{}", results[0]);
     assert!(trace(&sink.events()).contains(&"tools_filtered tool_policy -pay".to_owned()));

@@ -10,6 +10,8 @@ use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use crate::support::tool_texts;
 use tinyagents::testing::trace;
 use tokio::time::Instant;
 
@@ -40,42 +42,49 @@ fn agent(tools: ToolRegistry, retry: ToolRetryMiddleware, calls: Vec<ToolCall>) 
     .with_stack(MiddlewareStack::new().with(retry).unwrap())
 }
 
-fn tool_results(run: &AgentRun) -> Vec<String> {
-    run.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect()
-}
-
 fn config(toml: &str) -> ToolRetryMiddleware {
     from_toml_str::<ToolRetryConfig>(toml).unwrap().build()
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_retryable_failure_is_retried_inside_one_call() {
+/// One call to a tool `name` failing its first `fails` calls with `error()`,
+/// through `retry`, events to `sink`: the run and how many times the tool ran.
+async fn run_flaky(
+    name: &'static str,
+    fails: u32,
+    error: fn() -> TinyAgentsError,
+    retry: ToolRetryMiddleware,
+    sink: Arc<CollectingSink>,
+) -> (Result<AgentRun>, u32) {
     let calls = Arc::new(AtomicU32::new(0));
     let tools = ToolRegistry::new()
-        .with(flaky("fetch", 2, rate_limited, calls.clone()))
+        .with(flaky(name, fails, error, calls.clone()))
         .unwrap();
-    let agent = agent(
-        tools,
-        config("initial_delay_ms = 100\njitter = 0.0"),
-        vec![ToolCall::new("c1", "fetch", json!({}))],
-    );
+    let run = agent(tools, retry, vec![ToolCall::new("c1", name, json!({}))])
+        .run(&mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink), &(), "go")
+        .await;
+    (run, calls.load(Ordering::SeqCst))
+}
+
+/// [`run_flaky`] on `fetch` with the retry configured by `toml`.
+async fn run_fetch(fails: u32, error: fn() -> TinyAgentsError, toml: &str) -> (Result<AgentRun>, u32) {
+    run_flaky("fetch", fails, error, config(toml), Arc::new(CollectingSink::new())).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retryable_failure_is_retried_inside_one_call() {
     let sink = Arc::new(CollectingSink::new());
     let start = Instant::now();
-    let run = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap();
+    let (run, calls) = run_flaky(
+        "fetch",
+        2,
+        rate_limited,
+        config("initial_delay_ms = 100\njitter = 0.0"),
+        sink.clone(),
+    )
+    .await;
     assert_eq!(start.elapsed(), Duration::from_millis(300));
-    assert_eq!(tool_results(&run), ["ok"]);
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(tool_texts(&run.unwrap().messages), ["ok"]);
+    assert_eq!(calls, 3);
     let lines: Vec<String> = trace(&sink.events())
         .into_iter()
         .filter(|l| l.starts_with("tool_call ") || l.starts_with("tool_done") || l.starts_with("retry"))
@@ -93,81 +102,41 @@ async fn a_retryable_failure_is_retried_inside_one_call() {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_that_keeps_failing_gets_one_error_result_and_the_run_goes_on() {
-    let calls = Arc::new(AtomicU32::new(0));
-    let tools = ToolRegistry::new()
-        .with(flaky("fetch", 99, rate_limited, calls.clone()))
-        .unwrap();
-    let agent = agent(
-        tools,
-        config("max_attempts = 2\ninitial_delay_ms = 1\njitter = 0.0"),
-        vec![ToolCall::new("c1", "fetch", json!({}))],
-    );
-    let run = agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap();
+    let (run, calls) = run_fetch(99, rate_limited, "max_attempts = 2\ninitial_delay_ms = 1\njitter = 0.0").await;
+    let run = run.unwrap();
     assert_eq!(run.final_text(), "done");
     assert_eq!(
-        tool_results(&run),
+        tool_texts(&run.messages),
         ["Tool `fetch` failed after 2 attempt(s): rate limited: busy"]
     );
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(calls, 2);
 }
 
 #[tokio::test(start_paused = true)]
 async fn on_failure_error_returns_the_last_error() {
-    let calls = Arc::new(AtomicU32::new(0));
-    let tools = ToolRegistry::new()
-        .with(flaky("fetch", 99, rate_limited, calls.clone()))
-        .unwrap();
-    let agent = agent(
-        tools,
-        config("max_attempts = 2\ninitial_delay_ms = 1\non_failure = \"error\""),
-        vec![ToolCall::new("c1", "fetch", json!({}))],
-    );
-    let err = agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::RateLimited);
+    let (run, _) = run_fetch(
+        99,
+        rate_limited,
+        "max_attempts = 2\ninitial_delay_ms = 1\non_failure = \"error\"",
+    )
+    .await;
+    assert_eq!(run.unwrap_err().kind(), ErrorKind::RateLimited);
 }
 
 #[tokio::test(start_paused = true)]
 async fn plain_tool_failures_are_retried_only_when_retry_on_names_them() {
     let tool_error = || TinyAgentsError::tool("fetch", "flaky disk");
-    let calls = Arc::new(AtomicU32::new(0));
-    let tools = ToolRegistry::new()
-        .with(flaky("fetch", 1, tool_error, calls.clone()))
-        .unwrap();
-    let run = agent(
-        tools,
-        config("initial_delay_ms = 1"),
-        vec![ToolCall::new("c1", "fetch", json!({}))],
-    )
-    .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-    .await
-    .unwrap();
+    let (run, calls) = run_fetch(1, tool_error, "initial_delay_ms = 1").await;
     assert_eq!(
-        tool_results(&run),
+        tool_texts(&run.unwrap().messages),
         ["tool `fetch` failed: flaky disk"],
         "not retryable by default"
     );
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(calls, 1);
 
-    let calls = Arc::new(AtomicU32::new(0));
-    let tools = ToolRegistry::new()
-        .with(flaky("fetch", 1, tool_error, calls.clone()))
-        .unwrap();
-    let run = agent(
-        tools,
-        config("initial_delay_ms = 1\nretry_on = [\"tool\"]"),
-        vec![ToolCall::new("c1", "fetch", json!({}))],
-    )
-    .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-    .await
-    .unwrap();
-    assert_eq!(tool_results(&run), ["ok"]);
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let (run, calls) = run_fetch(1, tool_error, "initial_delay_ms = 1\nretry_on = [\"tool\"]").await;
+    assert_eq!(tool_texts(&run.unwrap().messages), ["ok"]);
+    assert_eq!(calls, 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -197,21 +166,10 @@ async fn only_the_listed_tools_are_retried() {
 #[tokio::test(start_paused = true)]
 async fn an_interrupt_from_a_tool_is_never_retried_or_turned_into_a_result() {
     let interrupt = || TinyAgentsError::interrupted(Some("approval".into()), "needs a human");
-    let calls = Arc::new(AtomicU32::new(0));
-    let tools = ToolRegistry::new()
-        .with(flaky("pay", 5, interrupt, calls.clone()))
-        .unwrap();
-    let agent = agent(
-        tools,
-        ToolRetryMiddleware::new().retry_on(|_| true),
-        vec![ToolCall::new("c1", "pay", json!({}))],
-    );
-    let err = agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let retry = ToolRetryMiddleware::new().retry_on(|_| true);
+    let (run, calls) = run_flaky("pay", 5, interrupt, retry, Arc::new(CollectingSink::new())).await;
+    assert_eq!(run.unwrap_err().kind(), ErrorKind::Interrupted);
+    assert_eq!(calls, 1);
 }
 
 #[test]

@@ -9,6 +9,8 @@ use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
+use super::support::parent_of;
+
 fn agent(tracing_mw: TracingMiddleware, turns: Vec<ScriptedTurn>) -> Agent<()> {
     let tools = ToolRegistry::new()
         .with(tool_fn("search", "Searches.", |_cx, _a| async move {
@@ -154,17 +156,7 @@ async fn a_sub_agent_run_nests_under_the_tool_call_that_started_it() {
     let stack = std::sync::Arc::new(MiddlewareStack::new().with(TracingMiddleware::new()).unwrap());
     let child: Agent<()> =
         Agent::new(ScriptedModel::new([ScriptedTurn::text("child done")])).with_shared_stack(stack.clone());
-    let tools = ToolRegistry::new()
-        .with(AgentTool::new(std::sync::Arc::new(child), "helper", "Helps.", || {
-            ((), ())
-        }))
-        .unwrap();
-    let parent: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_call("helper", json!({"input": "x"})),
-        ScriptedTurn::text("ok"),
-    ]))
-    .with_tools(tools)
-    .with_shared_stack(stack);
+    let parent = parent_of(child, stack);
     parent
         .run(&mut RunContext::new(RunConfig::new("p"), ()), &(), "go")
         .await

@@ -6,13 +6,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
-use tinyagents::harness::message::MessageId;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-fn msg(m: Message, id: &str) -> Message {
-    m.with_id(MessageId::new(id))
-}
+use super::support::msg;
 
 /// sys, then four questions and their answers, a tool call pair among them: 10 messages
 fn history() -> Vec<Message> {

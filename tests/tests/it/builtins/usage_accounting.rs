@@ -7,6 +7,8 @@ use std::sync::Arc;
 use serde_json::json;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use super::support::parent_of;
 use tinyagents::testing::trace;
 
 fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
@@ -107,15 +109,7 @@ async fn a_shared_stack_counts_the_sub_agent_live_in_the_totals() {
         ModelResponse::text("child").with_usage(usage(7, 1, 0, 3)),
     )]))
     .with_shared_stack(stack.clone());
-    let tools = ToolRegistry::new()
-        .with(AgentTool::new(Arc::new(child), "helper", "A helper.", || ((), ())))
-        .unwrap();
-    let parent: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_call("helper", json!({"input": "x"})),
-        ScriptedTurn::text("ok"),
-    ]))
-    .with_tools(tools)
-    .with_shared_stack(stack);
+    let parent = parent_of(child, stack);
     let mut ctx = RunContext::new(RunConfig::new("p"), ());
     parent.run(&mut ctx, &(), "go").await.unwrap();
     let totals = accounting.totals();

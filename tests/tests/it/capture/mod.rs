@@ -282,3 +282,16 @@ pub fn capture() -> (Captured, CaptureGuard) {
     };
     (captured, guard)
 }
+
+/// The `logging` built-in's messages, in order, for a run of one tool call
+/// between two model calls.
+pub const LOGGING_ONE_TOOL_CALL: [&str; 8] = [
+    "run started",
+    "model request",
+    "model response",
+    "tool call",
+    "tool result",
+    "model request",
+    "model response",
+    "run ended",
+];

@@ -9,6 +9,8 @@ use serde_json::json;
 use tinyagents::docs::MiddlewareMetadata;
 use tinyagents::prelude::*;
 
+use crate::support::tool_texts;
+
 /// Counts model and tool calls, caps tool calls, and retries model calls:
 /// several lifecycle hooks and both wraps on one type with fields.
 struct Budget {
@@ -139,12 +141,7 @@ async fn one_add_registers_an_impl_block_everywhere_it_belongs() {
         .await
         .unwrap();
     assert_eq!(run.final_text(), "done");
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(results, ["pong", "tool budget spent"]);
     assert_eq!(budget.seen(), ["start r1", "retry", "finish done"]);
     assert_eq!(budget.total(), 2 + 2);

@@ -34,6 +34,18 @@ async fn run_with(replies: &[&str], so: StructuredOutputMiddleware) -> Result<Ag
         .await
 }
 
+/// One run whose model replies with a valid `Order`, through `structured`
+/// and then `probe`.
+async fn run_one_order(structured: StructuredOutputMiddleware, probe: impl Middleware<()> + 'static) {
+    let model = ScriptedModel::new([ScriptedTurn::text(r#"{"item": "a", "count": 1}"#)]);
+    let stack = MiddlewareStack::new().with(structured).unwrap().with(probe).unwrap();
+    let agent: Agent<()> = Agent::new(model).with_stack(stack);
+    agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "x")
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_typed_reply_comes_back_as_the_type() {
     let run = run_with(
@@ -129,32 +141,16 @@ async fn each_request_carries_the_native_response_format_unless_turned_off() {
         Ok(())
     }
     // `record` runs after `structured_output`'s own `before_model`.
-    let model = ScriptedModel::new([ScriptedTurn::text(r#"{"item": "a", "count": 1}"#)]);
-    let stack = MiddlewareStack::new()
-        .with(StructuredOutputMiddleware::for_type::<Order>().unwrap())
-        .unwrap()
-        .with(Record)
-        .unwrap();
-    let agent: Agent<()> = Agent::new(model).with_stack(stack);
-    agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "x")
-        .await
-        .unwrap();
+    run_one_order(StructuredOutputMiddleware::for_type::<Order>().unwrap(), Record).await;
 
     #[before_model]
     async fn none_set(request: &mut ModelRequest) -> Result<()> {
         assert_eq!(request.response_format, None);
         Ok(())
     }
-    let model = ScriptedModel::new([ScriptedTurn::text(r#"{"item": "a", "count": 1}"#)]);
-    let stack = MiddlewareStack::new()
-        .with(StructuredOutputMiddleware::for_type::<Order>().unwrap().native(false))
-        .unwrap()
-        .with(NoneSet)
-        .unwrap();
-    let agent: Agent<()> = Agent::new(model).with_stack(stack);
-    agent
-        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "x")
-        .await
-        .unwrap();
+    run_one_order(
+        StructuredOutputMiddleware::for_type::<Order>().unwrap().native(false),
+        NoneSet,
+    )
+    .await;
 }

@@ -2,8 +2,6 @@
 //! parent's `permission_request` refusal holds in a child run, and a
 //! `pre_tool_use` "stop" answer does not let the call it was asked about run.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -12,12 +10,7 @@ use tinyagents::harness::tool::SandboxMode;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tinyagents-rt-fresh-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::canonicalize(dir).unwrap()
-}
+use super::support::{parent_refuses_delete_then_delegates, temp_dir};
 
 /// A parent's `permission_request` policy hook refuses `delete` (exit 2).
 /// It is a policy event (fails closed by default, `HookEvent::is_policy`),
@@ -25,42 +18,8 @@ fn temp_dir(name: &str) -> PathBuf {
 /// with an empty stack runs `delete` unasked.
 #[tokio::test]
 async fn a_parent_s_permission_request_hook_holds_in_a_sub_agent_run() {
-    let dir = temp_dir("perm-inherit");
-    let hooks = ExternalHooksMiddleware::new([HookCommand::new(
-        HookEvent::PermissionRequest,
-        "cat > /dev/null; echo 'delete is not allowed here' >&2; exit 2",
-    )
-    .with_matcher("^delete$")
-    .unwrap()
-    .with_sandbox(SandboxMode::Off)
-    .with_timeout(Duration::from_secs(20))])
-    .in_dir(&dir);
-
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let child: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
-        ScriptedTurn::text("child done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap());
-    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
-    let parent: Agent<()> = Agent::new(ScriptedModel::new([
-        // the parent's own call is refused by its hook
-        ScriptedTurn::tool_calls(vec![ToolCall::new("p1", "delete", json!({"path": "a.txt"}))]),
-        // so it asks a sub-agent to do it
-        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "delete a.txt"}))]),
-        ScriptedTurn::text("parent done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap().with(helper).unwrap())
-    .with_stack(MiddlewareStack::new().with(hooks).unwrap());
-
-    let mut ctx = RunContext::new(RunConfig::new("p"), ());
-    let run = parent.run(&mut ctx, &(), "tidy").await.unwrap();
-    assert!(
-        run.messages
-            .iter()
-            .any(|m| m.text().contains("delete is not allowed here")),
-        "the parent's hook refused the parent's own call"
-    );
+    let dir = temp_dir("answers", "perm-inherit");
+    let (_run, delete) = parent_refuses_delete_then_delegates(HookEvent::PermissionRequest, &dir).await;
     assert!(
         delete.calls().is_empty(),
         "the parent's permission_request hook must refuse `delete` in its sub-agent too; it ran: {:?}",
@@ -74,7 +33,7 @@ async fn a_parent_s_permission_request_hook_holds_in_a_sub_agent_run() {
 /// about through.
 #[tokio::test]
 async fn a_pre_tool_use_stop_answer_does_not_let_the_call_run() {
-    let dir = temp_dir("pre-stop");
+    let dir = temp_dir("answers", "pre-stop");
     let hooks = ExternalHooksMiddleware::new([HookCommand::new(
         HookEvent::PreToolUse,
         r#"cat > /dev/null; echo '{"continue": false, "stop_reason": "Stopped by policy."}'"#,

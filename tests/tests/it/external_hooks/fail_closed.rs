@@ -4,95 +4,20 @@
 //! that try to slip past a guard. Every case asserts the outcome and that
 //! the tool did not run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tinyagents::config::{ConfigFile, MiddlewareRegistry};
 use tinyagents::external_hooks::{ExternalHooksConfig, ExternalHooksMiddleware, HookCommand, HookEvent};
-use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-/// A fresh directory (canonical, so it can be a workspace root) for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tinyagents-hooks-fc-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::canonicalize(dir).unwrap()
-}
+use super::support::{hook, run_stack, script, temp_dir, Outcome};
 
-/// Writes script `name` into `dir`; returns the command that runs it with `sh`.
-fn script(dir: &Path, name: &str, body: &str) -> String {
-    std::fs::write(dir.join(name), format!("#!/bin/sh\n{body}\n")).unwrap();
-    format!("sh ./{name}")
-}
-
-fn hook(event: HookEvent, command: String) -> HookCommand {
-    HookCommand::new(event, command).with_timeout(Duration::from_secs(20))
-}
-
-struct Outcome {
-    run: std::result::Result<AgentRun, TinyAgentsError>,
-    events: Vec<AgentEvent>,
-}
-
-impl Outcome {
-    fn tool_results(&self) -> Vec<String> {
-        self.run
-            .as_ref()
-            .unwrap()
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Tool)
-            .map(|m| m.text().into_owned())
-            .collect()
-    }
-
-    fn result(&self) -> String {
-        let results = self.tool_results();
-        assert_eq!(results.len(), 1, "every call gets exactly one result: {results:?}");
-        results[0].clone()
-    }
-
-    fn error_notices(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                AgentEvent::Notice {
-                    message,
-                    is_error: true,
-                    ..
-                } => Some(message.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// One turn asking for `shell` with `{"command": "ls"}`, then "done", through `stack`.
-async fn run_stack(stack: MiddlewareStack<()>, tool: RecordingTool, workspace: Option<&Path>) -> Outcome {
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_call("shell", json!({ "command": "ls" })),
-        ScriptedTurn::text("done"),
-    ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(tool).unwrap())
-        .with_stack(stack);
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("run-1"), ()).with_sink(sink.clone());
-    if let Some(root) = workspace {
-        ctx = ctx.with_workspace(WorkspaceDescriptor::new(root));
-    }
-    let run = agent.run(&mut ctx, &(), "list the files").await;
-    Outcome {
-        run,
-        events: sink.events(),
-    }
-}
-
+/// [`run_stack`] with `hooks` run from `dir` on an empty stack (no defaults).
 async fn run_with(dir: &Path, hooks: Vec<HookCommand>, tool: RecordingTool) -> Outcome {
     let stack = MiddlewareStack::empty()
         .with(ExternalHooksMiddleware::new(hooks).in_dir(dir))
@@ -126,7 +51,7 @@ const NOT_UNDERSTOOD: &[(&str, &str)] = &[
 
 #[tokio::test]
 async fn policy_hooks_refuse_every_answer_that_is_not_understood() {
-    let dir = temp_dir("grammar");
+    let dir = temp_dir("hooks-fc", "grammar");
     let mut refused = 0;
     for event in POLICY_EVENTS {
         for (name, body) in NOT_UNDERSTOOD {
@@ -154,7 +79,7 @@ async fn policy_hooks_refuse_every_answer_that_is_not_understood() {
 
 #[tokio::test]
 async fn an_answer_by_the_grammar_is_applied() {
-    let dir = temp_dir("grammar-ok");
+    let dir = temp_dir("hooks-fc", "grammar-ok");
     let ok = script(
         &dir,
         "ok.sh",
@@ -177,7 +102,7 @@ async fn an_answer_by_the_grammar_is_applied() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_policy_hooks_refuse_by_default() {
-    let dir = temp_dir("broken");
+    let dir = temp_dir("hooks-fc", "broken");
     // not executable: written without the execute bit, run directly
     std::fs::write(dir.join("noexec.sh"), "#!/bin/sh\nexit 0\n").unwrap();
     let cases: Vec<(&str, String, &str)> = vec![
@@ -221,7 +146,7 @@ async fn broken_policy_hooks_refuse_by_default() {
 
 #[tokio::test]
 async fn the_explicit_opt_out_lets_a_broken_policy_hook_pass_and_other_events_fail_open() {
-    let dir = temp_dir("opt-out");
+    let dir = temp_dir("hooks-fc", "opt-out");
     let broken = script(&dir, "broken.sh", "exit 1");
     let garbage = script(&dir, "garbage.sh", "echo BLOCK");
     for event in POLICY_EVENTS {
@@ -262,7 +187,7 @@ async fn the_explicit_opt_out_lets_a_broken_policy_hook_pass_and_other_events_fa
 
 #[tokio::test]
 async fn output_is_read_with_bounds_and_shown_shortened() {
-    let dir = temp_dir("bounds");
+    let dir = temp_dir("hooks-fc", "bounds");
     for event in POLICY_EVENTS {
         // 200 MB on stdout: the read stops at the 1 MiB cap, the hook is killed before it finishes
         let flood = script(
@@ -339,7 +264,7 @@ fn gone(pid: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_block_is_not_lost_when_a_background_child_keeps_stdout_open() {
-    let dir = temp_dir("background");
+    let dir = temp_dir("hooks-fc", "background");
     for event in POLICY_EVENTS {
         let _ = std::fs::remove_file(dir.join("bg.pid"));
         let cmd = script(
@@ -393,7 +318,7 @@ fn guard() -> ShellFsGuardMiddleware {
 
 #[tokio::test]
 async fn a_rewrite_is_judged_by_the_guards_whatever_the_order() {
-    let dir = temp_dir("rewrite");
+    let dir = temp_dir("hooks-fc", "rewrite");
     let to_forbidden = script(
         &dir,
         "evil.sh",
@@ -474,7 +399,7 @@ fn first_of_all() -> Result<()> {
 
 #[tokio::test]
 async fn a_rewrite_is_judged_by_a_guard_of_the_users_own_and_a_named_order_is_kept() {
-    let dir = temp_dir("rewrite-own");
+    let dir = temp_dir("hooks-fc", "rewrite-own");
     let evil = script(
         &dir,
         "evil.sh",
@@ -512,7 +437,7 @@ async fn a_rewrite_is_judged_by_a_guard_of_the_users_own_and_a_named_order_is_ke
 
 #[tokio::test]
 async fn a_rewrite_in_an_agent_file_is_judged_by_the_guard_of_the_same_file() {
-    let dir = temp_dir("rewrite-file");
+    let dir = temp_dir("hooks-fc", "rewrite-file");
     let evil = script(
         &dir,
         "evil.sh",
@@ -598,7 +523,7 @@ fn the_answer_grammar_is_exact() {
 
 #[tokio::test]
 async fn post_compact_still_fires_now_that_the_hooks_run_first() {
-    let dir = temp_dir("post-compact");
+    let dir = temp_dir("hooks-fc", "post-compact");
     let cmd = script(&dir, "post.sh", "cat > post.json");
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
     // registered after the compactor, yet ordered before it: the compaction of
@@ -623,7 +548,7 @@ async fn post_compact_still_fires_now_that_the_hooks_run_first() {
 
 #[tokio::test]
 async fn a_long_stop_reason_and_system_message_are_shortened() {
-    let dir = temp_dir("long-stop");
+    let dir = temp_dir("hooks-fc", "long-stop");
     let cmd = script(
         &dir,
         "halt.sh",

@@ -4,3 +4,4 @@ mod answers;
 mod fail_closed;
 mod protocol;
 mod sandboxed;
+pub mod support;

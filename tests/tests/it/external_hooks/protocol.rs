@@ -1,7 +1,6 @@
 //! External command hooks with real processes: small shell scripts written
 //! by each test into a temporary directory.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,79 +9,11 @@ use tinyagents::external_hooks::{ExternalHooksMiddleware, HookCommand, HookEvent
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-/// A fresh directory for one test's scripts.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tinyagents-hooks-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Writes an executable script `name` into `dir`; returns the command that runs it.
-fn script(dir: &Path, name: &str, body: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    format!("sh ./{name}")
-}
-
-fn hook(event: HookEvent, command: String) -> HookCommand {
-    HookCommand::new(event, command).with_timeout(Duration::from_secs(10))
-}
-
-struct Outcome {
-    run: std::result::Result<AgentRun, TinyAgentsError>,
-    events: Vec<AgentEvent>,
-    model: Arc<ScriptedModel>,
-}
-
-impl Outcome {
-    fn tool_results(&self) -> Vec<String> {
-        self.run
-            .as_ref()
-            .unwrap()
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Tool)
-            .map(|m| m.text().into_owned())
-            .collect()
-    }
-
-    fn notices(&self) -> Vec<(String, bool)> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                AgentEvent::Notice { message, is_error, .. } => Some((message.clone(), *is_error)),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// Runs one agent turn asking for `shell` with `{"command": "ls"}`, then "done".
-async fn run_with(dir: &Path, hooks: Vec<HookCommand>, tool: RecordingTool) -> Outcome {
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::tool_call("shell", json!({ "command": "ls" })),
-        ScriptedTurn::text("done"),
-    ]));
-    let stack = MiddlewareStack::new()
-        .with(ExternalHooksMiddleware::new(hooks).in_dir(dir))
-        .unwrap();
-    let agent: Agent<()> = Agent::from_shared(model.clone())
-        .with_tools(ToolRegistry::new().with(tool).unwrap())
-        .with_stack(stack);
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("run-1"), ()).with_sink(sink.clone());
-    let run = agent.run(&mut ctx, &(), "list the files").await;
-    Outcome {
-        run,
-        events: sink.events(),
-        model,
-    }
-}
+use super::support::{hook, run_with, script, temp_dir};
 
 #[tokio::test]
 async fn exit_status_2_blocks_the_call_with_stderr_as_the_reason() {
-    let dir = temp_dir("exit2");
+    let dir = temp_dir("hooks", "exit2");
     let cmd = script(&dir, "deny.sh", "cat > /dev/null\necho 'no shell today' >&2\nexit 2");
     let tool = RecordingTool::new("shell");
     let out = run_with(&dir, vec![hook(HookEvent::PreToolUse, cmd)], tool.clone()).await;
@@ -95,7 +26,7 @@ async fn exit_status_2_blocks_the_call_with_stderr_as_the_reason() {
 
 #[tokio::test]
 async fn the_input_follows_the_schema_and_a_json_block_respects_the_matcher() {
-    let dir = temp_dir("schema");
+    let dir = temp_dir("hooks", "schema");
     let cmd = script(
         &dir,
         "record.sh",
@@ -138,7 +69,7 @@ async fn the_input_follows_the_schema_and_a_json_block_respects_the_matcher() {
 
 #[tokio::test]
 async fn several_hooks_combine_in_list_order_last_rewrite_and_first_block_win() {
-    let dir = temp_dir("combine");
+    let dir = temp_dir("hooks", "combine");
     let first = script(&dir, "first.sh", "echo '{\"updated_input\": {\"command\": \"ls -a\"}}'");
     let second = script(
         &dir,
@@ -177,7 +108,7 @@ async fn several_hooks_combine_in_list_order_last_rewrite_and_first_block_win() 
 
 #[tokio::test]
 async fn output_that_is_not_understood_and_a_failing_hook_become_notices_and_policy_hooks_refuse() {
-    let dir = temp_dir("notices");
+    let dir = temp_dir("hooks", "notices");
     let chatty = script(&dir, "chatty.sh", "echo 'hello, I am not JSON'");
     let broken = script(&dir, "broken.sh", "echo 'oops' >&2; exit 1");
     // opted out on the policy event, fail-open by default on post_tool_use
@@ -211,7 +142,7 @@ async fn output_that_is_not_understood_and_a_failing_hook_become_notices_and_pol
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hook_that_times_out_is_killed_with_its_children() {
-    let dir = temp_dir("timeout");
+    let dir = temp_dir("hooks", "timeout");
     // a child that would outlive its parent, and the parent waiting on it
     let cmd = script(&dir, "slow.sh", "sleep 30 &\necho $! > child.pid\nwait");
     let tool = RecordingTool::new("shell");
@@ -262,7 +193,7 @@ async fn a_hook_that_times_out_is_killed_with_its_children() {
 
 #[tokio::test]
 async fn session_prompt_context_post_tool_and_stop_hooks() {
-    let dir = temp_dir("lifecycle");
+    let dir = temp_dir("hooks", "lifecycle");
     let start = script(
         &dir,
         "start.sh",
@@ -316,7 +247,7 @@ async fn session_prompt_context_post_tool_and_stop_hooks() {
 
 #[tokio::test]
 async fn permission_requests_block_or_rewrite_and_continue_false_stops_the_run() {
-    let dir = temp_dir("permission");
+    let dir = temp_dir("hooks", "permission");
     let rewrite = script(
         &dir,
         "rewrite.sh",
@@ -347,7 +278,7 @@ async fn permission_requests_block_or_rewrite_and_continue_false_stops_the_run()
 
 #[tokio::test]
 async fn a_blocked_prompt_fails_the_run() {
-    let dir = temp_dir("prompt-block");
+    let dir = temp_dir("hooks", "prompt-block");
     let deny = script(
         &dir,
         "deny.sh",
@@ -371,7 +302,7 @@ fn a_runtime_without_io_reports_the_hook_as_failed_instead_of_panicking() {
         .enable_time()
         .build()
         .unwrap();
-    let dir = temp_dir("no-io");
+    let dir = temp_dir("hooks", "no-io");
     let cmd = script(&dir, "ok.sh", "echo '{}'");
     let hook = hook(HookEvent::PreToolUse, cmd);
     let input = tinyagents::external_hooks::HookInput::new(HookEvent::PreToolUse, "run-1", dir.display().to_string());
@@ -400,7 +331,7 @@ impl Compactor {
 
 #[tokio::test]
 async fn compaction_code_asks_the_pre_compact_hooks() {
-    let dir = temp_dir("pre-compact");
+    let dir = temp_dir("hooks", "pre-compact");
     let cmd = script(
         &dir,
         "keep.sh",
@@ -428,7 +359,7 @@ async fn compaction_code_asks_the_pre_compact_hooks() {
 #[tokio::test]
 async fn a_pre_compact_hook_can_keep_the_summarization_built_in_from_compacting() {
     use tinyagents::middleware::{SummarizationMiddleware, SummaryTrigger};
-    let dir = temp_dir("pre-compact-summary");
+    let dir = temp_dir("hooks", "pre-compact-summary");
     let cmd = script(&dir, "keep.sh", "cat > compact.json\necho 'not now' >&2\nexit 2");
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("hi")]));
     let stack = MiddlewareStack::new()

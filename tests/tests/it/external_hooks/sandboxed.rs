@@ -4,23 +4,17 @@
 //! own script from wherever it lives, and the key is checked in files.
 #![cfg(target_os = "linux")]
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use tinyagents::external_hooks::{ExternalHooksConfig, ExternalHooksMiddleware, HookCommand, HookEvent};
+use tinyagents::external_hooks::{ExternalHooksConfig, HookCommand, HookEvent};
 use tinyagents::harness::tool::SandboxMode;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-/// A fresh canonical directory for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tinyagents-hooks-sbx-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::canonicalize(dir).unwrap()
-}
+use super::support::{run_with, temp_dir};
+use crate::support::tool_texts;
 
 /// Whether this machine can give the sandbox; where it cannot, the test says
 /// why and stops (CI sets `TINYAGENTS_REQUIRE_SANDBOX=1`, and there a missing
@@ -40,26 +34,12 @@ fn sandbox_available() -> bool {
 
 /// One turn asking for `shell`, then "done", with `hook` run from `dir`.
 async fn run(dir: &Path, hook: HookCommand, tool: RecordingTool) -> Result<AgentRun> {
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_call("shell", json!({ "command": "ls" })),
-        ScriptedTurn::text("done"),
-    ]);
-    let stack = MiddlewareStack::new()
-        .with(ExternalHooksMiddleware::new([hook]).in_dir(dir))
-        .unwrap();
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(tool).unwrap())
-        .with_stack(stack);
-    let mut ctx = RunContext::new(RunConfig::new("run-1"), ()).with_sink(Arc::new(CollectingSink::new()));
-    agent.run(&mut ctx, &(), "list the files").await
+    run_with(dir, vec![hook], tool).await.run
 }
 
+/// The first tool result's text.
 fn tool_result(run: &AgentRun) -> String {
-    run.messages
-        .iter()
-        .find(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .unwrap()
+    tool_texts(&run.messages).swap_remove(0)
 }
 
 /// Whether process `pid` still exists (a zombie counts as gone).
@@ -74,7 +54,7 @@ async fn a_setsid_grandchild_dies_with_the_hook_at_its_timeout() {
     if !sandbox_available() {
         return;
     }
-    let dir = temp_dir("setsid");
+    let dir = temp_dir("hooks-sbx", "setsid");
     // The grandchild tries to leave the hook's process group; under the sandbox
     // `setsid` is refused, and either way it must not outlive the hook.
     std::fs::write(
@@ -102,9 +82,9 @@ async fn a_sandboxed_hook_cannot_write_outside_its_directory_but_reads_its_own_s
     if !sandbox_available() {
         return;
     }
-    let scripts = temp_dir("scripts");
-    let work = temp_dir("work");
-    let outside = temp_dir("outside");
+    let scripts = temp_dir("hooks-sbx", "scripts");
+    let work = temp_dir("hooks-sbx", "work");
+    let outside = temp_dir("hooks-sbx", "outside");
     std::fs::write(
         scripts.join("check.sh"),
         format!(
@@ -151,8 +131,8 @@ async fn a_file_named_on_the_command_line_is_not_opened_to_the_hook() {
     if !sandbox_available() {
         return;
     }
-    let work = temp_dir("args");
-    let secrets = temp_dir("secrets");
+    let work = temp_dir("hooks-sbx", "args");
+    let secrets = temp_dir("hooks-sbx", "secrets");
     std::fs::write(secrets.join("secret.txt"), "s3cr3t").unwrap();
     std::fs::write(
         work.join("peek.sh"),
@@ -180,7 +160,7 @@ async fn a_sandboxed_hook_cannot_touch_the_protected_paths() {
     if !sandbox_available() {
         return;
     }
-    let work = temp_dir("protected");
+    let work = temp_dir("hooks-sbx", "protected");
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(&work)

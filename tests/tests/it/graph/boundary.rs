@@ -41,6 +41,18 @@ fn nexts(store: &MemoryCheckpointer, thread: &str) -> Vec<Option<String>> {
     store.history(thread).into_iter().map(|c| c.next).collect()
 }
 
+/// Runs `agent` once through the graph, durably (thread `t`, in memory):
+/// the run and its checkpoints.
+async fn run_durable(agent: &Agent<()>) -> (AgentRun, MemoryCheckpointer) {
+    let store = MemoryCheckpointer::new();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let run = AgentGraph::new(agent)
+        .run_durable(&mut ctx, &(), "go", "t", &store)
+        .await
+        .unwrap();
+    (run, store)
+}
+
 #[tokio::test]
 async fn a_jump_to_the_end_ends_the_graph_before_the_tools_node() {
     #[after_model(can_jump_to = [end])]
@@ -52,12 +64,7 @@ async fn a_jump_to_the_end_ends_the_graph_before_the_tools_node() {
     }
     let ping = RecordingTool::new("ping");
     let agent = agent(pinging(2), &ping, MiddlewareStack::new().with(FinishEarly).unwrap());
-    let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r"), ());
-    let run = AgentGraph::new(&agent)
-        .run_durable(&mut ctx, &(), "go", "t", &store)
-        .await
-        .unwrap();
+    let (run, store) = run_durable(&agent).await;
     assert_eq!(run.stop, StopReason::JumpedToEnd);
     assert!(ping.calls().is_empty(), "the tools node never ran");
     assert_eq!(nexts(&store, "t"), [Some("model".to_owned()), None]);
@@ -88,12 +95,7 @@ async fn a_jump_to_the_model_goes_back_to_the_model_node() {
     }));
     let ping = RecordingTool::new("ping");
     let agent = agent(model, &ping, MiddlewareStack::new().with(RetryOnce).unwrap());
-    let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r"), ());
-    let run = AgentGraph::new(&agent)
-        .run_durable(&mut ctx, &(), "go", "t", &store)
-        .await
-        .unwrap();
+    let (run, store) = run_durable(&agent).await;
     assert_eq!(run.final_text(), "done");
     assert_eq!(ping.calls().len(), 1, "only the second request's call ran");
     assert_eq!(

@@ -14,6 +14,8 @@ use tinyagents::prelude::*;
 use tinyagents::testing::{trace, CollectingSink, RecordingTool};
 use tinyagents_tests::{Log, Recorder};
 
+use crate::support::{asking, run_graph_durably};
+
 #[test]
 fn harness_outcomes_map_onto_commands_as_the_seed_says() {
     use BoundaryAction::Command as C;
@@ -192,29 +194,14 @@ fn compile_reports_every_problem_at_once() {
 #[tokio::test]
 async fn an_interrupt_pauses_and_resume_runs_the_node_again_with_the_value() {
     let graph = StateGraph::<()>::new()
-        .node(
-            "ask",
-            node_fn(|s| async move {
-                match s.resume_value() {
-                    None => Ok(Command::Interrupt {
-                        node: None,
-                        message: "approve the plan?".into(),
-                    }),
-                    Some(answer) => Ok(Command::Update(update([("answer", answer.clone())]))),
-                }
-            }),
-        )
+        .node("ask", asking("approve the plan?"))
         .node("after", counter("done", 1))
         .entry("ask")
         .edge("ask", "after")
         .edge("after", END)
         .compile()
         .unwrap();
-    let store = MemoryCheckpointer::new();
-    let paused = graph
-        .run_durable(&mut (), GraphState::new(), "t", &store)
-        .await
-        .unwrap();
+    let (paused, store) = run_graph_durably(&graph).await;
     match &paused.outcome {
         GraphOutcome::Interrupted(r) => assert_eq!((r.node.as_str(), r.message.as_str()), ("ask", "approve the plan?")),
         other => panic!("expected an interrupt, got {other:?}"),

@@ -12,7 +12,6 @@
 //! `cargo test -p tinyagents-tests --test it guard::corpus -- --nocapture`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
@@ -20,7 +19,9 @@ use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-struct Workspace(PathBuf);
+use super::workspace::Workspace;
+
+use crate::support::tool_texts;
 
 fn have(program: &str) -> bool {
     Command::new("sh")
@@ -30,91 +31,75 @@ fn have(program: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-impl Workspace {
-    fn new(name: &str) -> Self {
-        let root = std::env::temp_dir().join(format!("tinyagents-corpus-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        for dir in [
-            "src",
-            "docs",
-            "linkdir",
-            "fakebare/objects",
-            "fakebare/refs",
-            "vendored/.git",
-            "sub",
-        ] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-        }
-        let files = [
-            ("src/main.rs", "fn main() {}\n"),
-            ("src/lib.rs", "pub fn lib() {}\n"),
-            ("docs/readme.md", "# docs\n"),
-            ("notes.txt", "b 2\na 1\nprice: $5\nc 3\na 1\n"),
-            ("data.json", "{\"name\": \"x\", \"items\": [1, 2]}\n"),
-            ("fakebare/HEAD", "ref: refs/heads/main\n"),
-            ("fakebare/config", "[core]\n\tpager = touch /tmp/pwned\n"),
-            ("vendored/.git/config", "[core]\n"),
-        ];
-        for (path, text) in files {
-            std::fs::write(root.join(path), text).unwrap();
-        }
-        let git = |args: &[&str]| {
-            let ok = Command::new("git")
-                .args([
-                    "-c",
-                    "user.name=t",
-                    "-c",
-                    "user.email=t@e",
-                    "-c",
-                    "commit.gpgsign=false",
-                ])
-                .args(args)
-                .current_dir(&root)
-                .output()
-                .is_ok_and(|o| o.status.success());
-            assert!(ok, "git {args:?} failed while building the workspace");
-        };
-        if have("git") {
-            git(&["init", "-q"]);
-            git(&["add", "src", "docs", "notes.txt", "data.json"]);
-            git(&["commit", "-q", "-m", "one"]);
-            std::fs::write(root.join("src/main.rs"), "fn main() { println!(\"two\"); }\n").unwrap();
-            git(&["commit", "-q", "-am", "two https://example.com/issue/1"]);
-        } else {
-            std::fs::create_dir_all(root.join(".git")).unwrap();
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::symlink;
-            symlink("/etc", root.join("escape")).unwrap();
-            symlink("/nonexistent/tinyagents/zzz", root.join("dangling")).unwrap();
-            symlink("..", root.join("up")).unwrap();
-            symlink(root.join("src"), root.join("inner")).unwrap();
-            symlink("/etc", root.join("linkdir/out")).unwrap();
-            symlink("../src", root.join("linkdir/ok")).unwrap();
-            symlink(".git", root.join("gitlink")).unwrap();
-            // a file name that is not UTF-8
-            use std::os::unix::ffi::OsStrExt;
-            std::fs::create_dir_all(root.join("weird")).unwrap();
-            let name = std::ffi::OsStr::from_bytes(b"bad\xff");
-            std::fs::write(root.join("weird").join(name), "x").unwrap();
-        }
-        Self(std::fs::canonicalize(root).unwrap())
+/// The test `name`'s workspace, filled with what the cases expect.
+fn workspace(name: &str) -> Workspace {
+    let root = Workspace::fresh_dir("corpus", name);
+    for dir in [
+        "src",
+        "docs",
+        "linkdir",
+        "fakebare/objects",
+        "fakebare/refs",
+        "vendored/.git",
+        "sub",
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
     }
-
-    fn root(&self) -> &Path {
-        &self.0
+    let files = [
+        ("src/main.rs", "fn main() {}\n"),
+        ("src/lib.rs", "pub fn lib() {}\n"),
+        ("docs/readme.md", "# docs\n"),
+        ("notes.txt", "b 2\na 1\nprice: $5\nc 3\na 1\n"),
+        ("data.json", "{\"name\": \"x\", \"items\": [1, 2]}\n"),
+        ("fakebare/HEAD", "ref: refs/heads/main\n"),
+        ("fakebare/config", "[core]\n\tpager = touch /tmp/pwned\n"),
+        ("vendored/.git/config", "[core]\n"),
+    ];
+    for (path, text) in files {
+        std::fs::write(root.join(path), text).unwrap();
     }
-
-    fn descriptor(&self) -> WorkspaceDescriptor {
-        WorkspaceDescriptor::new(&self.0)
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(ok, "git {args:?} failed while building the workspace");
+    };
+    if have("git") {
+        git(&["init", "-q"]);
+        git(&["add", "src", "docs", "notes.txt", "data.json"]);
+        git(&["commit", "-q", "-m", "one"]);
+        std::fs::write(root.join("src/main.rs"), "fn main() { println!(\"two\"); }\n").unwrap();
+        git(&["commit", "-q", "-am", "two https://example.com/issue/1"]);
+    } else {
+        std::fs::create_dir_all(root.join(".git")).unwrap();
     }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::symlink;
+        symlink("/etc", root.join("escape")).unwrap();
+        symlink("/nonexistent/tinyagents/zzz", root.join("dangling")).unwrap();
+        symlink("..", root.join("up")).unwrap();
+        symlink(root.join("src"), root.join("inner")).unwrap();
+        symlink("/etc", root.join("linkdir/out")).unwrap();
+        symlink("../src", root.join("linkdir/ok")).unwrap();
+        symlink(".git", root.join("gitlink")).unwrap();
+        // a file name that is not UTF-8
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::create_dir_all(root.join("weird")).unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"bad\xff");
+        std::fs::write(root.join("weird").join(name), "x").unwrap();
     }
+    Workspace::at(root)
 }
 
 fn call(name: &str, args: Value) -> ToolCall {
@@ -1131,7 +1116,7 @@ fn shell_command(call: &ToolCall) -> Option<&str> {
 
 #[test]
 fn the_corpus_is_refused_and_ordinary_work_admitted_under_the_default_config() {
-    let ws = Workspace::new("default");
+    let ws = workspace("default");
     let d = Some(ws.descriptor());
     let guard = ShellFsGuardMiddleware::new();
     let hostile = hostile();
@@ -1202,7 +1187,7 @@ fn the_corpus_is_refused_and_ordinary_work_admitted_under_the_default_config() {
 
 #[test]
 fn interpreters_and_secrets_stay_refused_with_an_empty_allow_list() {
-    let ws = Workspace::new("empty-allow");
+    let ws = workspace("empty-allow");
     let d = Some(ws.descriptor());
     let guard = ShellFsGuardMiddleware::new().allow_commands(Vec::<String>::new());
     let mut tried = 0;
@@ -1230,7 +1215,7 @@ fn interpreters_and_secrets_stay_refused_with_an_empty_allow_list() {
 
 #[test]
 fn read_only_mode_refuses_every_write_and_admits_the_reads() {
-    let ws = Workspace::new("read-only");
+    let ws = workspace("read-only");
     // Admitted in write mode, refused in read-only mode because they write.
     let writes = [
         "sort -o out notes.txt",
@@ -1336,7 +1321,7 @@ fn read_only_mode_refuses_every_write_and_admits_the_reads() {
 
 #[test]
 fn refusals_name_the_program_the_argument_and_the_rule() {
-    let ws = Workspace::new("reasons");
+    let ws = workspace("reasons");
     let d = Some(ws.descriptor());
     let guard = ShellFsGuardMiddleware::new();
     let cases: &[(&str, &[&str])] = &[
@@ -1419,7 +1404,7 @@ fn a_root_that_confines_nothing_is_refused() {
 
 #[test]
 fn protected_paths_are_configurable_per_workspace() {
-    let ws = Workspace::new("protected");
+    let ws = workspace("protected");
     let d = Some(ws.descriptor());
     let write = call(
         "write_file",
@@ -1495,7 +1480,7 @@ fn admitted_ordinary_commands_run_for_real() {
         println!("skipped: no bash on this machine");
         return;
     }
-    let ws = Workspace::new("run");
+    let ws = workspace("run");
     let guard = ShellFsGuardMiddleware::new();
     let d = Some(ws.descriptor());
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -1579,7 +1564,7 @@ fn the_documented_configuration_parses() {
     assert!(c.allow_pipes && !c.read_only);
     assert!(c.protected_paths.iter().any(|p| p == "Makefile"));
     assert!(!c.protected_paths.iter().any(|p| p == ".github"));
-    let ws = Workspace::new("documented");
+    let ws = workspace("documented");
     let guard = ShellFsGuardMiddleware::from(c);
     let d = Some(ws.descriptor());
     let ci = call(
@@ -1623,7 +1608,7 @@ impl Tool for Exporter {
 
 #[tokio::test]
 async fn declared_writes_to_protected_paths_are_refused_in_the_batch_review() {
-    let ws = Workspace::new("declared");
+    let ws = workspace("declared");
     let model = ScriptedModel::new([
         ScriptedTurn::tool_calls(vec![
             ToolCall::new("1", "exporter", json!({ "out": ".git/hooks/pre-commit" })),
@@ -1636,12 +1621,7 @@ async fn declared_writes_to_protected_paths_are_refused_in_the_batch_review() {
         .with_stack(MiddlewareStack::new().with(ShellFsGuardMiddleware::new()).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_workspace(ws.descriptor());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
-    let results: Vec<String> = run
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text().into_owned())
-        .collect();
+    let results = tool_texts(&run.messages);
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(results[0].contains("protected_paths"), "{}", results[0]);
     assert_eq!(results[1], "exported");

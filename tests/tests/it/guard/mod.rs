@@ -12,5 +12,7 @@ mod pii_hostile;
 mod pii_keyed;
 mod pii_scan;
 mod pii_streams;
+mod pii_support;
 mod protected_table;
 mod shell_fs_guard;
+mod workspace;

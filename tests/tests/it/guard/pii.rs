@@ -9,6 +9,9 @@ use tinyagents::config::from_toml_str;
 use tinyagents::harness::model::DeltaContent;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use super::pii_support::{pii_agent, split, Rng};
+use crate::support::{run_into, RetryOnce};
 use tinyagents::testing::{MiddlewareHarness, RecordingTool};
 
 fn redact(text: &str) -> String {
@@ -111,22 +114,6 @@ fn user_patterns_and_type_selection() {
     assert!(err.to_string().contains("custom.bad"), "{err}");
 }
 
-/// A small deterministic PRNG (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 const VOCAB: &[&str] = &[
     "hello",
     "world",
@@ -181,15 +168,7 @@ fn random_text(rng: &mut Rng) -> String {
 
 /// Splits `text` at random char boundaries (pieces of 0..=12 chars, sometimes empty).
 fn random_split(rng: &mut Rng, text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut pieces = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let len = rng.below(13).min(chars.len() - i);
-        pieces.push(chars[i..i + len].iter().collect());
-        i += len;
-    }
-    pieces
+    split(rng, text, 12)
 }
 
 async fn stream_through(pii: PiiMiddleware, pieces: &[String]) -> (String, String, Vec<AgentEvent>) {
@@ -276,14 +255,7 @@ async fn block_fails_the_run_on_a_streamed_value_and_names_only_counts() {
             .unwrap(),
     );
     let sink = Arc::new(CollectingSink::new());
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "go",
-        )
-        .await
-        .unwrap_err();
+    let err = run_into(&agent, sink.clone(), "go").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation);
     assert!(err.to_string().contains("1 secret"), "{err}");
     assert!(!err.to_string().contains("AKIA"));
@@ -300,13 +272,7 @@ async fn requests_tool_arguments_and_tool_results_are_scrubbed() {
         ScriptedTurn::tool_call("lookup", json!({ "email": "ann@example.com", "n": 1 })),
         ScriptedTurn::text("done"),
     ]));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(ToolRegistry::new().with(lookup.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+    let agent = pii_agent(model.clone(), lookup.clone(), PiiStrategy::Redact);
     let run = agent
         .run(
             &mut RunContext::new(RunConfig::new("r"), ()),
@@ -356,18 +322,6 @@ async fn a_failed_attempts_held_back_text_does_not_leak_into_the_retry() {
         ),
         ScriptedTurn::text("all good"),
     ]);
-    #[wrap_model(name = "retry_once")]
-    async fn retry_once(
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request.clone()).await {
-            Err(e) if e.is_retryable() => next.run(ctx, state, request).await,
-            other => other,
-        }
-    }
     let agent: Agent<()> = Agent::new(model).with_stack(
         MiddlewareStack::new()
             .with(RetryOnce)
@@ -544,13 +498,7 @@ async fn a_reply_s_numeric_card_reaches_neither_the_tool_nor_the_history() {
         ScriptedTurn::tool_call("send", numbers_doc()),
         ScriptedTurn::text("done"),
     ]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+    let agent = pii_agent(model, send.clone(), PiiStrategy::Redact);
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
     assert_eq!(send.calls(), vec![numbers_doc_redacted()]);

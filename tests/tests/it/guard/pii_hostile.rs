@@ -8,25 +8,9 @@ use std::sync::Arc;
 use serde_json::json;
 use tinyagents::harness::model::{FinishReason, ResponseAccumulator};
 use tinyagents::harness::steering::{SteeringAction, SteeringCommand, SteeringHandle};
-use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
-fn pii_stack() -> MiddlewareStack<()> {
-    MiddlewareStack::new()
-        .with(PiiMiddleware::new(PiiStrategy::Redact))
-        .unwrap()
-}
-
-/// Every text delta that reached the sink, concatenated (what a client shows).
-fn streamed_text(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelDelta { delta, .. } => delta.as_text().map(str::to_owned),
-            _ => None,
-        })
-        .collect()
-}
+use super::pii_support::{redacting_stack, streamed_text, Fallback};
 
 /// Text after a finish delta could complete a value whose start was flushed
 /// as final: it is refused unsent, and the reply with it.
@@ -38,7 +22,7 @@ async fn pii_text_after_a_finish_delta_cannot_complete_a_value_unredacted() {
         ModelDelta::text("mple.com"),
         ModelDelta::finish(FinishReason::Stop),
     ])]);
-    let agent: Agent<()> = Agent::new(model).with_stack(pii_stack());
+    let agent: Agent<()> = Agent::new(model).with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let err = agent.run(&mut ctx, &(), "who?").await.unwrap_err();
@@ -68,7 +52,7 @@ async fn pii_a_value_cut_by_the_output_limit_is_redacted_in_the_merged_reply() {
             ModelDelta::finish(FinishReason::Stop),
         ]),
     ]);
-    let agent: Agent<()> = Agent::new(model).with_stack(pii_stack());
+    let agent: Agent<()> = Agent::new(model).with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "who?").await.unwrap();
@@ -85,7 +69,7 @@ async fn pii_a_value_cut_by_the_output_limit_is_redacted_in_the_merged_reply() {
 #[tokio::test]
 async fn pii_the_transcript_handed_back_scrubs_assistant_and_tool_turns_it_was_given() {
     let model = ScriptedModel::new([ScriptedTurn::text("ok")]);
-    let agent: Agent<()> = Agent::new(model).with_stack(pii_stack());
+    let agent: Agent<()> = Agent::new(model).with_stack(redacting_stack());
     let steering = SteeringHandle::new();
     steering.send(SteeringCommand::new(
         "s1",
@@ -136,18 +120,6 @@ fn response_accumulator_refuses_two_tool_calls_with_one_id() {
 /// textless one a wrap inside `pii` answers with instead.
 #[tokio::test]
 async fn pii_a_failed_stream_s_held_text_is_not_appended_to_a_textless_fallback_reply() {
-    #[wrap_model(name = "fallback")]
-    async fn fallback(
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request).await {
-            Err(_) => Ok(ModelResponse::tool_calls(vec![ToolCall::new("f1", "noop", json!({}))]).into()),
-            ok => ok,
-        }
-    }
     let model = ScriptedModel::new([
         ScriptedTurn::FailAfter(
             vec![ModelDelta::text("half-written secret plan")],
@@ -161,7 +133,7 @@ async fn pii_a_failed_stream_s_held_text_is_not_appended_to_a_textless_fallback_
                 .with(tinyagents::testing::RecordingTool::new("noop"))
                 .unwrap(),
         )
-        .with_stack(pii_stack().with(Fallback).unwrap());
+        .with_stack(redacting_stack().with(Fallback).unwrap());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -187,7 +159,7 @@ async fn two_calls_with_one_id_fail_the_reply_and_nothing_runs() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(ToolRegistry::new().with(a.clone()).unwrap().with(b.clone()).unwrap())
-        .with_stack(pii_stack());
+        .with_stack(redacting_stack());
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Model, "{err}");
@@ -199,6 +171,8 @@ async fn two_calls_with_one_id_fail_the_reply_and_nothing_runs() {
 /// selectors, tag characters, bidi isolates) do not hide a value.
 mod invisible_characters {
     use serde_json::json;
+
+    use crate::guard::pii_support::pii_agent;
 
     use std::sync::Arc;
     use tinyagents::harness::model::{DeltaContent, FinishReason};
@@ -293,13 +267,7 @@ mod invisible_characters {
             ]),
             ScriptedTurn::text(format!("Done: {card}")),
         ]);
-        let agent: Agent<()> = Agent::new(model)
-            .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-            .with_stack(
-                MiddlewareStack::new()
-                    .with(PiiMiddleware::new(PiiStrategy::Redact))
-                    .unwrap(),
-            );
+        let agent = pii_agent(model, send.clone(), PiiStrategy::Redact);
         let sink = Arc::new(CollectingSink::new());
         let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
         let run = agent.run(&mut ctx, &(), "pay").await.unwrap();

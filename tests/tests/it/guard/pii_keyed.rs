@@ -8,7 +8,7 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::MiddlewareHarness;
 
-use super::pii_streams::stream_arguments;
+use super::pii_support::stream_arguments;
 
 /// The issue's document.
 const ISSUE_DOC: &str = r#"{"card":4111111111111111,"phone":14155552671,"email":"a@b.co"}"#;

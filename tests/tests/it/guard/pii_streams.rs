@@ -13,18 +13,12 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+use super::pii_support::{
+    pii_agent, redacting_stack, stream_arguments, stream_call, streamed_arguments, streamed_text, Fallback, Rng,
+};
+
 fn events_text(events: &[AgentEvent]) -> String {
     format!("{events:?}")
-}
-
-fn streamed_text(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelDelta { delta, .. } => delta.as_text(),
-            _ => None,
-        })
-        .collect()
 }
 
 fn text_deltas(text: &str, size: usize) -> Vec<ModelDelta> {
@@ -52,9 +46,7 @@ async fn structured_output_inside_pii_sees_the_whole_reply_and_accepts_it_at_onc
         ScriptedTurn::text(r#"{"city": "Lyon", "contact": "none"}"#),
     ]));
     let agent: Agent<()> = Agent::new(model.clone()).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
+        redacting_stack()
             .with(StructuredOutputMiddleware::new(schema).unwrap())
             .unwrap(),
     );
@@ -94,13 +86,8 @@ async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
         Ok(response.into())
     }
     let text = "call me at +44 20 7946 0958 or mail ann@example.com";
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(text, 2))])).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
-            .with(Inner)
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(text, 2))]))
+        .with_stack(redacting_stack().with(Inner).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
     let expected = "call me at [REDACTED_PHONE] or mail [REDACTED_EMAIL]";
@@ -111,11 +98,7 @@ async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
 #[tokio::test]
 async fn a_stream_without_a_finish_delta_still_releases_its_tail() {
     let deltas = vec![ModelDelta::text("mail ann@exa"), ModelDelta::text("mple.com please")];
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)])).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)])).with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -218,11 +201,7 @@ async fn progress_from_concurrent_calls_is_kept_apart() {
     ]);
     let agent: Agent<()> = Agent::new(model)
         .with_tools(ToolRegistry::new().with(a).unwrap().with(b).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+        .with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -242,51 +221,17 @@ async fn progress_from_concurrent_calls_is_kept_apart() {
 
 #[tokio::test]
 async fn streamed_argument_deltas_are_redacted_and_the_tool_gets_clean_arguments() {
-    let send = RecordingTool::new("send").returning("sent");
     // fullwidth digits, a JSON \u escape for `@`, a key that is an email, a secret-named key
     let raw = r#"{"card": "４１１１ １１１１ １１１１ １１１１", "to": "ann\u0040example.com", "bob@example.com": 1, "api_key": "abc"}"#;
-    let mut deltas: Vec<ModelDelta> = raw
-        .chars()
-        .enumerate()
-        .map(|(i, c)| {
-            ModelDelta::new(DeltaContent::ToolCall {
-                index: 0,
-                id: (i == 0).then(|| "c1".to_owned()),
-                name: (i == 0).then(|| "send".to_owned()),
-                arguments: c.to_string(),
-            })
-        })
-        .collect();
-    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
-    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    agent.run(&mut ctx, &(), "go").await.unwrap();
+    let (calls, events) = stream_call(raw, 1).await;
     let expected = json!({
         "card": "[REDACTED_CREDIT_CARD]",
         "to": "[REDACTED_EMAIL]",
         "[REDACTED_EMAIL]": 1,
         "api_key": "[REDACTED_SECRET]",
     });
-    assert_eq!(send.calls(), std::slice::from_ref(&expected));
-    let events = sink.events();
-    let streamed: String = events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelDelta { delta, .. } => match &delta.content {
-                DeltaContent::ToolCall { arguments, .. } => Some(arguments.as_str()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
+    assert_eq!(calls, std::slice::from_ref(&expected));
+    let streamed = streamed_arguments(&events);
     assert_eq!(
         serde_json::from_str::<Value>(&streamed).unwrap(),
         expected,
@@ -317,13 +262,11 @@ async fn block_refuses_streamed_arguments_before_any_call_runs() {
         }),
         ModelDelta::finish(FinishReason::ToolCalls),
     ];
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::Deltas(deltas)]))
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Block))
-                .unwrap(),
-        );
+    let agent = pii_agent(
+        ScriptedModel::new([ScriptedTurn::Deltas(deltas)]),
+        send.clone(),
+        PiiStrategy::Block,
+    );
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
@@ -338,11 +281,7 @@ async fn block_refuses_streamed_arguments_before_any_call_runs() {
 
 #[tokio::test]
 async fn the_transcript_handed_back_carries_no_pii() {
-    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("noted")])).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([ScriptedTurn::text("noted")])).with_stack(redacting_stack());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent
@@ -378,13 +317,7 @@ async fn hooks_registered_after_pii_see_scrubbed_tool_results() {
         ScriptedTurn::text("done"),
     ]))
     .with_tools(ToolRegistry::new().with(lookup).unwrap())
-    .with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
-            .with(Peek)
-            .unwrap(),
-    );
+    .with_stack(redacting_stack().with(Peek).unwrap());
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     agent.run(&mut ctx, &(), "go").await.unwrap();
     assert_eq!(
@@ -400,13 +333,7 @@ async fn a_tool_name_or_call_id_carrying_pii_is_scrubbed_and_runs_nothing() {
         ScriptedTurn::text("done"),
     ]);
     let lookup = RecordingTool::new("lookup");
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(lookup.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+    let agent = pii_agent(model, lookup.clone(), PiiStrategy::Redact);
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -429,29 +356,11 @@ async fn a_tool_name_or_call_id_carrying_pii_is_scrubbed_and_runs_nothing() {
 #[tokio::test]
 async fn a_fallback_after_a_failed_stream_gets_none_of_its_held_back_text() {
     // attempt 1 streams text that pii holds back, then fails; a wrap inside pii answers instead
-    #[wrap_model(name = "fallback")]
-    async fn fallback(
-        ctx: &mut RunContext,
-        state: &(),
-        request: ModelRequest,
-        next: ModelHandler<'_, ()>,
-    ) -> Result<MiddlewareModelOutcome> {
-        match next.run(ctx, state, request).await {
-            Err(_) => Ok(ModelResponse::text("from the fallback").into()),
-            ok => ok,
-        }
-    }
     let model = ScriptedModel::new([ScriptedTurn::FailAfter(
         vec![ModelDelta::text("the number is 4111 1111 ")],
         TinyAgentsError::model("connection reset", false),
     )]);
-    let agent: Agent<()> = Agent::new(model).with_stack(
-        MiddlewareStack::new()
-            .with(PiiMiddleware::new(PiiStrategy::Redact))
-            .unwrap()
-            .with(Fallback)
-            .unwrap(),
-    );
+    let agent: Agent<()> = Agent::new(model).with_stack(redacting_stack().with(Fallback).unwrap());
     let sink = Arc::new(CollectingSink::new());
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -592,49 +501,6 @@ fn max_held_bytes_must_cover_the_characters_held() {
     assert!(from_toml_str::<PiiConfig>("max_match_chars = 8192\nmax_held_bytes = 131072").is_ok());
 }
 
-/// Runs one streamed tool call whose argument text is `raw`, split in pieces
-/// of `size` characters: what the tool got, and the argument text streamed.
-pub(super) async fn stream_arguments(raw: &str, size: usize) -> (Vec<Value>, String) {
-    let send = RecordingTool::new("send").returning("sent");
-    let chars: Vec<char> = raw.chars().collect();
-    let mut deltas: Vec<ModelDelta> = chars
-        .chunks(size)
-        .enumerate()
-        .map(|(i, c)| {
-            ModelDelta::new(DeltaContent::ToolCall {
-                index: 0,
-                id: (i == 0).then(|| "c1".to_owned()),
-                name: (i == 0).then(|| "send".to_owned()),
-                arguments: c.iter().collect(),
-            })
-        })
-        .collect();
-    deltas.push(ModelDelta::finish(FinishReason::ToolCalls));
-    let model = ScriptedModel::new([ScriptedTurn::Deltas(deltas), ScriptedTurn::text("done")]);
-    let agent: Agent<()> = Agent::new(model)
-        .with_tools(ToolRegistry::new().with(send.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    agent.run(&mut ctx, &(), "go").await.unwrap();
-    let streamed: String = sink
-        .events()
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelDelta { delta, .. } => match &delta.content {
-                DeltaContent::ToolCall { arguments, .. } => Some(arguments.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
-    (send.calls(), streamed)
-}
-
 /// A card streamed as a JSON number becomes a string placeholder: the
 /// argument text stays JSON, the call runs, and a number past `u64` or
 /// written with a fraction or an exponent is read digit for digit.
@@ -676,11 +542,7 @@ async fn a_json_answer_with_a_numeric_card_stays_json_when_streamed() {
     let reply = r#"{"city": "Lyon", "card": 4111111111111111, "n": 3}"#;
     for size in [1, 4, 9] {
         let model = ScriptedModel::new([ScriptedTurn::Deltas(text_deltas(reply, size))]);
-        let agent: Agent<()> = Agent::new(model).with_stack(
-            MiddlewareStack::new()
-                .with(PiiMiddleware::new(PiiStrategy::Redact))
-                .unwrap(),
-        );
+        let agent: Agent<()> = Agent::new(model).with_stack(redacting_stack());
         let sink = Arc::new(CollectingSink::new());
         let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
         let run = agent.run(&mut ctx, &(), "go").await.unwrap();
@@ -692,18 +554,6 @@ async fn a_json_answer_with_a_numeric_card_stays_json_when_streamed() {
             "{streamed}"
         );
         assert_eq!(serde_json::from_str::<Value>(&run.final_text()).unwrap(), expected);
-    }
-}
-
-/// A small deterministic PRNG (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
     }
 }
 

@@ -3,8 +3,6 @@
 //! asserted admitted, read-only mode, batch review of declared file access,
 //! the agent loop, and bad configuration.
 
-use std::path::{Path, PathBuf};
-
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tinyagents::config::from_toml_str;
@@ -12,45 +10,29 @@ use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOut
 use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
+
+use super::workspace::Workspace;
 use tinyagents::testing::RecordingTool;
 
 /// A workspace: `src/main.rs`, `docs/`, and symlinks `escape -> /etc`,
 /// `dangling -> /nonexistent/…`, `up -> ..`, `inner -> src`.
-struct Workspace(PathBuf);
-
-impl Workspace {
-    fn new(name: &str) -> Self {
-        let root = std::env::temp_dir().join(format!("tinyagents-guard-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("src")).unwrap();
-        std::fs::create_dir_all(root.join("docs")).unwrap();
-        // a repository root (git is admitted only inside one)
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::symlink;
-            symlink("/etc", root.join("escape")).unwrap();
-            symlink("/nonexistent/tinyagents/zzz", root.join("dangling")).unwrap();
-            symlink("..", root.join("up")).unwrap();
-            symlink(root.join("src"), root.join("inner")).unwrap();
-        }
-        Self(std::fs::canonicalize(root).unwrap())
+/// The test `name`'s workspace, filled with what the cases expect.
+fn workspace(name: &str) -> Workspace {
+    let root = Workspace::fresh_dir("guard", name);
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    // a repository root (git is admitted only inside one)
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::symlink;
+        symlink("/etc", root.join("escape")).unwrap();
+        symlink("/nonexistent/tinyagents/zzz", root.join("dangling")).unwrap();
+        symlink("..", root.join("up")).unwrap();
+        symlink(root.join("src"), root.join("inner")).unwrap();
     }
-
-    fn root(&self) -> &Path {
-        &self.0
-    }
-
-    fn descriptor(&self) -> WorkspaceDescriptor {
-        WorkspaceDescriptor::new(&self.0)
-    }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    Workspace::at(root)
 }
 
 fn file(name: &str, args: Value) -> ToolCall {
@@ -221,7 +203,7 @@ fn hostile_calls() -> Vec<ToolCall> {
 
 #[test]
 fn every_hostile_input_of_the_corpus_is_refused() {
-    let ws = Workspace::new("corpus");
+    let ws = workspace("corpus");
     let guard = ShellFsGuardMiddleware::new();
     let calls = hostile_calls();
     assert!(calls.len() >= 60, "the corpus has {} inputs", calls.len());
@@ -237,7 +219,7 @@ fn every_hostile_input_of_the_corpus_is_refused() {
 
 #[test]
 fn ordinary_inputs_are_admitted() {
-    let ws = Workspace::new("ordinary");
+    let ws = workspace("ordinary");
     let guard = ShellFsGuardMiddleware::new();
     let inside = format!("{}/src/main.rs", ws.root().display());
     let calls = vec![
@@ -283,7 +265,7 @@ fn ordinary_inputs_are_admitted() {
 
 #[test]
 fn pipes_are_admitted_only_when_allowed_and_every_stage_is_checked() {
-    let ws = Workspace::new("pipes");
+    let ws = workspace("pipes");
     let guard = ShellFsGuardMiddleware::new().allow_pipes(true);
     let d = Some(ws.descriptor());
     assert!(guard
@@ -312,7 +294,7 @@ fn pipes_are_admitted_only_when_allowed_and_every_stage_is_checked() {
 
 #[test]
 fn read_only_mode_refuses_every_write_and_admits_reads() {
-    let ws = Workspace::new("readonly");
+    let ws = workspace("readonly");
     for (guard, d) in [
         (ShellFsGuardMiddleware::new().read_only(true), ws.descriptor()),
         // a read-only workspace makes the guard read-only too
@@ -389,7 +371,7 @@ impl Tool for Exporter {
 
 #[tokio::test]
 async fn in_a_run_refused_calls_never_run_and_each_gets_one_result() {
-    let ws = Workspace::new("agent");
+    let ws = workspace("agent");
     let shell = RecordingTool::new("shell").returning("ran");
     let tools = ToolRegistry::new().with(shell.clone()).unwrap().with(Exporter).unwrap();
     let model = ScriptedModel::new([

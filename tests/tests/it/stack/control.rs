@@ -9,6 +9,8 @@ use tinyagents::harness::context::JumpSet;
 use tinyagents::prelude::*;
 use tinyagents::testing::{trace, CollectingSink, RecordingTool};
 
+use crate::support::run_into;
+
 /// Requests a control in `after_model`.
 struct Requests(Vec<MiddlewareControl>);
 
@@ -58,13 +60,7 @@ async fn interrupt_outranks_stop_in_a_real_run() {
         .unwrap();
     let agent = Agent::new(ScriptedModel::new([ScriptedTurn::text("x")])).with_stack(stack);
     let sink = Arc::new(CollectingSink::new());
-    let err = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await;
+    let err = run_into(&agent, sink.clone(), "hi").await;
     assert_eq!(
         err.unwrap_err(),
         TinyAgentsError::interrupted(Some("approval".into()), "needs a human")
@@ -133,14 +129,7 @@ async fn jump_to_end_stops_before_tools_run() {
                 .unwrap(),
         );
     let sink = Arc::new(CollectingSink::new());
-    let run = agent
-        .run(
-            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone()),
-            &(),
-            "hi",
-        )
-        .await
-        .unwrap();
+    let run = run_into(&agent, sink.clone(), "hi").await.unwrap();
     assert_eq!(run.stop, StopReason::JumpedToEnd);
     assert!(tool.calls().is_empty());
     assert!(trace(&sink.events()).contains(&"control jump_to_end".to_owned()));

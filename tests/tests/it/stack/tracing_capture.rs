@@ -144,16 +144,16 @@ async fn run(agent: &Agent<()>, run_id: &str) {
     assert_eq!(run.final_text(), "done");
 }
 
-const LOG_LINES: [&str; 8] = [
-    "run started",
-    "model request",
-    "model response",
-    "tool call",
-    "tool result",
-    "model request",
-    "model response",
-    "run ended",
-];
+/// The one tool call of the run ran on a thread other than the test's.
+fn assert_ran_on_a_worker(tool_threads: &Mutex<Vec<std::thread::ThreadId>>) {
+    let threads = tool_threads.lock().unwrap().clone();
+    assert_eq!(threads.len(), 1);
+    assert_ne!(
+        threads[0],
+        std::thread::current().id(),
+        "the run ran on a worker thread"
+    );
+}
 
 /// Everything one run of `observed_agent` emits, and no other run's output.
 fn assert_one_whole_run(captured: &capture::Captured, run_id: &str) {
@@ -163,7 +163,7 @@ fn assert_one_whole_run(captured: &capture::Captured, run_id: &str) {
         .filter(|e| e.target == "tinyagents::logging")
         .map(|e| e.message())
         .collect();
-    assert_eq!(lines, LOG_LINES);
+    assert_eq!(lines, capture::LOGGING_ONE_TOOL_CALL);
     assert!(
         events
             .iter()
@@ -203,13 +203,7 @@ async fn a_run_on_worker_threads_inside_a_captured_span_is_captured() {
     tokio::spawn(async move { run(&agent, "in-span").await }.instrument(root))
         .await
         .unwrap();
-    let threads = tool_threads.lock().unwrap().clone();
-    assert_eq!(threads.len(), 1);
-    assert_ne!(
-        threads[0],
-        std::thread::current().id(),
-        "the run ran on a worker thread"
-    );
+    assert_ran_on_a_worker(&tool_threads);
     assert_one_whole_run(&captured, "in-span");
     assert_eq!(captured.spans_named("test_root").len(), 1);
     assert_eq!(
@@ -229,12 +223,6 @@ async fn a_run_on_worker_threads_is_captured_by_its_run_id() {
     tokio::spawn(async move { run(&agent, "followed-run").await })
         .await
         .unwrap();
-    let threads = tool_threads.lock().unwrap().clone();
-    assert_eq!(threads.len(), 1);
-    assert_ne!(
-        threads[0],
-        std::thread::current().id(),
-        "the run ran on a worker thread"
-    );
+    assert_ran_on_a_worker(&tool_threads);
     assert_one_whole_run(&captured, "followed-run");
 }

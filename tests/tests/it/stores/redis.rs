@@ -13,6 +13,8 @@ use std::time::Duration;
 use tinyagents::middleware::{BucketSpec, RateLimitStore};
 use tinyagents::store::{LedgerStore, RedisStore, Reservation};
 
+use crate::support::unique;
+
 fn url() -> String {
     std::env::var("TINYAGENTS_REDIS_URL").unwrap_or_else(|_| {
         panic!(
@@ -20,14 +22,6 @@ fn url() -> String {
              `.ci/run` starts one on loopback (see .ci/services.sh to start it by hand)"
         )
     })
-}
-
-fn unique(what: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{what}-{}-{nanos}", std::process::id())
 }
 
 #[tokio::test]

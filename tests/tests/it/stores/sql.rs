@@ -14,13 +14,7 @@ use serde_json::json;
 use tinyagents::graph::{update, Checkpoint, Checkpointer, GraphState, CHECKPOINT_FORMAT_VERSION};
 use tinyagents::store::{LedgerStore, Reservation};
 
-fn unique(what: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{what}-{}-{nanos}", std::process::id())
-}
+use crate::support::unique;
 
 fn cp(thread: &str, seq: u64) -> Checkpoint {
     Checkpoint {

@@ -1,0 +1,138 @@
+//! What every concern's tests share: readers of a run's transcript in the
+//! shape the assertions compare, a hand-written retry, unique names, runs
+//! into a sink, and one approval across a durable pause.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
+use tinyagents::middleware::{Decision, HumanInTheLoopMiddleware};
+use tinyagents::prelude::*;
+
+/// The text of every tool result in `messages`, in order.
+pub fn tool_texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect()
+}
+
+/// Every tool result in `messages` as `(tool call id, text)`, in order.
+pub fn tool_results_by_id(messages: &[Message]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| {
+            (
+                m.tool_call_id.clone().expect("a tool result names its call"),
+                m.text().into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Retries a model call once when its first attempt fails with a retryable
+/// error, at once (no backoff); registered as `model_retry`, the name the
+/// built-ins order themselves against.
+#[wrap_model(name = "model_retry")]
+pub async fn retry_once(
+    ctx: &mut RunContext,
+    state: &(),
+    request: ModelRequest,
+    next: ModelHandler<'_, ()>,
+) -> Result<MiddlewareModelOutcome> {
+    match next.run(ctx, state, request.clone()).await {
+        Err(e) if e.is_retryable() => next.run(ctx, state, request).await,
+        other => other,
+    }
+}
+
+/// A name no other test run uses (store keys, threads, files): `what`, this
+/// process's id and the time in nanoseconds.
+pub fn unique(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{what}-{}-{nanos}", std::process::id())
+}
+
+/// `user(hi)`, `assistant(c1,c2)`, `tool(c1)`, … : one line per message, the
+/// shape of a transcript.
+pub fn shape(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| match (&m.tool_call_id, m.tool_calls.is_empty()) {
+            (Some(id), _) => format!("tool({id})"),
+            (None, false) => format!(
+                "assistant({})",
+                m.tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(",")
+            ),
+            (None, true) => format!("{:?}({})", m.role, m.text()).to_lowercase(),
+        })
+        .collect()
+}
+
+/// Runs `agent` once on `input` (run id `r`), every event to `sink`.
+pub async fn run_into(agent: &Agent<()>, sink: Arc<CollectingSink>, input: &str) -> Result<AgentRun> {
+    agent
+        .run(
+            &mut RunContext::new(RunConfig::new("r"), ()).with_sink(sink),
+            &(),
+            input,
+        )
+        .await
+}
+
+/// Runs `agent` durably (input "tidy", thread `t1`, in memory) until it
+/// pauses for the approval of `call-delete`, runs `while_paused` (the test's
+/// checks of the pause), approves the call and resumes: the resumed run.
+pub async fn approve_delete_and_resume(agent: &Agent<()>, while_paused: impl FnOnce()) -> AgentRun {
+    let store = MemoryCheckpointer::new();
+    let mut ctx = RunContext::new(RunConfig::new("r1").with_thread("t1"), ());
+    let err = AgentGraph::new(agent)
+        .run_durable(&mut ctx, &(), "tidy", "t1", &store)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted);
+    while_paused();
+    let paused = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    let resume = paused.decide([("call-delete", Decision::Approve)]).unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r2").with_thread("t1"), ());
+    AgentGraph::new(agent)
+        .resume_with(&mut ctx, &(), "t1", &store, resume)
+        .await
+        .unwrap()
+}
+
+/// A graph node that pauses asking `message` and, resumed with a value,
+/// records it as `answer`.
+pub fn asking(message: &'static str) -> impl tinyagents::graph::Node<()> {
+    tinyagents::graph::node_fn(move |s| async move {
+        match s.resume_value() {
+            None => Ok(tinyagents::graph::Command::Interrupt {
+                node: None,
+                message: message.into(),
+            }),
+            Some(answer) => Ok(tinyagents::graph::Command::Update(tinyagents::graph::update([(
+                "answer",
+                answer.clone(),
+            )]))),
+        }
+    })
+}
+
+/// Runs `graph` durably from an empty state on thread `t` (in memory) until
+/// it stops: the run so far, and the checkpoints to resume from.
+pub async fn run_graph_durably(
+    graph: &tinyagents::graph::CompiledGraph<()>,
+) -> (tinyagents::graph::GraphRun, MemoryCheckpointer) {
+    let store = MemoryCheckpointer::new();
+    let run = graph
+        .run_durable(&mut (), tinyagents::graph::GraphState::new(), "t", &store)
+        .await
+        .unwrap();
+    (run, store)
+}
