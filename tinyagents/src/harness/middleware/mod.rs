@@ -58,7 +58,4 @@ pub use crate::harness::run::AgentRun;
 /// writes (`tinyagents::harness::middleware::ToolPolicyMiddleware`, …). Each
 /// one's one path is [`crate::middleware`]; `docs/names.md` lists every alias.
 #[doc(no_inline)]
-pub use library::{
-    summarization, ContextCompressionMiddleware, ContextualToolSelectionMiddleware, LoggingMiddleware,
-    MessageTrimMiddleware, PromptCacheGuardMiddleware, ToolPolicyMiddleware, UsageAccountingMiddleware,
-};
+pub use library::design_names::*;

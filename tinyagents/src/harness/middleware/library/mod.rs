@@ -20,6 +20,7 @@
 //! | `external_hooks` | external command hooks (public at `tinyagents::external_hooks`) |
 
 mod context;
+pub(crate) mod design_names;
 mod edits;
 pub mod external_hooks;
 mod guard;
