@@ -34,10 +34,10 @@ async fn stamp_user(state: &App, request: &mut ModelRequest) -> Result<()> {
 /// Masks digits as they stream: a plain fn, so the stack calls it without a future.
 #[on_model_delta]
 fn mask_digits(delta: &mut ModelDelta) -> Result<()> {
-    if let Some(text) = delta.text_mut() {
-        if text.chars().any(|c| c.is_ascii_digit()) {
-            *text = text.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
-        }
+    if let Some(text) = delta.text_mut()
+        && text.chars().any(|c| c.is_ascii_digit())
+    {
+        *text = text.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
     }
     Ok(())
 }

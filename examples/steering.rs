@@ -77,10 +77,10 @@ async fn run() -> Result<()> {
     ));
 
     let sink = Arc::new(FnSink::new(|event: AgentEvent| {
-        if let Some(line) = trace_line(&event) {
-            if line.starts_with("steering") || line.starts_with("state") || line.starts_with("model_call") {
-                println!("  {line}");
-            }
+        if let Some(line) = trace_line(&event)
+            && (line.starts_with("steering") || line.starts_with("state") || line.starts_with("model_call"))
+        {
+            println!("  {line}");
         }
     }));
     let mut ctx = RunContext::new(RunConfig::new("steered"), ())

@@ -37,7 +37,7 @@ pub fn provider(endpoint: &str) -> Result<SdkTracerProvider, opentelemetry_otlp:
 
 /// A `tracing` subscriber sending every span to `provider` (install it with
 /// `tracing::subscriber::set_global_default` or `set_default`).
-pub fn subscriber(provider: &SdkTracerProvider) -> impl tracing::Subscriber + Send + Sync {
+pub fn subscriber(provider: &SdkTracerProvider) -> impl tracing::Subscriber + Send + Sync + use<> {
     let tracer = provider.tracer("tinyagents");
     Registry::default().with(tracing_opentelemetry::layer().with_tracer(tracer))
 }

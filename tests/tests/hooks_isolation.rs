@@ -1,7 +1,8 @@
 //! What a hook process can reach and how much memory it can cost, in a
-//! dedicated test binary with a single test: it plants secrets in this
-//! process's own environment (no other test runs here to race with it) and
-//! measures the heap with a counting global allocator (dhat in testing mode).
+//! dedicated test binary with a single test: it re-runs itself with secrets
+//! planted in the child's environment (so no test mutates its own process's
+//! environment) and measures the heap with a counting global allocator (dhat
+//! in testing mode).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,16 +23,34 @@ fn input(event: HookEvent, dir: &Path) -> HookInput {
     HookInput::new(event, "run-iso", dir.display().to_string()).with_tool("c1", "shell", serde_json::json!({}))
 }
 
+/// Set in the child run that has the planted environment.
+const PLANTED: &str = "TINYAGENTS_HOOKS_ISO_PLANTED";
+
 #[test]
 fn hooks_see_only_the_allowed_environment_and_cost_bounded_memory() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    // the agent's secrets and ordinary variables (this binary's only test)
-    std::env::set_var("OPENAI_API_KEY", "sk-planted-openai");
-    std::env::set_var("ANTHROPIC_API_KEY", "sk-planted-anthropic");
-    std::env::set_var("SECRET_X", "planted-secret");
-    std::env::set_var("TINYAGENTS_PARENT_TOKEN", "planted-tinyagents");
-    std::env::set_var("CI_PASSED_ON", "yes");
-    std::env::set_var("LC_TINYAGENTS_TEST", "lc-ok");
+    // The agent's secrets and ordinary variables are planted in a child
+    // process's environment: this binary re-runs itself with them set, and the
+    // child (which sees `PLANTED`) runs the checks below.
+    if std::env::var_os(PLANTED).is_none() {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "hooks_see_only_the_allowed_environment_and_cost_bounded_memory",
+                "--nocapture",
+            ])
+            .env(PLANTED, "1")
+            .env("OPENAI_API_KEY", "sk-planted-openai")
+            .env("ANTHROPIC_API_KEY", "sk-planted-anthropic")
+            .env("SECRET_X", "planted-secret")
+            .env("TINYAGENTS_PARENT_TOKEN", "planted-tinyagents")
+            .env("CI_PASSED_ON", "yes")
+            .env("LC_TINYAGENTS_TEST", "lc-ok")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the planted child run failed: {status}");
+        return;
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

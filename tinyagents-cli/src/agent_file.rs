@@ -250,14 +250,14 @@ fn model_section(value: Option<&Value>, errors: &mut ConfigErrors) -> ModelSecti
         }
     }
     model.base_url = string(map, "model", "base_url", errors);
-    if let Some(url) = &model.base_url {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            errors.push(ConfigError::new(
-                "model.base_url",
-                Some(Value::String(url.clone())),
-                "must be an `http://` or `https://` URL (e.g. `http://localhost:11434/v1`)",
-            ));
-        }
+    if let Some(url) = &model.base_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        errors.push(ConfigError::new(
+            "model.base_url",
+            Some(Value::String(url.clone())),
+            "must be an `http://` or `https://` URL (e.g. `http://localhost:11434/v1`)",
+        ));
     }
     model.api_key_env = string(map, "model", "api_key_env", errors);
     match map.get("streaming") {

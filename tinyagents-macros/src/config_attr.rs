@@ -320,12 +320,12 @@ pub(crate) fn field(field: &Field, errors: &mut Errors) -> Option<FieldSpec> {
                 }
             }
             kw::RANGE => {
-                if let Some(e) = arg.expr("range = 1..=10", errors) {
-                    if check_range(e, &spec.class, &key, &ty_text, errors) {
-                        spec.rules_text
-                            .push(format!("range = {}", tokens_to_string(e.to_token_stream())));
-                        spec.range = Some(e.clone());
-                    }
+                if let Some(e) = arg.expr("range = 1..=10", errors)
+                    && check_range(e, &spec.class, &key, &ty_text, errors)
+                {
+                    spec.rules_text
+                        .push(format!("range = {}", tokens_to_string(e.to_token_stream())));
+                    spec.range = Some(e.clone());
                 }
             }
             kw::FINITE => {
@@ -366,16 +366,16 @@ pub(crate) fn field(field: &Field, errors: &mut Errors) -> Option<FieldSpec> {
                 }
             }
             kw::ONE_OF => {
-                if let Some(items) = arg.list(r#"one_of = ["a", "b"]"#, errors) {
-                    if check_one_of(&arg.key, &items, &spec.class, &key, &ty_text, errors) {
-                        let text = items
-                            .iter()
-                            .map(|e| tokens_to_string(e.to_token_stream()))
-                            .collect::<Vec<_>>()
-                            .join(", ");
-                        spec.rules_text.push(format!("one_of = [{text}]"));
-                        spec.one_of = Some(items);
-                    }
+                if let Some(items) = arg.list(r#"one_of = ["a", "b"]"#, errors)
+                    && check_one_of(&arg.key, &items, &spec.class, &key, &ty_text, errors)
+                {
+                    let text = items
+                        .iter()
+                        .map(|e| tokens_to_string(e.to_token_stream()))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    spec.rules_text.push(format!("one_of = [{text}]"));
+                    spec.one_of = Some(items);
                 }
             }
             _ => unreachable!("check_keys keeps known keys only"),

@@ -44,10 +44,10 @@ impl DocArgs {
 pub(crate) fn summary_from_attrs(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
-        if let syn::Meta::NameValue(nv) = &attr.meta {
-            if let Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. }) = &nv.value {
-                lines.push(s.value());
-            }
+        if let syn::Meta::NameValue(nv) = &attr.meta
+            && let Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. }) = &nv.value
+        {
+            lines.push(s.value());
         }
     }
     let text = lines
@@ -79,10 +79,10 @@ impl Doc {
             return None;
         }
         let mut fields: BTreeMap<&'static str, String> = args.fields.iter().map(|(k, v)| (*k, v.value())).collect();
-        if !fields.contains_key(kw::SUMMARY) {
-            if let Some(s) = doc_summary {
-                fields.insert(kw::SUMMARY, s);
-            }
+        if !fields.contains_key(kw::SUMMARY)
+            && let Some(s) = doc_summary
+        {
+            fields.insert(kw::SUMMARY, s);
         }
         if let Some(b) = builtin {
             for key in kw::DOC_KEYS.iter().filter(|k| !fields.contains_key(*k)) {

@@ -40,10 +40,10 @@ fn hook_flags(def: &MiddlewareDef) -> TokenStream {
     let mut flags: Vec<Ident> = Vec::new();
     for h in &def.hooks {
         flags.push(Ident::new(h.hook.flag, Span::call_site()));
-        if let Some(sync) = h.hook.sync() {
-            if !h.sig.is_async {
-                flags.push(Ident::new(sync.flag, Span::call_site()));
-            }
+        if let Some(sync) = h.hook.sync()
+            && !h.sig.is_async
+        {
+            flags.push(Ident::new(sync.flag, Span::call_site()));
         }
     }
     let sync_kinds = def

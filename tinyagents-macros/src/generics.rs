@@ -90,11 +90,12 @@ pub(crate) fn resolve(def: &MiddlewareDef, errors: &mut Errors) -> Resolved {
 fn carry_bounds(fn_generics: &Generics, from: &Ident, to: &Ident, out: &mut Generics) {
     let mut preds: Vec<WherePredicate> = Vec::new();
     for p in &fn_generics.params {
-        if let GenericParam::Type(t) = p {
-            if t.ident == *from && !t.bounds.is_empty() {
-                let bounds = &t.bounds;
-                preds.push(syn::parse_quote!(#from: #bounds));
-            }
+        if let GenericParam::Type(t) = p
+            && t.ident == *from
+            && !t.bounds.is_empty()
+        {
+            let bounds = &t.bounds;
+            preds.push(syn::parse_quote!(#from: #bounds));
         }
     }
     if let Some(w) = &fn_generics.where_clause {

@@ -279,12 +279,13 @@ impl Analyzer<'_> {
 
     fn slot(&mut self, ty: &Type) -> TypeSlot {
         let ty = strip(ty);
-        if let Some(seg) = last_segment(ty) {
-            if let Type::Path(p) = ty {
-                if p.path.segments.len() == 1 && seg.arguments.is_none() && self.generics.contains(&seg.ident) {
-                    return TypeSlot::Generic(seg.ident.clone());
-                }
-            }
+        if let Some(seg) = last_segment(ty)
+            && let Type::Path(p) = ty
+            && p.path.segments.len() == 1
+            && seg.arguments.is_none()
+            && self.generics.contains(&seg.ident)
+        {
+            return TypeSlot::Generic(seg.ident.clone());
         }
         TypeSlot::Concrete(Box::new(ty.clone()))
     }
@@ -358,16 +359,16 @@ impl Analyzer<'_> {
     /// user more likely meant as data than as the stack's state).
     fn state_rules(&mut self, r: &syn::TypeReference, elem: &Type, pat: &syn::Pat, tokens: &TokenStream) -> bool {
         let text = crate::text::tokens_to_string(elem.to_token_stream());
-        if let Some(lt) = &r.lifetime {
-            if lt.ident == "static" {
-                let msg = format!(
-                    "the state is lent to the hook for one call, so it cannot be `&'static {text}`: write \
+        if let Some(lt) = &r.lifetime
+            && lt.ident == "static"
+        {
+            let msg = format!(
+                "the state is lent to the hook for one call, so it cannot be `&'static {text}`: write \
                      `&{text}`; to keep a value for longer, clone what you need out of it (or hold an `Arc` in \
                      the state)"
-                );
-                self.errors.at(lt, msg);
-                return false;
-            }
+            );
+            self.errors.at(lt, msg);
+            return false;
         }
         let unsized_what = match elem {
             Type::TraitObject(_) => Some("a trait object"),

@@ -103,15 +103,14 @@ fn parse_attr(args: TokenStream, errors: &mut Errors) -> ToolArgs {
 fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
-        if let syn::Meta::NameValue(nv) = &attr.meta {
-            if let Expr::Lit(syn::ExprLit {
+        if let syn::Meta::NameValue(nv) = &attr.meta
+            && let Expr::Lit(syn::ExprLit {
                 lit: syn::Lit::Str(s), ..
             }) = &nv.value
-            {
-                let value = s.value();
-                // `///` alone is an empty doc line: a paragraph break.
-                lines.extend(value.split('\n').map(|line| line.trim().to_owned()));
-            }
+        {
+            let value = s.value();
+            // `///` alone is an empty doc line: a paragraph break.
+            lines.extend(value.split('\n').map(|line| line.trim().to_owned()));
         }
     }
     let mut out = String::new();

@@ -1093,11 +1093,11 @@ impl Digest {
 }
 
 fn mask(kind: &str, value: &str) -> String {
-    if kind == "email" {
-        if let Some((local, domain)) = value.split_once('@') {
-            let first: String = local.chars().take(1).collect();
-            return format!("{first}***@{domain}");
-        }
+    if kind == "email"
+        && let Some((local, domain)) = value.split_once('@')
+    {
+        let first: String = local.chars().take(1).collect();
+        return format!("{first}***@{domain}");
     }
     let total = value.chars().filter(|c| c.is_alphanumeric()).count();
     // keep at most the last four, and never more than a third (`8.8.8.8` shows one digit)
@@ -1557,23 +1557,23 @@ impl JsonLex {
                 } else if x == b'"' {
                     self.in_string = false;
                     if self.phone_string {
-                        if let Some(c) = content {
-                            if keyed_phone(&text[c..i], false) {
-                                out.phones.push((base + c, base + i));
-                            }
+                        if let Some(c) = content
+                            && keyed_phone(&text[c..i], false)
+                        {
+                            out.phones.push((base + c, base + i));
                         }
                         self.phone_string = false;
                     }
                     self.last_string = self.string.take();
                     self.phone_value = false;
                 }
-                if self.in_string {
-                    if let Some(s) = &mut self.string {
-                        if s.len() < KEYED_TEXT_BYTES {
-                            s.push(x);
-                        } else {
-                            self.string = None;
-                        }
+                if self.in_string
+                    && let Some(s) = &mut self.string
+                {
+                    if s.len() < KEYED_TEXT_BYTES {
+                        s.push(x);
+                    } else {
+                        self.string = None;
                     }
                 }
             } else if json_space(x) || matches!(x, b'{' | b'}' | b'[' | b']' | b',' | b':' | b'"') {

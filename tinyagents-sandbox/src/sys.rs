@@ -131,20 +131,22 @@ const AT_RECURSIVE: libc::c_uint = 0x8000;
 /// # Safety
 /// Async-signal-safe: one raw syscall on a NUL-terminated path and a local.
 unsafe fn set_read_only(path: &std::ffi::CStr, read_only: bool, recursive: bool) -> io::Result<()> {
-    let attr = MountAttr {
-        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
-        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
-        propagation: 0,
-        userns_fd: 0,
-    };
-    check(libc::syscall(
-        libc::SYS_mount_setattr,
-        libc::AT_FDCWD,
-        path.as_ptr(),
-        if recursive { AT_RECURSIVE } else { 0 },
-        &attr as *const MountAttr,
-        std::mem::size_of::<MountAttr>(),
-    ))
+    unsafe {
+        let attr = MountAttr {
+            attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+            attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+            propagation: 0,
+            userns_fd: 0,
+        };
+        check(libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            if recursive { AT_RECURSIVE } else { 0 },
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ))
+    }
 }
 
 /// Binds `path` onto itself, with the mounts beneath it (a mount point of its own).
@@ -152,13 +154,15 @@ unsafe fn set_read_only(path: &std::ffi::CStr, read_only: bool, recursive: bool)
 /// # Safety
 /// Async-signal-safe: one raw syscall on a NUL-terminated path.
 unsafe fn bind_onto_itself(path: &std::ffi::CStr) -> io::Result<()> {
-    check(libc::mount(
-        path.as_ptr(),
-        path.as_ptr(),
-        std::ptr::null(),
-        libc::MS_BIND | libc::MS_REC,
-        std::ptr::null(),
-    ) as libc::c_long)
+    unsafe {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ) as libc::c_long)
+    }
 }
 
 /// Writes `data` to the file `path` (a `/proc/self` control file).
@@ -166,20 +170,22 @@ unsafe fn bind_onto_itself(path: &std::ffi::CStr) -> io::Result<()> {
 /// # Safety
 /// Async-signal-safe: raw syscalls on a NUL-terminated path and a borrowed buffer.
 unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
-    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = io::Error::last_os_error();
+        libc::close(fd);
+        if n < 0 {
+            return Err(err);
+        }
+        if n as usize != data.len() {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        Ok(())
     }
-    let n = libc::write(fd, data.as_ptr().cast(), data.len());
-    let err = io::Error::last_os_error();
-    libc::close(fd);
-    if n < 0 {
-        return Err(err);
-    }
-    if n as usize != data.len() {
-        return Err(io::Error::from_raw_os_error(libc::EIO));
-    }
-    Ok(())
 }
 
 /// A mount namespace of the child's own (with a user namespace mapping the
@@ -189,49 +195,51 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
 /// # Safety
 /// Async-signal-safe: raw syscalls on data prepared by the parent.
 unsafe fn read_only_mounts(m: &Mounts) -> io::Result<()> {
-    match &m.user {
-        Some(maps) => {
-            check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) as libc::c_long)?;
-            write_file(c"/proc/self/setgroups", b"deny")?;
-            write_file(c"/proc/self/uid_map", &maps.uid_map)?;
-            write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+    unsafe {
+        match &m.user {
+            Some(maps) => {
+                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) as libc::c_long)?;
+                write_file(c"/proc/self/setgroups", b"deny")?;
+                write_file(c"/proc/self/uid_map", &maps.uid_map)?;
+                write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+            }
+            None => check(libc::unshare(libc::CLONE_NEWNS) as libc::c_long)?,
         }
-        None => check(libc::unshare(libc::CLONE_NEWNS) as libc::c_long)?,
+        // nothing done here reaches the parent's namespace
+        check(libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) as libc::c_long)?;
+        for h in &m.hidden {
+            hide(h)?;
+        }
+        for path in &m.writable {
+            bind_onto_itself(path)?;
+        }
+        set_read_only(c"/", true, true)?;
+        for path in &m.writable {
+            set_read_only(path, false, false)?;
+        }
+        // Protected paths inside the writable ones: each bound onto itself (a
+        // mount point cannot be renamed, replaced or removed), read-only with
+        // everything beneath it, or (pinned) writable.
+        for (path, read_only) in &m.protected {
+            bind_onto_itself(path)?;
+            set_read_only(path, *read_only, *read_only)?;
+        }
+        // The working directory was entered before the binds, through the mount
+        // beneath them (now read-only): enter it again by its path, which now
+        // resolves through the binds. A stack buffer: nothing is allocated.
+        let mut cwd = [0u8; libc::PATH_MAX as usize];
+        if libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()).is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        check(libc::chdir(cwd.as_ptr().cast()) as libc::c_long)?;
+        Ok(())
     }
-    // nothing done here reaches the parent's namespace
-    check(libc::mount(
-        std::ptr::null(),
-        c"/".as_ptr(),
-        std::ptr::null(),
-        libc::MS_REC | libc::MS_PRIVATE,
-        std::ptr::null(),
-    ) as libc::c_long)?;
-    for h in &m.hidden {
-        hide(h)?;
-    }
-    for path in &m.writable {
-        bind_onto_itself(path)?;
-    }
-    set_read_only(c"/", true, true)?;
-    for path in &m.writable {
-        set_read_only(path, false, false)?;
-    }
-    // Protected paths inside the writable ones: each bound onto itself (a
-    // mount point cannot be renamed, replaced or removed), read-only with
-    // everything beneath it, or (pinned) writable.
-    for (path, read_only) in &m.protected {
-        bind_onto_itself(path)?;
-        set_read_only(path, *read_only, *read_only)?;
-    }
-    // The working directory was entered before the binds, through the mount
-    // beneath them (now read-only): enter it again by its path, which now
-    // resolves through the binds. A stack buffer: nothing is allocated.
-    let mut cwd = [0u8; libc::PATH_MAX as usize];
-    if libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()).is_null() {
-        return Err(io::Error::last_os_error());
-    }
-    check(libc::chdir(cwd.as_ptr().cast()) as libc::c_long)?;
-    Ok(())
 }
 
 const OPEN_TREE_CLONE: libc::c_uint = 1;
@@ -245,67 +253,71 @@ const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 /// Async-signal-safe: raw syscalls on data prepared by the parent, and a
 /// fixed array of descriptors on the stack.
 unsafe fn hide(h: &Hidden) -> io::Result<()> {
-    let mut trees = [-1 as libc::c_int; MAX_HOLES];
-    let mut n = 0;
-    let result = (|| {
-        for hole in &h.holes {
-            if let Hole::Bind { path, .. } = hole {
-                if n == MAX_HOLES {
-                    return Err(io::Error::from_raw_os_error(libc::E2BIG));
-                }
-                let fd = libc::syscall(
-                    libc::SYS_open_tree,
-                    libc::AT_FDCWD,
-                    path.as_ptr(),
-                    OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE,
-                );
-                check(fd)?;
-                trees[n] = fd as libc::c_int;
-                n += 1;
-            }
-        }
-        check(libc::mount(
-            c"tmpfs".as_ptr(),
-            h.path.as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            c"mode=0755,size=1m".as_ptr().cast(),
-        ) as libc::c_long)?;
-        let mut next = 0;
-        for hole in &h.holes {
-            match hole {
-                Hole::Dir(path) => check(libc::mkdir(path.as_ptr(), 0o755) as libc::c_long)?,
-                Hole::Symlink { path, target } => check(libc::symlink(target.as_ptr(), path.as_ptr()) as libc::c_long)?,
-                Hole::Bind { path, dir } => {
-                    if *dir {
-                        check(libc::mkdir(path.as_ptr(), 0o755) as libc::c_long)?;
-                    } else {
-                        let fd = libc::open(
-                            path.as_ptr(),
-                            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                            0o644,
-                        );
-                        check(fd as libc::c_long)?;
-                        libc::close(fd);
+    unsafe {
+        let mut trees = [-1 as libc::c_int; MAX_HOLES];
+        let mut n = 0;
+        let result = (|| {
+            for hole in &h.holes {
+                if let Hole::Bind { path, .. } = hole {
+                    if n == MAX_HOLES {
+                        return Err(io::Error::from_raw_os_error(libc::E2BIG));
                     }
-                    check(libc::syscall(
-                        libc::SYS_move_mount,
-                        trees[next],
-                        c"".as_ptr(),
+                    let fd = libc::syscall(
+                        libc::SYS_open_tree,
                         libc::AT_FDCWD,
                         path.as_ptr(),
-                        MOVE_MOUNT_F_EMPTY_PATH,
-                    ))?;
-                    next += 1;
+                        OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE,
+                    );
+                    check(fd)?;
+                    trees[n] = fd as libc::c_int;
+                    n += 1;
                 }
             }
+            check(libc::mount(
+                c"tmpfs".as_ptr(),
+                h.path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"mode=0755,size=1m".as_ptr().cast(),
+            ) as libc::c_long)?;
+            let mut next = 0;
+            for hole in &h.holes {
+                match hole {
+                    Hole::Dir(path) => check(libc::mkdir(path.as_ptr(), 0o755) as libc::c_long)?,
+                    Hole::Symlink { path, target } => {
+                        check(libc::symlink(target.as_ptr(), path.as_ptr()) as libc::c_long)?
+                    }
+                    Hole::Bind { path, dir } => {
+                        if *dir {
+                            check(libc::mkdir(path.as_ptr(), 0o755) as libc::c_long)?;
+                        } else {
+                            let fd = libc::open(
+                                path.as_ptr(),
+                                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                                0o644,
+                            );
+                            check(fd as libc::c_long)?;
+                            libc::close(fd);
+                        }
+                        check(libc::syscall(
+                            libc::SYS_move_mount,
+                            trees[next],
+                            c"".as_ptr(),
+                            libc::AT_FDCWD,
+                            path.as_ptr(),
+                            MOVE_MOUNT_F_EMPTY_PATH,
+                        ))?;
+                        next += 1;
+                    }
+                }
+            }
+            set_read_only(&h.path, true, false)
+        })();
+        for fd in &trees[..n] {
+            libc::close(*fd);
         }
-        set_read_only(&h.path, true, false)
-    })();
-    for fd in &trees[..n] {
-        libc::close(*fd);
+        result
     }
-    result
 }
 
 /// Whether a child can make the read-only mount namespace of `mounts`: one
@@ -348,12 +360,12 @@ struct CapData {
 
 /// SIGKILL to process group `pgid`.
 pub(crate) fn kill_group(pgid: u32) {
-    if let Ok(pgid) = libc::pid_t::try_from(pgid) {
-        if pgid > 1 {
-            // SAFETY: kill(2) takes plain integers.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
+    if let Ok(pgid) = libc::pid_t::try_from(pgid)
+        && pgid > 1
+    {
+        // SAFETY: kill(2) takes plain integers.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
         }
     }
 }

@@ -97,11 +97,11 @@ fn errors(stderr: &str) -> Vec<String> {
         } else if let Some(note) = line.trim_start().strip_prefix("= note: ") {
             // The fix a `#[diagnostic::on_unimplemented]` note gives; rustc's own notes are left out.
             let rustc = ["this error originates", "required for", "expected ", "found ", "`"];
-            if let Some(last) = out.last_mut() {
-                if !rustc.iter().any(|r| note.starts_with(r)) {
-                    last.push_str(" — ");
-                    last.push_str(note);
-                }
+            if let Some(last) = out.last_mut()
+                && !rustc.iter().any(|r| note.starts_with(r))
+            {
+                last.push_str(" — ");
+                last.push_str(note);
             }
         }
     }

@@ -161,12 +161,13 @@ impl<G: Send> StateGraph<G> {
             if !self.nodes.contains_key(from) {
                 errors.push(format!("an edge leaves `{from}`, which is not a node"));
             }
-            if let Edge::To(to) = &self.edges[from] {
-                if to != END && !self.nodes.contains_key(to) {
-                    errors.push(format!(
-                        "the edge `{from}` → `{to}` leads to a node that does not exist"
-                    ));
-                }
+            if let Edge::To(to) = &self.edges[from]
+                && to != END
+                && !self.nodes.contains_key(to)
+            {
+                errors.push(format!(
+                    "the edge `{from}` → `{to}` leads to a node that does not exist"
+                ));
             }
         }
         if !errors.is_empty() {

@@ -149,10 +149,11 @@ impl Redactor {
     /// credential after an auth scheme (`Bearer sk-…`, `Basic …`).
     pub fn add_header_value(&self, value: &str) {
         self.add(value);
-        if let Some((scheme, credential)) = value.trim().split_once(' ') {
-            if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-                self.add(credential);
-            }
+        if let Some((scheme, credential)) = value.trim().split_once(' ')
+            && !scheme.is_empty()
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            self.add(credential);
         }
     }
 
@@ -410,7 +411,7 @@ impl<'a> UrlParts<'a> {
     }
 
     /// The query's parameters: name, and value when there is a `=`.
-    fn params(&self) -> impl Iterator<Item = (&'a str, Option<&'a str>)> {
+    fn params(&self) -> impl Iterator<Item = (&'a str, Option<&'a str>)> + use<'a> {
         self.query
             .into_iter()
             .flat_map(|q| q.split('&'))

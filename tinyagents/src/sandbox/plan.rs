@@ -226,23 +226,23 @@ pub(crate) fn safe_argv(argv: Vec<String>) -> Result<Vec<String>, String> {
         }
         out.push(a.clone());
         i += 1;
-        if GIT_GLOBAL_WITH_VALUE.contains(&a.as_str()) {
-            if let Some(v) = argv.get(i) {
-                out.push(v.clone());
-                i += 1;
-            }
+        if GIT_GLOBAL_WITH_VALUE.contains(&a.as_str())
+            && let Some(v) = argv.get(i)
+        {
+            out.push(v.clone());
+            i += 1;
         }
     }
     if let Some(sub) = argv.get(i) {
         out.push(sub.clone());
         i += 1;
         let mut sub = sub.clone();
-        if sub == "stash" {
-            if let Some(action) = argv.get(i) {
-                out.push(action.clone());
-                i += 1;
-                sub = format!("stash {action}");
-            }
+        if sub == "stash"
+            && let Some(action) = argv.get(i)
+        {
+            out.push(action.clone());
+            i += 1;
+            sub = format!("stash {action}");
         }
         if let Some((_, extra)) = GIT_NO_DRIVERS.iter().find(|(s, _)| *s == sub) {
             out.extend(extra.iter().map(|s| (*s).to_owned()));

@@ -412,10 +412,10 @@ impl Sandbox {
         if let Some(p) = env.get("PATH").or_else(|| self.policy.env.get("PATH")) {
             return p.into();
         }
-        if self.policy.env_allow.iter().any(|n| n == "PATH") {
-            if let Some(p) = std::env::var_os("PATH") {
-                return p;
-            }
+        if self.policy.env_allow.iter().any(|n| n == "PATH")
+            && let Some(p) = std::env::var_os("PATH")
+        {
+            return p;
         }
         DEFAULT_PATH.into()
     }
@@ -696,10 +696,10 @@ impl Sandbox {
             match spawned {
                 Ok(child) => {
                     let pid = child.id().unwrap_or(0);
-                    if pids.is_empty() {
-                        if let Some(c) = &confinement {
-                            c.started(pid);
-                        }
+                    if pids.is_empty()
+                        && let Some(c) = &confinement
+                    {
+                        c.started(pid);
                     }
                     pids.push(pid);
                     children.push(child);

@@ -115,10 +115,10 @@ impl Chaos {
             Act::Jump(t) => ctx.jump_to(t),
             Act::Fail => return Err(TinyAgentsError::validation("chaos refuses")),
             Act::Reject => {
-                if let Some(batch) = batch {
-                    if !batch.is_empty() {
-                        batch.reject(0, "chaos rejects");
-                    }
+                if let Some(batch) = batch
+                    && !batch.is_empty()
+                {
+                    batch.reject(0, "chaos rejects");
                 }
             }
         }
@@ -254,15 +254,15 @@ fn run_scenario(s: &Scenario) -> std::result::Result<(), TestCaseError> {
         // its last reply unanswered, nothing else
         Some(e) => prop_assert!(at_end_only, "{e}: {violations:?}\n{messages:#?}"),
     }
-    if let Ok(run) = &result {
-        if let Some(last) = run.messages.last() {
-            prop_assert!(
-                last.role != tinyagents::harness::message::Role::Assistant
-                    || last.tool_calls.is_empty()
-                    || run.stop != StopReason::Finished,
-                "a finished run ends on a reply without calls"
-            );
-        }
+    if let Ok(run) = &result
+        && let Some(last) = run.messages.last()
+    {
+        prop_assert!(
+            last.role != tinyagents::harness::message::Role::Assistant
+                || last.tool_calls.is_empty()
+                || run.stop != StopReason::Finished,
+            "a finished run ends on a reply without calls"
+        );
     }
 
     // every started call completes exactly once, after it started

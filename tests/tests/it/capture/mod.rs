@@ -168,8 +168,8 @@ impl RouteLayer {
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let extensions = span.extensions();
-        let captured = extensions.get::<Route>().map(|r| r.captured.clone());
-        captured
+
+        extensions.get::<Route>().map(|r| r.captured.clone())
     }
 }
 

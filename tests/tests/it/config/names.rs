@@ -48,13 +48,13 @@ fn disagreements(d: &MiddlewareDoc) -> Vec<String> {
             d.name, d.type_name
         ));
     }
-    if let Some(t) = d.config_type {
-        if t != d.name {
-            wrong.push(format!(
-                "`{}` has config `type = \"{t}\"`: make it `{}`",
-                d.name, d.name
-            ));
-        }
+    if let Some(t) = d.config_type
+        && t != d.name
+    {
+        wrong.push(format!(
+            "`{}` has config `type = \"{t}\"`: make it `{}`",
+            d.name, d.name
+        ));
     }
     // folders by concern: library/<concern>/<name>.rs (or library/<name>/mod.rs)
     let in_library = d.file.replace('\\', "/");

@@ -349,8 +349,8 @@ async fn observed_mid_run<M: Middleware<()> + 'static>(wrap: impl Fn(Step) -> M)
         .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
         .await
         .unwrap();
-    let seen = seen.0.lock().unwrap().clone();
-    seen
+
+    seen.0.lock().unwrap().clone()
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ type Log = Arc<Mutex<Vec<String>>>;
 
 /// A fn-tool writing `path`: logs its start and end around a few yields, so
 /// two calls running concurrently interleave in the log.
-fn writer(log: &Log) -> impl Tool {
+fn writer(log: &Log) -> impl Tool + use<> {
     let log = log.clone();
     tool_fn("write", "Writes a file.", move |_cx, args| {
         let log = log.clone();
@@ -125,8 +125,8 @@ async fn concurrent_log(stack: MiddlewareStack<()>, first: &str, second: &str) -
         .await
         .unwrap();
     assert_valid_transcript(&run.messages);
-    let out = log.lock().unwrap().clone();
-    out
+
+    log.lock().unwrap().clone()
 }
 
 #[tokio::test]

@@ -132,10 +132,10 @@ impl<W: Write + Send> EventSink for RunRecorder<W> {
         let t_us = u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX);
         let line = serde_json::json!({ "t_us": t_us, "event": event });
         let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if inner.error.is_none() {
-            if let Err(e) = writeln!(inner.out, "{line}") {
-                inner.error = Some(e);
-            }
+        if inner.error.is_none()
+            && let Err(e) = writeln!(inner.out, "{line}")
+        {
+            inner.error = Some(e);
         }
     }
 

@@ -188,19 +188,17 @@ impl<'a> ToolArgs<'a> {
                 ))
             }
         };
-        if !allow_unknown {
-            if let Some(key) = object.keys().find(|k| !args.iter().any(|a| a.name == k.as_str())) {
-                return Err(TinyAgentsError::tool(
-                    tool,
-                    format!(
-                        "tool `{tool}` has no argument `{}`: its arguments are {}{}; unknown arguments are \
+        if !allow_unknown && let Some(key) = object.keys().find(|k| !args.iter().any(|a| a.name == k.as_str())) {
+            return Err(TinyAgentsError::tool(
+                tool,
+                format!(
+                    "tool `{tool}` has no argument `{}`: its arguments are {}{}; unknown arguments are \
                          refused, send only these",
-                        shorten(key, QUOTE_MAX),
-                        list(args.iter().map(|a| a.name)),
-                        did_you_mean(key, args.iter().map(|a| a.name))
-                    ),
-                ));
-            }
+                    shorten(key, QUOTE_MAX),
+                    list(args.iter().map(|a| a.name)),
+                    did_you_mean(key, args.iter().map(|a| a.name))
+                ),
+            ));
         }
         Ok(Self { tool, object })
     }
@@ -268,10 +266,11 @@ impl<'a> ToolArgs<'a> {
 #[doc(hidden)]
 pub fn whole_schema<T: JsonSchema + ?Sized>() -> Value {
     let mut schema = schema_for_type::<T>();
-    if let Some(obj) = schema.as_object_mut() {
-        if obj.contains_key("properties") && !obj.contains_key("additionalProperties") {
-            obj.insert("additionalProperties".into(), Value::Bool(false));
-        }
+    if let Some(obj) = schema.as_object_mut()
+        && obj.contains_key("properties")
+        && !obj.contains_key("additionalProperties")
+    {
+        obj.insert("additionalProperties".into(), Value::Bool(false));
     }
     schema
 }
@@ -298,19 +297,17 @@ pub fn check_whole_keys(tool: &str, arguments: &Value, schema: &super::ToolSchem
             ))
         }
     };
-    if closed {
-        if let Some(key) = object.keys().find(|k| !properties.contains_key(k.as_str())) {
-            return Err(TinyAgentsError::tool(
-                tool,
-                format!(
-                    "tool `{tool}` has no argument `{}`: its arguments are {}{}; unknown arguments are refused, \
+    if closed && let Some(key) = object.keys().find(|k| !properties.contains_key(k.as_str())) {
+        return Err(TinyAgentsError::tool(
+            tool,
+            format!(
+                "tool `{tool}` has no argument `{}`: its arguments are {}{}; unknown arguments are refused, \
                      send only these",
-                    shorten(key, QUOTE_MAX),
-                    list(properties.keys().map(String::as_str)),
-                    did_you_mean(key, properties.keys().map(String::as_str))
-                ),
-            ));
-        }
+                shorten(key, QUOTE_MAX),
+                list(properties.keys().map(String::as_str)),
+                did_you_mean(key, properties.keys().map(String::as_str))
+            ),
+        ));
     }
     Ok(())
 }

@@ -302,10 +302,10 @@ fn wire_blocks(m: &Message) -> (&'static str, Vec<Value>) {
 }
 
 fn image_block(url: &str) -> Value {
-    if let Some((meta, data)) = url.strip_prefix("data:").and_then(|r| r.split_once(',')) {
-        if let Some(media_type) = meta.strip_suffix(";base64") {
-            return json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}});
-        }
+    if let Some((meta, data)) = url.strip_prefix("data:").and_then(|r| r.split_once(','))
+        && let Some(media_type) = meta.strip_suffix(";base64")
+    {
+        return json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}});
     }
     json!({"type": "image", "source": {"type": "url", "url": url}})
 }
@@ -525,10 +525,10 @@ impl Decoder for StreamDecoder {
                             ));
                         }
                         self.answer_blocks.insert(index);
-                        if let Some(Value::Object(o)) = block.get("input") {
-                            if !o.is_empty() {
-                                out.push_back(ModelDelta::text(Value::Object(o.clone()).to_string()));
-                            }
+                        if let Some(Value::Object(o)) = block.get("input")
+                            && !o.is_empty()
+                        {
+                            out.push_back(ModelDelta::text(Value::Object(o.clone()).to_string()));
                         }
                     }
                     Some("tool_use") => {
@@ -545,16 +545,16 @@ impl Decoder for StreamDecoder {
                                 format_args!("content block {index} was started twice as a tool call"),
                             ));
                         }
-                        if let Some(id) = block.get("id").and_then(Value::as_str) {
-                            if !self.ids.insert(id.to_owned()) {
-                                return Err(violation(
-                                    &self.label,
-                                    format_args!(
-                                        "two tool calls share the id \"{}\"; results could not be told apart",
-                                        shorten(id, 80)
-                                    ),
-                                ));
-                            }
+                        if let Some(id) = block.get("id").and_then(Value::as_str)
+                            && !self.ids.insert(id.to_owned())
+                        {
+                            return Err(violation(
+                                &self.label,
+                                format_args!(
+                                    "two tool calls share the id \"{}\"; results could not be told apart",
+                                    shorten(id, 80)
+                                ),
+                            ));
                         }
                         self.tool_blocks.insert(index, call);
                         // The input arrives as `input_json_delta`s; a start

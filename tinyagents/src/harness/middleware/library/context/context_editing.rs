@@ -185,10 +185,10 @@ impl ContextEditingMiddleware {
                 let m = &mut request.messages[*i];
                 *m = cleared.clone();
                 cleared_any = true;
-                if c.clear_tool_inputs {
-                    if let Some(call) = &m.tool_call_id {
-                        cleared_calls.insert(call.clone());
-                    }
+                if c.clear_tool_inputs
+                    && let Some(call) = &m.tool_call_id
+                {
+                    cleared_calls.insert(call.clone());
                 }
             }
         }
@@ -227,10 +227,10 @@ impl ContextEditingMiddleware {
             *m = cleared.clone();
             cleared_any = true;
             reclaimed += old.saturating_sub(*new);
-            if c.clear_tool_inputs {
-                if let Some(call) = &m.tool_call_id {
-                    cleared_calls.insert(call.clone());
-                }
+            if c.clear_tool_inputs
+                && let Some(call) = &m.tool_call_id
+            {
+                cleared_calls.insert(call.clone());
             }
             // Provenance names each result once in the run: when it is first
             // cleared (a message seen before was already looked up here).

@@ -129,14 +129,14 @@ fn check_summarization(c: &SummarizationConfig) -> std::result::Result<(), Confi
                 .with_value(c.trigger_fraction),
         );
     }
-    if let Some(n) = c.trigger_messages {
-        if c.keep_messages >= n {
-            return Err(ConfigViolation::new(
-                "keep_messages",
-                format!("must be below `trigger_messages` ({n}), or a summary could never shorten the conversation"),
-            )
-            .with_value(c.keep_messages));
-        }
+    if let Some(n) = c.trigger_messages
+        && c.keep_messages >= n
+    {
+        return Err(ConfigViolation::new(
+            "keep_messages",
+            format!("must be below `trigger_messages` ({n}), or a summary could never shorten the conversation"),
+        )
+        .with_value(c.keep_messages));
     }
     Ok(())
 }

@@ -301,10 +301,10 @@ impl DedupCheckMiddleware {
     #[after_tool]
     fn confirm(&self, state: &RunState<DedupState>, result: &mut ToolResult) -> Result<()> {
         let mut s = state.lock()?;
-        if let Some(writes) = s.pending.remove(&result.call_id) {
-            if !result.is_error() {
-                s.written.extend(writes);
-            }
+        if let Some(writes) = s.pending.remove(&result.call_id)
+            && !result.is_error()
+        {
+            s.written.extend(writes);
         }
         Ok(())
     }

@@ -399,14 +399,14 @@ fn parse_hook(item: &Value, path: &str) -> Result<HookCommand, ConfigErrors> {
             None
         }
     };
-    if let (Some(event), Some(_)) = (event, map.get("matcher")) {
-        if !event.is_tool_event() {
-            errors.push(ConfigError::new(
-                at("matcher"),
-                map.get("matcher").cloned(),
-                format!("`{event}` concerns no tool, so a matcher never applies: remove it"),
-            ));
-        }
+    if let (Some(event), Some(_)) = (event, map.get("matcher"))
+        && !event.is_tool_event()
+    {
+        errors.push(ConfigError::new(
+            at("matcher"),
+            map.get("matcher").cloned(),
+            format!("`{event}` concerns no tool, so a matcher never applies: remove it"),
+        ));
     }
     let timeout = match map.get("timeout_ms") {
         None => DEFAULT_TIMEOUT,

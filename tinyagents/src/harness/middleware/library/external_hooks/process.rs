@@ -542,10 +542,11 @@ async fn run_sandboxed(hook: &HookCommand, payload: Vec<u8>, env: &[(OsString, O
         .with_stdin(payload)
         .with_output_limits(hook.max_stdout, hook.max_stderr);
     for (name, value) in env {
-        if let (Some(name), Some(value)) = (name.to_str(), value.to_str()) {
-            if name != "HOME" && name != "TMPDIR" {
-                cmd = cmd.with_env(name, value);
-            }
+        if let (Some(name), Some(value)) = (name.to_str(), value.to_str())
+            && name != "HOME"
+            && name != "TMPDIR"
+        {
+            cmd = cmd.with_env(name, value);
         }
     }
     let out = match sandbox.run(cmd).await {

@@ -169,15 +169,15 @@ pub(super) fn expand_glob(
                             continue;
                         };
                         if meta.file_type().is_symlink() {
-                            if let Ok(target) = std::fs::canonicalize(&path) {
-                                if !target.starts_with(root) {
-                                    return Err(format!(
-                                        "the glob `{pattern}` would descend through `{}`, a symlink to `{}` outside \
+                            if let Ok(target) = std::fs::canonicalize(&path)
+                                && !target.starts_with(root)
+                            {
+                                return Err(format!(
+                                    "the glob `{pattern}` would descend through `{}`, a symlink to `{}` outside \
                                          the workspace root",
-                                        join(&s, &name),
-                                        target.display()
-                                    ));
-                                }
+                                    join(&s, &name),
+                                    target.display()
+                                ));
                             }
                         } else if meta.is_dir() {
                             stack.push((path, join(&s, &name)));

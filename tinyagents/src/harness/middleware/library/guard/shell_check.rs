@@ -404,10 +404,10 @@ fn check_stage(
              run's does not"
         ));
     }
-    if profile_spec.is_none() {
-        if let Some(why) = intrinsic_refusal(command) {
-            return Err(format!("the command `{command}` is refused: {why}"));
-        }
+    if profile_spec.is_none()
+        && let Some(why) = intrinsic_refusal(command)
+    {
+        return Err(format!("the command `{command}` is refused: {why}"));
     }
     if rules.deny.iter().any(|d| d == command) {
         return Err(format!("the command `{command}` is denied (`deny_commands`)"));
@@ -547,13 +547,11 @@ fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'
     }
     let path = confine_from(rules.root, rules.cwd, &target.text)
         .map_err(|e| format!("the redirection `{shown}` is refused: {e}"))?;
-    if writes {
-        if let Some(hit) = protected_hit(rules.root, &path, rules.protected) {
-            return Err(format!(
-                "the redirection `{shown}` writes under `{hit}`, configuration that programs execute \
+    if writes && let Some(hit) = protected_hit(rules.root, &path, rules.protected) {
+        return Err(format!(
+            "the redirection `{shown}` writes under `{hit}`, configuration that programs execute \
                  (protected_paths); make that change yourself, or remove `{hit}` from `protected_paths`"
-            ));
-        }
+        ));
     }
     Ok(match op {
         "<" => RedirectTarget::Read(path),

@@ -311,10 +311,10 @@ fn check_guard_config(c: &ShellFsGuardConfig) -> std::result::Result<(), ConfigV
         )
         .with_value(both));
     }
-    if let Some(root) = &c.root {
-        if !Path::new(root).is_absolute() {
-            return Err(ConfigViolation::new("root", "must be an absolute path").with_value(root));
-        }
+    if let Some(root) = &c.root
+        && !Path::new(root).is_absolute()
+    {
+        return Err(ConfigViolation::new("root", "must be an absolute path").with_value(root));
     }
     if c.command_keys.is_empty() {
         return Err(ConfigViolation::new("command_keys", "must name at least one key").with_value(&c.command_keys));

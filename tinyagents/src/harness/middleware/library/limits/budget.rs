@@ -202,7 +202,7 @@ impl PriceBudget {
     }
 
     /// This budget and its ancestors, nearest first.
-    fn chain(self: &Arc<Self>) -> impl Iterator<Item = Arc<PriceBudget>> {
+    fn chain(self: &Arc<Self>) -> impl Iterator<Item = Arc<PriceBudget>> + use<> {
         std::iter::successors(Some(self.clone()), |b| b.parent.clone())
     }
 
@@ -229,21 +229,21 @@ impl PriceBudget {
                 ));
             }
             let Some(basis) = &state.basis else { continue };
-            if let Some(cap) = basis.cap {
-                if state.spent >= cap {
-                    let whose = if depth == 0 {
-                        "this run".to_owned()
-                    } else {
-                        format!("the run tree of an ancestor run ({depth} level(s) up)")
-                    };
-                    return Err(TinyAgentsError::limit(
-                        "max_price_usd",
-                        format!(
-                            "{whose} has spent ${:.6} of its ${cap} budget; the next paid request was not sent",
-                            state.spent
-                        ),
-                    ));
-                }
+            if let Some(cap) = basis.cap
+                && state.spent >= cap
+            {
+                let whose = if depth == 0 {
+                    "this run".to_owned()
+                } else {
+                    format!("the run tree of an ancestor run ({depth} level(s) up)")
+                };
+                return Err(TinyAgentsError::limit(
+                    "max_price_usd",
+                    format!(
+                        "{whose} has spent ${:.6} of its ${cap} budget; the next paid request was not sent",
+                        state.spent
+                    ),
+                ));
             }
             if rates.is_none() {
                 rates = Some(*basis.manual.read().expect("manual rates lock"));
@@ -376,14 +376,14 @@ impl PriceBudget {
                 partial,
             }
         };
-        if let Some(journal) = &basis.journal {
-            if let Err(why) = journal.record(reporter.run_id, &charge) {
-                self.lock().journal_failed = Some(why.clone());
-                return Err(TinyAgentsError::middleware(
-                    "limits",
-                    format!("accounting could not be recorded ({why}); no further paid request is sent"),
-                ));
-            }
+        if let Some(journal) = &basis.journal
+            && let Err(why) = journal.record(reporter.run_id, &charge)
+        {
+            self.lock().journal_failed = Some(why.clone());
+            return Err(TinyAgentsError::middleware(
+                "limits",
+                format!("accounting could not be recorded ({why}); no further paid request is sent"),
+            ));
         }
         let usd = charge.budget_usd.unwrap_or(0.0);
         *basis.lifetime.lock().expect("lifetime spend lock") += usd;

@@ -308,19 +308,19 @@ impl LimitsMiddleware {
     pub fn set_manual_rates(&self, rates: TokenRates) -> std::result::Result<(), ConfigErrors> {
         let mut errors = ConfigErrors::new();
         for (class, rate) in rates.classes() {
-            if let Some(r) = rate {
-                if !r.is_finite() || r < 0.0 {
-                    let value = if r.is_finite() {
-                        serde_json::json!(r)
-                    } else {
-                        serde_json::json!(r.to_string())
-                    };
-                    errors.push(ConfigError::new(
-                        format!("{class}_cost_per_million"),
-                        Some(value),
-                        "must be a finite number and not negative",
-                    ));
-                }
+            if let Some(r) = rate
+                && (!r.is_finite() || r < 0.0)
+            {
+                let value = if r.is_finite() {
+                    serde_json::json!(r)
+                } else {
+                    serde_json::json!(r.to_string())
+                };
+                errors.push(ConfigError::new(
+                    format!("{class}_cost_per_million"),
+                    Some(value),
+                    "must be a finite number and not negative",
+                ));
             }
         }
         errors.into_result()?;

@@ -217,11 +217,11 @@ impl AgentModeMiddleware {
 impl AgentModeMiddleware {
     #[before_steering]
     fn check_switch(&self, command: &mut SteeringCommand) -> Result<()> {
-        if let SteeringAction::SwitchMode { mode } = &command.action {
-            if AgentMode::parse(mode).is_none() {
-                let reason = format!("`{mode}` is not a mode; the modes are build, plan, review");
-                command.reject(reason);
-            }
+        if let SteeringAction::SwitchMode { mode } = &command.action
+            && AgentMode::parse(mode).is_none()
+        {
+            let reason = format!("`{mode}` is not a mode; the modes are build, plan, review");
+            command.reject(reason);
         }
         Ok(())
     }

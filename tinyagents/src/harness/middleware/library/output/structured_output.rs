@@ -452,10 +452,10 @@ impl StructuredOutputMiddleware {
     fn publish<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
         let outcome = ctx.local::<Outcome>();
         let value = outcome.value.lock().expect("structured output lock");
-        if let (Some((id, value)), Some(last)) = (value.as_ref(), run.final_message.as_ref()) {
-            if &last.id == id {
-                run.structured_output = Some(value.clone());
-            }
+        if let (Some((id, value)), Some(last)) = (value.as_ref(), run.final_message.as_ref())
+            && &last.id == id
+        {
+            run.structured_output = Some(value.clone());
         }
         Ok(())
     }

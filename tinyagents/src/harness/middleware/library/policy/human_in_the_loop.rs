@@ -400,14 +400,14 @@ impl HitlInterrupt {
                     r.call_id, r.tool
                 )));
             }
-            if let Some(shown) = seen.and_then(|m| m.get(&format!("{prefix}{}", r.call_id))) {
-                if *shown != digest {
-                    return Err(TinyAgentsError::validation(format!(
-                        "the decision on call `{}` to `{}` was taken on another call than this request \
+            if let Some(shown) = seen.and_then(|m| m.get(&format!("{prefix}{}", r.call_id)))
+                && *shown != digest
+            {
+                return Err(TinyAgentsError::validation(format!(
+                    "the decision on call `{}` to `{}` was taken on another call than this request \
                          (digest {shown}, the request's is {digest}); show the request again and decide; nothing ran",
-                        r.call_id, r.tool
-                    )));
-                }
+                    r.call_id, r.tool
+                )));
             }
             let decision = own.remove(&r.call_id).expect("checked: one decision per request");
             decisions.insert(

@@ -1139,10 +1139,10 @@ fn revisions_and_paths(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result<(),
         if is_path {
             cx.read(op)?;
         }
-        if let Some((_, path)) = op.split_once(':') {
-            if path.starts_with('/') || path.split('/').any(|p| p == "..") {
-                return Err(cx.refuse(op, "a `REV:PATH` whose path leaves the repository root"));
-            }
+        if let Some((_, path)) = op.split_once(':')
+            && (path.starts_with('/') || path.split('/').any(|p| p == ".."))
+        {
+            return Err(cx.refuse(op, "a `REV:PATH` whose path leaves the repository root"));
         }
         if op.starts_with(":(") || op.starts_with(":/") {
             return Err(cx.refuse(op, "pathspec magic is not supported by the guard: name paths plainly"));

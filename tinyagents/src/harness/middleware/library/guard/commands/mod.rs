@@ -577,12 +577,12 @@ pub(crate) fn getopt(spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Resu
             continue;
         }
         let cluster = &arg[1..];
-        if let Some(numeric) = spec.numeric {
-            if cluster.chars().all(|c| c.is_ascii_digit()) {
-                let (name, o) = find(numeric)?;
-                given(&mut parsed, cx, name, o, Some(cluster.to_owned()))?;
-                continue;
-            }
+        if let Some(numeric) = spec.numeric
+            && cluster.chars().all(|c| c.is_ascii_digit())
+        {
+            let (name, o) = find(numeric)?;
+            given(&mut parsed, cx, name, o, Some(cluster.to_owned()))?;
+            continue;
         }
         for (at, c) in cluster.char_indices() {
             let short = format!("-{c}");

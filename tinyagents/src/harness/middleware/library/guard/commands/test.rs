@@ -18,10 +18,10 @@ const BINARY_FILE: &[&str] = &["-nt", "-ot", "-ef"];
 
 fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), String> {
     for (i, a) in args.iter().enumerate() {
-        if UNARY_FILE.contains(&a.as_str()) {
-            if let Some(path) = args.get(i + 1) {
-                cx.read(path)?;
-            }
+        if UNARY_FILE.contains(&a.as_str())
+            && let Some(path) = args.get(i + 1)
+        {
+            cx.read(path)?;
         }
         if BINARY_FILE.contains(&a.as_str()) {
             for side in [i.checked_sub(1).and_then(|j| args.get(j)), args.get(i + 1)]
