@@ -74,13 +74,13 @@
 //! // The run that resumes: the answer is attached, and the gate claims it as its own type.
 //! let ctx2: RunContext = RunContext::new(RunConfig::new("r2"), ());
 //! let token = asked.payload["token"].as_str().unwrap().to_owned();
-//! ctx2.interrupts().attach(Box::new(Yes { token, reply: Message::assistant("") }), true);
-//! let (answer, replay) = ctx2.interrupts().claim::<Yes>("gate").unwrap();
+//! ctx2.locals().interrupts().attach(Box::new(Yes { token, reply: Message::assistant("") }), true);
+//! let (answer, replay) = ctx2.locals().interrupts().claim::<Yes>("gate").unwrap();
 //! assert!(replay);
 //! // a single-use token, spent once
-//! assert!(!ctx2.interrupts().is_spent("gate", &answer.token));
-//! ctx2.interrupts().spend("gate", answer.tokens());
-//! assert!(ctx2.interrupts().is_spent("gate", "t1"));
+//! assert!(!ctx2.locals().interrupts().is_spent("gate", &answer.token));
+//! ctx2.locals().interrupts().spend("gate", answer.tokens());
+//! assert!(ctx2.locals().interrupts().is_spent("gate", "t1"));
 //! ```
 
 use std::any::Any;
