@@ -140,17 +140,17 @@ impl ApprovalGate {
 impl ApprovalGate {
     #[before_agent]
     fn start(&self, ctx: &mut RunContext) -> Result<()> {
-        let interrupts = ctx.interrupts();
-        interrupts.hold(ctx.local::<Pending>());
+        let interrupts = ctx.locals().interrupts();
+        interrupts.hold(ctx.locals().local::<Pending>());
         if let Some((answer, _replay)) = interrupts.claim::<Answer>(OWNER) {
-            *ctx.local::<Given>().0.lock().expect("given lock") = Some(answer);
+            *ctx.locals().local::<Given>().0.lock().expect("given lock") = Some(answer);
         }
         Ok(())
     }
 
     #[on_tool_batch]
     fn review(&self, ctx: &mut RunContext, batch: &mut PreparedBatch) -> Result<()> {
-        let given = ctx.local::<Given>().0.lock().expect("given lock").take();
+        let given = ctx.locals().local::<Given>().0.lock().expect("given lock").take();
         for i in 0..batch.len() {
             let call = batch.calls()[i].call.clone();
             if call.name != self.tool {
@@ -160,13 +160,13 @@ impl ApprovalGate {
                 a.asked.call_id == call.id && a.asked.tool == call.name && a.asked.arguments == call.arguments
             });
             let Some(answer) = answer else {
-                *ctx.local::<Pending>().0.lock().expect("pending lock") = Some(call.clone());
+                *ctx.locals().local::<Pending>().0.lock().expect("pending lock") = Some(call.clone());
                 return Err(TinyAgentsError::interrupted(
                     Some(OWNER.to_owned()),
                     format!("call `{}` to `{}` awaits a person's approval", call.id, call.name),
                 ));
             };
-            let interrupts = ctx.interrupts();
+            let interrupts = ctx.locals().interrupts();
             if interrupts.is_spent(OWNER, &answer.asked.token) {
                 return Err(TinyAgentsError::conflict(format!(
                     "the answer to call `{}` was already used; nothing ran",
@@ -174,7 +174,7 @@ impl ApprovalGate {
                 )));
             }
             let spent = interrupts.spend(OWNER, [answer.asked.token.clone()]);
-            ctx.update_state(SPENT, json!(spent));
+            ctx.flow_mut().update_state(SPENT, json!(spent));
             if !answer.approve {
                 batch.reject(i, format!("a person refused this call to `{}`", call.name));
             }
@@ -184,7 +184,7 @@ impl ApprovalGate {
 
     #[after_agent]
     fn ask(&self, ctx: &mut RunContext, run: &mut AgentRun) -> Result<()> {
-        let Some(call) = ctx.local::<Pending>().0.lock().expect("pending lock").take() else {
+        let Some(call) = ctx.locals().local::<Pending>().0.lock().expect("pending lock").take() else {
             return Ok(());
         };
         let nanos = std::time::SystemTime::now()
@@ -199,8 +199,8 @@ impl ApprovalGate {
             reply: run.messages.last().cloned().unwrap_or_else(|| Message::assistant("")),
         };
         let payload = serde_json::to_value(&asked).map_err(|e| TinyAgentsError::validation(e.to_string()))?;
-        ctx.update_state(ASKED, payload.clone());
-        ctx.interrupts().record(Interrupt::new(OWNER, payload));
+        ctx.flow_mut().update_state(ASKED, payload.clone());
+        ctx.locals().interrupts().record(Interrupt::new(OWNER, payload));
         Ok(())
     }
 }
@@ -247,6 +247,7 @@ pub async fn pause(dir: &Path) -> Result<String> {
         return Err(err);
     }
     let interrupt = ctx
+        .locals()
         .interrupts()
         .take(OWNER)
         .ok_or_else(|| TinyAgentsError::validation("the run paused without the gate's interrupt"))?;

@@ -83,7 +83,7 @@ impl Budget {
     async fn enforce(&self, ctx: &mut RunContext, response: &mut ModelResponse) -> Result<()> {
         if self.calls.load(Ordering::Relaxed) >= self.max_calls && !response.message.tool_calls.is_empty() {
             println!("  budget: spent; ending the run instead of calling tools");
-            ctx.jump_to(JumpTarget::End);
+            ctx.flow_mut().jump_to(JumpTarget::End);
         }
         Ok(())
     }

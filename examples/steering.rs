@@ -94,7 +94,10 @@ async fn run() -> Result<()> {
     }
     println!(
         "mode after the run: {}",
-        ctx.state_updates().last().map_or("-".into(), |u| u.value.to_string())
+        ctx.flow()
+            .state_updates()
+            .last()
+            .map_or("-".into(), |u| u.value.to_string())
     );
     Ok(())
 }

@@ -284,7 +284,7 @@ fn print_ratios() {
     // A run whose middleware keep state (every real run): the dispatch must
     // not look its hook observers up in that state each time.
     let mut busy: RunContext = RunContext::new(RunConfig::new("bench"), ());
-    busy.local::<std::sync::atomic::AtomicU64>();
+    busy.locals().local::<std::sync::atomic::AtomicU64>();
     let with_locals = median_ns(iters, || before_model_cost(&plain_stack, &mut busy, &mut request));
     println!();
     println!("run_before_model, median ns per call:");

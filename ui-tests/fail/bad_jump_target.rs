@@ -2,7 +2,7 @@ use tinyagents::prelude::*;
 
 #[after_model(can_jump_to = [modle, end])]
 async fn route(ctx: &mut RunContext) -> Result<()> {
-    ctx.jump_to(JumpTarget::Model);
+    ctx.flow_mut().jump_to(JumpTarget::Model);
     Ok(())
 }
 

@@ -122,12 +122,12 @@ where
     C: Send + Sync + 'static,
 {
     /// The graph update for what this node added: new messages, counters, usage.
-    /// Explicit state updates middleware made (`RunContext::update_state`)
+    /// Explicit state updates middleware made (`FlowMut::update_state`)
     /// become graph state too, so checkpoints carry them and a replay explains them.
     fn progress(&mut self, from: usize) -> Result<super::state::Update> {
         let new: Vec<&Message> = self.run.messages[from..].iter().collect();
         let counters = self.ctx.counters();
-        let explicit: Vec<(String, Value)> = self.ctx.state_updates()[self.updates_seen..]
+        let explicit: Vec<(String, Value)> = self.ctx.flow().state_updates()[self.updates_seen..]
             .iter()
             .map(|u| not_graph_key(&u.key).map(|()| (u.key.clone(), u.value.clone())))
             .collect::<Result<_>>()?;
@@ -303,7 +303,7 @@ where
     }
 
     /// The same graph persisting checkpoints of a durable run only where a
-    /// middleware asked for one ([`RunContext::request_checkpoint`]), at
+    /// middleware asked for one ([`FlowMut::request_checkpoint`](crate::harness::context::FlowMut::request_checkpoint)), at
     /// interrupts and at the end, instead of at every safe point: fewer
     /// writes, at the price of redoing the unpersisted steps after a crash.
     pub fn checkpoint_on_request(mut self) -> Self {
@@ -379,7 +379,7 @@ where
         thread_id: &str,
         store: &dyn Checkpointer,
     ) -> Result<AgentRun> {
-        if let Some(decisions) = ctx.interrupts().take_attached() {
+        if let Some(decisions) = ctx.locals().interrupts().take_attached() {
             return self.resume_answered(ctx, state, thread_id, store, decisions).await;
         }
         self.resume_checked(ctx, state, thread_id, store).await
@@ -449,7 +449,7 @@ where
             Ok(Some(stop)) => Ok(stop),
             Ok(None) => {
                 let graph = self.compile()?;
-                let updates_seen = ctx.state_updates().len();
+                let updates_seen = ctx.flow().state_updates().len();
                 let mut turn = Turn {
                     agent,
                     ctx: &mut *ctx,
@@ -593,7 +593,7 @@ where
         });
         marked.state.apply(u, &Default::default());
         store.put(&marked).await?;
-        let interrupts = ctx.interrupts();
+        let interrupts = ctx.locals().interrupts();
         interrupts.spend(resume.owner(), used);
         // The run starts at the paused batch (its reply is in the checkpoint): nothing is replayed.
         interrupts.attach(resume, false);
@@ -615,7 +615,7 @@ where
             Ok(Some(stop)) => Ok(stop),
             Ok(None) => {
                 let graph = self.compile()?;
-                let updates_seen = ctx.state_updates().len();
+                let updates_seen = ctx.flow().state_updates().len();
                 let mut turn = Turn {
                     agent,
                     ctx: &mut *ctx,
@@ -655,7 +655,7 @@ where
         if !matches!(result, Err(TinyAgentsError::Interrupted { .. })) {
             return result;
         }
-        let fresh = ctx.state_updates().get(seen..).unwrap_or_default();
+        let fresh = ctx.flow().state_updates().get(seen..).unwrap_or_default();
         if fresh.is_empty() {
             return result;
         }

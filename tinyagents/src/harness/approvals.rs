@@ -3,7 +3,7 @@
 //! or one of your own) grants approvals here; a policy that requires them
 //! (`tool_policy`'s `approval_required`) and the agent loop's last check
 //! before a tool runs read them. The runtime holds the ledger
-//! ([`Approvals`], at [`RunContext::approvals`](crate::harness::context::RunContext::approvals));
+//! ([`Approvals`], at [`Policy::approvals`](crate::harness::context::Policy::approvals));
 //! the in-memory [`MemoryApprovals`] is the default, and a middleware may
 //! [install](Approvals::install) another [`ApprovalLedger`].
 //!
@@ -14,10 +14,10 @@
 //! let ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
 //! let shown = ToolCall::new("c1", "delete", serde_json::json!({"path": "a"}));
 //! let edited = ToolCall::new("c1", "delete", serde_json::json!({"path": "b"}));
-//! ctx.approvals().ledger().grant("c1", &shown, &edited);
-//! assert_eq!(ctx.approvals().ledger().approval_of(&edited, true), Approval::Granted);
-//! assert_eq!(ctx.approvals().ledger().approval_of(&shown, true), Approval::Missing); // not as it runs
-//! assert_eq!(ctx.approvals().ledger().approval_of(&shown, false), Approval::Granted); // as shown
+//! ctx.policy().approvals().ledger().grant("c1", &shown, &edited);
+//! assert_eq!(ctx.policy().approvals().ledger().approval_of(&edited, true), Approval::Granted);
+//! assert_eq!(ctx.policy().approvals().ledger().approval_of(&shown, true), Approval::Missing); // not as it runs
+//! assert_eq!(ctx.policy().approvals().ledger().approval_of(&shown, false), Approval::Granted); // as shown
 //! ```
 
 use std::collections::{HashMap, HashSet};

@@ -4,7 +4,7 @@
 //!
 //! A middleware installs a [`ChildRunHook`] in its run
 //! ([`ChildRunHooks::install`], at
-//! [`RunContext::child_run_hooks`](crate::harness::context::RunContext::child_run_hooks));
+//! [`Locals::child_run_hooks`](crate::harness::context::Locals::child_run_hooks));
 //! each child run of that run then asks it for a [resume](ChildRunHook::resume_child)
 //! before it starts, gives it its [pause](ChildRunHook::carry_pause) when it
 //! pauses, and its [usage](ChildRunHook::child_finished) when it finishes.

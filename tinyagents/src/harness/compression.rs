@@ -12,7 +12,7 @@ use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::provenance::CompressionProvenance;
 use crate::harness::run::AgentRun;
 
-/// The compressions of one run, in order (a run local: `ctx.local::<CompressionLog>()`).
+/// The compressions of one run, in order (a run local: `ctx.locals().local::<CompressionLog>()`).
 ///
 /// When the run ends the agent moves the records onto the run's record
 /// ([`attach`]), so a long run keeps each record once: after that,
@@ -29,11 +29,11 @@ use crate::harness::run::AgentRun;
 ///
 /// let ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
 /// record(&ctx, CompressionProvenance::new("summarization", "summarization/1"));
-/// assert_eq!(ctx.local::<CompressionLog>().entries().len(), 1);
+/// assert_eq!(ctx.locals().local::<CompressionLog>().entries().len(), 1);
 /// let mut run = AgentRun::new("r".into());
 /// attach(&ctx, &mut run);
 /// assert_eq!(run.compressions.len(), 1);
-/// let log = ctx.local::<CompressionLog>();
+/// let log = ctx.locals().local::<CompressionLog>();
 /// assert_eq!((log.len(), log.entries().len()), (1, 0), "moved, still counted");
 /// ```
 #[derive(Debug, Default)]
@@ -91,11 +91,12 @@ pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
     provenance.source_message_ids.shrink_to_fit();
     provenance.source_artifact_ids.shrink_to_fit();
     provenance.prompt_segment_ids.shrink_to_fit();
-    ctx.emit_with(EventKind::Compressed, || AgentEvent::Compressed {
-        run_id: ctx.run_id().clone(),
-        provenance: Box::new(provenance.clone()),
-    });
-    ctx.local::<CompressionLog>().push(provenance);
+    ctx.events()
+        .emit_with(EventKind::Compressed, || AgentEvent::Compressed {
+            run_id: ctx.run_id().clone(),
+            provenance: Box::new(provenance.clone()),
+        });
+    ctx.locals().local::<CompressionLog>().push(provenance);
 }
 
 /// Moves the compressions not yet attached onto `run.compressions`
@@ -104,7 +105,7 @@ pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
 /// hooks, so compression middleware need not. Moved, not copied: a long
 /// run's records are kept once.
 pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
-    let log: Arc<CompressionLog> = ctx.local::<CompressionLog>();
+    let log: Arc<CompressionLog> = ctx.locals().local::<CompressionLog>();
     let mut log = log.log.lock().expect("compression log lock");
     let moved = std::mem::take(&mut log.entries);
     log.attached += moved.len();

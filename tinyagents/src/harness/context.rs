@@ -24,6 +24,16 @@ use crate::harness::steering::SteeringHandle;
 use crate::harness::tool::{Approval, ParentRun, Restriction, RunRestrictions, ToolCall, ToolPolicy};
 use crate::harness::workspace::WorkspaceDescriptor;
 
+mod events;
+mod flow;
+mod locals;
+mod policy;
+
+pub use events::Events;
+pub use flow::{Flow, FlowMut};
+pub use locals::Locals;
+pub use policy::{Policy, PolicyMut};
+
 /// The identity and options of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunConfig {
@@ -129,16 +139,16 @@ pub struct StateUpdate {
 /// It holds the run's identity, the user's context value `Ctx`, the event
 /// sink, the workspace, counters, usage, explicit state updates, control
 /// requests, jumps, cancellation, and per-run middleware state
-/// ([`RunContext::local`]).
+/// ([`Locals::local`](crate::harness::context::Locals::local)).
 ///
 /// ```
 /// use tinyagents::harness::context::{MiddlewareControl, RunConfig, RunContext};
 ///
 /// let mut ctx: RunContext = RunContext::new(RunConfig::new("run-1"), ());
-/// ctx.request_control(MiddlewareControl::Interrupt { node: None, message: "approve?".into() });
-/// ctx.request_control(MiddlewareControl::StopWithFinal("done".into()));
+/// ctx.flow_mut().request_control(MiddlewareControl::Interrupt { node: None, message: "approve?".into() });
+/// ctx.flow_mut().request_control(MiddlewareControl::StopWithFinal("done".into()));
 /// // the weaker later request did not downgrade the interrupt
-/// assert_eq!(ctx.pending_control().unwrap().kind(), "interrupt");
+/// assert_eq!(ctx.flow().pending_control().unwrap().kind(), "interrupt");
 /// ```
 pub struct RunContext<Ctx = ()> {
     config: RunConfig,
@@ -306,28 +316,49 @@ impl<Ctx> RunContext<Ctx> {
     pub fn context_mut(&mut self) -> &mut Ctx {
         &mut self.context
     }
+    /// The run's events facet: the sink and what it wants ([`Events`]).
+    #[inline]
+    pub fn events(&self) -> Events<'_, Ctx> {
+        Events { ctx: self }
+    }
+
+    /// The run's flow facet, read-only: state updates, control and jump
+    /// requests, checkpoint requests, cancellation ([`Flow`]).
+    #[inline]
+    pub fn flow(&self) -> Flow<'_, Ctx> {
+        Flow { ctx: self }
+    }
+
+    /// The run's flow facet, to ask for something: update state, stop or
+    /// pause, jump, checkpoint ([`FlowMut`]).
+    #[inline]
+    pub fn flow_mut(&mut self) -> FlowMut<'_, Ctx> {
+        FlowMut { ctx: self }
+    }
+
+    /// The run's per-run locals facet: state of any type shared by every
+    /// part of the run, and the parent run's ([`Locals`]).
+    #[inline]
+    pub fn locals(&self) -> Locals<'_, Ctx> {
+        Locals { ctx: self }
+    }
+
+    /// The run's policy facet, read-only: restrictions, approvals and the
+    /// loop's last check of a call ([`Policy`]).
+    #[inline]
+    pub fn policy(&self) -> Policy<'_, Ctx> {
+        Policy { ctx: self }
+    }
+
+    /// The run's policy facet, to record a guard's restriction ([`PolicyMut`]).
+    #[inline]
+    pub fn policy_mut(&mut self) -> PolicyMut<'_, Ctx> {
+        PolicyMut { ctx: self }
+    }
 
     /// The workspace, when the run has one.
     pub fn workspace(&self) -> Option<&WorkspaceDescriptor> {
         self.workspace.as_ref()
-    }
-
-    /// The run's event sink.
-    pub fn sink(&self) -> &Arc<dyn EventSink> {
-        &self.sink
-    }
-
-    /// Whether the sink wants events of `kind`.
-    #[inline]
-    pub fn wants(&self, kind: EventKind) -> bool {
-        self.mask.contains(kind)
-    }
-
-    /// Emits an event if the sink wants its kind.
-    pub fn emit(&self, event: AgentEvent) {
-        if self.mask.contains(event.kind()) {
-            self.sink.emit(event);
-        }
     }
 
     /// Emits the `ModelRequest` event of an attempt (a delta against the
@@ -343,14 +374,6 @@ impl<Ctx> RunContext<Ctx> {
     /// Forgets the previous model request: the next `ModelRequest` is whole.
     pub(crate) fn reset_requests(&mut self) {
         self.requests = RequestLog::default();
-    }
-
-    /// Builds and emits an event only if the sink wants `kind`.
-    #[inline]
-    pub fn emit_with(&self, kind: EventKind, build: impl FnOnce() -> AgentEvent) {
-        if self.mask.contains(kind) {
-            self.sink.emit(build());
-        }
     }
 
     /// The run's counters.
@@ -373,73 +396,15 @@ impl<Ctx> RunContext<Ctx> {
         self.usage += usage;
     }
 
-    /// The run's cancellation token.
-    pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancellation
-    }
-
-    /// Whether the run was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancellation.is_cancelled()
-    }
-
-    /// Records an explicit state update and emits [`AgentEvent::StateUpdated`].
-    pub fn update_state(&mut self, key: impl Into<String>, value: Value) {
-        let update = StateUpdate { key: key.into(), value };
-        self.emit_with(EventKind::StateUpdated, || AgentEvent::StateUpdated {
-            key: update.key.clone(),
-            by: None,
-            value: update.value.clone(),
-        });
-        self.state_updates.push(update);
-    }
-
     /// Restores an explicit state value a checkpoint kept, as the paused run
     /// had it (no event: nothing changed).
     pub(crate) fn restore_state(&mut self, key: String, value: Value) {
         self.state_updates.push(StateUpdate { key, value });
     }
 
-    /// The explicit state updates made so far.
-    pub fn state_updates(&self) -> &[StateUpdate] {
-        &self.state_updates
-    }
-
-    /// Takes the state updates made so far.
-    pub fn take_state_updates(&mut self) -> Vec<StateUpdate> {
-        std::mem::take(&mut self.state_updates)
-    }
-
-    /// Asks the loop to stop or pause. The strongest request of a turn wins
-    /// ([`MiddlewareControl::precedence`]); among equals the first is kept.
-    pub fn request_control(&mut self, control: MiddlewareControl) {
-        match &self.control {
-            Some(current) if current.precedence() >= control.precedence() => {}
-            _ => self.control = Some(control),
-        }
-    }
-
-    /// The pending control request, if any.
-    pub fn pending_control(&self) -> Option<&MiddlewareControl> {
-        self.control.as_ref()
-    }
-
     /// Takes the pending control request (the loop does this at its safe points).
     pub(crate) fn take_control(&mut self) -> Option<MiddlewareControl> {
         self.control.take()
-    }
-
-    /// Asks the loop to jump. The middleware must declare the target
-    /// (`can_jump_to`); the stack refuses an undeclared jump with a
-    /// `Validation` error naming the middleware and the target.
-    pub fn jump_to(&mut self, target: JumpTarget) {
-        self.jump = Some(JumpRequest { target, by: None });
-        self.jump_unclaimed = true;
-    }
-
-    /// The pending jump, if any.
-    pub fn pending_jump(&self) -> Option<&JumpRequest> {
-        self.jump.as_ref()
     }
 
     /// Takes the pending jump (the loop does this at its safe points).
@@ -511,107 +476,16 @@ impl<Ctx> RunContext<Ctx> {
         )))
     }
 
-    /// Per-run state of type `T` for middleware, created with `T::default()` on first use.
-    ///
-    /// The value is shared by every part of the run (concurrent tool calls
-    /// included), so `T` uses interior mutability (atomics, a mutex).
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicU32, Ordering};
-    /// use tinyagents::harness::context::{RunConfig, RunContext};
-    ///
-    /// #[derive(Default)]
-    /// struct Seen(AtomicU32);
-    ///
-    /// let ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
-    /// ctx.local::<Seen>().0.fetch_add(1, Ordering::Relaxed);
-    /// assert_eq!(ctx.local::<Seen>().0.load(Ordering::Relaxed), 1);
-    /// ```
-    pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        self.locals.get::<T>()
-    }
-
-    /// The run's pauses: the protocol of a middleware that pauses the run
-    /// and of the answer that resumes it ([`Interrupts`](crate::harness::interrupt::Interrupts)).
-    pub fn interrupts(&self) -> Arc<crate::harness::interrupt::Interrupts> {
-        self.local()
-    }
-
-    /// What this run's middleware does around its child runs
-    /// ([`ChildRunHooks`](crate::harness::child_run::ChildRunHooks)).
-    pub fn child_run_hooks(&self) -> Arc<crate::harness::child_run::ChildRunHooks> {
-        self.local()
-    }
-
-    /// Asks for a checkpoint to be persisted at the next safe point (the
-    /// "persist checkpoint" outcome), for `reason`. A middleware need not know
-    /// how the run is driven: under [`AgentGraph::run_durable`](crate::graph::AgentGraph::run_durable)
-    /// every safe point is persisted anyway, and with
-    /// [`checkpoint_on_request`](crate::graph::AgentGraph::checkpoint_on_request)
-    /// only the safe points asked for (plus interrupts and the end) are;
-    /// under [`Agent::run`](crate::harness::agent::Agent::run), which has
-    /// no store, the request has no effect.
-    ///
-    /// ```
-    /// use tinyagents::harness::context::{RunConfig, RunContext};
-    ///
-    /// let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
-    /// ctx.request_checkpoint("the plan was approved");
-    /// assert_eq!(ctx.checkpoint_requested(), Some("the plan was approved"));
-    /// ```
-    pub fn request_checkpoint(&mut self, reason: impl Into<String>) {
-        self.checkpoint_request.get_or_insert_with(|| reason.into());
-    }
-
-    /// The pending checkpoint request's reason, if any.
-    pub fn checkpoint_requested(&self) -> Option<&str> {
-        self.checkpoint_request.as_deref()
-    }
-
     /// Takes the pending checkpoint request (the graph runtime does, at a safe point).
     pub(crate) fn take_checkpoint_request(&mut self) -> Option<String> {
         self.checkpoint_request.take()
     }
 
-    /// Per-run state of type `T`, created with `init` on first use (see [`local`](Self::local)).
-    pub fn local_with<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
-        self.locals.get_with(init)
-    }
-
-    /// The parent run's per-run state of type `T`, when this is a child run
-    /// (started with [`with_parent_locals`](Self::with_parent_locals)) and
-    /// the parent created it. Never creates it.
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicU32, Ordering};
-    /// use tinyagents::harness::context::{RunConfig, RunContext};
-    ///
-    /// #[derive(Default)]
-    /// struct Tree(AtomicU32);
-    ///
-    /// let parent: RunContext = RunContext::new(RunConfig::new("p"), ());
-    /// parent.local::<Tree>().0.store(7, Ordering::Relaxed);
-    /// let link = parent.as_parent();
-    /// let child: RunContext = RunContext::new(RunConfig::child_of(&link, "p/c"), ()).with_parent_locals(&link.locals);
-    /// assert_eq!(child.parent_local::<Tree>().unwrap().0.load(Ordering::Relaxed), 7);
-    /// assert!(parent.parent_local::<Tree>().is_none());
-    /// ```
-    pub fn parent_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        self.parent_locals.as_ref()?.try_get::<T>()
-    }
-
     /// The same context as a child of the run `parent` came from: its
-    /// per-run state becomes reachable through [`parent_local`](Self::parent_local).
+    /// per-run state becomes reachable through [`parent_local`](Locals::parent_local).
     pub fn with_parent_locals(mut self, parent: &RunLocalsHandle) -> Self {
         self.parent_locals = Some(parent.0.clone());
         self
-    }
-
-    /// The per-run state of type `T` if some part of the run created it
-    /// (with [`local`](Self::local)); never creates it, never allocates.
-    #[inline]
-    pub fn try_local<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        self.locals.try_get::<T>()
     }
 
     /// Names the run state slot of the hook the stack calls next.
@@ -634,7 +508,8 @@ impl<Ctx> RunContext<Ctx> {
     /// Takes (and clears) the usage the run's failed model attempts reported
     /// and no budget has charged yet (`FailedAttemptUsage`).
     pub(crate) fn take_failed_attempt_usage(&self) -> Usage {
-        self.try_local::<FailedAttemptUsage>()
+        self.locals()
+            .try_local::<FailedAttemptUsage>()
             .map(|u| std::mem::take(&mut *u.0.lock().expect("failed attempt usage lock")))
             .unwrap_or_default()
     }
@@ -648,68 +523,11 @@ impl<Ctx> RunContext<Ctx> {
         self
     }
 
-    /// The restrictions this run inherited from its parent.
-    pub fn inherited_restrictions(&self) -> &RunRestrictions {
-        &self.config.inherited
-    }
-
-    /// Records (`Some`) or clears (`None`) the restriction of guard `by` on
-    /// this run. Child runs inherit it; it never loosens what was inherited.
-    ///
-    /// ```
-    /// use tinyagents::harness::context::{RunConfig, RunContext};
-    /// use tinyagents::harness::tool::{Approval, Restriction};
-    /// use tinyagents::harness::tool::ToolLists;
-    ///
-    /// let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
-    /// let lists = ToolLists::new(None::<Vec<String>>, ["shell"]);
-    /// ctx.restrict("my_guard", Some(Restriction::Tools(lists)));
-    /// assert!(ctx.as_parent().restrictions.check("shell", None, None, Approval::Missing).is_err());
-    /// ```
-    pub fn restrict(&mut self, by: &str, restriction: Option<Restriction>) {
-        self.own.retain(|(name, _)| &**name != by);
-        if let Some(r) = restriction {
-            self.own.push((Arc::from(by), r));
-        }
-    }
-
-    /// Adds the restriction of guard `by` to this run (once: an equal one
-    /// already recorded is not repeated). Child runs inherit it.
-    pub fn add_restriction(&mut self, by: &str, restriction: Restriction) {
-        if !self.own.iter().any(|(name, r)| &**name == by && *r == restriction) {
-            self.own.push((Arc::from(by), restriction));
-        }
-    }
-
-    /// Every restriction of the run: inherited, then its own guards'.
-    pub fn restrictions(&self) -> RunRestrictions {
-        self.config.inherited.and(self.own.iter().cloned())
-    }
-
-    /// Whether the run inherited any restriction.
-    #[inline]
-    pub fn is_restricted(&self) -> bool {
-        !self.config.inherited.is_empty()
-    }
-
-    /// The run's approvals ledger ([`Approvals`](crate::harness::approvals::Approvals)):
-    /// what a person approved, where a middleware that asks grants and a
-    /// policy that requires approval reads.
-    pub fn approvals(&self) -> Arc<crate::harness::approvals::Approvals> {
-        self.local()
-    }
-
     /// The run's ledger when anything made one (never creates it).
     fn ledger(&self) -> Option<Arc<dyn crate::harness::approvals::ApprovalLedger>> {
-        self.try_local::<crate::harness::approvals::Approvals>()
+        self.locals()
+            .try_local::<crate::harness::approvals::Approvals>()
             .map(|a| a.ledger())
-    }
-
-    /// Records that a person approved call `call_id`: it was shown as
-    /// `shown` (tool and arguments) and runs as `effective` (an edit). The
-    /// same as `approvals().ledger().grant(…)`.
-    pub fn grant_approval(&self, call_id: &str, shown: &ToolCall, effective: &ToolCall) {
-        self.approvals().ledger().grant(call_id, shown, effective);
     }
 
     /// Spends every approval granted so far: the agent loop does this when
@@ -734,115 +552,6 @@ impl<Ctx> RunContext<Ctx> {
         self.ledger().map_or(Ok(()), |ledger| ledger.use_approval(call_id))
     }
 
-    /// Whether a person approved this exact call. `strict` accepts only the
-    /// call as it will run (after an edit); otherwise the call as shown is
-    /// accepted too (a guard that runs before the edit is applied).
-    pub fn approval_of(&self, call: &ToolCall, strict: bool) -> Approval {
-        self.ledger()
-            .map_or(Approval::Missing, |ledger| ledger.approval_of(call, strict))
-    }
-
-    /// Whether a person can be asked to approve calls to `tool` in this run
-    /// (a middleware of this run recorded a [`Restriction::Approval`] gate on it).
-    pub fn can_ask_approval(&self, tool: &str) -> bool {
-        self.own
-            .iter()
-            .any(|(_, r)| matches!(r, Restriction::Approval(tools) if tools.contains(tool)))
-    }
-
-    /// `Ok` when the restrictions the run inherited let the model be shown
-    /// tool `name` (an approval it can ask for counts).
-    pub fn exposes_inherited(&self, name: &str, declared: Option<&ToolPolicy>) -> bool {
-        let approval = if self.can_ask_approval(name) {
-            Approval::Obtainable
-        } else {
-            Approval::Missing
-        };
-        self.config
-            .inherited
-            .check(name, declared, self.workspace(), approval)
-            .is_ok()
-    }
-
-    /// `Err(reason)` when `call` may not run as it is now: the agent loop's
-    /// own check, the last before the tool runs. A call a person approved
-    /// must be exactly the call approved (or the person's edit of it); a
-    /// tool whose policy requires approval (this run's `tool_policy`) needs
-    /// that approval of this exact call; and the restrictions the run
-    /// inherited must all admit it.
-    pub fn check_call(&self, call: &ToolCall, declared: Option<&ToolPolicy>) -> std::result::Result<(), String> {
-        if let Some(ledger) = self.ledger() {
-            ledger.check_unchanged(call)?;
-        }
-        for (by, r) in &self.own {
-            if matches!(r, Restriction::Policy(_))
-                && RunRestrictions::new()
-                    .with(by.clone(), r.clone())
-                    .needs_approval(&call.name, declared)
-                && self.approval_of(call, true) != Approval::Granted
-            {
-                return Err(format!(
-                    "tool `{}` requires approval and no person approved this exact call (restriction of `{by}`)",
-                    call.name
-                ));
-            }
-        }
-        if self.config.inherited.is_empty() {
-            return Ok(());
-        }
-        let approval = if self.config.inherited.needs_approval(&call.name, declared) {
-            self.approval_of(call, true)
-        } else {
-            Approval::Missing
-        };
-        let plan = self
-            .config
-            .inherited
-            .check_call_planned(call, declared, self.workspace(), approval)
-            .map_err(|reason| format!("{reason}; it is inherited from the parent run, and a sub-agent can only narrow its parent's restrictions"))?;
-        // The plan an inherited shell guard admitted is what the shell tool
-        // runs (the child's own stack may hold no such guard).
-        if let Some(plan) = plan {
-            self.local::<crate::sandbox::AdmittedPlans>()
-                .record(&call.id, &call.arguments, plan);
-        }
-        Ok(())
-    }
-
-    /// `Err(reason)` when a guard the run inherited that asks something
-    /// outside the process ([`Restriction::AsyncGuard`]: a parent's external
-    /// `pre_tool_use` hooks) refuses `call`: the agent loop awaits this after
-    /// [`check_call`](Self::check_call), the last thing before a tool runs. A
-    /// guard the run also holds itself (a sub-agent sharing its parent's
-    /// stack) already judged the call in `before_tool` and is not asked twice.
-    pub async fn check_call_async(&self, call: &ToolCall) -> std::result::Result<(), String> {
-        if self.config.inherited.is_empty() {
-            return Ok(());
-        }
-        let run = crate::harness::tool::GuardedRun {
-            run_id: &self.config.run_id,
-            depth: self.config.depth,
-            workspace: self.workspace.as_ref(),
-            batch: self.batch,
-        };
-        let own = |r: &Restriction| self.own.iter().any(|(_, mine)| mine == r);
-        let mut asked: Vec<usize> = Vec::new();
-        for (by, guard) in self.config.inherited.async_guards(own) {
-            // a guard inherited through several levels is asked once
-            if asked.contains(&guard.key()) {
-                continue;
-            }
-            asked.push(guard.key());
-            guard.check_call(call, &run).await.map_err(|reason| {
-                format!(
-                    "{reason} (restriction of `{by}`, inherited from the parent run: a sub-agent can only narrow \
-                     its parent's restrictions)"
-                )
-            })?;
-        }
-        Ok(())
-    }
-
     /// This run as a parent, for a tool that starts a child run.
     pub fn as_parent(&self) -> ParentRun {
         ParentRun {
@@ -855,7 +564,7 @@ impl<Ctx> RunContext<Ctx> {
             workspace: self.workspace.clone(),
             cancellation: self.cancellation.clone(),
             steering: self.steering.as_ref().map(|(h, _)| h.clone()),
-            restrictions: Arc::new(self.restrictions()),
+            restrictions: Arc::new(self.policy().restrictions()),
             locals: RunLocalsHandle(self.locals.clone()),
         }
     }
@@ -901,7 +610,7 @@ impl<Ctx> RunContext<Ctx> {
         self.counters.tool_calls += branch.counters.tool_calls;
         self.state_updates.extend(branch.state_updates);
         if let Some(c) = branch.control {
-            self.request_control(c);
+            self.flow_mut().request_control(c);
         }
         if self.jump.is_none() {
             self.jump = branch.jump;

@@ -8,7 +8,7 @@
 //!   and [records](Interrupts::record) an [`Interrupt`]: its name (the
 //!   owner) and a JSON payload saying what was asked. It also writes what a
 //!   resume is checked against with
-//!   [`RunContext::update_state`](crate::harness::context::RunContext::update_state)
+//!   [`FlowMut::update_state`](crate::harness::context::FlowMut::update_state)
 //!   under its [`Resume::interrupt_key`], so a durable run keeps it in its
 //!   checkpoint.
 //! - While it holds a pause, a [`PauseHolder`] it [installed](Interrupts::hold)
@@ -23,7 +23,7 @@
 //!   what was asked) and spends its tokens there.
 //!
 //! The run's [`Interrupts`] are at
-//! [`RunContext::interrupts`](crate::harness::context::RunContext::interrupts).
+//! [`Locals::interrupts`](crate::harness::context::Locals::interrupts).
 //! `human_in_the_loop` is one implementation; an approval middleware of your
 //! own uses the same protocol (the repository's `examples/custom_approval.rs`
 //! is one, whose durable run another process resumes).
@@ -64,23 +64,23 @@
 //! // The run that pauses: the gate holds the pause and records what it asked.
 //! let ctx: RunContext = RunContext::new(RunConfig::new("r1"), ());
 //! let paused = Arc::new(Paused::default());
-//! ctx.interrupts().hold(paused.clone());
+//! ctx.locals().interrupts().hold(paused.clone());
 //! paused.0.store(true, Ordering::Relaxed);
-//! assert!(ctx.interrupts().pause_pending()); // what the agent loop asks
-//! ctx.interrupts().record(Interrupt::new("gate", json!({"token": "t1"})));
-//! let asked = ctx.interrupts().take("gate").unwrap();
+//! assert!(ctx.locals().interrupts().pause_pending()); // what the agent loop asks
+//! ctx.locals().interrupts().record(Interrupt::new("gate", json!({"token": "t1"})));
+//! let asked = ctx.locals().interrupts().take("gate").unwrap();
 //! assert_eq!(serde_json::to_string(&asked).unwrap(), r#"{"owner":"gate","payload":{"token":"t1"}}"#);
 //!
 //! // The run that resumes: the answer is attached, and the gate claims it as its own type.
 //! let ctx2: RunContext = RunContext::new(RunConfig::new("r2"), ());
 //! let token = asked.payload["token"].as_str().unwrap().to_owned();
-//! ctx2.interrupts().attach(Box::new(Yes { token, reply: Message::assistant("") }), true);
-//! let (answer, replay) = ctx2.interrupts().claim::<Yes>("gate").unwrap();
+//! ctx2.locals().interrupts().attach(Box::new(Yes { token, reply: Message::assistant("") }), true);
+//! let (answer, replay) = ctx2.locals().interrupts().claim::<Yes>("gate").unwrap();
 //! assert!(replay);
 //! // a single-use token, spent once
-//! assert!(!ctx2.interrupts().is_spent("gate", &answer.token));
-//! ctx2.interrupts().spend("gate", answer.tokens());
-//! assert!(ctx2.interrupts().is_spent("gate", "t1"));
+//! assert!(!ctx2.locals().interrupts().is_spent("gate", &answer.token));
+//! ctx2.locals().interrupts().spend("gate", answer.tokens());
+//! assert!(ctx2.locals().interrupts().is_spent("gate", "t1"));
 //! ```
 
 use std::any::Any;

@@ -84,11 +84,11 @@ impl RunLocals {
 }
 
 /// A handle on a run's per-run state
-/// ([`RunContext::local`](crate::harness::context::RunContext::local)),
+/// ([`Locals::local`](crate::harness::context::Locals::local)),
 /// carried by [`ParentRun`](crate::harness::tool::ParentRun) so that a child
 /// run can find the state its parent's middleware keeps for the whole run
 /// tree (a price budget, for instance) with
-/// [`RunContext::parent_local`](crate::harness::context::RunContext::parent_local).
+/// [`Locals::parent_local`](crate::harness::context::Locals::parent_local).
 /// It is opaque: a child reads its parent's values, it never replaces them.
 #[derive(Clone, Default, educe::Educe)]
 #[educe(Debug)]

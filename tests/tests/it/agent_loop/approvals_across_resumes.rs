@@ -272,7 +272,8 @@ impl Middleware<()> for RunSummary {
         HookSet::AFTER_AGENT
     }
     async fn after_agent(&self, ctx: &mut RunContext, _: &(), run: &mut AgentRun) -> Result<()> {
-        ctx.update_state("counters", json!({"segments": 1, "messages": run.messages.len()}));
+        ctx.flow_mut()
+            .update_state("counters", json!({"segments": 1, "messages": run.messages.len()}));
         Ok(())
     }
 }

@@ -33,7 +33,7 @@ impl Middleware<(), Approvals> for ApprovalGate {
             .map(|p| p.call.id.clone())
             .collect();
         if !pending.is_empty() {
-            ctx.request_control(MiddlewareControl::Interrupt {
+            ctx.flow_mut().request_control(MiddlewareControl::Interrupt {
                 node: Some("approval".into()),
                 message: format!("approve {}?", pending.join(", ")),
             });

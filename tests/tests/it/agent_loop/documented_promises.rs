@@ -185,7 +185,7 @@ impl Middleware<()> for JumpEndAtFirstTool {
     }
     async fn before_tool(&self, ctx: &mut RunContext, _: &(), call: &mut ToolCall) -> Result<()> {
         if call.id == "c1" {
-            ctx.jump_to(JumpTarget::End);
+            ctx.flow_mut().jump_to(JumpTarget::End);
         }
         Ok(())
     }
@@ -251,9 +251,11 @@ async fn every_way_a_tool_hook_leaves_the_batch_runs_nothing_after_it() {
     }
     fn leave(ctx: &mut RunContext, how: Leave) {
         match how {
-            Leave::End => ctx.jump_to(JumpTarget::End),
-            Leave::Model => ctx.jump_to(JumpTarget::Model),
-            Leave::Stop => ctx.request_control(MiddlewareControl::StopWithFinal("stopped".into())),
+            Leave::End => ctx.flow_mut().jump_to(JumpTarget::End),
+            Leave::Model => ctx.flow_mut().jump_to(JumpTarget::Model),
+            Leave::Stop => ctx
+                .flow_mut()
+                .request_control(MiddlewareControl::StopWithFinal("stopped".into())),
         }
     }
     for how in [Leave::End, Leave::Model, Leave::Stop] {
@@ -369,7 +371,8 @@ impl Middleware<()> for StopAfterReply {
         HookSet::AFTER_MODEL
     }
     async fn after_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelResponse) -> Result<()> {
-        ctx.request_control(MiddlewareControl::StopWithFinal("stopped".into()));
+        ctx.flow_mut()
+            .request_control(MiddlewareControl::StopWithFinal("stopped".into()));
         Ok(())
     }
 }
@@ -491,7 +494,7 @@ impl PauseOnce {
 
     fn pause(&self, ctx: &mut RunContext) -> Result<()> {
         if !self.asked.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            ctx.request_control(MiddlewareControl::Interrupt {
+            ctx.flow_mut().request_control(MiddlewareControl::Interrupt {
                 node: None,
                 message: self.message.into(),
             });

@@ -49,8 +49,10 @@ impl At {
 
     fn apply(&self, ctx: &mut RunContext) -> Result<()> {
         match &self.ask {
-            Ask::Stop(text) => ctx.request_control(MiddlewareControl::StopWithFinal((*text).into())),
-            Ask::Jump(t) => ctx.jump_to(*t),
+            Ask::Stop(text) => ctx
+                .flow_mut()
+                .request_control(MiddlewareControl::StopWithFinal((*text).into())),
+            Ask::Jump(t) => ctx.flow_mut().jump_to(*t),
         }
         if self.fail {
             return Err(TinyAgentsError::validation("the hook refused the call"));
@@ -327,7 +329,7 @@ impl Middleware<()> for ToolsFirst {
     }
     async fn before_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelRequest) -> Result<()> {
         if ctx.counters().steps == 1 {
-            ctx.jump_to(JumpTarget::Tools);
+            ctx.flow_mut().jump_to(JumpTarget::Tools);
         }
         Ok(())
     }

@@ -107,12 +107,14 @@ impl Chaos {
     fn apply(&self, ctx: &mut RunContext<Ctx>, batch: Option<&mut PreparedBatch>) -> Result<()> {
         match self.act() {
             Act::Nothing => {}
-            Act::Stop => ctx.request_control(MiddlewareControl::StopWithFinal("stopped".into())),
-            Act::Interrupt => ctx.request_control(MiddlewareControl::Interrupt {
+            Act::Stop => ctx
+                .flow_mut()
+                .request_control(MiddlewareControl::StopWithFinal("stopped".into())),
+            Act::Interrupt => ctx.flow_mut().request_control(MiddlewareControl::Interrupt {
                 node: None,
                 message: "pause".into(),
             }),
-            Act::Jump(t) => ctx.jump_to(t),
+            Act::Jump(t) => ctx.flow_mut().jump_to(t),
             Act::Fail => return Err(TinyAgentsError::validation("chaos refuses")),
             Act::Reject => {
                 if let Some(batch) = batch

@@ -94,7 +94,7 @@ async fn commands_are_accepted_rejected_transformed_and_deferred_at_safe_points(
         .map(|m| m.text().into_owned())
         .collect::<Vec<_>>();
     assert_eq!(first, ["start", "also check the logs", "note: be brief"]);
-    assert!(!ctx.is_cancelled());
+    assert!(!ctx.flow().is_cancelled());
     // the deferred mode switch applied at the next safe point (before step 2), in order
     let t = trace(&sink.events());
     let steering: Vec<&String> = t
@@ -112,7 +112,7 @@ async fn commands_are_accepted_rejected_transformed_and_deferred_at_safe_points(
             "state mode",
         ]
     );
-    assert_eq!(ctx.state_updates()[0].value, json!("plan"));
+    assert_eq!(ctx.flow().state_updates()[0].value, json!("plan"));
     assert_eq!(
         *gate.outcomes.lock().unwrap(),
         [

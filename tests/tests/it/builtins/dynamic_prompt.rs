@@ -15,8 +15,8 @@ use tinyagents::testing::RecordingTool;
 /// Sets the explicit state key `mode` once the run starts.
 #[before_agent]
 fn set_mode(ctx: &mut RunContext) -> Result<()> {
-    ctx.update_state("mode", json!("plan"));
-    ctx.update_state("budget", json!(3));
+    ctx.flow_mut().update_state("mode", json!("plan"));
+    ctx.flow_mut().update_state("budget", json!(3));
     Ok(())
 }
 

@@ -137,7 +137,7 @@ async fn provenance_is_recorded_when_the_cut_moves_not_on_every_call() {
         assert_eq!(ids(&sent.messages), ["sys", "u3"]);
     }
     assert_eq!(
-        ctx.local::<CompressionLog>().entries().len(),
+        ctx.locals().local::<CompressionLog>().entries().len(),
         1,
         "the same cut three times"
     );
@@ -145,7 +145,7 @@ async fn provenance_is_recorded_when_the_cut_moves_not_on_every_call() {
     let mut longer = request.clone();
     longer.messages.push(msg(Message::assistant("reply"), "a3"));
     stack.run_before_model(&mut ctx, &(), &mut longer).await.unwrap();
-    let entries = ctx.local::<CompressionLog>().entries();
+    let entries = ctx.locals().local::<CompressionLog>().entries();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[1].source_message_ids.last().unwrap().as_str(), "u3");
 }

@@ -195,7 +195,7 @@ async fn a_cancellation_during_the_backoff_wait_ends_it() {
     let agent: Arc<Agent<()>> =
         Arc::new(Agent::new(model).with_stack(MiddlewareStack::new().with(retry("initial_delay_ms = 10000")).unwrap()));
     let ctx = RunContext::new(RunConfig::new("r"), ());
-    let token = ctx.cancellation().clone();
+    let token = ctx.flow().cancellation().clone();
     let a = agent.clone();
     let run = tokio::spawn(async move {
         let mut ctx = ctx;

@@ -334,6 +334,7 @@ async fn a_reply_cut_inside_a_tool_call_never_runs_that_call() {
     assert!(o.requests[1].messages[2].text().contains("Split large file writes"));
     let update = o
         .ctx
+        .flow()
         .state_updates()
         .iter()
         .find(|u| u.key == "output_limit_recovery")

@@ -130,6 +130,7 @@ async fn after_max_retries_the_run_fails_with_the_last_errors() {
     assert!(first_ask.contains("the reply is not JSON"), "{first_ask}");
     let errors = &o
         .ctx
+        .flow()
         .state_updates()
         .iter()
         .rev()

@@ -346,7 +346,7 @@ async fn the_run_record_takes_the_logs_compressions_without_a_copy() {
     let run = agent.run(&mut ctx, &(), two_lookups_history()).await.unwrap();
     assert_eq!(run.compressions.len(), 1, "{:?}", run.compressions);
     assert_eq!(run.compressions[0].middleware, "summarization");
-    let log = ctx.local::<CompressionLog>();
+    let log = ctx.locals().local::<CompressionLog>();
     assert_eq!(log.len(), 1, "the log still counts what the run recorded");
     assert!(log.entries().is_empty(), "moved, not kept twice");
     assert!(log.since(0).is_empty() && log.since(1).is_empty());

@@ -237,14 +237,14 @@ fn a_second_instance_needs_its_own_name() {
 #[after_model(can_jump_to = [end])]
 fn stop_on_stop(ctx: &mut RunContext, response: &mut ModelResponse) -> Result<()> {
     if response.message.text().contains("STOP") {
-        ctx.jump_to(JumpTarget::End);
+        ctx.flow_mut().jump_to(JumpTarget::End);
     }
     Ok(())
 }
 
 #[after_model]
 fn jump_undeclared(ctx: &mut RunContext) -> Result<()> {
-    ctx.jump_to(JumpTarget::Model);
+    ctx.flow_mut().jump_to(JumpTarget::Model);
     Ok(())
 }
 

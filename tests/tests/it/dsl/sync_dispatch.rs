@@ -37,7 +37,7 @@ impl Step {
             Act::Fail => Err(TinyAgentsError::validation(format!("{} refused", self.name))),
             Act::Panic => panic!("{} panicked", self.name),
             Act::Jump => {
-                ctx.jump_to(JumpTarget::End);
+                ctx.flow_mut().jump_to(JumpTarget::End);
                 Ok(())
             }
         }
@@ -337,7 +337,7 @@ async fn observed_mid_run<M: Middleware<()> + 'static>(wrap: impl Fn(Step) -> M)
     let stack = stack_of(wrap, &[("a", Act::Pass), ("b", Act::Pass)], &Log::default());
     let mut ctx: RunContext = RunContext::new(RunConfig::new("observed"), ());
     // middleware state, as every real run has
-    ctx.local::<std::sync::atomic::AtomicU64>();
+    ctx.locals().local::<std::sync::atomic::AtomicU64>();
     stack
         .run_before_model(&mut ctx, &(), &mut ModelRequest::default())
         .await

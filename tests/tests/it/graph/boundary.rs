@@ -58,7 +58,7 @@ async fn a_jump_to_the_end_ends_the_graph_before_the_tools_node() {
     #[after_model(can_jump_to = [end])]
     fn finish_early(ctx: &mut RunContext, response: &mut ModelResponse) -> Result<()> {
         if !response.tool_calls_requested().is_empty() {
-            ctx.jump_to(JumpTarget::End);
+            ctx.flow_mut().jump_to(JumpTarget::End);
         }
         Ok(())
     }
@@ -76,8 +76,10 @@ async fn a_jump_to_the_model_goes_back_to_the_model_node() {
     struct Once(AtomicUsize);
     #[after_model(can_jump_to = [model])]
     fn retry_once(ctx: &mut RunContext, response: &mut ModelResponse) -> Result<()> {
-        if !response.tool_calls_requested().is_empty() && ctx.local::<Once>().0.fetch_add(1, Ordering::Relaxed) == 0 {
-            ctx.jump_to(JumpTarget::Model);
+        if !response.tool_calls_requested().is_empty()
+            && ctx.locals().local::<Once>().0.fetch_add(1, Ordering::Relaxed) == 0
+        {
+            ctx.flow_mut().jump_to(JumpTarget::Model);
         }
         Ok(())
     }
@@ -112,7 +114,8 @@ async fn a_jump_to_the_model_goes_back_to_the_model_node() {
 async fn a_stop_with_a_final_answer_ends_the_graph() {
     #[after_model]
     fn stop(ctx: &mut RunContext) -> Result<()> {
-        ctx.request_control(MiddlewareControl::StopWithFinal("stopped here".into()));
+        ctx.flow_mut()
+            .request_control(MiddlewareControl::StopWithFinal("stopped here".into()));
         Ok(())
     }
     let ping = RecordingTool::new("ping");
@@ -138,7 +141,7 @@ async fn a_middleware_asks_for_a_checkpoint_to_be_persisted() {
     #[after_model]
     fn ask_after_the_second_answer(ctx: &mut RunContext) -> Result<()> {
         if ctx.counters().model_calls == 2 {
-            ctx.request_checkpoint("the second answer is worth keeping");
+            ctx.flow_mut().request_checkpoint("the second answer is worth keeping");
         }
         Ok(())
     }
@@ -181,10 +184,14 @@ async fn a_middleware_asks_for_a_checkpoint_to_be_persisted() {
 #[test]
 fn a_checkpoint_request_is_kept_until_taken() {
     let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
-    assert_eq!(ctx.checkpoint_requested(), None);
-    ctx.request_checkpoint("first");
-    ctx.request_checkpoint("second");
-    assert_eq!(ctx.checkpoint_requested(), Some("first"), "the first reason is kept");
+    assert_eq!(ctx.flow().checkpoint_requested(), None);
+    ctx.flow_mut().request_checkpoint("first");
+    ctx.flow_mut().request_checkpoint("second");
+    assert_eq!(
+        ctx.flow().checkpoint_requested(),
+        Some("first"),
+        "the first reason is kept"
+    );
 }
 
 /// `Command::update_then`: a node reports its progress and routes in one

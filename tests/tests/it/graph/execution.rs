@@ -284,7 +284,7 @@ impl Middleware<()> for Marks {
     }
     async fn after_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelResponse) -> Result<()> {
         let step = ctx.counters().steps;
-        ctx.update_state("last_step", json!(step));
+        ctx.flow_mut().update_state("last_step", json!(step));
         Ok(())
     }
 }

@@ -316,7 +316,7 @@ fn an_inherited_guard_hands_its_plan_to_the_shell_tool() {
         .with_workspace(WorkspaceDescriptor::new(&root).with_sandbox(SandboxMode::Required))
         .with_inherited_restrictions(Arc::new(restrictions));
     let call = ToolCall::new("c1", "shell", json!({ "command": "make -j2 all | tail -n 5" }));
-    ctx.check_call(&call, None).unwrap();
+    ctx.policy().check_call(&call, None).unwrap();
     let cx = ToolContext::new("c1", ctx.as_parent(), None);
     let plan = admitted_plan(&cx, &call.arguments).expect("the inherited guard's plan");
     assert_eq!(plan.stages().len(), 2);
@@ -327,7 +327,7 @@ fn an_inherited_guard_hands_its_plan_to_the_shell_tool() {
     assert!(admitted_plan(&other, &call.arguments).is_none());
     // a refused call records nothing
     let refused = ToolCall::new("c3", "shell", json!({ "command": "sh -c id" }));
-    assert!(ctx.check_call(&refused, None).is_err());
+    assert!(ctx.policy().check_call(&refused, None).is_err());
     let cx3 = ToolContext::new("c3", ctx.as_parent(), None);
     assert!(admitted_plan(&cx3, &refused.arguments).is_none());
 }

@@ -78,7 +78,8 @@ async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
         next: ModelHandler<'_, ()>,
     ) -> Result<MiddlewareModelOutcome> {
         let response = next.run(ctx, state, request).await?.into_response();
-        ctx.local::<Seen>()
+        ctx.locals()
+            .local::<Seen>()
             .0
             .lock()
             .unwrap()
@@ -91,7 +92,7 @@ async fn a_wrap_inside_pii_sees_the_whole_scrubbed_reply() {
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     let run = agent.run(&mut ctx, &(), "go").await.unwrap();
     let expected = "call me at [REDACTED_PHONE] or mail [REDACTED_EMAIL]";
-    assert_eq!(ctx.local::<Seen>().0.lock().unwrap().as_slice(), [expected]);
+    assert_eq!(ctx.locals().local::<Seen>().0.lock().unwrap().as_slice(), [expected]);
     assert_eq!(run.final_text(), expected);
 }
 
@@ -308,7 +309,12 @@ async fn hooks_registered_after_pii_see_scrubbed_tool_results() {
     struct Peeked(Mutex<Vec<String>>);
     #[after_tool(name = "peek")]
     fn peek(ctx: &mut RunContext, result: &mut ToolResult) -> Result<()> {
-        ctx.local::<Peeked>().0.lock().unwrap().push(result.content.clone());
+        ctx.locals()
+            .local::<Peeked>()
+            .0
+            .lock()
+            .unwrap()
+            .push(result.content.clone());
         Ok(())
     }
     let lookup = RecordingTool::new("lookup").returning("owner bob@example.com");
@@ -321,7 +327,7 @@ async fn hooks_registered_after_pii_see_scrubbed_tool_results() {
     let mut ctx = RunContext::new(RunConfig::new("r"), ());
     agent.run(&mut ctx, &(), "go").await.unwrap();
     assert_eq!(
-        ctx.local::<Peeked>().0.lock().unwrap().as_slice(),
+        ctx.locals().local::<Peeked>().0.lock().unwrap().as_slice(),
         ["owner [REDACTED_EMAIL]"]
     );
 }

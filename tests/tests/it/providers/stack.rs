@@ -259,7 +259,7 @@ impl Middleware<()> for CancelOnFirstText {
     }
     async fn on_model_delta(&self, ctx: &mut RunContext, _: &(), delta: &mut ModelDelta) -> Result<()> {
         if delta.as_text().is_some() {
-            ctx.cancellation().cancel();
+            ctx.flow().cancellation().cancel();
         }
         Ok(())
     }

@@ -22,7 +22,7 @@ impl Middleware<()> for Tagger {
         HookSet::BEFORE_MODEL | HookSet::AFTER_MODEL | HookSet::AFTER_TOOL
     }
     async fn before_model(&self, ctx: &mut RunContext, _: &(), request: &mut ModelRequest) -> Result<()> {
-        ctx.local::<Seen>().0.fetch_add(1, Ordering::Relaxed);
+        ctx.locals().local::<Seen>().0.fetch_add(1, Ordering::Relaxed);
         request.set_volatile("run", ctx.run_id().to_string());
         tokio::task::yield_now().await; // interleave runs
         Ok(())
@@ -79,7 +79,7 @@ async fn a_thousand_concurrent_runs_share_one_stack_without_cross_talk() {
                 let id = format!("run-{i}");
                 let mut ctx = RunContext::new(RunConfig::new(id.clone()), ());
                 let run = agent.run(&mut ctx, &(), "go").await.expect("run succeeds");
-                (id, run, ctx.local::<Seen>().0.load(Ordering::Relaxed))
+                (id, run, ctx.locals().local::<Seen>().0.load(Ordering::Relaxed))
             })
         })
         .collect();

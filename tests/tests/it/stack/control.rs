@@ -21,7 +21,7 @@ impl Middleware<()> for Requests {
     }
     async fn after_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelResponse) -> Result<()> {
         for c in &self.0 {
-            ctx.request_control(c.clone());
+            ctx.flow_mut().request_control(c.clone());
         }
         Ok(())
     }
@@ -30,21 +30,25 @@ impl Middleware<()> for Requests {
 #[test]
 fn control_precedence_never_downgrades_and_keeps_the_first_among_equals() {
     let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
-    ctx.request_control(MiddlewareControl::StopWithFinal("first".into()));
-    ctx.request_control(MiddlewareControl::StopWithFinal("second".into()));
+    ctx.flow_mut()
+        .request_control(MiddlewareControl::StopWithFinal("first".into()));
+    ctx.flow_mut()
+        .request_control(MiddlewareControl::StopWithFinal("second".into()));
     assert_eq!(
-        ctx.pending_control(),
+        ctx.flow().pending_control(),
         Some(&MiddlewareControl::StopWithFinal("first".into()))
     );
 
     let mut ctx: RunContext = RunContext::new(RunConfig::new("r"), ());
-    ctx.request_control(MiddlewareControl::StopWithFinal("stop".into()));
-    ctx.request_control(MiddlewareControl::Interrupt {
+    ctx.flow_mut()
+        .request_control(MiddlewareControl::StopWithFinal("stop".into()));
+    ctx.flow_mut().request_control(MiddlewareControl::Interrupt {
         node: None,
         message: "pause".into(),
     });
-    ctx.request_control(MiddlewareControl::StopWithFinal("later stop".into()));
-    assert_eq!(ctx.pending_control().map(|c| c.kind()), Some("interrupt"));
+    ctx.flow_mut()
+        .request_control(MiddlewareControl::StopWithFinal("later stop".into()));
+    assert_eq!(ctx.flow().pending_control().map(|c| c.kind()), Some("interrupt"));
 }
 
 #[tokio::test]
@@ -110,7 +114,7 @@ impl Middleware<()> for Jumper {
             .with_jumps(self.declared)
     }
     async fn after_model(&self, ctx: &mut RunContext, _: &(), _: &mut ModelResponse) -> Result<()> {
-        ctx.jump_to(self.target);
+        ctx.flow_mut().jump_to(self.target);
         Ok(())
     }
 }

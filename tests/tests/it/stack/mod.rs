@@ -13,6 +13,7 @@ mod middleware_tools;
 mod ordering;
 mod ordering_displacement;
 mod otel_span_names;
+mod run_context_size;
 mod runtime_seam;
 mod testing_kit;
 mod tracing_capture;

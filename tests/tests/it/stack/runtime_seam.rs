@@ -328,7 +328,8 @@ mod protocols {
     /// A pausing middleware of a user's own: it records an interrupt and pauses before every batch.
     #[before_tool]
     fn ask_first(ctx: &mut RunContext) -> Result<()> {
-        ctx.interrupts()
+        ctx.locals()
+            .interrupts()
             .record(Interrupt::new("my_gate", json!({"asked": true})));
         Err(TinyAgentsError::interrupted(
             Some("my_gate".into()),

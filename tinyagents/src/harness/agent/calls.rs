@@ -34,7 +34,7 @@ where
     C: Send + Sync + 'static,
 {
     async fn call(&self, ctx: &mut RunContext<C>, state: &S, request: ModelRequest) -> Result<ModelResponse> {
-        if ctx.is_cancelled() {
+        if ctx.flow().is_cancelled() {
             return Err(TinyAgentsError::cancelled("the run was cancelled before a model call"));
         }
         let stack = &self.agent.stack;
@@ -42,16 +42,17 @@ where
         ctx.counters_mut().model_calls += 1;
         let attempt = ctx.next_attempt();
         let step = ctx.counters().steps;
-        ctx.emit_with(EventKind::ModelCallStarted, || AgentEvent::ModelCallStarted {
-            run_id: ctx.run_id().clone(),
-            step,
-            attempt,
-            model: if request.route.is_some() {
-                model.id().into()
-            } else {
-                self.agent.model_id.clone()
-            },
-        });
+        ctx.events()
+            .emit_with(EventKind::ModelCallStarted, || AgentEvent::ModelCallStarted {
+                run_id: ctx.run_id().clone(),
+                step,
+                attempt,
+                model: if request.route.is_some() {
+                    model.id().into()
+                } else {
+                    self.agent.model_id.clone()
+                },
+            });
         ctx.emit_request(step, attempt, &request);
         let guard = AttemptGuard::arm(ctx, step, attempt);
         // Usage the provider reported during this attempt: charged even when the attempt fails.
@@ -59,14 +60,14 @@ where
         let model_id = model.id().to_owned();
         let result = AssertUnwindSafe(async {
             let cancelled = || TinyAgentsError::cancelled("the run was cancelled during a model call");
-            let token = ctx.cancellation().clone();
+            let token = ctx.flow().cancellation().clone();
             let mut stream = tokio::select! {
                 biased;
                 () = token.cancelled() => return Err(cancelled()),
                 stream = model.stream(&request) => stream?,
             };
             let mut acc = ResponseAccumulator::new();
-            let forward = ctx.wants(EventKind::ModelDelta);
+            let forward = ctx.events().wants(EventKind::ModelDelta);
             loop {
                 // A stalled stream is dropped (closing its connection) as soon as the run is cancelled.
                 let item = tokio::select! {
@@ -84,7 +85,7 @@ where
                     // Text a hook held back and releases now (ahead of this delta).
                     for released in delta.take_released() {
                         if forward {
-                            ctx.sink().emit(AgentEvent::ModelDelta {
+                            ctx.events().sink().emit(AgentEvent::ModelDelta {
                                 run_id: ctx.run_id().clone(),
                                 attempt,
                                 delta: released.clone(),
@@ -97,7 +98,7 @@ where
                     continue;
                 }
                 if forward {
-                    ctx.sink().emit(AgentEvent::ModelDelta {
+                    ctx.events().sink().emit(AgentEvent::ModelDelta {
                         run_id: ctx.run_id().clone(),
                         attempt,
                         delta: delta.clone(),
@@ -116,43 +117,48 @@ where
         match &result {
             Ok(response) => {
                 ctx.add_usage(response.usage);
-                ctx.emit_with(EventKind::ModelCallCompleted, || AgentEvent::ModelCallCompleted {
-                    run_id: ctx.run_id().clone(),
-                    step,
-                    attempt,
-                    usage: response.usage,
-                    usage_reported: response.usage_reported,
-                    finish_reason: Some(response.finish_reason.clone()),
-                    error: None,
-                });
+                ctx.events()
+                    .emit_with(EventKind::ModelCallCompleted, || AgentEvent::ModelCallCompleted {
+                        run_id: ctx.run_id().clone(),
+                        step,
+                        attempt,
+                        usage: response.usage,
+                        usage_reported: response.usage_reported,
+                        finish_reason: Some(response.finish_reason.clone()),
+                        error: None,
+                    });
             }
             Err(e) => {
-                ctx.local::<crate::harness::run::LastFailedAttempt>()
+                ctx.locals()
+                    .local::<crate::harness::run::LastFailedAttempt>()
                     .0
                     .store(ctx.counters().model_calls, std::sync::atomic::Ordering::Relaxed);
                 if !streamed.is_zero() {
                     // A paid attempt is not free because it failed: the run's usage and
                     // the budget (through `FailedAttemptUsage`) count what it reported.
                     ctx.add_usage(streamed);
-                    *ctx.local::<FailedAttemptUsage>()
+                    *ctx.locals()
+                        .local::<FailedAttemptUsage>()
                         .0
                         .lock()
                         .expect("failed attempt usage lock") += streamed;
                 }
-                ctx.emit_with(EventKind::ModelCallCompleted, || AgentEvent::ModelCallCompleted {
-                    run_id: ctx.run_id().clone(),
-                    step,
-                    attempt,
-                    usage: streamed,
-                    usage_reported: !streamed.is_zero(),
-                    finish_reason: None,
-                    error: Some(e.kind()),
-                });
-                ctx.emit_with(EventKind::AttemptDiscarded, || AgentEvent::AttemptDiscarded {
-                    run_id: ctx.run_id().clone(),
-                    attempt,
-                    reason: "the model call failed; drop the deltas streamed by this attempt".into(),
-                });
+                ctx.events()
+                    .emit_with(EventKind::ModelCallCompleted, || AgentEvent::ModelCallCompleted {
+                        run_id: ctx.run_id().clone(),
+                        step,
+                        attempt,
+                        usage: streamed,
+                        usage_reported: !streamed.is_zero(),
+                        finish_reason: None,
+                        error: Some(e.kind()),
+                    });
+                ctx.events()
+                    .emit_with(EventKind::AttemptDiscarded, || AgentEvent::AttemptDiscarded {
+                        run_id: ctx.run_id().clone(),
+                        attempt,
+                        reason: "the model call failed; drop the deltas streamed by this attempt".into(),
+                    });
             }
         }
         result
@@ -174,10 +180,10 @@ struct AttemptGuard {
 
 impl AttemptGuard {
     fn arm<C>(ctx: &RunContext<C>, step: u32, attempt: u32) -> Self {
-        let completed = ctx.wants(EventKind::ModelCallCompleted);
-        let discarded = ctx.wants(EventKind::AttemptDiscarded);
+        let completed = ctx.events().wants(EventKind::ModelCallCompleted);
+        let discarded = ctx.events().wants(EventKind::AttemptDiscarded);
         Self {
-            sink: (completed || discarded).then(|| ctx.sink().clone()),
+            sink: (completed || discarded).then(|| ctx.events().sink().clone()),
             run_id: ctx.run_id().clone(),
             step,
             attempt,
@@ -233,7 +239,7 @@ where
     C: Send + Sync + 'static,
 {
     async fn call(&self, ctx: &mut RunContext<C>, state: &S, call: ToolCall) -> Result<ToolResult> {
-        if ctx.is_cancelled() {
+        if ctx.flow().is_cancelled() {
             return Err(TinyAgentsError::cancelled("the run was cancelled before a tool call"));
         }
         let Some(tool) = self.agent.tools.get(&call.name) else {
@@ -255,11 +261,11 @@ where
                 call.id, call.name
             ))
         };
-        ctx.check_call(&call, Some(&tool.policy())).map_err(refused)?;
-        ctx.check_call_async(&call).await.map_err(refused)?;
+        ctx.policy().check_call(&call, Some(&tool.policy())).map_err(refused)?;
+        ctx.policy().check_call_async(&call).await.map_err(refused)?;
         ctx.use_approval(&call.id).map_err(refused)?;
         let stack = &self.agent.stack;
-        let wants_deltas = stack.has(HookKind::OnToolDelta) || ctx.wants(EventKind::ToolDelta);
+        let wants_deltas = stack.has(HookKind::OnToolDelta) || ctx.events().wants(EventKind::ToolDelta);
         let (tx, mut rx) = if wants_deltas {
             let (tx, rx) = unbounded_channel::<ToolDelta>();
             (Some(tx), Some(rx))
@@ -337,7 +343,7 @@ fn model_panicked(model: &str, payload: &(dyn Any + Send)) -> TinyAgentsError {
 
 fn forward_tool_delta<C>(ctx: &RunContext<C>, delta: ToolDelta) {
     if !delta.is_suppressed() {
-        ctx.emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta {
+        ctx.events().emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta {
             run_id: ctx.run_id().clone(),
             delta,
         });
@@ -358,15 +364,16 @@ pub(super) struct ToolCallEvents {
 
 impl ToolCallEvents {
     pub(super) fn open<C>(ctx: &RunContext<C>, call_id: &str, tool: &str, arguments: &serde_json::Value) -> Self {
-        ctx.emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
-            run_id: ctx.run_id().clone(),
-            call_id: call_id.to_owned(),
-            tool: tool.to_owned(),
-            arguments: arguments.clone(),
-        });
-        let wants = ctx.wants(EventKind::ToolCallCompleted);
+        ctx.events()
+            .emit_with(EventKind::ToolCallStarted, || AgentEvent::ToolCallStarted {
+                run_id: ctx.run_id().clone(),
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                arguments: arguments.clone(),
+            });
+        let wants = ctx.events().wants(EventKind::ToolCallCompleted);
         Self {
-            pending: wants.then(|| (ctx.sink().clone(), ctx.run_id().clone())),
+            pending: wants.then(|| (ctx.events().sink().clone(), ctx.run_id().clone())),
             call_id: if wants { call_id.to_owned() } else { String::new() },
             tool: if wants { tool.to_owned() } else { String::new() },
         }

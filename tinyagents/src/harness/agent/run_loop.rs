@@ -61,12 +61,13 @@ fn not_run(call: &ToolCall, why: &str) -> ToolResult {
 
 /// `ToolCallRefused` for a call answered by `result` without running.
 fn refused_event<C>(ctx: &RunContext<C>, result: &ToolResult) {
-    ctx.emit_with(EventKind::ToolCallRefused, || AgentEvent::ToolCallRefused {
-        run_id: ctx.run_id().clone(),
-        call_id: result.call_id.clone(),
-        tool: result.name.clone(),
-        reason: result.content.clone(),
-    });
+    ctx.events()
+        .emit_with(EventKind::ToolCallRefused, || AgentEvent::ToolCallRefused {
+            run_id: ctx.run_id().clone(),
+            call_id: result.call_id.clone(),
+            tool: result.name.clone(),
+            reason: result.content.clone(),
+        });
 }
 
 /// Whether a hook of the batch at hand asked to leave it: a jump to the end
@@ -75,10 +76,10 @@ fn refused_event<C>(ctx: &RunContext<C>, result: &ToolResult) {
 /// itself is applied at the safe point after the batch. (An interrupt
 /// pauses there, after the batch, as it does from any tool hook.)
 fn leaves_batch<C>(ctx: &RunContext<C>) -> Option<&'static str> {
-    if matches!(ctx.pending_control(), Some(MiddlewareControl::StopWithFinal(_))) {
+    if matches!(ctx.flow().pending_control(), Some(MiddlewareControl::StopWithFinal(_))) {
         return Some(NOT_RUN_STOPPED);
     }
-    match ctx.pending_jump().map(|j| j.target) {
+    match ctx.flow().pending_jump().map(|j| j.target) {
         Some(JumpTarget::End) => Some(NOT_RUN_ENDED),
         Some(JumpTarget::Model) => Some(NOT_RUN_BACK_TO_MODEL),
         _ => None,
@@ -195,11 +196,12 @@ where
     pub(crate) fn begin(&self, ctx: &mut RunContext<C>, messages: Vec<Message>) -> AgentRun {
         // a run's first request is recorded whole, even on a reused context
         ctx.reset_requests();
-        ctx.emit_with(EventKind::RunStarted, || AgentEvent::RunStarted {
-            run_id: ctx.run_id().clone(),
-            parent_run_id: ctx.config().parent_run_id.clone(),
-            depth: ctx.depth(),
-        });
+        ctx.events()
+            .emit_with(EventKind::RunStarted, || AgentEvent::RunStarted {
+                run_id: ctx.run_id().clone(),
+                parent_run_id: ctx.config().parent_run_id.clone(),
+                depth: ctx.depth(),
+            });
         self.stack.drive(ctx);
         let mut run = AgentRun::new(ctx.run_id().clone());
         run.messages = messages;
@@ -233,10 +235,11 @@ where
                 Err(e)
             }
         };
-        ctx.emit_with(EventKind::RunCompleted, || AgentEvent::RunCompleted {
-            run_id: ctx.run_id().clone(),
-            error: result.as_ref().err().map(TinyAgentsError::kind),
-        });
+        ctx.events()
+            .emit_with(EventKind::RunCompleted, || AgentEvent::RunCompleted {
+                run_id: ctx.run_id().clone(),
+                error: result.as_ref().err().map(TinyAgentsError::kind),
+            });
         result
     }
 
@@ -287,7 +290,7 @@ where
         run: &mut AgentRun,
     ) -> Result<StepOutcome> {
         self.steer(ctx, state, run).await?;
-        if ctx.is_cancelled() {
+        if ctx.flow().is_cancelled() {
             let e = TinyAgentsError::cancelled("the run was cancelled");
             return self.fail(ctx, state, e).await.map(StepOutcome::Stop);
         }
@@ -377,7 +380,7 @@ where
                 // that finished: a resume answers only the others and never
                 // runs a finished call again. (When a middleware holds the
                 // pause, its interrupt keeps them instead.)
-                if matches!(e, TinyAgentsError::Interrupted { .. }) && !ctx.interrupts().pause_pending() {
+                if matches!(e, TinyAgentsError::Interrupted { .. }) && !ctx.locals().interrupts().pause_pending() {
                     run.messages
                         .extend(done.into_iter().map(|r| Message::tool(r.call_id, r.name, r.content)));
                 }
@@ -417,7 +420,7 @@ where
             let original = command.action.clone();
             self.stack.run_before_steering(ctx, state, &mut command).await?;
             let transformed = command.action != original;
-            ctx.emit_with(EventKind::Steering, || AgentEvent::Steering {
+            ctx.events().emit_with(EventKind::Steering, || AgentEvent::Steering {
                 run_id: ctx.run_id().clone(),
                 command_id: command.id.clone(),
                 action: command.action.kind(),
@@ -471,14 +474,17 @@ where
             }
             SteeringAction::Resume => {}
             SteeringAction::Cancel { reason } => {
-                ctx.cancellation().cancel();
+                ctx.flow().cancellation().cancel();
                 return Err(TinyAgentsError::cancelled(reason.clone()));
             }
-            SteeringAction::SwitchMode { mode } => ctx.update_state("mode", serde_json::Value::from(mode.as_str())),
+            SteeringAction::SwitchMode { mode } => ctx
+                .flow_mut()
+                .update_state("mode", serde_json::Value::from(mode.as_str())),
             SteeringAction::AdjustLimits { max_steps } => {
                 ctx.set_max_steps(*max_steps);
                 // kept in the run's state, so a checkpoint carries it to a resumed run
-                ctx.update_state(MAX_STEPS_STATE, serde_json::json!(max_steps));
+                ctx.flow_mut()
+                    .update_state(MAX_STEPS_STATE, serde_json::json!(max_steps));
             }
         }
         Ok(())
@@ -532,7 +538,7 @@ where
         pending: Pending<'_>,
     ) -> Result<Next> {
         let control = ctx.take_control();
-        if control.is_none() && ctx.pending_jump().is_none() {
+        if control.is_none() && ctx.flow().pending_jump().is_none() {
             return Ok(Next::Continue);
         }
         let unanswered;
@@ -548,10 +554,11 @@ where
             let kind = control.kind();
             return match control {
                 MiddlewareControl::StopWithFinal(text) => {
-                    ctx.emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
-                        control: kind,
-                        detail: "the run stopped with the final text a middleware gave".to_owned(),
-                    });
+                    ctx.events()
+                        .emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
+                            control: kind,
+                            detail: "the run stopped with the final text a middleware gave".to_owned(),
+                        });
                     self.answer_skipped(run, pending, NOT_RUN_STOPPED);
                     let message = Message::assistant(text);
                     run.messages.push(message.clone());
@@ -559,15 +566,16 @@ where
                     Ok(Next::Stop(StopReason::StoppedByMiddleware))
                 }
                 MiddlewareControl::Interrupt { node, message } => {
-                    ctx.emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
-                        control: kind,
-                        detail: format!("the run paused: {message}"),
-                    });
+                    ctx.events()
+                        .emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
+                            control: kind,
+                            detail: format!("the run paused: {message}"),
+                        });
                     Err(TinyAgentsError::interrupted(node, message))
                 }
             };
         }
-        if stage == Stage::Start && ctx.pending_jump().is_some_and(|j| j.target == JumpTarget::Tools) {
+        if stage == Stage::Start && ctx.flow().pending_jump().is_some_and(|j| j.target == JumpTarget::Tools) {
             // Kept for the first turn's safe point, after `before_model`: the
             // pending calls of the input run there, before any model call.
             return Ok(Next::Continue);
@@ -604,10 +612,11 @@ where
                 )));
             }
         };
-        ctx.emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
-            control: label,
-            detail: format!("requested by `{by}`"),
-        });
+        ctx.events()
+            .emit_with(EventKind::ControlApplied, || AgentEvent::ControlApplied {
+                control: label,
+                detail: format!("requested by `{by}`"),
+            });
         Ok(next)
     }
 

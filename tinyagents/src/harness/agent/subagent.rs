@@ -120,14 +120,14 @@ where
         for hook in &hooks {
             if let Some((resumed_from, resume)) = hook.resume_child(&child)? {
                 input = resumed_from;
-                ctx.interrupts().attach(resume, true);
+                ctx.locals().interrupts().attach(resume, true);
                 break;
             }
         }
         let run = match self.agent.run(&mut ctx, &state, input).await {
             Ok(run) => run,
             Err(TinyAgentsError::Interrupted { node, message }) => {
-                let Some(mut interrupt) = ctx.interrupts().take_any() else {
+                let Some(mut interrupt) = ctx.locals().interrupts().take_any() else {
                     return Err(TinyAgentsError::Interrupted { node, message });
                 };
                 // Carry the child's interrupt up: the parent's holds it, and its resume resumes the child.
@@ -170,10 +170,10 @@ where
     /// restrictions inherited from a parent run refuse.
     pub(crate) fn exposed_tools(&self, ctx: &RunContext<C>) -> Vec<ToolSchema> {
         let mut tools = self.tools.schemas();
-        if ctx.is_restricted() {
+        if ctx.policy().is_restricted() {
             tools.retain(|t| {
                 let declared = self.tools.get(&t.name).map(|tool| tool.policy());
-                ctx.exposes_inherited(&t.name, declared.as_ref())
+                ctx.policy().exposes_inherited(&t.name, declared.as_ref())
             });
         }
         tools

@@ -287,12 +287,12 @@ where
     /// can dispatch a hook through it ([`of_run`](Self::of_run)); the agent
     /// does this when a run begins. The first stack installed stays.
     pub fn drive(self: &std::sync::Arc<Self>, ctx: &RunContext<C>) {
-        ctx.local_with(|| RunStack(self.clone()));
+        ctx.locals().local_with(|| RunStack(self.clone()));
     }
 
     /// The stack `ctx`'s run is driven by, when one was installed with [`drive`](Self::drive).
     pub fn of_run(ctx: &RunContext<C>) -> Option<std::sync::Arc<Self>> {
-        ctx.try_local::<RunStack<S, C>>().map(|run| run.0.clone())
+        ctx.locals().try_local::<RunStack<S, C>>().map(|run| run.0.clone())
     }
 }
 
@@ -381,8 +381,8 @@ where
     #[inline(always)]
     fn watched(ctx: &RunContext<C>) -> bool {
         ctx.run_locals().observed()
-            || ctx.wants(EventKind::MiddlewareStarted)
-            || ctx.wants(EventKind::MiddlewareCompleted)
+            || ctx.events().wants(EventKind::MiddlewareStarted)
+            || ctx.events().wants(EventKind::MiddlewareCompleted)
     }
 
     /// The dispatch of a synchronous pass that ended with `res`: done, or the
@@ -617,10 +617,11 @@ where
 
     #[cold]
     fn suppressed(ctx: &RunContext<C>, slot: &Slot<S, C>, hook: HookKind) {
-        ctx.emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
-            middleware: slot.name.clone(),
-            hook,
-        });
+        ctx.events()
+            .emit_with(EventKind::DeltaSuppressed, || AgentEvent::DeltaSuppressed {
+                middleware: slot.name.clone(),
+                hook,
+            });
     }
 }
 

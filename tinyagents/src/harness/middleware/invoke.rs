@@ -67,15 +67,15 @@ pub(crate) struct Bracket {
 impl Bracket {
     #[inline(always)]
     pub(crate) fn open<C>(ctx: &RunContext<C>, name: &Arc<str>, hook: HookKind) -> Self {
-        if ctx.wants(EventKind::MiddlewareStarted) {
-            ctx.sink().emit(AgentEvent::MiddlewareStarted {
+        if ctx.events().wants(EventKind::MiddlewareStarted) {
+            ctx.events().sink().emit(AgentEvent::MiddlewareStarted {
                 run_id: ctx.run_id().clone(),
                 middleware: name.clone(),
                 hook,
             });
         }
-        let pending = ctx.wants(EventKind::MiddlewareCompleted).then(|| Pending {
-            sink: ctx.sink().clone(),
+        let pending = ctx.events().wants(EventKind::MiddlewareCompleted).then(|| Pending {
+            sink: ctx.events().sink().clone(),
             run_id: ctx.run_id().clone(),
             name: name.clone(),
         });

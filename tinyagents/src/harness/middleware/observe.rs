@@ -72,7 +72,7 @@ impl<H: Hook> Default for Observers<H> {
 /// installs it once.
 pub fn observe_hook<H: Hook, C>(ctx: &RunContext<C>, observer: Arc<dyn HookObserver<H::Value>>) {
     ctx.run_locals().note_observer();
-    let observers = ctx.local::<Observers<H>>();
+    let observers = ctx.locals().local::<Observers<H>>();
     let mut list = observers.0.lock().expect("hook observers lock");
     let new = Arc::as_ptr(&observer).cast::<()>();
     if !list.iter().any(|o| Arc::as_ptr(o).cast::<()>() == new) {
@@ -93,7 +93,7 @@ pub(crate) fn observers_of<H: Hook, C>(ctx: &RunContext<C>) -> Option<Vec<Arc<dy
 /// [`observers_of`] once the run has some observer.
 #[inline(never)]
 fn installed<H: Hook, C>(ctx: &RunContext<C>) -> Option<Vec<Arc<dyn HookObserver<H::Value>>>> {
-    let observers = ctx.try_local::<Observers<H>>()?;
+    let observers = ctx.locals().try_local::<Observers<H>>()?;
     let list = observers.0.lock().expect("hook observers lock");
     (!list.is_empty()).then(|| list.clone())
 }

@@ -5,7 +5,7 @@
 //!
 //! A guard (`tool_allowlist`, `tool_policy`, `agent_mode`,
 //! `human_in_the_loop`) records its restriction on the run with
-//! [`RunContext::restrict`](crate::harness::context::RunContext::restrict).
+//! [`PolicyMut::restrict`](crate::harness::context::PolicyMut::restrict).
 //! A child run started by a tool (a sub-agent, [`AgentTool`](crate::harness::agent::AgentTool))
 //! inherits all of them, and the agent loop itself enforces the inherited
 //! ones at exposure and at the innermost tool call, whatever the child's

@@ -218,7 +218,7 @@ impl ContextClippingMiddleware {
         }
         let after = cache::fingerprint(request);
         let segments: Vec<String> = request.system.iter().map(|s| s.id.clone()).collect();
-        let recorded = ctx.local::<Recorded>();
+        let recorded = ctx.locals().local::<Recorded>();
         for (id, artifacts, original, compressed) in changed {
             if !recorded.0.lock().expect("recorded lock").insert(id.clone()) {
                 continue;

@@ -193,7 +193,7 @@ impl ContextWindowMiddleware {
     }
 
     fn notice<C>(ctx: &RunContext<C>, message: impl FnOnce() -> String, is_error: bool) {
-        ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+        ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
             source: "context_window".into(),
             message: message(),
             is_error,

@@ -183,11 +183,12 @@ impl DeltaCompressionMiddleware {
                     },
                 ),
             }
-            ctx.emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
-                run_id: ctx.run_id().clone(),
-                attempt,
-                delta: ModelDelta::reasoning(reasoning),
-            });
+            ctx.events()
+                .emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
+                    run_id: ctx.run_id().clone(),
+                    attempt,
+                    delta: ModelDelta::reasoning(reasoning),
+                });
         }
         if !text.is_empty() {
             match response.message.content.iter_mut().find_map(|p| match p {
@@ -197,11 +198,12 @@ impl DeltaCompressionMiddleware {
                 Some(t) => t.push_str(&text),
                 None => response.message.content.push(ContentPart::text(text.clone())),
             }
-            ctx.emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
-                run_id: ctx.run_id().clone(),
-                attempt,
-                delta: ModelDelta::text(text),
-            });
+            ctx.events()
+                .emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
+                    run_id: ctx.run_id().clone(),
+                    attempt,
+                    delta: ModelDelta::text(text),
+                });
         }
         Ok(response)
     }

@@ -226,7 +226,7 @@ impl MessageTrimMiddleware {
         // Recorded when the cut moves, naming the messages dropped for the
         // first time in this run (each message is named once in the run).
         {
-            let recorded = ctx.local::<Dropped>();
+            let recorded = ctx.locals().local::<Dropped>();
             let mut seen = recorded.0.lock().expect("dropped lock");
             for m in &dropped {
                 if seen.insert(m.id.clone()) {

@@ -212,6 +212,7 @@ impl OutputCompressionMiddleware {
                 None => self.excerpt(&text, &id, tokens),
                 Some(summarizer) => {
                     let cached = ctx
+                        .locals()
                         .local::<Summaries>()
                         .0
                         .lock()
@@ -223,7 +224,8 @@ impl OutputCompressionMiddleware {
                         None => {
                             let made =
                                 summarize_charged(ctx, summarizer.as_ref(), std::slice::from_ref(&*m), None).await?;
-                            ctx.local::<Summaries>()
+                            ctx.locals()
+                                .local::<Summaries>()
                                 .0
                                 .lock()
                                 .expect("summaries lock")
@@ -256,7 +258,7 @@ impl OutputCompressionMiddleware {
         }
         let after = cache::fingerprint(request);
         let segments: Vec<String> = request.system.iter().map(|s| s.id.clone()).collect();
-        let recorded = ctx.local::<Recorded>();
+        let recorded = ctx.locals().local::<Recorded>();
         for (message, call, artifact, original, compressed) in records {
             if !recorded.0.lock().expect("recorded lock").insert(message.clone()) {
                 continue;

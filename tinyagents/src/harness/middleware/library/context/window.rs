@@ -142,7 +142,7 @@ where
         let mut plan = CompactionPlan::new(middleware, policy, old.len());
         crate::harness::middleware::pre_compact(ctx, state, &mut plan).await?;
         if let Some(reason) = plan.blocked() {
-            ctx.emit(AgentEvent::Notice {
+            ctx.events().emit(AgentEvent::Notice {
                 source: "pre_compact".into(),
                 message: format!("`{middleware}` did not compact: a pre_compact hook blocked it: {reason}"),
                 is_error: false,

@@ -354,7 +354,7 @@ impl DedupCheckMiddleware {
              existing code instead of duplicating it, unless the duplication is deliberate.",
             list.join("\n")
         );
-        ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+        ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
             source: "dedup_check".into(),
             message: list.join("; "),
             is_error: false,

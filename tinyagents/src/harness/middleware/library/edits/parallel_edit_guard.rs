@@ -190,7 +190,7 @@ impl ParallelEditGuardMiddleware {
             "one reply wrote {names} with several calls; combine the edits to each file into one `{}` call",
             self.multiedit
         );
-        ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+        ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
             source: "parallel_edit_guard".into(),
             message: notice.clone(),
             is_error: false,

@@ -302,7 +302,7 @@ impl ExternalHooksMiddleware {
         tool: Option<&str>,
         input: &HookInput,
     ) -> Combined {
-        let notices = ctx.wants(EventKind::Notice).then(|| ctx.sink());
+        let notices = ctx.events().wants(EventKind::Notice).then(|| ctx.events().sink());
         self.fire_into(notices, event, tool, input).await
     }
 
@@ -420,13 +420,19 @@ impl ExternalHooksMiddleware {
 
     fn apply_stop<C>(ctx: &mut RunContext<C>, combined: &Combined) {
         if let Some(text) = &combined.stop {
-            ctx.request_control(MiddlewareControl::StopWithFinal(text.clone()));
+            ctx.flow_mut()
+                .request_control(MiddlewareControl::StopWithFinal(text.clone()));
         }
     }
 
     fn keep_context<C>(ctx: &RunContext<C>, combined: &Combined) {
         if let Some(text) = combined.context() {
-            ctx.local::<RunHooks>().context.lock().expect("hooks lock").push(text);
+            ctx.locals()
+                .local::<RunHooks>()
+                .context
+                .lock()
+                .expect("hooks lock")
+                .push(text);
         }
     }
 
@@ -435,10 +441,10 @@ impl ExternalHooksMiddleware {
         if !self.listens(HookEvent::PostCompact) {
             return;
         }
-        let Some(log) = ctx.try_local::<CompressionLog>() else {
+        let Some(log) = ctx.locals().try_local::<CompressionLog>() else {
             return;
         };
-        let state = ctx.local::<RunHooks>();
+        let state = ctx.locals().local::<RunHooks>();
         let seen = state.compactions_seen.load(Ordering::Relaxed);
         let entries = log.since(seen);
         state.compactions_seen.store(seen + entries.len(), Ordering::Relaxed);
@@ -447,7 +453,7 @@ impl ExternalHooksMiddleware {
             input.compaction = serde_json::to_value(entry).ok();
             let combined = self.fire(ctx, HookEvent::PostCompact, None, &input).await;
             if let Some(reason) = &combined.blocked {
-                ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+                ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
                     source: "external_hooks".into(),
                     message: format!("post_compact hook blocked after the fact (ignored): {reason}"),
                     is_error: false,
@@ -461,7 +467,7 @@ impl ExternalHooksMiddleware {
     /// Keeps `pre_tool_use`/`permission_request` context for the call's result.
     fn keep_tool_context<C>(ctx: &RunContext<C>, call_id: &str, combined: &Combined) {
         if let Some(context) = combined.context() {
-            let state = ctx.local::<RunHooks>();
+            let state = ctx.locals().local::<RunHooks>();
             state
                 .tool_context
                 .lock()
@@ -558,7 +564,8 @@ impl ExternalHooksMiddleware {
     async fn session_start<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         if self.listens(HookEvent::PreToolUse) || self.listens(HookEvent::PermissionRequest) {
             // the policy hooks hold in every sub-agent this run starts
-            ctx.add_restriction("external_hooks", Restriction::AsyncGuard(Arc::new(self.clone())));
+            ctx.policy_mut()
+                .add_restriction("external_hooks", Restriction::AsyncGuard(Arc::new(self.clone())));
         }
         if !self.listens(HookEvent::SessionStart) {
             return Ok(());
@@ -591,11 +598,11 @@ impl ExternalHooksMiddleware {
     #[before_model]
     async fn before_model<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let fires = self.listens(HookEvent::UserPromptSubmit) || self.listens(HookEvent::PostCompact);
-        let state = match ctx.try_local::<RunHooks>() {
+        let state = match ctx.locals().try_local::<RunHooks>() {
             Some(state) => state,
             // nothing to fire and no context kept: nothing to do
             None if !fires => return Ok(()),
-            None => ctx.local::<RunHooks>(),
+            None => ctx.locals().local::<RunHooks>(),
         };
         if self.listens(HookEvent::UserPromptSubmit) && !state.prompt_submitted.swap(true, Ordering::Relaxed) {
             let mut input = self.input(ctx, HookEvent::UserPromptSubmit);
@@ -682,6 +689,7 @@ impl ExternalHooksMiddleware {
     #[after_tool]
     async fn post_tool_use<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
         let mut extra = ctx
+            .locals()
             .try_local::<RunHooks>()
             .and_then(|s| s.tool_context.lock().expect("hooks lock").remove(&result.call_id))
             .unwrap_or_default();
@@ -717,7 +725,7 @@ impl ExternalHooksMiddleware {
         input.stop_reason = Some(format!("{:?}", run.stop));
         let combined = self.fire(ctx, HookEvent::Stop, None, &input).await;
         if let Some(reason) = combined.blocked {
-            ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+            ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
                 source: "external_hooks".into(),
                 message: format!("stop hook blocked, but the run has ended (ignored): {reason}"),
                 is_error: false,

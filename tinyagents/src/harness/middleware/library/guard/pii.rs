@@ -709,7 +709,7 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
     if counts.is_empty() {
         return;
     }
-    ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+    ctx.events().emit_with(EventKind::Custom, || AgentEvent::Custom {
         middleware: "pii".into(),
         name: "pii_detected".into(),
         data: json!({ "where": place, "counts": counts }),
@@ -975,11 +975,12 @@ impl PiiMiddleware {
             .collect();
         append_tails(response, &released);
         for delta in released {
-            ctx.emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
-                run_id: ctx.run_id().clone(),
-                attempt: s.attempt,
-                delta,
-            });
+            ctx.events()
+                .emit_with(EventKind::ModelDelta, || AgentEvent::ModelDelta {
+                    run_id: ctx.run_id().clone(),
+                    attempt: s.attempt,
+                    delta,
+                });
         }
         report(ctx, "response", &counts);
         Ok(())
@@ -1127,7 +1128,7 @@ impl PiiMiddleware {
             let mut counts = PiiCounts::new();
             match buffer.push(&self.engine, "", self.hold, true, &mut counts) {
                 Ok(tail) => {
-                    ctx.emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta {
+                    ctx.events().emit_with(EventKind::ToolDelta, || AgentEvent::ToolDelta {
                         run_id: ctx.run_id().clone(),
                         delta: ToolDelta::new(id, tail),
                     });
@@ -1221,6 +1222,7 @@ fn append_tails(response: &mut ModelResponse, released: &[ModelDelta]) {
 /// The run's last model attempt that failed (0 when none has): its streamed
 /// deltas were discarded, so what `pii` held from them belongs to no reply.
 fn last_failed_attempt<C>(ctx: &RunContext<C>) -> u32 {
-    ctx.try_local::<crate::harness::run::LastFailedAttempt>()
+    ctx.locals()
+        .try_local::<crate::harness::run::LastFailedAttempt>()
         .map_or(0, |f| f.0.load(std::sync::atomic::Ordering::Relaxed))
 }

@@ -903,7 +903,8 @@ impl ShellFsGuardMiddleware {
     fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         // Every sub-agent run inherits the guard: the agent loop judges each of its calls with it.
         let guard: std::sync::Arc<dyn crate::harness::tool::CallGuard> = std::sync::Arc::new(self.clone());
-        ctx.add_restriction("shell_fs_guard", crate::harness::tool::Restriction::Guard(guard));
+        ctx.policy_mut()
+            .add_restriction("shell_fs_guard", crate::harness::tool::Restriction::Guard(guard));
         Ok(())
     }
 
@@ -948,7 +949,8 @@ impl ShellFsGuardMiddleware {
         // What the tool runs is this plan, read back by call id: the model
         // supplies only the command line, never the plan.
         if let Some(plan) = plan {
-            ctx.local::<crate::sandbox::AdmittedPlans>()
+            ctx.locals()
+                .local::<crate::sandbox::AdmittedPlans>()
                 .record(&call.id, &call.arguments, plan);
         }
         Ok(())

@@ -106,7 +106,7 @@ pub struct BudgetSnapshot {
 /// [`dispatch`](PriceBudget::dispatch) before the call, then settle the ticket.
 ///
 /// **One budget covers the run tree.** A sub-agent's budget is linked to its
-/// parent's ([`RunContext::parent_local`]): every charge a child settles also
+/// parent's ([`Locals::parent_local`](crate::harness::context::Locals::parent_local)): every charge a child settles also
 /// counts in each ancestor's spend, and a child's attempt is refused when
 /// its own cap *or any ancestor's* is reached, so three sub-agents under a
 /// $1 cap share that dollar (concurrent children included: the check is not
@@ -160,8 +160,8 @@ impl<'a> Reporter<'a> {
     fn of<C>(ctx: &'a RunContext<C>) -> Self {
         Self {
             run_id: ctx.run_id(),
-            sink: ctx.sink(),
-            wants_notices: ctx.wants(EventKind::Notice),
+            sink: ctx.events().sink(),
+            wants_notices: ctx.events().wants(EventKind::Notice),
         }
     }
 
@@ -180,16 +180,16 @@ impl PriceBudget {
     /// The budget of the cycle `ctx` belongs to (linked to the parent run's
     /// budget when `ctx` is a sub-agent's run).
     pub fn of<C>(ctx: &RunContext<C>) -> Arc<PriceBudget> {
-        if let Some(budget) = ctx.try_local::<PriceBudget>() {
+        if let Some(budget) = ctx.locals().try_local::<PriceBudget>() {
             return budget;
         }
-        let budget = ctx.local_with(|| PriceBudget {
+        let budget = ctx.locals().local_with(|| PriceBudget {
             state: Mutex::default(),
-            parent: ctx.parent_local::<PriceBudget>(),
+            parent: ctx.locals().parent_local::<PriceBudget>(),
         });
         // The run's sub-agents spend this budget too: what their stacks did not price is charged when they return.
-        let spend = ctx.local_with(|| ChildSpend(budget.clone()));
-        ctx.child_run_hooks().install(spend);
+        let spend = ctx.locals().local_with(|| ChildSpend(budget.clone()));
+        ctx.locals().child_run_hooks().install(spend);
         budget
     }
 

@@ -436,11 +436,12 @@ impl LimitsMiddleware {
             let guard = StepGuard {
                 session: ctx.config().session().cloned(),
                 steps: self.thread_steps.clone(),
-                run: ctx.local::<Counts>(),
+                run: ctx.locals().local::<Counts>(),
                 max,
                 counted: Default::default(),
             };
-            ctx.add_restriction("limits", Restriction::AsyncGuard(Arc::new(guard)));
+            ctx.policy_mut()
+                .add_restriction("limits", Restriction::AsyncGuard(Arc::new(guard)));
         }
         Ok(())
     }
@@ -453,7 +454,7 @@ impl LimitsMiddleware {
             // `human_in_the_loop` answers this turn with the reply it paused on: no model turn
             return Ok(());
         }
-        let counts = ctx.local::<Counts>();
+        let counts = ctx.locals().local::<Counts>();
         if counts.turns.load(Ordering::Relaxed) >= max {
             return Err(TinyAgentsError::limit(
                 "max_turns",
@@ -477,7 +478,7 @@ impl LimitsMiddleware {
                 },
             ),
             None => (
-                ctx.local::<Counts>().steps.fetch_add(1, Ordering::Relaxed) < max,
+                ctx.locals().local::<Counts>().steps.fetch_add(1, Ordering::Relaxed) < max,
                 "this run",
             ),
         };

@@ -222,7 +222,8 @@ impl ModelCallLimitMiddleware {
             return match self.exit {
                 ModelExitBehavior::Error => Err(TinyAgentsError::limit("model_call_limit", message)),
                 ModelExitBehavior::End => {
-                    ctx.request_control(MiddlewareControl::StopWithFinal(message));
+                    ctx.flow_mut()
+                        .request_control(MiddlewareControl::StopWithFinal(message));
                     Ok(())
                 }
             };

@@ -260,7 +260,8 @@ impl ToolCallLimitMiddleware {
         match self.exit {
             ExitBehavior::Error => Err(TinyAgentsError::limit("tool_call_limit", message)),
             ExitBehavior::End => {
-                ctx.request_control(MiddlewareControl::StopWithFinal(message));
+                ctx.flow_mut()
+                    .request_control(MiddlewareControl::StopWithFinal(message));
                 Ok(())
             }
             ExitBehavior::Continue => {

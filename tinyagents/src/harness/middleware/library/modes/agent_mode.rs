@@ -15,7 +15,7 @@ use crate::harness::tool::{SideEffects, ToolCall, ToolPolicy};
 
 /// The run tag prefix that starts a run in a mode (`mode:plan`).
 pub const MODE_TAG: &str = "mode:";
-/// The state key the steering `SwitchMode` command records (`ctx.update_state("mode", …)`).
+/// The state key the steering `SwitchMode` command records (`ctx.flow_mut().update_state("mode", …)`).
 pub const MODE_KEY: &str = "mode";
 
 /// The default plan-mode reminder.
@@ -173,12 +173,13 @@ impl AgentModeMiddleware {
             );
             crate::harness::tool::Restriction::ReadOnly(tools)
         });
-        ctx.restrict("agent_mode", restriction);
+        ctx.policy_mut().restrict("agent_mode", restriction);
     }
 
     /// The mode of the run of `ctx`.
     pub fn mode<C>(&self, ctx: &RunContext<C>) -> AgentMode {
         let switched = ctx
+            .flow()
             .state_updates()
             .iter()
             .rev()
@@ -247,11 +248,12 @@ impl AgentModeMiddleware {
             keep
         });
         if !excluded.is_empty() {
-            ctx.emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
-                by: "agent_mode".to_owned(),
-                excluded,
-                remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+            ctx.events()
+                .emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
+                    by: "agent_mode".to_owned(),
+                    excluded,
+                    remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
+                });
         }
         Ok(())
     }

@@ -114,7 +114,7 @@ impl UsageAccountingMiddleware {
 
     /// The usage of the run `ctx` belongs to, so far.
     pub fn run_usage<C>(ctx: &RunContext<C>) -> RunUsage {
-        *ctx.local::<RunUsageCell>().0.lock().expect("run usage lock")
+        *ctx.locals().local::<RunUsageCell>().0.lock().expect("run usage lock")
     }
 }
 
@@ -139,7 +139,7 @@ impl UsageAccountingMiddleware {
             t.usage += response.usage;
             t.responses += 1;
         }
-        let cell = ctx.local::<RunUsageCell>();
+        let cell = ctx.locals().local::<RunUsageCell>();
         let mut run = cell.0.lock().expect("run usage lock");
         run.own += response.usage;
         run.responses += 1;
@@ -158,7 +158,12 @@ impl UsageAccountingMiddleware {
         let outcome = next.run(ctx, state, call).await;
         let reported = minus(*ctx.usage(), before);
         if !reported.is_zero() {
-            ctx.local::<RunUsageCell>().0.lock().expect("run usage lock").sub_agents += reported;
+            ctx.locals()
+                .local::<RunUsageCell>()
+                .0
+                .lock()
+                .expect("run usage lock")
+                .sub_agents += reported;
         }
         outcome
     }
@@ -168,7 +173,7 @@ impl UsageAccountingMiddleware {
         let _ = run;
         self.totals.lock().expect("usage totals lock").runs += 1;
         let usage = Self::run_usage(ctx);
-        ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+        ctx.events().emit_with(EventKind::Custom, || AgentEvent::Custom {
             middleware: "usage_accounting".into(),
             name: "run_usage".into(),
             data: serde_json::json!({

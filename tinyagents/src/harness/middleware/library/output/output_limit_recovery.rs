@@ -154,16 +154,17 @@ impl OutputLimitRecoveryMiddleware {
         discarded: Option<MessageId>,
     ) {
         // Durable: emitted whenever the sink wants it, and kept as an explicit state update.
-        ctx.emit_with(EventKind::OutputLimitRecovery, || AgentEvent::OutputLimitRecovery {
-            run_id: ctx.run_id().clone(),
-            turn: ctx.counters().steps,
-            attempt,
-            action,
-            cap_before,
-            cap_after,
-            thinking_only,
-            discarded_message_id: discarded,
-        });
+        ctx.events()
+            .emit_with(EventKind::OutputLimitRecovery, || AgentEvent::OutputLimitRecovery {
+                run_id: ctx.run_id().clone(),
+                turn: ctx.counters().steps,
+                attempt,
+                action,
+                cap_before,
+                cap_after,
+                thinking_only,
+                discarded_message_id: discarded,
+            });
     }
 }
 
@@ -186,7 +187,8 @@ impl OutputLimitRecoveryMiddleware {
     #[on_model_delta]
     fn watch<C>(&self, ctx: &mut RunContext<C>, delta: &mut ModelDelta) -> Result<()> {
         if let DeltaContent::ToolCall { index, .. } = &delta.content {
-            ctx.local::<StreamWatch>()
+            ctx.locals()
+                .local::<StreamWatch>()
                 .tool_calls_started
                 .fetch_max(index + 1, Ordering::Relaxed);
         }
@@ -212,7 +214,7 @@ impl OutputLimitRecoveryMiddleware {
         let mut cap = explicit.unwrap_or_else(|| c.default_cap.min(limit));
         request.params.max_tokens = Some(cap);
 
-        let watch = ctx.local::<StreamWatch>();
+        let watch = ctx.locals().local::<StreamWatch>();
         let mut escalated = false;
         let mut continuations = 0u32;
         let mut recovery_attempt = 0u32;
@@ -253,12 +255,13 @@ impl OutputLimitRecoveryMiddleware {
                     Some(response.message.id.clone()),
                 );
                 let attempt = ctx.counters().model_calls;
-                ctx.emit_with(EventKind::AttemptDiscarded, || AgentEvent::AttemptDiscarded {
-                    run_id: ctx.run_id().clone(),
-                    attempt,
-                    reason: "the reply was cut off by the output limit and is retried at a higher cap".into(),
-                });
-                ctx.update_state(
+                ctx.events()
+                    .emit_with(EventKind::AttemptDiscarded, || AgentEvent::AttemptDiscarded {
+                        run_id: ctx.run_id().clone(),
+                        attempt,
+                        reason: "the reply was cut off by the output limit and is retried at a higher cap".into(),
+                    });
+                ctx.flow_mut().update_state(
                     "output_limit_recovery",
                     serde_json::json!({"action": "escalate", "cap_before": cap, "cap_after": ceiling}),
                 );
@@ -284,7 +287,7 @@ impl OutputLimitRecoveryMiddleware {
             }
             continuations += 1;
             Self::emit(ctx, recovery_attempt, "continue", cap, cap, thinking_only, None);
-            ctx.update_state(
+            ctx.flow_mut().update_state(
                 "output_limit_recovery",
                 serde_json::json!({"action": "continue", "cap": cap, "thinking_only": thinking_only,
                     "cut_in_tool_call": cut_in_tool_call}),

@@ -412,13 +412,17 @@ impl StructuredOutputMiddleware {
             }
             let errors = match self.check(&response.message.text()) {
                 Ok(value) => {
-                    *ctx.local::<Outcome>().value.lock().expect("structured output lock") =
-                        Some((response.message.id.clone(), value));
+                    *ctx.locals()
+                        .local::<Outcome>()
+                        .value
+                        .lock()
+                        .expect("structured output lock") = Some((response.message.id.clone(), value));
                     return Ok(response);
                 }
                 Err(errors) => errors,
             };
-            ctx.update_state("structured_output_errors", Value::from(errors.clone()));
+            ctx.flow_mut()
+                .update_state("structured_output_errors", Value::from(errors.clone()));
             if asked_again >= self.max_retries {
                 return Err(TinyAgentsError::validation(format!(
                     "the final reply does not match the output schema after {} attempt(s); last errors: {}",
@@ -428,12 +432,13 @@ impl StructuredOutputMiddleware {
             }
             asked_again += 1;
             let attempt = ctx.counters().model_calls;
-            ctx.emit_with(EventKind::AttemptDiscarded, || AgentEvent::AttemptDiscarded {
-                run_id: ctx.run_id().clone(),
-                attempt,
-                reason: "the reply failed output-schema validation; the model is asked again".into(),
-            });
-            ctx.emit_with(EventKind::Notice, || AgentEvent::Notice {
+            ctx.events()
+                .emit_with(EventKind::AttemptDiscarded, || AgentEvent::AttemptDiscarded {
+                    run_id: ctx.run_id().clone(),
+                    attempt,
+                    reason: "the reply failed output-schema validation; the model is asked again".into(),
+                });
+            ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
                 source: "structured_output".into(),
                 message: format!("reply rejected ({}), asking again: {}", asked_again, errors.join("; ")),
                 is_error: false,
@@ -450,7 +455,7 @@ impl StructuredOutputMiddleware {
 
     #[after_agent]
     fn publish<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        let outcome = ctx.local::<Outcome>();
+        let outcome = ctx.locals().local::<Outcome>();
         let value = outcome.value.lock().expect("structured output lock");
         if let (Some((id, value)), Some(last)) = (value.as_ref(), run.final_message.as_ref())
             && &last.id == id

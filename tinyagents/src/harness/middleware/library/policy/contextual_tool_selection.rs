@@ -179,11 +179,12 @@ impl ContextualToolSelectionMiddleware {
             keep
         });
         if !excluded.is_empty() {
-            ctx.emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
-                by: "contextual_tool_selection".to_owned(),
-                excluded,
-                remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+            ctx.events()
+                .emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
+                    by: "contextual_tool_selection".to_owned(),
+                    excluded,
+                    remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
+                });
         }
         Ok(())
     }

@@ -290,7 +290,7 @@ impl DynamicToolSelectionMiddleware {
                     }
                 }
                 if !unknown.is_empty() {
-                    ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+                    ctx.events().emit_with(EventKind::Custom, || AgentEvent::Custom {
                         middleware: "dynamic_tool_selection".into(),
                         name: "unknown_tools_selected".into(),
                         data: json!({ "names": unknown }),
@@ -298,7 +298,7 @@ impl DynamicToolSelectionMiddleware {
                 }
                 if chosen.len() > *max_tools {
                     let dropped = chosen.split_off(*max_tools);
-                    ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+                    ctx.events().emit_with(EventKind::Custom, || AgentEvent::Custom {
                         middleware: "dynamic_tool_selection".into(),
                         name: "selection_truncated".into(),
                         data: json!({ "dropped": dropped }),
@@ -316,11 +316,12 @@ impl DynamicToolSelectionMiddleware {
             k
         });
         if !excluded.is_empty() {
-            ctx.emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
-                by: "dynamic_tool_selection".to_owned(),
-                excluded,
-                remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+            ctx.events()
+                .emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
+                    by: "dynamic_tool_selection".to_owned(),
+                    excluded,
+                    remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
+                });
         }
         Ok(())
     }

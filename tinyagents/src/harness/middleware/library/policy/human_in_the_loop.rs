@@ -539,7 +539,7 @@ impl HitlResume {
     /// the paused reply instead of calling the model; a graph run resumed at
     /// its `tools` node applies them to the pending batch directly).
     pub fn attach<C>(self, ctx: &RunContext<C>) {
-        ctx.interrupts().attach(Box::new(self), true);
+        ctx.locals().interrupts().attach(Box::new(self), true);
     }
 
     /// Every decision with its address (see [`HitlInterrupt::pending`]) and
@@ -710,7 +710,7 @@ impl PauseHolder for HitlState {
 /// replayed on resume (its `wrap_model` answers it; no model is called):
 /// the call limits do not count it as a model call.
 pub(crate) fn replays_next_turn<C>(ctx: &RunContext<C>) -> bool {
-    ctx.try_local::<HitlState>().is_some_and(|st| {
+    ctx.locals().try_local::<HitlState>().is_some_and(|st| {
         let s = st.0.lock().expect("hitl lock");
         s.resume.is_some() && !s.replayed
     })
@@ -869,7 +869,7 @@ impl HumanInTheLoopMiddleware {
 
     /// The interrupt of a run that paused (taken: a second call gives `None`).
     pub fn take_interrupt<C>(ctx: &RunContext<C>) -> Option<HitlInterrupt> {
-        ctx.interrupts().take(NAME)?.decode().ok()
+        ctx.locals().interrupts().take(NAME)?.decode().ok()
     }
 
     /// The gate of `call`, when it is gated.
@@ -897,7 +897,7 @@ impl HumanInTheLoopMiddleware {
     /// Refuses a decision already used (here, or in the run's checkpoint), then records it as used.
     fn consume<C>(&self, ctx: &mut RunContext<C>, resume: &HitlResume) -> Result<()> {
         let ids = resume.request_ids();
-        let run = ctx.interrupts();
+        let run = ctx.locals().interrupts();
         let all = {
             let mut used = self.consumed.lock().expect("hitl ledger lock");
             let replayed = ids.iter().find(|id| used.contains(*id) || run.is_spent(NAME, id));
@@ -911,7 +911,7 @@ impl HumanInTheLoopMiddleware {
             used.extend(ids.iter().cloned());
             run.spend(NAME, ids)
         };
-        ctx.update_state(CONSUMED_KEY, json!(all));
+        ctx.flow_mut().update_state(CONSUMED_KEY, json!(all));
         Ok(())
     }
 }
@@ -934,11 +934,11 @@ impl HumanInTheLoopMiddleware {
     #[before_agent]
     fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         // This run can carry a sub-agent's approval requests up in its interrupt.
-        let routed = ctx.local::<RoutedApprovals>();
-        ctx.child_run_hooks().install(routed.clone());
-        let interrupts = ctx.interrupts();
+        let routed = ctx.locals().local::<RoutedApprovals>();
+        ctx.locals().child_run_hooks().install(routed.clone());
+        let interrupts = ctx.locals().interrupts();
         interrupts.hold(routed);
-        let st = ctx.local::<HitlState>();
+        let st = ctx.locals().local::<HitlState>();
         interrupts.hold(st.clone());
         // Decisions given to this run: the first model turn replays the paused
         // reply, or (a checkpoint) the run starts at the paused batch.
@@ -950,7 +950,8 @@ impl HumanInTheLoopMiddleware {
         if !self.gates.is_empty() {
             // A sub-agent inherits the gates (a condition is not inherited: every call to the tool needs approval there).
             let tools: BTreeSet<String> = self.gates.keys().cloned().collect();
-            ctx.add_restriction("human_in_the_loop", Restriction::Approval(tools));
+            ctx.policy_mut()
+                .add_restriction("human_in_the_loop", Restriction::Approval(tools));
         }
         Ok(())
     }
@@ -964,7 +965,7 @@ impl HumanInTheLoopMiddleware {
         next: ModelHandler<'_, S, C>,
     ) -> Result<MiddlewareModelOutcome> {
         let replay = {
-            let st = ctx.local::<HitlState>();
+            let st = ctx.locals().local::<HitlState>();
             let mut s = st.0.lock().expect("hitl lock");
             match (&s.resume, s.replayed) {
                 (Some(r), false) => {
@@ -998,7 +999,7 @@ impl HumanInTheLoopMiddleware {
             .enumerate()
             .filter_map(|(i, p)| self.gate(&p.call).map(|g| (i, self.request(&p.call, g, &run_id))))
             .collect();
-        let st = ctx.local::<HitlState>();
+        let st = ctx.locals().local::<HitlState>();
         let resume = {
             let mut s = st.0.lock().expect("hitl lock");
             s.batch = batch
@@ -1084,7 +1085,7 @@ impl HumanInTheLoopMiddleware {
             self.consume(ctx, &resume)?;
             for (_, r) in &gated {
                 let decision = resume.decisions[&r.call_id].decision.kind();
-                ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+                ctx.events().emit_with(EventKind::Custom, || AgentEvent::Custom {
                     middleware: "human_in_the_loop".into(),
                     name: "decided".into(),
                     data: json!({
@@ -1100,13 +1101,13 @@ impl HumanInTheLoopMiddleware {
                 let shown = &batch.calls()[*i].call;
                 match &resume.decisions[&r.call_id].decision {
                     Decision::Approve => {
-                        ctx.grant_approval(&r.call_id, shown, shown);
+                        ctx.policy().grant_approval(&r.call_id, shown, shown);
                         s.admitted.insert(r.call_id.clone(), (r.digest.clone(), None));
                     }
                     Decision::Edit { arguments } => {
                         let mut edited = shown.clone();
                         edited.arguments = arguments.clone();
-                        ctx.grant_approval(&r.call_id, shown, &edited);
+                        ctx.policy().grant_approval(&r.call_id, shown, &edited);
                         s.admitted
                             .insert(r.call_id.clone(), (r.digest.clone(), Some(arguments.clone())));
                     }
@@ -1130,7 +1131,7 @@ impl HumanInTheLoopMiddleware {
                 batch.reject_with(i, done.result.clone());
             }
             if !resume.children.is_empty() {
-                let routed = ctx.local::<RoutedApprovals>();
+                let routed = ctx.locals().local::<RoutedApprovals>();
                 let mut routed = routed.0.lock().expect("routed lock");
                 routed.resumes.extend(resume.children);
             }
@@ -1151,8 +1152,8 @@ impl HumanInTheLoopMiddleware {
         );
         st.0.lock().expect("hitl lock").pending = Some(requests.clone());
         let data = json!({ "requests": requests });
-        ctx.update_state("hitl_pending", data.clone());
-        ctx.emit_with(EventKind::Custom, || AgentEvent::Custom {
+        ctx.flow_mut().update_state("hitl_pending", data.clone());
+        ctx.events().emit_with(EventKind::Custom, || AgentEvent::Custom {
             middleware: "human_in_the_loop".into(),
             name: "interrupt".into(),
             data,
@@ -1165,7 +1166,7 @@ impl HumanInTheLoopMiddleware {
 
     #[before_tool]
     fn admit<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
-        let st = ctx.local::<HitlState>();
+        let st = ctx.locals().local::<HitlState>();
         let mut s = st.0.lock().expect("hitl lock");
         match s.admitted.remove(&call.id) {
             Some((shown, edited)) => {
@@ -1191,7 +1192,7 @@ impl HumanInTheLoopMiddleware {
 
     #[after_tool]
     fn remember<C>(&self, ctx: &mut RunContext<C>, result: &mut ToolResult) -> Result<()> {
-        let st = ctx.local::<HitlState>();
+        let st = ctx.locals().local::<HitlState>();
         let mut s = st.0.lock().expect("hitl lock");
         if let Some(digest) = s.batch.get(&result.call_id).cloned() {
             s.completed.push(CompletedCall {
@@ -1204,11 +1205,11 @@ impl HumanInTheLoopMiddleware {
 
     #[after_agent]
     fn complete<C>(&self, ctx: &mut RunContext<C>, run: &mut AgentRun) -> Result<()> {
-        let children = match ctx.try_local::<RoutedApprovals>() {
+        let children = match ctx.locals().try_local::<RoutedApprovals>() {
             Some(routed) => std::mem::take(&mut routed.0.lock().expect("routed lock").paused),
             None => Vec::new(),
         };
-        let st = ctx.local::<HitlState>();
+        let st = ctx.locals().local::<HitlState>();
         let mut s = st.0.lock().expect("hitl lock");
         let pending = s.pending.take();
         let completed = std::mem::take(&mut s.completed);
@@ -1229,8 +1230,8 @@ impl HumanInTheLoopMiddleware {
             let recorded = serde_json::to_value(&interrupt).map_err(|e| {
                 TinyAgentsError::validation(format!("the approval interrupt cannot be serialised: {e}"))
             })?;
-            ctx.interrupts().record(Interrupt::new(NAME, recorded.clone()));
-            ctx.update_state(INTERRUPT_KEY, recorded);
+            ctx.locals().interrupts().record(Interrupt::new(NAME, recorded.clone()));
+            ctx.flow_mut().update_state(INTERRUPT_KEY, recorded);
         }
         Ok(())
     }

@@ -44,7 +44,7 @@ impl From<ToolAllowlistConfig> for ToolAllowlistMiddleware {
 /// hides those tools from the model with the same decision.
 ///
 /// Its restrictions ride on the run: `before_agent` records them on the run
-/// ([`RunContext::restrict`](crate::harness::context::RunContext::restrict))
+/// ([`PolicyMut::restrict`](crate::harness::context::PolicyMut::restrict))
 /// and as run tags ([`ALLOW_TAG`], [`DENY_TAG`]). Every sub-agent run
 /// ([`AgentTool`](crate::harness::agent::AgentTool)) inherits them, and the
 /// agent loop enforces them in the child (hidden from its model, refused at
@@ -153,7 +153,8 @@ impl ToolAllowlistMiddleware {
     #[before_agent]
     fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         // The runtime carries it to every child run and enforces it there, whatever the child's stack holds.
-        ctx.add_restriction("tool_allowlist", Restriction::Tools(self.lists.clone()));
+        ctx.policy_mut()
+            .add_restriction("tool_allowlist", Restriction::Tools(self.lists.clone()));
         if let Some(allow) = self.lists.allow() {
             ctx.add_tag(format!("{ALLOW_TAG}{}", json_names(allow)));
         }
@@ -175,11 +176,12 @@ impl ToolAllowlistMiddleware {
             keep
         });
         if !excluded.is_empty() {
-            ctx.emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
-                by: "tool_allowlist".to_owned(),
-                excluded,
-                remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+            ctx.events()
+                .emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
+                    by: "tool_allowlist".to_owned(),
+                    excluded,
+                    remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
+                });
         }
         Ok(())
     }

@@ -279,7 +279,8 @@ impl ToolPolicyMiddleware {
     #[before_agent]
     fn record<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         // The runtime carries the rules to every child run and enforces them there, whatever the child's stack holds.
-        ctx.add_restriction("tool_policy", Restriction::Policy(self.rules.clone()));
+        ctx.policy_mut()
+            .add_restriction("tool_policy", Restriction::Policy(self.rules.clone()));
         Ok(())
     }
 
@@ -287,7 +288,7 @@ impl ToolPolicyMiddleware {
     fn expose<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let mut excluded = Vec::new();
         request.tools.retain(|t| {
-            let approval = if ctx.can_ask_approval(&t.name) {
+            let approval = if ctx.policy().can_ask_approval(&t.name) {
                 Approval::Obtainable
             } else {
                 Approval::Missing
@@ -299,18 +300,19 @@ impl ToolPolicyMiddleware {
             keep
         });
         if !excluded.is_empty() {
-            ctx.emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
-                by: "tool_policy".to_owned(),
-                excluded,
-                remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+            ctx.events()
+                .emit_with(EventKind::ToolsFiltered, || AgentEvent::ToolsFiltered {
+                    by: "tool_policy".to_owned(),
+                    excluded,
+                    remaining: request.tools.iter().map(|t| t.name.clone()).collect(),
+                });
         }
         Ok(())
     }
 
     #[before_tool]
     fn execute<C>(&self, ctx: &mut RunContext<C>, call: &mut ToolCall) -> Result<()> {
-        self.decide_with(&call.name, ctx.workspace(), ctx.approval_of(call, false))
+        self.decide_with(&call.name, ctx.workspace(), ctx.policy().approval_of(call, false))
             .map_err(|reason| TinyAgentsError::validation(format!("tool policy refused the call: {reason}")))
     }
 

@@ -199,7 +199,7 @@ impl DynamicPromptMiddleware {
                     Var::ModelCalls => out.push_str(&ctx.counters().model_calls.to_string()),
                     Var::ToolCalls => out.push_str(&ctx.counters().tool_calls.to_string()),
                     Var::State(key) => {
-                        if let Some(u) = ctx.state_updates().iter().rev().find(|u| &u.key == key) {
+                        if let Some(u) = ctx.flow().state_updates().iter().rev().find(|u| &u.key == key) {
                             match &u.value {
                                 Value::String(s) => out.push_str(s),
                                 other => out.push_str(&other.to_string()),

@@ -203,8 +203,8 @@ impl PromptCacheGuardMiddleware {
     #[before_agent]
     fn track<C>(&self, ctx: &mut RunContext<C>) -> Result<()> {
         // (`local_with` holds the run locals while it builds: the tracking is fetched first.)
-        let tracking = ctx.local::<CacheLayoutTracking>();
-        let watch = ctx.local_with(|| PrefixWatch {
+        let tracking = ctx.locals().local::<CacheLayoutTracking>();
+        let watch = ctx.locals().local_with(|| PrefixWatch {
             tracking,
             last: Mutex::new(None),
         });
@@ -215,10 +215,10 @@ impl PromptCacheGuardMiddleware {
     #[before_model_stream]
     fn check<C>(&self, ctx: &mut RunContext<C>, request: &mut ModelRequest) -> Result<()> {
         let layout = PromptCacheLayout::of(request);
-        let (base, edits) = ctx.local::<CacheLayoutTracking>().take();
+        let (base, edits) = ctx.locals().local::<CacheLayoutTracking>().take();
         let tracked_final = edits.last().map(|e| e.after).or(base).unwrap_or(layout.fingerprint);
         let base = base.unwrap_or(layout.fingerprint);
-        let log: Arc<CacheLayoutLog> = ctx.local::<CacheLayoutLog>();
+        let log: Arc<CacheLayoutLog> = ctx.locals().local::<CacheLayoutLog>();
         let previous = log.previous.lock().expect("cache layout log lock").replace(Previous {
             layout: layout.clone(),
             base,
@@ -248,10 +248,11 @@ impl PromptCacheGuardMiddleware {
                 event.changed_parts.join(", ")
             ))
         });
-        ctx.emit_with(EventKind::CacheLayoutChanged, || AgentEvent::CacheLayoutChanged {
-            run_id: ctx.run_id().clone(),
-            event: Box::new(event),
-        });
+        ctx.events()
+            .emit_with(EventKind::CacheLayoutChanged, || AgentEvent::CacheLayoutChanged {
+                run_id: ctx.run_id().clone(),
+                event: Box::new(event),
+            });
         match error {
             Some(e) => Err(e),
             None => Ok(()),

@@ -147,7 +147,7 @@ pub(super) async fn pause<C>(ctx: &RunContext<C>, delay: Duration) -> Result<()>
     if delay.is_zero() {
         return Ok(());
     }
-    let token = ctx.cancellation().clone();
+    let token = ctx.flow().cancellation().clone();
     tokio::select! {
         () = tokio::time::sleep(delay) => Ok(()),
         () = token.cancelled() => Err(TinyAgentsError::cancelled("the run was cancelled while a retry was waiting")),

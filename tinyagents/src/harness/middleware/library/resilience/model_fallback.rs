@@ -113,7 +113,7 @@ impl ModelFallbackMiddleware {
                 return Err(error);
             }
             let to: Arc<str> = model.id().into();
-            ctx.emit_with(EventKind::Fallback, || AgentEvent::Fallback {
+            ctx.events().emit_with(EventKind::Fallback, || AgentEvent::Fallback {
                 run_id: ctx.run_id().clone(),
                 from: from.clone(),
                 to: to.clone(),

@@ -194,28 +194,30 @@ impl RateLimiterMiddleware {
         match reserved {
             Ok(wait) if wait.is_zero() => Ok(()),
             Ok(wait) => {
-                let token = ctx.cancellation().clone();
+                let token = ctx.flow().cancellation().clone();
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     () = token.cancelled() => {
                         return Err(TinyAgentsError::cancelled("the run was cancelled while waiting for a rate limit"));
                     }
                 }
-                ctx.emit_with(EventKind::RateLimited, || AgentEvent::RateLimited {
-                    run_id: ctx.run_id().clone(),
-                    key,
-                    waited: wait,
-                    rejected: false,
-                });
+                ctx.events()
+                    .emit_with(EventKind::RateLimited, || AgentEvent::RateLimited {
+                        run_id: ctx.run_id().clone(),
+                        key,
+                        waited: wait,
+                        rejected: false,
+                    });
                 Ok(())
             }
             Err(retry_after) => {
-                ctx.emit_with(EventKind::RateLimited, || AgentEvent::RateLimited {
-                    run_id: ctx.run_id().clone(),
-                    key: key.clone(),
-                    waited: Duration::ZERO,
-                    rejected: true,
-                });
+                ctx.events()
+                    .emit_with(EventKind::RateLimited, || AgentEvent::RateLimited {
+                        run_id: ctx.run_id().clone(),
+                        key: key.clone(),
+                        waited: Duration::ZERO,
+                        rejected: true,
+                    });
                 Err(TinyAgentsError::rate_limited(
                     format!(
                         "bucket `{key}` ({} per second, burst {}) has no token free; the next is free in {retry_after:?}",

@@ -87,7 +87,7 @@ impl Retry {
             };
         }
         let delay = self.backoff.delay(attempt, error.retry_after());
-        ctx.emit_with(EventKind::Retry, || AgentEvent::Retry {
+        ctx.events().emit_with(EventKind::Retry, || AgentEvent::Retry {
             run_id: ctx.run_id().clone(),
             target,
             attempt,
