@@ -346,7 +346,7 @@ const SECRET_KEY_SUFFIXES: &[&str] = &[
 
 /// Whether an object key names a secret (`api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, …):
 /// a name (letters, digits, `_`, `-`, `.`, spaces; at most 64 bytes) ending in one of
-/// [`SECRET_KEY_SUFFIXES`]. A key holding a sentence or a replacement names nothing.
+/// `SECRET_KEY_SUFFIXES`. A key holding a sentence or a replacement names nothing.
 pub fn is_secret_key(key: &str) -> bool {
     let name = key.len() <= 64
         && key

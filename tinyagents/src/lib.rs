@@ -91,7 +91,7 @@ pub mod graph;
 pub mod harness;
 /// External command hooks: the `external_hooks` built-in and the command
 /// protocol it speaks (it lives with the other built-ins; the hook table of
-/// the stack is [`harness::hooks`]).
+/// the stack is `harness::hooks`).
 pub use harness::middleware::library::external_hooks;
 pub mod patch;
 pub mod prelude;

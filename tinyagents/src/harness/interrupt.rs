@@ -4,7 +4,7 @@
 //! about such a pause.
 //!
 //! - A middleware that pauses fails its hook with
-//!   [`TinyAgentsError::Interrupted`](crate::harness::error::TinyAgentsError::Interrupted),
+//!   [`TinyAgentsError::Interrupted`],
 //!   and [records](Interrupts::record) an [`Interrupt`]: its name (the
 //!   owner) and a JSON payload saying what was asked. It also writes what a
 //!   resume is checked against with

@@ -56,6 +56,6 @@ pub use crate::harness::run::AgentRun;
 
 /// The built-ins the `harness::middleware` design names, at the paths it
 /// writes (`tinyagents::harness::middleware::ToolPolicyMiddleware`, …). Each
-/// one's one path is [`crate::middleware`]; `docs/names.md` lists every alias.
+/// one's one path is [`crate::middleware`](mod@crate::middleware); `docs/names.md` lists every alias.
 #[doc(no_inline)]
 pub use library::design_names::*;

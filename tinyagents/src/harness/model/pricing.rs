@@ -101,7 +101,7 @@ impl TokenRates {
 /// Catalog prices (USD per million tokens) of a handful of common models,
 /// matched by the longest prefix of the model name (a `provider:` prefix is
 /// ignored, so `openai:gpt-4o-mini-2024-07-18` matches `gpt-4o-mini`). Manual
-/// rates on [`LimitsMiddleware`](super::LimitsMiddleware) replace it.
+/// rates on [`LimitsMiddleware`](crate::middleware::LimitsMiddleware) replace it.
 pub const PRICE_TABLE: &[(&str, TokenRates)] = &[
     ("gpt-4o-mini", TokenRates::rate(0.15, 0.60, 0.075, 0.0, None)),
     ("gpt-4o", TokenRates::rate(2.50, 10.00, 1.25, 0.0, None)),
