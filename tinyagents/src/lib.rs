@@ -89,10 +89,12 @@ pub mod config;
 pub mod docs;
 pub mod graph;
 pub mod harness;
+// The built-in middleware: one public path, `tinyagents::middleware`.
+pub(crate) mod library;
 /// External command hooks: the `external_hooks` built-in and the command
 /// protocol it speaks (it lives with the other built-ins; the hook table of
 /// the stack is `harness::hooks`).
-pub use harness::middleware::library::external_hooks;
+pub use library::external_hooks;
 pub mod patch;
 pub mod prelude;
 pub mod protected;
@@ -112,7 +114,7 @@ pub mod __private;
 /// `SummarizationPolicy`, `SummaryRecord`, `summarization::trim_messages`),
 /// listed with every alias in `docs/names.md`.
 pub mod middleware {
-    pub use crate::harness::middleware::library::*;
+    pub use crate::library::*;
 }
 
 #[cfg(feature = "macros")]

@@ -58,7 +58,7 @@ fn disagreements(d: &MiddlewareDoc) -> Vec<String> {
     }
     // folders by concern: library/<concern>/<name>.rs (or library/<name>/mod.rs)
     let in_library = d.file.replace('\\', "/");
-    match in_library.rsplit_once("/middleware/library/") {
+    match in_library.rsplit_once("/src/library/") {
         Some((_, rest)) if rest.matches('/').count() == 1 => {}
         _ => wrong.push(format!(
             "`{}` is declared in `{}`, not in a concern folder of the library",
@@ -85,12 +85,12 @@ fn a_builtin_whose_names_disagree_is_named() {
     let d = *catalog().into_iter().find(|d| d.name == "tool_policy").unwrap();
     assert!(disagreements(&d).is_empty());
     let moved = MiddlewareDoc {
-        file: "tinyagents/src/harness/middleware/library/policy/policy.rs",
+        file: "tinyagents/src/library/policy/policy.rs",
         ..d
     };
     assert_eq!(
         disagreements(&moved),
-        ["`tool_policy` is declared in `tinyagents/src/harness/middleware/library/policy/policy.rs`: name the file `tool_policy.rs`"]
+        ["`tool_policy` is declared in `tinyagents/src/library/policy/policy.rs`: name the file `tool_policy.rs`"]
     );
     let typed = MiddlewareDoc {
         type_name: "PolicyMiddleware",
@@ -103,7 +103,7 @@ fn a_builtin_whose_names_disagree_is_named() {
     };
     assert!(disagreements(&keyed)[0].contains("make it `tool_policy`"));
     let loose = MiddlewareDoc {
-        file: "tinyagents/src/harness/middleware/library/tool_policy.rs",
+        file: "tinyagents/src/library/tool_policy.rs",
         ..d
     };
     assert!(disagreements(&loose)[0].contains("not in a concern folder"));

@@ -27,7 +27,6 @@ mod handler;
 mod hook_result;
 mod info;
 mod invoke;
-pub(crate) mod library;
 mod observe;
 mod order;
 mod outcome;
@@ -58,4 +57,4 @@ pub use crate::harness::run::AgentRun;
 /// writes (`tinyagents::harness::middleware::ToolPolicyMiddleware`, …). Each
 /// one's one path is [`crate::middleware`](mod@crate::middleware); `docs/names.md` lists every alias.
 #[doc(no_inline)]
-pub use library::design_names::*;
+pub use crate::library::design_names::*;

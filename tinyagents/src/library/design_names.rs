@@ -29,7 +29,7 @@ macro_rules! type_alias {
 /// private module of the library and has one public path,
 /// `tinyagents::middleware::…`.
 fn canonical(defined: &str) -> String {
-    match defined.strip_prefix("tinyagents::harness::middleware::library::") {
+    match defined.strip_prefix("tinyagents::library::") {
         Some(rest) => format!("tinyagents::middleware::{}", rest.rsplit("::").next().unwrap_or(rest)),
         None => defined.to_owned(),
     }

@@ -12,11 +12,11 @@ use super::counts::ThreadCounts;
 use crate::config::{ConfigError, ConfigErrors, MiddlewareConfig};
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::middleware::library::policy::replays_next_turn;
 use crate::harness::middleware::{MiddlewareModelOutcome, ModelHandler};
 use crate::harness::model::ModelRequest;
 use crate::harness::model::TokenRates;
 use crate::harness::tool::{AsyncCallGuard, GuardedRun, Restriction, ToolCall};
+use crate::library::policy::replays_next_turn;
 use crate::store::{LedgerStore, SharedBudget};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 

@@ -7,8 +7,8 @@ use super::counts::{describe, ModelExitBehavior, RunCounts, ThreadCounts};
 use crate::config::{ConfigErrors, ConfigViolation, MiddlewareConfig};
 use crate::harness::context::{MiddlewareControl, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
-use crate::harness::middleware::library::policy::replays_next_turn;
 use crate::harness::model::ModelRequest;
+use crate::library::policy::replays_next_turn;
 use crate::store::LedgerStore;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 

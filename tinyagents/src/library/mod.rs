@@ -59,8 +59,8 @@ pub mod summarization {
     pub use super::context::message_trim::trim_messages;
 }
 
-use super::MiddlewareDoc;
 use crate::docs::MiddlewareMetadata;
+use crate::harness::middleware::MiddlewareDoc;
 
 /// The docs of a DSL built-in (every built-in has one: `builtin` requires it),
 /// for the concern folders' `CATALOG` lists.
