@@ -381,8 +381,13 @@ impl Protect {
                     continue;
                 };
                 let path = entry.path();
-                let Ok(m) = std::fs::symlink_metadata(&path) else {
-                    continue;
+                let m = match std::fs::symlink_metadata(&path) {
+                    Ok(m) => m,
+                    // a protected name that cannot be looked at was not checked: the run fails
+                    Err(e) => {
+                        out.unchecked.push((path, format!("cannot be read: {e}")));
+                        continue;
+                    }
                 };
                 let rel = rel();
                 match (self.entries.get(&path), m.file_type().is_symlink()) {

@@ -17,7 +17,7 @@ fn sh(command: &str) -> ToolCall {
 fn copies_and_moves_into_a_directory_are_judged_where_they_land() {
     let base = std::env::temp_dir().join(format!("ta-guard-landing-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
-    for dir in ["x/y", "x/gradle", "x/.git", "sub", ".git/hooks"] {
+    for dir in ["x/y", "x/gradle", "x/.git", "x/hooks", "sub", ".git/hooks"] {
         std::fs::create_dir_all(base.join(dir)).unwrap();
     }
     for file in ["f.txt", "x/a.txt", "x/.envrc", "sub/g.txt", "x/y/z.txt"] {
@@ -49,6 +49,12 @@ fn copies_and_moves_into_a_directory_are_judged_where_they_land() {
         ("cp f.txt .git/hooks", ".git"),
         ("cp -T x/y .", "protected_paths"),
         ("cp -r x .", "the tree holds"),
+        // the target directory in every spelling the programs take
+        ("cp --target-directory=. x/.envrc", ".envrc"),
+        ("cp -t. x/.envrc", ".envrc"),
+        ("mv --target-directory . x/.git", ".git"),
+        // a source that lands on a protected name inside an existing directory
+        ("cp -r x/hooks .git", ".git"),
     ] {
         let err = guard.check_call(&sh(refused), Some(&d)).unwrap_err();
         assert!(
