@@ -8,10 +8,6 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use landlock::{
-    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    Scope, ABI,
-};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
@@ -19,10 +15,6 @@ use seccompiler::{
 use crate::cgroup::Cgroup;
 use crate::protect::Protect;
 use crate::{sys, Availability, ConfinementSpec, ProcessLimitMechanism, SetupError};
-
-/// The newest Landlock ABI this crate knows: rights the running kernel lacks
-/// are dropped (best effort above the v1 floor, which [`Availability::check`] requires).
-const LATEST: ABI = ABI::V6;
 
 pub(crate) fn availability() -> Availability {
     let (abi, detail) = sys::landlock_abi();
@@ -316,7 +308,7 @@ impl Prepared {
     pub(crate) fn new(spec: &ConfinementSpec) -> Result<Self, SetupError> {
         let avail = availability();
         avail.check()?;
-        let landlock = ruleset(spec)?;
+        let landlock = crate::landlock::ruleset(spec, avail.landlock_abi)?;
         let filters = vec![
             seccomp_program(spec.allow_network, spec.allow_unix_sockets)?,
             clone3_program()?,
@@ -382,50 +374,6 @@ impl Prepared {
     pub(crate) fn kill_cgroup(&self) -> bool {
         self.cgroup.as_ref().is_none_or(Cgroup::kill_all)
     }
-}
-
-fn landlock_error(e: impl std::fmt::Display) -> SetupError {
-    SetupError::LandlockUnavailable { detail: e.to_string() }
-}
-
-/// The Landlock ruleset: read+execute under read-only paths, all but device
-/// creation under writable paths, read+write on device files; TCP and
-/// out-of-domain signals / abstract sockets denied where the kernel can.
-fn ruleset(spec: &ConfinementSpec) -> Result<OwnedFd, SetupError> {
-    for p in &spec.writable_paths {
-        if !p.is_dir() {
-            return Err(SetupError::Path {
-                path: p.clone(),
-                detail: "a writable sandbox path must be an existing directory".to_owned(),
-            });
-        }
-    }
-    let all = AccessFs::from_all(LATEST);
-    let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
-    let read = AccessFs::from_read(LATEST);
-    let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(landlock_error)?
-        .scope(Scope::from_all(LATEST))
-        .map_err(landlock_error)?;
-    if !spec.allow_network {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(LATEST))
-            .map_err(landlock_error)?;
-    }
-    let created = ruleset
-        .create()
-        .map_err(landlock_error)?
-        .add_rules(path_beneath_rules(&spec.read_only_paths, read))
-        .map_err(landlock_error)?
-        .add_rules(path_beneath_rules(&spec.device_files, device))
-        .map_err(landlock_error)?
-        .add_rules(path_beneath_rules(&spec.writable_paths, write))
-        .map_err(landlock_error)?;
-    let fd: Option<OwnedFd> = created.into();
-    fd.ok_or_else(|| landlock_error("the kernel refused to create a ruleset"))
 }
 
 /// The seccomp program: `setsid`/`setpgid` (leaving the process group),

@@ -1,5 +1,6 @@
 //! Raw system calls: the child's confinement between `fork` and `exec`, and
-//! the few parent-side calls (`kill`, the Landlock ABI probe, uids).
+//! the few parent-side calls (`kill`, the Landlock ABI probe and ruleset,
+//! uids).
 //!
 //! Why `unsafe` is allowed here (and nowhere else in the workspace):
 //! `CommandExt::pre_exec` is an `unsafe fn` because its closure runs in the
@@ -12,10 +13,11 @@
 #![allow(unsafe_code)]
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 
+use crate::landlock::RulesetAttr;
 use crate::linux::{Hidden, Hole, Mounts, Prepared, MAX_HOLES};
 
 fn check(rc: libc::c_long) -> io::Result<()> {
@@ -402,6 +404,56 @@ pub(crate) fn landlock_abi() -> (i32, Option<String>) {
         _ => format!("landlock_create_ruleset failed: {err}"),
     };
     (0, Some(why))
+}
+
+/// `landlock_create_ruleset(2)`: a new ruleset handling what `attr` says;
+/// `size` is how many bytes of `attr` the running kernel reads.
+pub(crate) fn landlock_create_ruleset(attr: &RulesetAttr, size: usize) -> io::Result<OwnedFd> {
+    let size = size.min(std::mem::size_of::<RulesetAttr>());
+    // SAFETY: `attr` is a live `repr(C)` struct of at least `size` bytes; the
+    // kernel copies it and keeps no pointer.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            attr as *const RulesetAttr,
+            size,
+            0u32,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(rc).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `struct landlock_path_beneath_attr` (packed, as the kernel declares it).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `landlock_add_rule(2)` with a `LANDLOCK_RULE_PATH_BENEATH` rule: `access`
+/// under the file or directory `beneath` (opened with `O_PATH`).
+pub(crate) fn landlock_add_path_rule(ruleset: BorrowedFd<'_>, access: u64, beneath: BorrowedFd<'_>) -> io::Result<()> {
+    const LANDLOCK_RULE_PATH_BENEATH: u32 = 1;
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: beneath.as_raw_fd(),
+    };
+    // SAFETY: both descriptors are borrowed for the call; `attr` is a live
+    // local the kernel copies.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    })
 }
 
 /// Whether the effective user is root.
