@@ -57,12 +57,32 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Whether a command must run confined: what a tool declares it needs, a
+/// workspace requires, and a runner enforces.
+///
+/// ```
+/// assert_eq!(tinyagents_sandbox::SandboxMode::default(), tinyagents_sandbox::SandboxMode::Off);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum SandboxMode {
+    /// No sandbox.
+    #[default]
+    Off,
+    /// A sandbox is used when available.
+    Preferred,
+    /// The tool may only run in a sandboxed workspace.
+    Required,
+}
+
 #[cfg(target_os = "linux")]
 mod cgroup;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod protect;
+pub mod protected;
 #[cfg(target_os = "linux")]
 mod sys;
 

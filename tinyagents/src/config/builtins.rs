@@ -56,6 +56,7 @@ builtins![
     ToolAllowlistConfig,
     HumanInTheLoopConfig,
     // guard
+    #[cfg(feature = "commands")]
     ShellFsGuardConfig,
     #[cfg(feature = "pii")]
     PiiConfig,
@@ -130,6 +131,8 @@ pub const CODE_ONLY: &[&str] = &[
 pub const NOT_COMPILED: &[(&str, &str)] = &[
     #[cfg(not(feature = "pii"))]
     ("pii", "pii"),
+    #[cfg(not(feature = "commands"))]
+    ("shell_fs_guard", "commands"),
 ];
 
 /// The built-ins on by default in a stack built from a file by a registry
@@ -243,6 +246,18 @@ mod tests {
         };
         let shown = err.to_string();
         assert!(shown.contains("built without its `pii` feature"), "{shown}");
+    }
+
+    /// The same for the shell guard, whose engine is the `commands` feature.
+    #[cfg(not(feature = "commands"))]
+    #[test]
+    fn the_shell_guard_left_out_names_the_commands_feature() {
+        let registry: super::super::MiddlewareRegistry<()> = super::super::MiddlewareRegistry::with_builtins();
+        let Err(err) = registry.build_stack(&serde_json::json!({"middleware": [{"type": "shell_fs_guard"}]})) else {
+            panic!("`shell_fs_guard` is not in this build, yet a file naming it built a stack");
+        };
+        let shown = err.to_string();
+        assert!(shown.contains("built without its `commands` feature"), "{shown}");
     }
 
     /// Every built-in of [`NOT_COMPILED`](super::NOT_COMPILED) is one a

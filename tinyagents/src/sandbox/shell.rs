@@ -280,7 +280,7 @@ impl Tool for ShellTool {
             // reading with the same parser and rules: what is checked runs.
             let plan = match admitted_plan(&cx, &arguments) {
                 Some(plan) => plan,
-                None if super::plan::judged_otherwise(&cx, &arguments) => {
+                None if super::judged_otherwise(&cx, &arguments) => {
                     return Err(TinyAgentsError::validation(format!(
                         "tool `{}` refused call `{}`: its arguments changed after shell_fs_guard judged them (a \
                          middleware or hook after the guard rewrote them), so what would run is not what was \
