@@ -135,6 +135,14 @@ pub const NOT_COMPILED: &[(&str, &str)] = &[
     ("shell_fs_guard", "commands"),
 ];
 
+/// The rules a [`ShellTool`](crate::sandbox::ShellTool) reads a command
+/// line no guard admitted with, unless given others: the default
+/// `shell_fs_guard`'s.
+#[cfg(all(unix, feature = "commands"))]
+pub(crate) fn default_shell_rules() -> std::sync::Arc<dyn crate::sandbox::ShellRules> {
+    std::sync::Arc::new(ShellFsGuardMiddleware::new())
+}
+
 /// The built-ins on by default in a stack built from a file by a registry
 /// made with [`with_builtins`](super::MiddlewareRegistry::with_builtins), with
 /// the options they get (a TOML table; empty: every option at its default).

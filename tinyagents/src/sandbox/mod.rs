@@ -71,7 +71,7 @@ mod shell;
 
 pub use admitted::admitted_plan;
 pub(crate) use admitted::{judged_otherwise, AdmittedPlans};
-pub use shell::ShellTool;
+pub use shell::{ShellRules, ShellTool};
 pub use tinyagents_commands::{
     availability, landlock_abi, PlanRedirect, PlanStage, RedirectTarget, Sandbox, SandboxCommand, SandboxError,
     SandboxLimits, SandboxMode, SandboxOutput, SandboxPolicy, ShellPlan, Termination, GIT_NO_DRIVERS, SAFE_MODES,

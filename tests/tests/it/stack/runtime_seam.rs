@@ -13,20 +13,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Source files that still name a built-in, each with the reason. The last
-/// uses the shell guard's command engine (its one-parse plan), which is
-/// leaving the library for a crate of its own; until then it reaches it
-/// through the guard. An exception that no longer names a built-in fails the
-/// test: remove it.
+/// Source files that still name a built-in, each with the reason. An
+/// exception that no longer names a built-in fails the test: remove it.
 const EXCEPTIONS: &[(&str, &str)] = &[
     // Not an exception to the rule: the crate root publishes the library.
     (
         "lib.rs",
         "mounts the library at `tinyagents::middleware` (and `tinyagents::external_hooks`)",
-    ),
-    (
-        "sandbox/shell.rs",
-        "runs the shell guard's one-parse command plan (the command engine)",
     ),
 ];
 

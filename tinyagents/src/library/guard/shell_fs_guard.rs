@@ -861,6 +861,18 @@ impl ShellFsGuardMiddleware {
     }
 }
 
+/// The guard's reading of a shell call, for a shell tool's calls no guard admitted.
+#[cfg(unix)]
+impl crate::sandbox::ShellRules for ShellFsGuardMiddleware {
+    fn plan_shell(
+        &self,
+        arguments: &Value,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<ShellPlan, String> {
+        ShellFsGuardMiddleware::plan_shell(self, arguments, workspace)
+    }
+}
+
 /// The guard's judgement of whole calls, for the runtime's inherited restrictions.
 impl crate::harness::tool::CallGuard for ShellFsGuardMiddleware {
     fn check_call(&self, call: &ToolCall, workspace: Option<&WorkspaceDescriptor>) -> std::result::Result<(), String> {
