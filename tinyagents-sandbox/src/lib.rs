@@ -1,4 +1,4 @@
-//! The OS confinement under `tinyagents`' command runner (`tinyagents::sandbox`).
+//! The OS confinement under `tinyagents`' command runner (`tinyagents-commands`, re-exported as `tinyagents::sandbox`).
 //!
 //! This crate does one thing: it turns a [`ConfinementSpec`] (policy as data)
 //! into a [`Confinement`] prepared in the parent process, and installs it on a
@@ -38,6 +38,11 @@
 //!
 //! A requirement the kernel cannot meet is an error naming what is missing
 //! ([`SetupError`]); nothing is silently skipped.
+//!
+//! It also declares what its users share: the table of protected paths
+//! ([`protected::PROTECTED_PATHS`], which [`Protection`] is given) and
+//! [`SandboxMode`] (whether a command must run confined). The runner that
+//! uses this crate is `tinyagents-commands`.
 //!
 //! ```no_run
 //! use tinyagents_sandbox::{Confinement, ConfinementSpec};
