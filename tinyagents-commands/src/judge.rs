@@ -284,13 +284,15 @@ pub fn judge(command: &str, policy: &CommandPolicy) -> Verdict {
         None => root.clone(),
         Some(dir) => {
             let raw = dir.to_string_lossy();
-            // a directory given under the root is judged from the root: the
-            // root's own name is the policy's, not the command's
-            let inside = dir.strip_prefix(&root).or_else(|_| dir.strip_prefix(&policy.root));
-            let checked = match inside {
-                Ok(rel) if rel.as_os_str().is_empty() => Ok(root.clone()),
-                Ok(rel) => confine(&root, &rel.to_string_lossy()),
-                Err(_) => confine(&root, &raw),
+            // a canonical directory under the canonical root is confined as
+            // it stands (what a caller that confined it already passes);
+            // anything else is confined here, relative to the root
+            let canonical_inside =
+                dir.is_absolute() && std::fs::canonicalize(dir).is_ok_and(|c| c == *dir && c.starts_with(&root));
+            let checked = if canonical_inside {
+                Ok(dir.clone())
+            } else {
+                confine(&root, &raw)
             };
             match checked {
                 Ok(dir) if dir.is_dir() => dir,

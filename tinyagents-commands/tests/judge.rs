@@ -53,6 +53,10 @@ fn reading_commands_are_admitted_as_plans() {
     // the working directory is confined and becomes the plan's
     let plan = judge("ls", &policy.clone().with_cwd("src")).into_result().unwrap();
     assert_eq!(plan.cwd(), canonical.join("src"));
+    let plan = judge("ls", &policy.clone().with_cwd(canonical.join("src")))
+        .into_result()
+        .unwrap();
+    assert_eq!(plan.cwd(), canonical.join("src"));
 }
 
 #[test]
@@ -83,6 +87,11 @@ fn refusals_are_classified() {
         RefusalKind::Policy
     );
     assert_eq!(refusal("ls", &policy.clone().with_cwd("../")).0, RefusalKind::Policy);
+    assert_eq!(refusal("ls", &policy.clone().with_cwd("/")).0, RefusalKind::Policy);
+    assert_eq!(
+        refusal("ls", &policy.clone().with_cwd("notes.txt")).0,
+        RefusalKind::Policy
+    );
     // the workspace profile's programs need a required OS sandbox
     let (_, reason) = refusal("make test", &policy.clone().workspace_profile(false));
     assert!(reason.contains("requires the OS sandbox"), "{reason}");

@@ -2,7 +2,8 @@
 //! built-ins' folder (`library/`) and the config registry
 //! that lists them (`config/`) names an item the library exports. The
 //! runtime defines the protocols (`harness::interrupt`,
-//! `harness::child_run`, the store traits, `harness::tool::CallGuard`) and
+//! `harness::child_run`, the store traits, `harness::tool::CallGuard`,
+//! `sandbox::ShellRules`) and
 //! the built-ins implement them.
 //!
 //! The names are derived from the library's own exports (every `pub use` of
