@@ -1,4 +1,4 @@
-//! The OS confinement under `tinyagents`' command runner (`tinyagents::sandbox`).
+//! The OS confinement under `tinyagents`' command runner (`tinyagents-commands`, re-exported as `tinyagents::sandbox`).
 //!
 //! This crate does one thing: it turns a [`ConfinementSpec`] (policy as data)
 //! into a [`Confinement`] prepared in the parent process, and installs it on a
@@ -39,6 +39,11 @@
 //! A requirement the kernel cannot meet is an error naming what is missing
 //! ([`SetupError`]); nothing is silently skipped.
 //!
+//! It also declares what its users share: the table of protected paths
+//! ([`protected::PROTECTED_PATHS`], which [`Protection`] is given) and
+//! [`SandboxMode`] (whether a command must run confined). The runner that
+//! uses this crate is `tinyagents-commands`.
+//!
 //! ```no_run
 //! use tinyagents_sandbox::{Confinement, ConfinementSpec};
 //!
@@ -57,6 +62,25 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Whether a command must run confined: what a tool declares it needs, a
+/// workspace requires, and a runner enforces.
+///
+/// ```
+/// assert_eq!(tinyagents_sandbox::SandboxMode::default(), tinyagents_sandbox::SandboxMode::Off);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum SandboxMode {
+    /// No sandbox.
+    #[default]
+    Off,
+    /// A sandbox is used when available.
+    Preferred,
+    /// The tool may only run in a sandboxed workspace.
+    Required,
+}
+
 #[cfg(target_os = "linux")]
 mod cgroup;
 #[cfg(target_os = "linux")]
@@ -65,6 +89,7 @@ mod landlock;
 mod linux;
 #[cfg(target_os = "linux")]
 mod protect;
+pub mod protected;
 #[cfg(target_os = "linux")]
 mod sys;
 

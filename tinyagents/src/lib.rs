@@ -97,9 +97,9 @@ pub(crate) mod library;
 pub use library::external_hooks;
 pub mod patch;
 pub mod prelude;
-pub mod protected;
-#[cfg(unix)]
-#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub use tinyagents_sandbox::protected;
+#[cfg(all(unix, feature = "commands"))]
+#[cfg_attr(docsrs, doc(cfg(all(unix, feature = "commands"))))]
 pub mod sandbox;
 pub mod store;
 pub mod testing;

@@ -56,6 +56,7 @@ builtins![
     ToolAllowlistConfig,
     HumanInTheLoopConfig,
     // guard
+    #[cfg(feature = "commands")]
     ShellFsGuardConfig,
     #[cfg(feature = "pii")]
     PiiConfig,
@@ -130,7 +131,17 @@ pub const CODE_ONLY: &[&str] = &[
 pub const NOT_COMPILED: &[(&str, &str)] = &[
     #[cfg(not(feature = "pii"))]
     ("pii", "pii"),
+    #[cfg(not(feature = "commands"))]
+    ("shell_fs_guard", "commands"),
 ];
+
+/// The rules a [`ShellTool`](crate::sandbox::ShellTool) reads a command
+/// line no guard admitted with, unless given others: the default
+/// `shell_fs_guard`'s.
+#[cfg(all(unix, feature = "commands"))]
+pub(crate) fn default_shell_rules() -> std::sync::Arc<dyn crate::sandbox::ShellRules> {
+    std::sync::Arc::new(ShellFsGuardMiddleware::new())
+}
 
 /// The built-ins on by default in a stack built from a file by a registry
 /// made with [`with_builtins`](super::MiddlewareRegistry::with_builtins), with
@@ -243,6 +254,18 @@ mod tests {
         };
         let shown = err.to_string();
         assert!(shown.contains("built without its `pii` feature"), "{shown}");
+    }
+
+    /// The same for the shell guard, whose engine is the `commands` feature.
+    #[cfg(not(feature = "commands"))]
+    #[test]
+    fn the_shell_guard_left_out_names_the_commands_feature() {
+        let registry: super::super::MiddlewareRegistry<()> = super::super::MiddlewareRegistry::with_builtins();
+        let Err(err) = registry.build_stack(&serde_json::json!({"middleware": [{"type": "shell_fs_guard"}]})) else {
+            panic!("`shell_fs_guard` is not in this build, yet a file naming it built a stack");
+        };
+        let shown = err.to_string();
+        assert!(shown.contains("built without its `commands` feature"), "{shown}");
     }
 
     /// Every built-in of [`NOT_COMPILED`](super::NOT_COMPILED) is one a

@@ -44,6 +44,8 @@ pub(crate) mod suggest;
 mod traits;
 
 pub(crate) use builtins::builtin_docs;
+#[cfg(all(unix, feature = "commands"))]
+pub(crate) use builtins::default_shell_rules;
 pub use builtins::{BUILTIN_TYPES, CODE_ONLY, DEFAULT_ON, DEPRECATED_TYPES, NOT_COMPILED};
 pub use choice::{choice_index, ConfigEnum};
 pub use error::{ConfigError, ConfigErrors, ConfigViolation, ECHO_PATH, ECHO_VALUE};

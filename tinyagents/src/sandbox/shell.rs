@@ -1,18 +1,33 @@
 //! [`ShellTool`]: the shell tool the library ships, every call run in the sandbox.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{admitted_plan, Sandbox, SandboxCommand, SandboxMode, SandboxPolicy, Termination};
+use super::{admitted_plan, Sandbox, SandboxCommand, SandboxMode, SandboxPolicy, ShellPlan, Termination};
 use crate::harness::workspace::WorkspaceDescriptor;
-use crate::middleware::ShellFsGuardMiddleware;
 
 /// The shell `SandboxCommand::shell` runs (only in the `/bin/sh` opt-out).
 const SH: &str = "/bin/sh";
 use crate::harness::tool::{SideEffects, Tool, ToolContext, ToolOutput, ToolPolicy, ToolRuntime, ToolSchema};
 use crate::{Result, TinyAgentsError};
+
+/// How a shell tool reads the command line of a call no guard admitted into
+/// the [`ShellPlan`] of what runs: the rules [`ShellTool::with_rules`]
+/// takes. The `shell_fs_guard` built-in (`ShellFsGuardMiddleware`)
+/// implements it with its own argument keys and command policy; its default
+/// instance is the tool's default.
+pub trait ShellRules: Send + Sync + std::fmt::Debug {
+    /// The plan of a shell call's `arguments` in a run with `workspace`, or
+    /// `Err(reason)` when they are refused.
+    fn plan_shell(
+        &self,
+        arguments: &Value,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<ShellPlan, String>;
+}
 
 /// A shell tool (name `shell`) whose every call runs through the sandboxed
 /// runner ([`Sandbox`]) in the workspace root, or in a `cwd` under it.
@@ -71,7 +86,7 @@ pub struct ShellTool {
     sandbox: Sandbox,
     accept_argv: bool,
     shell: bool,
-    rules: ShellFsGuardMiddleware,
+    rules: Arc<dyn ShellRules>,
 }
 
 impl ShellTool {
@@ -83,7 +98,7 @@ impl ShellTool {
             sandbox,
             accept_argv: false,
             shell: false,
-            rules: ShellFsGuardMiddleware::new(),
+            rules: crate::config::default_shell_rules(),
         };
         tool.describe();
         Ok(tool)
@@ -109,7 +124,7 @@ impl ShellTool {
     }
 
     /// The same tool reading lines no guard admitted with `rules` (default:
-    /// [`ShellFsGuardMiddleware::new`], the default guard). Its root is the
+    /// `ShellFsGuardMiddleware::new()`, the default guard). Its root is the
     /// run's workspace, which must be this tool's root.
     ///
     /// ```no_run
@@ -120,8 +135,8 @@ impl ShellTool {
     ///     .with_rules(ShellFsGuardMiddleware::workspace());
     /// # Ok::<(), tinyagents::TinyAgentsError>(())
     /// ```
-    pub fn with_rules(mut self, rules: ShellFsGuardMiddleware) -> Self {
-        self.rules = rules;
+    pub fn with_rules(mut self, rules: impl ShellRules + 'static) -> Self {
+        self.rules = Arc::new(rules);
         self
     }
 
@@ -280,7 +295,7 @@ impl Tool for ShellTool {
             // reading with the same parser and rules: what is checked runs.
             let plan = match admitted_plan(&cx, &arguments) {
                 Some(plan) => plan,
-                None if super::plan::judged_otherwise(&cx, &arguments) => {
+                None if super::judged_otherwise(&cx, &arguments) => {
                     return Err(TinyAgentsError::validation(format!(
                         "tool `{}` refused call `{}`: its arguments changed after shell_fs_guard judged them (a \
                          middleware or hook after the guard rewrote them), so what would run is not what was \

@@ -2,7 +2,8 @@
 //! built-ins' folder (`library/`) and the config registry
 //! that lists them (`config/`) names an item the library exports. The
 //! runtime defines the protocols (`harness::interrupt`,
-//! `harness::child_run`, the store traits, `harness::tool::CallGuard`) and
+//! `harness::child_run`, the store traits, `harness::tool::CallGuard`,
+//! `sandbox::ShellRules`) and
 //! the built-ins implement them.
 //!
 //! The names are derived from the library's own exports (every `pub use` of
@@ -13,20 +14,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Source files that still name a built-in, each with the reason. The last
-/// uses the shell guard's command engine (its one-parse plan), which is
-/// leaving the library for a crate of its own; until then it reaches it
-/// through the guard. An exception that no longer names a built-in fails the
-/// test: remove it.
+/// Source files that still name a built-in, each with the reason. An
+/// exception that no longer names a built-in fails the test: remove it.
 const EXCEPTIONS: &[(&str, &str)] = &[
     // Not an exception to the rule: the crate root publishes the library.
     (
         "lib.rs",
         "mounts the library at `tinyagents::middleware` (and `tinyagents::external_hooks`)",
-    ),
-    (
-        "sandbox/shell.rs",
-        "runs the shell guard's one-parse command plan (the command engine)",
     ),
 ];
 

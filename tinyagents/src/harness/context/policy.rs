@@ -124,12 +124,15 @@ impl<'a, Ctx> Policy<'a, Ctx> {
             .map_err(|reason| format!("{reason}; it is inherited from the parent run, and a sub-agent can only narrow its parent's restrictions"))?;
         // The plan an inherited shell guard admitted is what the shell tool
         // runs (the child's own stack may hold no such guard).
+        #[cfg(all(unix, feature = "commands"))]
         if let Some(plan) = plan {
             self.ctx
                 .locals()
                 .local::<crate::sandbox::AdmittedPlans>()
                 .record(&call.id, &call.arguments, plan);
         }
+        #[cfg(not(all(unix, feature = "commands")))]
+        let _ = plan;
         Ok(())
     }
 

@@ -25,18 +25,9 @@ bitflags::bitflags! {
     }
 }
 
-/// Whether a tool needs a sandboxed workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxMode {
-    /// No sandbox.
-    #[default]
-    Off,
-    /// A sandbox is used when available.
-    Preferred,
-    /// The tool may only run in a sandboxed workspace.
-    Required,
-}
+/// Whether a tool needs a sandboxed workspace (declared once, in the OS
+/// confinement crate, where the runner enforces it).
+pub use tinyagents_sandbox::SandboxMode;
 
 /// How a tool runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -138,8 +138,11 @@ impl PolicyRules {
                 ));
             }
             // The workspace says "sandboxed"; the kernel must be able to give it.
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "commands"))]
             let available = crate::sandbox::availability();
+            // (without the runner, the kernel probed here, uncached)
+            #[cfg(all(unix, not(feature = "commands")))]
+            let available = tinyagents_sandbox::availability().check().map_err(|e| e.to_string());
             #[cfg(not(unix))]
             let available: std::result::Result<(), String> =
                 Err("the sandbox (Landlock, seccomp) exists on Linux only".to_owned());
@@ -178,6 +181,15 @@ pub(crate) fn declares_read_only(policy: &ToolPolicy) -> bool {
     policy.access.read_only || (policy.classified && SideEffects::READ.contains(policy.side_effects))
 }
 
+/// What a guard makes of an admitted shell call: the plan of what runs
+/// (with the `commands` feature; without it, no guard makes one).
+#[cfg(feature = "commands")]
+pub(crate) type GuardPlan = tinyagents_commands::ShellPlan;
+/// What a guard makes of an admitted shell call: nothing, in a build
+/// without the `commands` feature.
+#[cfg(not(feature = "commands"))]
+pub(crate) type GuardPlan = std::convert::Infallible;
+
 /// A guard that judges whole calls (tool and arguments), recorded on a run
 /// as [`Restriction::Guard`] so that it holds in every child run too.
 ///
@@ -207,12 +219,13 @@ pub trait CallGuard: Send + Sync + std::fmt::Debug {
     /// plan of what runs, when the guard reads command lines into one (the
     /// shell guard does): the agent loop records it for the call, where the
     /// shell tool finds it ([`admitted_plan`](crate::sandbox::admitted_plan)).
-    /// Default: no plan.
+    /// Default: no plan. (With the `commands` feature, which brings the plan.)
+    #[cfg(feature = "commands")]
     fn plan_call(
         &self,
         call: &ToolCall,
         workspace: Option<&WorkspaceDescriptor>,
-    ) -> Result<Option<crate::sandbox::ShellPlan>, String> {
+    ) -> Result<Option<tinyagents_commands::ShellPlan>, String> {
         self.check_call(call, workspace).map(|()| None)
     }
 }
@@ -430,14 +443,16 @@ impl RunRestrictions {
         declared: Option<&ToolPolicy>,
         workspace: Option<&WorkspaceDescriptor>,
         approval: Approval,
-    ) -> Result<Option<crate::sandbox::ShellPlan>, String> {
+    ) -> Result<Option<GuardPlan>, String> {
         self.check(&call.name, declared, workspace, approval)?;
         let mut plan = None;
         for (by, r) in &self.by {
             if let Restriction::Guard(guard) = r {
-                let made = guard
-                    .plan_call(call, workspace)
-                    .map_err(|reason| format!("{reason} (restriction of `{by}`)"))?;
+                #[cfg(feature = "commands")]
+                let made = guard.plan_call(call, workspace);
+                #[cfg(not(feature = "commands"))]
+                let made = guard.check_call(call, workspace).map(|()| None);
+                let made = made.map_err(|reason| format!("{reason} (restriction of `{by}`)"))?;
                 plan = plan.or(made);
             }
         }

@@ -517,7 +517,7 @@ pub async fn run_hook(hook: &HookCommand, input: &HookInput, cwd: &Path) -> Hook
 /// `TMPDIR`), and the timeout and output limits kill the whole tree, a
 /// `setsid` grandchild included. A sandbox the machine cannot give (mode
 /// `Required`) is a failed hook, which a policy hook turns into a refusal.
-#[cfg(unix)]
+#[cfg(all(unix, feature = "commands"))]
 async fn run_sandboxed(hook: &HookCommand, payload: Vec<u8>, env: &[(OsString, OsString)], cwd: &Path) -> HookRun {
     use crate::sandbox::{Sandbox, SandboxCommand, SandboxPolicy, Termination};
     let command = shorten(&hook.command, 200);
@@ -578,12 +578,23 @@ async fn run_sandboxed(hook: &HookCommand, _: Vec<u8>, _: &[(OsString, OsString)
     ))
 }
 
+/// Without the command runner in the build, a hook that asks for the OS
+/// sandbox fails (closed), naming the feature.
+#[cfg(all(unix, not(feature = "commands")))]
+async fn run_sandboxed(hook: &HookCommand, _: Vec<u8>, _: &[(OsString, OsString)], _: &Path) -> HookRun {
+    HookRun::Failed(format!(
+        "`{}` asks for the OS sandbox, and this build of tinyagents has no command runner: turn on its \
+         `commands` feature, or set `sandbox = \"off\"` to run the hook unconfined",
+        shorten(&hook.command, 200)
+    ))
+}
+
 /// The directory of the script a hook command runs, outside `cwd`: its
 /// first word (`/etc/agent/hooks/check.sh`), or the first operand after an
 /// interpreter (`sh /etc/agent/hooks/check.sh`). The sandbox lets the hook
 /// read (never write) there. Only the script's own directory: another file
 /// the command names (`cat /etc/shadow`) widens nothing.
-#[cfg(unix)]
+#[cfg(all(unix, feature = "commands"))]
 fn script_dir(command: &str, cwd: &Path) -> Option<std::path::PathBuf> {
     const INTERPRETERS: &[&str] = &["sh", "bash", "dash", "zsh", "python", "python3", "perl", "ruby", "node"];
     let mut words = command.split_whitespace().map(|w| w.trim_matches(['\'', '"']));

@@ -9,16 +9,18 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
-use super::commands::{self, intrinsic_refusal};
-use super::path_check::{confine, confine_from, expand_glob, protected_hit, WalkBudget, DEFAULT_PROTECTED_PATHS};
-use super::shell_check::{check_command, ShellRules};
+use tinyagents_commands::{
+    confine, confine_from, confine_glob, intrinsic_refusal, is_specified, judge, protected_hit, resolve_root,
+    specified_commands, CommandPolicy, Verdict, DEFAULT_ALLOW_COMMANDS, DEFAULT_DENY_COMMANDS, DEFAULT_PROTECTED_PATHS,
+};
+
 use crate::config::ConfigViolation;
 use crate::harness::context::RunContext;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::PreparedBatch;
 use crate::harness::tool::{FileAccessMode, ToolCall};
 use crate::harness::workspace::WorkspaceDescriptor;
-use crate::sandbox::ShellPlan;
+use tinyagents_commands::ShellPlan;
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
@@ -157,83 +159,6 @@ pub const DEFAULT_CWD_KEYS: &[&str] = &["cwd", "workdir", "working_directory", "
 pub const DEFAULT_SHELL_TOOLS: &[&str] = &["shell", "bash", "run_command", "exec", "terminal"];
 /// The default harmless extra argument keys of a shell tool call.
 pub const DEFAULT_SHELL_EXTRA_KEYS: &[&str] = &["timeout", "timeout_ms", "description"];
-/// The default commands a shell tool may run (each has an argv-level
-/// specification in the guard). `cargo` is specified but not listed: it
-/// runs workspace code (build scripts, tests), so list it only where an OS
-/// sandbox confines the run.
-pub const DEFAULT_ALLOW_COMMANDS: &[&str] = &[
-    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd", "diff", "sort", "uniq", "stat", "file",
-    "du", "tree", "git", "mkdir", "touch", "cp", "mv", "date", "basename", "dirname", "realpath", "cut", "tr",
-    "printf", "true", "false", "test", "jq", "sed",
-];
-/// Commands refused by name (kept for configuration compatibility: every
-/// interpreter, indirection and environment-printing program is refused
-/// whatever the lists say, versioned names included).
-pub const DEFAULT_DENY_COMMANDS: &[&str] = &[
-    "sudo",
-    "su",
-    "doas",
-    "eval",
-    "exec",
-    "source",
-    ".",
-    "command",
-    "builtin",
-    "env",
-    "export",
-    "unset",
-    "alias",
-    "xargs",
-    "nohup",
-    "timeout",
-    "nice",
-    "setsid",
-    "bash",
-    "zsh",
-    "dash",
-    "ksh",
-    "fish",
-    "csh",
-    "tcsh",
-    "python",
-    "python3",
-    "perl",
-    "ruby",
-    "node",
-    "php",
-    "lua",
-    "awk",
-    "curl",
-    "wget",
-    "nc",
-    "ncat",
-    "netcat",
-    "telnet",
-    "ssh",
-    "scp",
-    "sftp",
-    "rsync",
-    "ftp",
-    "dd",
-    "mkfs",
-    "mount",
-    "umount",
-    "chmod",
-    "chown",
-    "chgrp",
-    "chroot",
-    "kill",
-    "pkill",
-    "killall",
-    "shutdown",
-    "reboot",
-    "crontab",
-    "at",
-    "systemctl",
-    "socat",
-    "rm",
-];
-
 /// Options of [`ShellFsGuardMiddleware`] (`type = "shell_fs_guard"`).
 ///
 /// ```
@@ -335,12 +260,12 @@ fn check_guard_config(c: &ShellFsGuardConfig) -> std::result::Result<(), ConfigV
             )
             .with_value(command));
         }
-        if commands::spec(command).is_none() {
+        if !is_specified(command) {
             return Err(ConfigViolation::new(
                 "allow_commands",
                 format!(
                     "must list only commands the guard has an argv specification for ({})",
-                    commands::specified_commands().join(", ")
+                    specified_commands().join(", ")
                 ),
             )
             .with_value(command));
@@ -543,7 +468,7 @@ impl ShellFsGuardMiddleware {
 
     /// The names of the programs the guard has an argv-level specification for.
     pub fn specified_commands() -> Vec<&'static str> {
-        commands::specified_commands()
+        specified_commands()
     }
 
     /// The canonical root and whether the run is read-only.
@@ -554,15 +479,7 @@ impl ShellFsGuardMiddleware {
             (None, Some(w)) => w.root.clone(),
             (None, None) => return Err("the run has no workspace root to confine to".to_owned()),
         };
-        let root = std::fs::canonicalize(&root)
-            .map_err(|_| format!("the workspace root `{}` cannot be resolved", root.display()))?;
-        if root.parent().is_none() {
-            return Err(format!(
-                "the workspace root `{}` is the file-system root, which confines nothing: give the run a project \
-                 directory",
-                root.display()
-            ));
-        }
+        let root = resolve_root(&root)?;
         Ok((root, read_only))
     }
 
@@ -659,18 +576,21 @@ impl ShellFsGuardMiddleware {
         let Some(command) = command.as_str() else {
             return Err("the command is not a string".to_owned());
         };
-        let rules = ShellRules {
-            allow: &c.allow_commands,
-            deny: &c.deny_commands,
+        let policy = CommandPolicy {
+            root,
+            cwd: Some(cwd),
+            allow: c.allow_commands.clone(),
+            deny: c.deny_commands.clone(),
             read_only,
             allow_pipes: c.allow_pipes,
-            root: &root,
-            cwd: &cwd,
-            protected: &c.protected_paths,
-            workspace: c.profile == "workspace",
+            protected: c.protected_paths.clone(),
+            workspace_profile: c.profile == "workspace",
             sandboxed: workspace.is_some_and(|w| w.sandbox == crate::harness::tool::SandboxMode::Required),
         };
-        check_command(command, &rules)
+        match judge(command, &policy) {
+            Verdict::Admitted(plan) => Ok(plan),
+            Verdict::Refused(refusal) => Err(refusal.reason),
+        }
     }
 
     /// The directory the call runs in: its one cwd key, confined to the root
@@ -837,23 +757,7 @@ impl ShellFsGuardMiddleware {
         raw: &str,
         writes: bool,
     ) -> std::result::Result<(), String> {
-        super::path_check::lexical(raw).map_err(|e| format!("`{key}`: the glob `{raw}`: {e}"))?;
-        if raw.split('/').any(|p| p == "..") {
-            return Err(format!("`{key}`: the glob `{raw}` climbs with `..`"));
-        }
-        if raw.matches(['*', '?', '[']).count() > 16 {
-            return Err(format!(
-                "`{key}`: the glob `{raw}` has more than 16 wildcards: narrow it"
-            ));
-        }
-        if raw.starts_with('/') {
-            let literal: String = raw.split(['*', '?', '[']).next().unwrap_or("/").to_owned();
-            confine_from(root, cwd, &literal).map_err(|e| format!("`{key}`: the glob `{raw}`: {e}"))?;
-        }
-        let matches = expand_glob(root, cwd, raw, true, &WalkBudget::default()).map_err(|e| format!("`{key}`: {e}"))?;
-        for m in matches.unwrap_or_default() {
-            let path =
-                confine_from(root, cwd, &m).map_err(|e| format!("`{key}`: the glob `{raw}` matches `{m}`: {e}"))?;
+        for (m, path) in confine_glob(root, cwd, raw).map_err(|e| format!("`{key}`: {e}"))? {
             if writes {
                 self.not_protected(root, &path, key, &m)?;
             }
@@ -954,6 +858,18 @@ impl ShellFsGuardMiddleware {
                 .record(&call.id, &call.arguments, plan);
         }
         Ok(())
+    }
+}
+
+/// The guard's reading of a shell call, for a shell tool's calls no guard admitted.
+#[cfg(unix)]
+impl crate::sandbox::ShellRules for ShellFsGuardMiddleware {
+    fn plan_shell(
+        &self,
+        arguments: &Value,
+        workspace: Option<&WorkspaceDescriptor>,
+    ) -> std::result::Result<ShellPlan, String> {
+        ShellFsGuardMiddleware::plan_shell(self, arguments, workspace)
     }
 }
 

@@ -188,8 +188,8 @@ mod differential {
     use proptest::prelude::*;
 
     use super::primaries;
-    use crate::library::guard::commands::Ctx;
-    use crate::library::guard::path_check::WalkBudget;
+    use crate::commands::Ctx;
+    use crate::path_check::WalkBudget;
 
     const OPERATORS: &[&str] = &["(", ")", "-a", "-and", "-o", "-or", "!", "-not", ","];
     const ACTIONS: &[&str] = &[

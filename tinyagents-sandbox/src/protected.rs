@@ -7,11 +7,11 @@
 //!
 //! [`PROTECTED_PATHS`] is the one declaration. From it come:
 //!
-//! * the guard's default refusal list,
-//!   [`DEFAULT_PROTECTED_PATHS`](crate::middleware::DEFAULT_PROTECTED_PATHS)
-//!   (`shell_fs_guard`'s `protected_paths`), which refuses writes early, with
-//!   the reason;
-//! * the sandbox's enforced list, [`SandboxPolicy::protected_paths`](crate::sandbox::SandboxPolicy::protected_paths):
+//! * the command checker's default refusal list (`tinyagents_commands`'
+//!   `DEFAULT_PROTECTED_PATHS`, `shell_fs_guard`'s `protected_paths`), which
+//!   refuses writes early, with the reason;
+//! * the runner's enforced list (`tinyagents_commands`'
+//!   `SandboxPolicy::protected_paths`, handed to [`Protection`](crate::Protection)):
 //!   inside the sandbox these paths, at any depth of the workspace
 //!   (`sub/.envrc`, `vendor/x/.git/config`), cannot be written, renamed,
 //!   replaced or removed, and one the command creates is removed after the
@@ -19,7 +19,7 @@
 //! * the table of `docs/security.md` (a test checks it matches).
 //!
 //! ```
-//! use tinyagents::protected::{SandboxRule, PROTECTED_PATHS};
+//! use tinyagents_sandbox::protected::{SandboxRule, PROTECTED_PATHS};
 //!
 //! let git = PROTECTED_PATHS.iter().find(|r| r.pattern == ".git/config").unwrap();
 //! assert_eq!(git.sandbox, SandboxRule::ReadOnly);
@@ -200,7 +200,7 @@ pub const PATTERNS: &[&str] = &patterns();
 /// The table of [`PROTECTED_PATHS`] as Markdown (the one in `docs/security.md`).
 ///
 /// ```
-/// let md = tinyagents::protected::markdown_table();
+/// let md = tinyagents_sandbox::protected::markdown_table();
 /// assert!(md.starts_with("| Path | Run or loaded by | What runs |"));
 /// assert!(md.contains("| `.envrc` | direnv |"));
 /// ```
@@ -221,7 +221,7 @@ pub fn markdown_table() -> String {
 /// entry without `/` matches any path component, case-insensitively; an
 /// entry with `/` matches that path from the root, everything under it, and
 /// the directories it lies in.
-pub(crate) fn protected_hit<'a>(
+pub fn protected_hit<'a>(
     root: &std::path::Path,
     resolved: &std::path::Path,
     protected: &'a [String],
@@ -262,7 +262,7 @@ const LOOKALIKES: &[char] = &[
 /// patch's targets): `Err(reason)` for a form refused before the file system
 /// is consulted, because no protected-path check could judge it as the
 /// program will read it.
-pub(crate) fn path_lexical(raw: &str) -> Result<(), String> {
+pub fn path_lexical(raw: &str) -> Result<(), String> {
     if raw.is_empty() {
         return Err("an empty path".to_owned());
     }

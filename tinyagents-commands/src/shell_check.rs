@@ -4,13 +4,13 @@
 //! (chaining, substitution, expansion, subshells, here-documents), glob
 //! expansion with every match confined, redirections confined, then each
 //! pipeline stage checked against its program's argv-level specification
-//! ([`super::commands`]).
+//! ([`crate::commands`]).
 
 use std::path::Path;
 
-use super::commands::{self, intrinsic_refusal, Ctx};
-use super::path_check::{confine_from, expand_glob, protected_hit, WalkBudget, EXPANSION_LIMIT};
-use crate::sandbox::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan};
+use crate::commands::{self, intrinsic_refusal, Ctx};
+use crate::path_check::{confine_from, expand_glob, protected_hit, WalkBudget, EXPANSION_LIMIT};
+use crate::plan::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan};
 
 /// The longest command line judged.
 const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -18,32 +18,32 @@ const MAX_COMMAND_BYTES: usize = 64 * 1024;
 const MAX_GLOB_METAS: usize = 16;
 
 /// How commands are judged.
-pub(super) struct ShellRules<'a> {
-    pub(super) allow: &'a [String],
-    pub(super) deny: &'a [String],
-    pub(super) read_only: bool,
-    pub(super) allow_pipes: bool,
-    pub(super) root: &'a Path,
+pub(crate) struct ShellRules<'a> {
+    pub(crate) allow: &'a [String],
+    pub(crate) deny: &'a [String],
+    pub(crate) read_only: bool,
+    pub(crate) allow_pipes: bool,
+    pub(crate) root: &'a Path,
     /// The canonical directory the command runs in (under the root).
-    pub(super) cwd: &'a Path,
-    pub(super) protected: &'a [String],
+    pub(crate) cwd: &'a Path,
+    pub(crate) protected: &'a [String],
     /// The `workspace` profile is on.
-    pub(super) workspace: bool,
+    pub(crate) workspace: bool,
     /// The run's workspace requires the OS sandbox.
-    pub(super) sandboxed: bool,
+    pub(crate) sandboxed: bool,
 }
 
 /// One shell word: its text after quote removal, and the glob pattern it is
 /// (quoted metacharacters escaped) when an unquoted `*`, `?` or `[` makes
 /// the shell expand it.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Word {
-    pub(super) text: String,
-    pub(super) glob: Option<String>,
+pub(crate) struct Word {
+    pub(crate) text: String,
+    pub(crate) glob: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
-pub(super) enum Token {
+pub(crate) enum Token {
     Word(Word),
     Pipe,
     /// A redirection: the descriptor, the operator (`>`, `>>`, `<`, `>&`),
@@ -57,7 +57,7 @@ pub(super) enum Token {
 
 /// Splits a command line into tokens as `bash` and POSIX `sh` both would,
 /// refusing what is not understood or what the two read differently.
-pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
+pub(crate) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
     let c: Vec<char> = cmd.chars().collect();
     let mut tokens = Vec::new();
     let mut text = String::new();
@@ -307,9 +307,9 @@ pub(super) fn lex(cmd: &str) -> Result<Vec<Token>, String> {
     Ok(tokens)
 }
 
-/// The plan of the command line — what runs, exactly — or `Err(reason)`
-/// when it is refused.
-pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<ShellPlan, String> {
+/// The tokens of the command line, or `Err(reason)` when it is not
+/// understood (empty, too long, or a construct the lexer refuses).
+pub(crate) fn read_line(cmd: &str) -> Result<Vec<Token>, String> {
     if cmd.trim().is_empty() {
         return Err("an empty command".to_owned());
     }
@@ -319,7 +319,12 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<ShellPl
             cmd.len()
         ));
     }
-    let tokens = lex(cmd)?;
+    lex(cmd)
+}
+
+/// The plan of the command line `cmd` read into `tokens` — what runs,
+/// exactly — or `Err(reason)` when it is refused.
+pub(crate) fn plan_tokens(cmd: &str, tokens: &[Token], rules: &ShellRules<'_>) -> Result<ShellPlan, String> {
     let stages: Vec<&[Token]> = tokens.split(|t| *t == Token::Pipe).collect();
     if stages.len() > 1 && !rules.allow_pipes {
         return Err("a pipe (`allow_pipes` is off)".to_owned());
@@ -337,7 +342,7 @@ pub(super) fn check_command(cmd: &str, rules: &ShellRules<'_>) -> Result<ShellPl
 }
 
 /// The words the globs of one command line have become so far (at most
-/// [`EXPANSION_LIMIT`](super::path_check::EXPANSION_LIMIT)); what their
+/// [`EXPANSION_LIMIT`](crate::path_check::EXPANSION_LIMIT)); what their
 /// expansion visited is charged to the line's [`WalkBudget`].
 #[derive(Debug, Default)]
 struct GlobBudget {

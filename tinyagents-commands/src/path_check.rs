@@ -6,20 +6,20 @@
 
 use std::path::{Component, Path, PathBuf};
 
-pub(crate) use crate::protected::{path_lexical as lexical, protected_hit};
+pub use tinyagents_sandbox::protected::{path_lexical as lexical, protected_hit};
 
 /// Confines `raw` to `root` (which must be canonical): `Ok(resolved)` when the
 /// path, walked component by component as the OS would (every existing
 /// symlink resolved where it stands, so `link/..` means the link target's
 /// parent), ends under the root. A dangling symlink is refused: writing
 /// through it could create a file anywhere.
-pub(super) fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
+pub fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
     confine_from(root, root, raw)
 }
 
 /// [`confine`] for a path relative to `base` (a canonical directory under
 /// the root: the working directory a command runs in).
-pub(super) fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, String> {
+pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, String> {
     lexical(raw)?;
     let mut current = if Path::new(raw).is_absolute() {
         PathBuf::from("/")
@@ -63,27 +63,64 @@ pub(super) fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBu
 /// entry without `/` matches any path component (case-insensitively, as on
 /// case-insensitive file systems), an entry with `/` matches that path
 /// relative to the root and everything under it. Derived from the table
-/// [`crate::protected::PROTECTED_PATHS`] (each row names the program that
+/// [`PROTECTED_PATHS`](tinyagents_sandbox::protected::PROTECTED_PATHS) (each row names the program that
 /// runs the file), which the sandbox enforces too.
-pub const DEFAULT_PROTECTED_PATHS: &[&str] = crate::protected::PATTERNS;
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = tinyagents_sandbox::protected::PATTERNS;
+
+/// The most wildcards a glob argument of a file tool may hold (matching is
+/// backtracking).
+const MAX_GLOB_WILDCARDS: usize = 16;
+
+/// Confines a glob argument of a file tool (`src/**/*.rs`): it may not
+/// climb with `..`, hold more than 16 wildcards or name a place outside the
+/// root; it is expanded from `cwd` (a canonical directory under the canonical
+/// `root`; `**` matches any depth), and every match confined. `Ok` holds
+/// each match as written and resolved; `Err(reason)` names the glob.
+///
+/// ```
+/// let root = std::env::temp_dir().canonicalize().unwrap();
+/// assert!(tinyagents_commands::confine_glob(&root, &root, "../*").unwrap_err().contains("climbs"));
+/// ```
+pub fn confine_glob(root: &Path, cwd: &Path, raw: &str) -> Result<Vec<(String, PathBuf)>, String> {
+    lexical(raw).map_err(|e| format!("the glob `{raw}`: {e}"))?;
+    if raw.split('/').any(|p| p == "..") {
+        return Err(format!("the glob `{raw}` climbs with `..`"));
+    }
+    if raw.matches(['*', '?', '[']).count() > MAX_GLOB_WILDCARDS {
+        return Err(format!(
+            "the glob `{raw}` has more than {MAX_GLOB_WILDCARDS} wildcards: narrow it"
+        ));
+    }
+    if raw.starts_with('/') {
+        let literal: String = raw.split(['*', '?', '[']).next().unwrap_or("/").to_owned();
+        confine_from(root, cwd, &literal).map_err(|e| format!("the glob `{raw}`: {e}"))?;
+    }
+    let matches = expand_glob(root, cwd, raw, true, &WalkBudget::default())?;
+    let mut out = Vec::new();
+    for m in matches.unwrap_or_default() {
+        let path = confine_from(root, cwd, &m).map_err(|e| format!("the glob `{raw}` matches `{m}`: {e}"))?;
+        out.push((m, path));
+    }
+    Ok(out)
+}
 
 /// The most glob matches (or walked entries) checked before refusing.
-pub(super) const EXPANSION_LIMIT: usize = 4096;
+pub(crate) const EXPANSION_LIMIT: usize = 4096;
 /// The most entries the walks of one command line (its globs, the symlinks
 /// its programs would follow, the trees it copies) visit before refusing.
-pub(super) const WALK_LIMIT: usize = 50_000;
+pub(crate) const WALK_LIMIT: usize = 50_000;
 
 /// What the walks of one command line have visited so far: every directory
 /// listed and every entry read counts against [`WALK_LIMIT`], whichever
 /// operand, glob or option asked for the walk. Bounding each walk alone let a
 /// line of 20,000 `.` operands walk the workspace 20,000 times.
 #[derive(Debug, Default)]
-pub(super) struct WalkBudget(std::cell::Cell<usize>);
+pub(crate) struct WalkBudget(std::cell::Cell<usize>);
 
 impl WalkBudget {
     /// Charges `n` visits; `false` once the line has visited more than [`WALK_LIMIT`].
     #[must_use]
-    pub(super) fn charge(&self, n: usize) -> bool {
+    pub(crate) fn charge(&self, n: usize) -> bool {
         let used = self.0.get().saturating_add(n);
         self.0.set(used);
         used <= WALK_LIMIT
@@ -100,7 +137,7 @@ impl WalkBudget {
 /// leaves `root` is refused. Bounded: the entries it visits are charged to
 /// `walk` (one budget spans every walk of a command line), and at most
 /// [`EXPANSION_LIMIT`] matches.
-pub(super) fn expand_glob(
+pub(crate) fn expand_glob(
     root: &Path,
     base: &Path,
     pattern: &str,
@@ -247,7 +284,7 @@ pub(super) fn expand_glob(
 /// collating symbol (`[[:alpha:]]`, `[[=a=]]`, `[[.a.]]`: the shells expand
 /// them, the matcher reads a set and a literal `]`), a `^` negation (bash
 /// negates, dash matches `^`), a backslash, or a `[` never closed.
-pub(super) fn brackets_understood(part: &str) -> Result<(), String> {
+pub(crate) fn brackets_understood(part: &str) -> Result<(), String> {
     let c: Vec<char> = part.chars().collect();
     let mut i = 0;
     while i < c.len() {
@@ -301,7 +338,7 @@ fn utf8_name(entry: &std::fs::DirEntry, pattern: &str) -> Result<String, String>
 /// would, and refuses when any symlink met resolves outside `root` (a
 /// dangling one is followed nowhere). Each directory listed and each entry
 /// read is charged to `walk`, the command line's budget.
-pub(super) fn check_followed(root: &Path, start: &Path, walk: &WalkBudget) -> Result<(), String> {
+pub(crate) fn check_followed(root: &Path, start: &Path, walk: &WalkBudget) -> Result<(), String> {
     let mut stack = vec![start.to_path_buf()];
     let mut seen = std::collections::HashSet::new();
     while let Some(dir) = stack.pop() {
@@ -356,7 +393,7 @@ fn too_many_to_walk(start: &Path) -> String {
 /// Finds the first entry under `start` (not following symlinks) whose name
 /// is protected: copying or moving such a tree writes protected files. Each
 /// directory listed and each entry read is charged to `walk`.
-pub(super) fn find_protected_inside(
+pub(crate) fn find_protected_inside(
     start: &Path,
     protected: &[String],
     walk: &WalkBudget,

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::path_check::{check_followed, confine_from, find_protected_inside, protected_hit, WalkBudget};
+use crate::path_check::{check_followed, confine_from, find_protected_inside, protected_hit, WalkBudget};
 
 mod basename;
 mod cargo;
@@ -767,7 +767,7 @@ pub(crate) fn check_parsed(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result
 /// environment. Versioned names (`python3.12`, `pip3`) count as their base.
 ///
 /// ```
-/// use tinyagents::middleware::intrinsic_refusal;
+/// use tinyagents_commands::intrinsic_refusal;
 ///
 /// assert!(intrinsic_refusal("python3.12").unwrap().contains("interpreter"));
 /// assert!(intrinsic_refusal("printenv").unwrap().contains("environment"));

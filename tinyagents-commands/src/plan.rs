@@ -1,30 +1,25 @@
-//! [`ShellPlan`]: a command line as the shell guard read it — pipeline
-//! stages of argv, their redirections, the working directory and the
-//! environment — which the sandboxed runner executes itself
-//! ([`Sandbox::run_plan`](super::Sandbox::run_plan)): every stage spawned
+//! [`ShellPlan`]: a command line as [`judge`](crate::judge) read it —
+//! pipeline stages of argv, their redirections, the working directory and
+//! the environment — which the sandboxed runner executes itself
+//! ([`Sandbox::run_plan`](crate::Sandbox::run_plan)): every stage spawned
 //! directly with OS pipes between them, every redirection file opened by the
 //! runner. No `/bin/sh` reads the line a second time, so what the guard
 //! checked is what runs: globs were expanded once, at check time, and reach
 //! the program as literal words; a glob match that begins with `-` is passed
 //! as `./-name`, a path no program can take for an option.
 //!
-//! A plan cannot be built outside the library: the guard
-//! ([`ShellFsGuardMiddleware`](crate::middleware::ShellFsGuardMiddleware))
-//! records the plan it admitted for a call id, and a tool reads it back with
-//! [`admitted_plan`]; the model only ever supplies the command line.
+//! A plan cannot be built outside this crate: only [`judge`](crate::judge)
+//! makes one, from a command line it admitted (in tinyagents the
+//! `shell_fs_guard` built-in records it for the call, and the shell tool
+//! reads it back); the model only ever supplies the command line.
 //!
 //! Programs that embed an interpreter or run configured programs get their
 //! safe mode whatever the model wrote ([`SAFE_MODES`]): GNU sed runs with
 //! `--sandbox` (it refuses `e`, `w`, `r` itself), git with overrides that
 //! switch off the programs its configuration or the work tree can name.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
-use serde_json::Value;
-
-use crate::harness::tool::ToolContext;
 
 /// Where one descriptor of a stage points.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +87,7 @@ impl PlanStage {
     }
 }
 
-/// A checked command line, ready to execute: see [`Sandbox::run_plan`](crate::sandbox::Sandbox::run_plan).
+/// A checked command line, ready to execute: see [`Sandbox::run_plan`](crate::Sandbox::run_plan).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellPlan {
     pub(crate) line: String,
@@ -127,7 +122,7 @@ impl ShellPlan {
     }
 
     /// Environment variables the plan sets on every stage (after the
-    /// sandbox policy's; the guard admits no environment overrides, so this
+    /// sandbox policy's; `judge` admits no environment overrides, so this
     /// is empty for a plan it made).
     pub fn env(&self) -> &BTreeMap<String, String> {
         &self.env
@@ -139,7 +134,7 @@ impl ShellPlan {
 /// work tree: `(program, arguments inserted after the program name)`.
 /// `git` also gets `--no-ext-diff`/`--no-textconv` after the subcommands
 /// that can diff ([`GIT_NO_DRIVERS`]). The other specified programs have no
-/// such switch: their code-running features are refused by the guard's
+/// such switch: their code-running features are refused by the checker's
 /// specifications (`find -exec`, `jq`'s `import`), and the files they would
 /// load on their own (`~/.jq`) are in the sandbox's private, empty `HOME`.
 pub const SAFE_MODES: &[(&str, &[&str])] = &[
@@ -250,110 +245,6 @@ pub(crate) fn safe_argv(argv: Vec<String>) -> Result<Vec<String>, String> {
     }
     out.extend(argv[i..].iter().cloned());
     Ok(out)
-}
-
-/// The most plans kept for a run (the oldest is dropped first): a tool reads
-/// its plan right after the guard admitted the call.
-const KEPT_PLANS: usize = 1024;
-
-/// The plans the shell guard admitted in a run, by call id, each with the
-/// digest of the arguments it judged (a run-local value: the model cannot
-/// write it).
-#[derive(Debug, Default)]
-pub(crate) struct AdmittedPlans(Mutex<Kept>);
-
-/// The plans by call id (with the digest of the judged arguments), and the
-/// ids oldest first.
-type Kept = (HashMap<String, (u64, ShellPlan)>, VecDeque<String>);
-
-impl AdmittedPlans {
-    /// Records `plan` as the one admitted for call `id` with `arguments`.
-    pub(crate) fn record(&self, id: &str, arguments: &Value, plan: ShellPlan) {
-        let mut g = self.0.lock().expect("admitted plans lock");
-        let (map, order) = &mut *g;
-        if map.insert(id.to_owned(), (digest(arguments), plan)).is_none() {
-            order.push_back(id.to_owned());
-            while order.len() > KEPT_PLANS {
-                if let Some(old) = order.pop_front() {
-                    map.remove(&old);
-                }
-            }
-        }
-    }
-
-    /// Whether the guard judged call `id` (with whatever arguments).
-    pub(crate) fn judged(&self, id: &str) -> bool {
-        self.0.lock().expect("admitted plans lock").0.contains_key(id)
-    }
-
-    /// The plan admitted for call `id`, if it was admitted with exactly `arguments`.
-    pub(crate) fn get(&self, id: &str, arguments: &Value) -> Option<ShellPlan> {
-        let g = self.0.lock().expect("admitted plans lock");
-        match g.0.get(id) {
-            Some((d, plan)) if *d == digest(arguments) => Some(plan.clone()),
-            _ => None,
-        }
-    }
-}
-
-fn digest(arguments: &Value) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    arguments.to_string().hash(&mut h);
-    h.finish()
-}
-
-/// The plan the shell guard admitted for the call `cx` runs, when the guard
-/// judged exactly these `arguments` (a middleware that rewrote them after
-/// the guard voids the plan: `None`). A shell tool of your own runs it with
-/// [`Sandbox::run_plan`](super::Sandbox::run_plan) — or, without the
-/// library's sandbox, by spawning each stage's [`argv`](PlanStage::argv)
-/// itself, never by handing [`line`](ShellPlan::line) to a shell.
-///
-/// ```no_run
-/// use async_trait::async_trait;
-/// use serde_json::Value;
-/// use tinyagents::harness::tool::{Tool, ToolContext, ToolOutput, ToolSchema};
-/// use tinyagents::sandbox::{admitted_plan, Sandbox};
-/// use tinyagents::{Result, TinyAgentsError};
-///
-/// struct MyShell {
-///     schema: ToolSchema,
-///     sandbox: Sandbox,
-/// }
-///
-/// #[async_trait]
-/// impl Tool for MyShell {
-///     fn schema(&self) -> &ToolSchema {
-///         &self.schema
-///     }
-///
-///     async fn call(&self, cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
-///         // Only what the guard checked runs: no plan, no run.
-///         let Some(plan) = admitted_plan(&cx, &arguments) else {
-///             return Err(TinyAgentsError::validation("no command admitted by shell_fs_guard for this call"));
-///         };
-///         let out = self.sandbox.run_plan(&plan).await?;
-///         Ok(ToolOutput::from(out.render()))
-///     }
-/// }
-/// ```
-pub fn admitted_plan(cx: &ToolContext, arguments: &Value) -> Option<ShellPlan> {
-    cx.parent()
-        .locals
-        .0
-        .try_get::<AdmittedPlans>()?
-        .get(cx.call_id(), arguments)
-}
-
-/// Whether the shell guard judged the call `cx` runs with arguments other
-/// than `arguments` (something after the guard rewrote them): such a call
-/// must not run, since what the guard checked is not what would run.
-pub(crate) fn judged_otherwise(cx: &ToolContext, arguments: &Value) -> bool {
-    let Some(plans) = cx.parent().locals.0.try_get::<AdmittedPlans>() else {
-        return false;
-    };
-    plans.judged(cx.call_id()) && plans.get(cx.call_id(), arguments).is_none()
 }
 
 #[cfg(test)]

@@ -15,15 +15,15 @@ use tokio_util::sync::CancellationToken;
 
 use tinyagents_sandbox::{Confinement, ConfinementSpec, ProtectedChanges};
 
-use super::plan::{PlanRedirect, RedirectTarget, ShellPlan};
-use super::{SandboxMode, SandboxPolicy};
-use crate::{Result, TinyAgentsError};
+use crate::error::{Result, SandboxError};
+use crate::plan::{PlanRedirect, RedirectTarget, ShellPlan};
+use crate::sandbox::{SandboxMode, SandboxPolicy};
 
 /// One command to run: its argv, working directory, stdin and extra environment.
 ///
 /// ```
 /// use std::time::Duration;
-/// use tinyagents::sandbox::SandboxCommand;
+/// use tinyagents_commands::SandboxCommand;
 ///
 /// let cmd = SandboxCommand::shell("ls | wc -l")
 ///     .with_cwd("src")
@@ -221,8 +221,8 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 /// The `PATH` of a command when neither it, the policy nor the allow list gives one.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-fn tool_error(message: String) -> TinyAgentsError {
-    TinyAgentsError::tool("sandbox", message)
+fn tool_error(message: String) -> SandboxError {
+    SandboxError::failed(message)
 }
 
 /// Why a required sandbox refuses a machine that cannot make the read-only
@@ -237,7 +237,7 @@ const NO_READ_ONLY_MOUNTS: &str = "sandbox required, but this machine cannot giv
 
 /// The refusal of a run that created or replaced protected paths (undone),
 /// or after which they could not all be checked.
-fn protected_created(program: &str, root: &Path, changes: &ProtectedChanges) -> TinyAgentsError {
+fn protected_created(program: &str, root: &Path, changes: &ProtectedChanges) -> SandboxError {
     let name = |p: &PathBuf| format!("`{}`", p.strip_prefix(root).unwrap_or(p).display());
     let mut parts = Vec::new();
     if !changes.removed.is_empty() {
@@ -273,12 +273,12 @@ impl Sandbox {
         let root = policy.check()?;
         let sandbox = Self { policy, root };
         if sandbox.policy.mode == SandboxMode::Required {
-            super::availability().map_err(TinyAgentsError::config)?;
+            crate::sandbox::availability().map_err(SandboxError::config)?;
             // A trial confinement: the process limit and the paths must hold too.
             let trial = Confinement::prepare(&sandbox.spec(&sandbox.root.clone()))
-                .map_err(|e| TinyAgentsError::config(e.to_string()))?;
+                .map_err(|e| SandboxError::config(e.to_string()))?;
             if !trial.read_only_mounts() {
-                return Err(TinyAgentsError::config(NO_READ_ONLY_MOUNTS));
+                return Err(SandboxError::config(NO_READ_ONLY_MOUNTS));
             }
         }
         Ok(sandbox)
@@ -327,13 +327,13 @@ impl Sandbox {
         };
         let joined = self.root.join(cwd);
         let real = joined.canonicalize().map_err(|e| {
-            TinyAgentsError::validation(format!(
+            SandboxError::refused(format!(
                 "sandbox: working directory `{}` cannot be used: {e}",
                 cwd.display()
             ))
         })?;
         if !real.starts_with(&self.root) || !real.is_dir() {
-            return Err(TinyAgentsError::validation(format!(
+            return Err(SandboxError::refused(format!(
                 "sandbox: working directory `{}` resolves to `{}`, which is not a directory inside the workspace root `{}`; use a directory under the root",
                 cwd.display(),
                 real.display(),
@@ -355,7 +355,7 @@ impl Sandbox {
     /// [`Sandbox::run`], also killing the tree when `cancel` fires.
     pub async fn run_cancellable(&self, cmd: SandboxCommand, cancel: &CancellationToken) -> Result<SandboxOutput> {
         if cmd.argv.first().is_none_or(|p| p.is_empty()) {
-            return Err(TinyAgentsError::validation(
+            return Err(SandboxError::refused(
                 "sandbox: the command's argv is empty; give a program to run",
             ));
         }
@@ -387,7 +387,7 @@ impl Sandbox {
     /// [`Sandbox::run_plan`], also killing the tree when `cancel` fires.
     pub async fn run_plan_cancellable(&self, plan: &ShellPlan, cancel: &CancellationToken) -> Result<SandboxOutput> {
         if plan.stages.is_empty() {
-            return Err(TinyAgentsError::validation("sandbox: the plan has no stage to run"));
+            return Err(SandboxError::refused("sandbox: the plan has no stage to run"));
         }
         let cwd = self.cwd(&SandboxCommand::default().with_cwd(&plan.cwd))?;
         let run = Execution {
@@ -444,7 +444,7 @@ impl Sandbox {
                 return Ok(file);
             }
         }
-        Err(TinyAgentsError::validation(format!(
+        Err(SandboxError::refused(format!(
             "sandbox: the program `{name}` of `{line}` is not in a PATH directory outside the workspace (PATH is \
              `{}`; relative directories and those inside the workspace root `{}` are skipped, since a program \
              there is not the one the guard checked): install it in a system directory",
@@ -457,7 +457,7 @@ impl Sandbox {
     fn open_redirect(&self, line: &str, target: &RedirectTarget, fd: u32, fds: &[OwnedFd]) -> Result<OwnedFd> {
         use std::os::unix::fs::OpenOptionsExt;
         let refuse = |path: &Path, why: String| {
-            TinyAgentsError::validation(format!(
+            SandboxError::refused(format!(
                 "sandbox: the redirection to `{}` of `{line}` is refused: {why}",
                 path.display()
             ))
@@ -465,7 +465,7 @@ impl Sandbox {
         let (path, mut options) = match target {
             RedirectTarget::Dup(m) => {
                 let Some(src) = fds.get(*m as usize) else {
-                    return Err(TinyAgentsError::validation(format!(
+                    return Err(SandboxError::refused(format!(
                         "sandbox: `{line}` duplicates descriptor {m}, which the runner does not know (0, 1, 2)"
                     )));
                 };
