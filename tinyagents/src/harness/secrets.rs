@@ -2,7 +2,7 @@
 //! passes through before it leaves the provider and store layers.
 //!
 //! A secret is learnt where it enters: an API key or a configured header of a
-//! [`ProviderConfig`](crate::harness::model::providers::ProviderConfig) (its
+//! provider's `ProviderConfig` (features `openai`, `anthropic`; its
 //! `with_*` methods and its environment), a provider's base URL (its user
 //! info and query values), a store URL ([`StoreUrl::parse`](crate::store::StoreUrl::parse),
 //! the stores' `connect`). Every error the providers and stores return, the
