@@ -7,9 +7,9 @@
 //! unique names) and `capture` serve every folder, and a folder's own
 //! `support` (`external_hooks`, `sandbox`, `providers`) serves its files.
 //!
-//! Five suites stay their own binaries because they need the whole process:
-//! `alloc_idle_hooks` and `hooks_isolation` install a counting global
-//! allocator (and the latter plants environment variables), `approval_restart`,
+//! Seven suites stay their own binaries because they need the whole process:
+//! `alloc_idle_hooks`, `alloc_shared_history`, `alloc_turn` and
+//! `hooks_isolation` install a counting global allocator (and the latter plants environment variables), `approval_restart`,
 //! `checkpoint_crash` and `store_processes` re-execute themselves as child
 //! processes.
 

@@ -557,14 +557,19 @@ impl<Ctx> RunContext<Ctx> {
         ParentRun {
             run_id: self.config.run_id.clone(),
             depth: self.config.depth,
-            tags: self.config.tags.clone().into(),
+            tags: shared_tags(&self.config.tags),
             requested_model: self.config.requested_model.clone(),
             session: self.config.session().cloned(),
             sink: self.sink.clone(),
             workspace: self.workspace.clone(),
             cancellation: self.cancellation.clone(),
             steering: self.steering.as_ref().map(|(h, _)| h.clone()),
-            restrictions: Arc::new(self.policy().restrictions()),
+            // The inherited set itself when the run added none: no copy.
+            restrictions: if self.own.is_empty() {
+                self.config.inherited.clone()
+            } else {
+                Arc::new(self.policy().restrictions())
+            },
             locals: RunLocalsHandle(self.locals.clone()),
         }
     }
@@ -619,5 +624,17 @@ impl<Ctx> RunContext<Ctx> {
         if self.checkpoint_request.is_none() {
             self.checkpoint_request = branch.checkpoint_request;
         }
+    }
+}
+
+/// A run's tags as a child run shares them: one process-wide empty list
+/// for a run without tags (every tool call hands its tags on; no allocation
+/// for the common case), a copy otherwise.
+fn shared_tags(tags: &[String]) -> Arc<[String]> {
+    static EMPTY: std::sync::LazyLock<Arc<[String]>> = std::sync::LazyLock::new(|| Arc::from(Vec::new()));
+    if tags.is_empty() {
+        EMPTY.clone()
+    } else {
+        tags.into()
     }
 }

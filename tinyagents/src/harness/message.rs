@@ -35,7 +35,10 @@ impl MessageId {
     /// A new id, unique within this process (`msg-1`, `msg-2`, …).
     pub fn generate() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Self(Arc::from(format!("msg-{}", NEXT.fetch_add(1, Ordering::Relaxed))))
+        // Written into a buffer on the stack: the `Arc` is the one allocation.
+        let mut buf = [0u8; 24];
+        let text = id_text(NEXT.fetch_add(1, Ordering::Relaxed), &mut buf);
+        Self(Arc::from(text))
     }
 
     /// An id with a given value (for replay and tests).
@@ -46,6 +49,37 @@ impl MessageId {
     /// The id's text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// `msg-N` written into `buf` ("msg-" and at most 20 digits), without `format!`.
+fn id_text(mut n: u64, buf: &mut [u8; 24]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    at -= 4;
+    buf[at..at + 4].copy_from_slice(b"msg-");
+    std::str::from_utf8(&buf[at..]).expect("ASCII digits")
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::{id_text, MessageId};
+
+    #[test]
+    fn ids_read_as_format_would_write_them() {
+        for n in [0, 1, 9, 10, 1234567890, u64::MAX] {
+            assert_eq!(id_text(n, &mut [0; 24]), format!("msg-{n}"));
+        }
+        let (a, b) = (MessageId::generate(), MessageId::generate());
+        let num = |id: &MessageId| id.as_str().strip_prefix("msg-").unwrap().parse::<u64>().unwrap();
+        assert!(num(&b) > num(&a), "{a} then {b}");
     }
 }
 

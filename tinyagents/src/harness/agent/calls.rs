@@ -57,13 +57,16 @@ where
         let guard = AttemptGuard::arm(ctx, step, attempt);
         // Usage the provider reported during this attempt: charged even when the attempt fails.
         let mut streamed = crate::harness::model::Usage::default();
-        let model_id = model.id().to_owned();
         let result = AssertUnwindSafe(async {
             let cancelled = || TinyAgentsError::cancelled("the run was cancelled during a model call");
             let token = ctx.flow().cancellation().clone();
+            // One cancellation future for the whole call, registered once
+            // and polled beside every step (not a fresh one per delta).
+            let cancel = token.cancelled();
+            tokio::pin!(cancel);
             let mut stream = tokio::select! {
                 biased;
-                () = token.cancelled() => return Err(cancelled()),
+                () = &mut cancel => return Err(cancelled()),
                 stream = model.stream(&request) => stream?,
             };
             let mut acc = ResponseAccumulator::new();
@@ -72,7 +75,7 @@ where
                 // A stalled stream is dropped (closing its connection) as soon as the run is cancelled.
                 let item = tokio::select! {
                     biased;
-                    () = token.cancelled() => return Err(cancelled()),
+                    () = &mut cancel => return Err(cancelled()),
                     item = stream.next() => item,
                 };
                 let Some(item) = item else { break };
@@ -112,7 +115,7 @@ where
         })
         .catch_unwind()
         .await
-        .unwrap_or_else(|payload| Err(model_panicked(&model_id, &*payload)));
+        .unwrap_or_else(|payload| Err(model_panicked(model.id(), &*payload)));
         guard.disarm();
         match &result {
             Ok(response) => {
@@ -272,13 +275,16 @@ where
         } else {
             (None, None)
         };
-        let cx = ToolContext::new(call.id.clone(), ctx.as_parent(), tx);
+        // The call is this layer's own: its arguments move into the tool and
+        // its id and name into the result, nothing is copied but the id the
+        // tool's context keeps.
+        let ToolCall { id, name, arguments } = call;
+        let cx = ToolContext::new(id.clone(), ctx.as_parent(), tx);
         // A panicking tool is the tool's failure (a classified `Tool` error
         // naming it), not a panic of whatever wrap layer happens to be innermost.
-        let name = call.name.clone();
-        let fut = AssertUnwindSafe(tool.call(cx, call.arguments.clone()))
+        let fut = AssertUnwindSafe(tool.call(cx, arguments))
             .catch_unwind()
-            .map(move |out| out.unwrap_or_else(|payload| Err(tool_panicked(&name, &*payload))));
+            .map(|out| out.unwrap_or_else(|payload| Err(tool_panicked(&name, &*payload))));
         tokio::pin!(fut);
         let output = loop {
             let Some(rx_ref) = rx.as_mut() else { break fut.await };
@@ -301,9 +307,13 @@ where
         if let Some(usage) = output.usage {
             ctx.add_usage(usage);
         }
-        let mut result = ToolResult::ok(&call, output.content);
-        result.data = output.data;
-        Ok(result)
+        Ok(ToolResult {
+            call_id: id,
+            name,
+            content: output.content,
+            error: None,
+            data: output.data,
+        })
     }
 }
 

@@ -778,6 +778,10 @@ where
     /// left), refused (a hook refused it and the tool error policy makes that
     /// its result), or `Err` when the refusal ends the run.
     async fn prepare_one(&self, ctx: &mut RunContext<C>, state: &S, mut call: ToolCall) -> Result<Prepared> {
+        if !self.stack.has(HookKind::BeforeTool) {
+            // No hook to run, none to change the id: no copy of it to compare.
+            return Ok(Prepared::Ready(call));
+        }
         let id = call.id.clone();
         let outcome = self.stack.run_before_tool(ctx, state, &mut call).await;
         self.answers_its_call(&id, &call.id, HookKind::BeforeTool)?;
