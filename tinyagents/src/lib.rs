@@ -85,6 +85,7 @@
 // The built-ins are written with the DSL, whose output names `::tinyagents::…`.
 extern crate self as tinyagents;
 
+pub mod compat;
 pub mod config;
 pub mod docs;
 pub mod graph;

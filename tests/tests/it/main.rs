@@ -18,6 +18,7 @@ mod support;
 
 mod agent_loop;
 mod builtins;
+mod compat;
 mod config;
 mod dsl;
 mod external_hooks;

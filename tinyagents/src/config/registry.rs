@@ -151,6 +151,50 @@ where
         .map_err(|e| ConfigError::new(path, None, e.to_string()).into())
 }
 
+/// The reserved `enabled` key of a table: absent or `true` builds it.
+fn enabled(map: &serde_json::Map<String, Value>, path: &str) -> std::result::Result<bool, ConfigErrors> {
+    match map.get("enabled") {
+        None | Some(Value::Bool(true)) => Ok(true),
+        Some(Value::Bool(false)) => Ok(false),
+        Some(other) => Err(ConfigError::new(
+            super::join(path, "enabled"),
+            Some(other.clone()),
+            "must be `true` or `false`",
+        )
+        .into()),
+    }
+}
+
+/// Builds a table whose `type` a driver factory of
+/// [`MIDDLEWARE_REGISTRY`](crate::compat::querymt::MIDDLEWARE_REGISTRY) answers to.
+fn build_driver<S, C>(
+    factory: &dyn crate::compat::querymt::MiddlewareFactory,
+    map: &serde_json::Map<String, Value>,
+    table: &Value,
+    path: &str,
+    stack: &mut MiddlewareStack<S, C>,
+) -> std::result::Result<bool, ConfigErrors>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    use crate::compat::querymt::{AgentConfig, DriverMiddleware};
+    if !enabled(map, path)? {
+        return Ok(false);
+    }
+    let driver = factory.create(table, &AgentConfig::default()).map_err(|e| {
+        ConfigError::new(
+            path,
+            None,
+            format!("the `{}` factory refused it: {e}", factory.type_name()),
+        )
+    })?;
+    stack
+        .add(DriverMiddleware::shared(driver))
+        .map(|_| true)
+        .map_err(|e| ConfigError::new(path, None, e.to_string()).into())
+}
+
 impl<S, C> MiddlewareRegistry<S, C>
 where
     S: Send + Sync + 'static,
@@ -332,7 +376,11 @@ where
             }
             None => (type_key, table),
         };
+        let driver_factory = crate::compat::querymt::MIDDLEWARE_REGISTRY.get(type_key);
         let Some(entry) = self.factories.get(type_key) else {
+            if let Some(factory) = driver_factory {
+                return build_driver(factory.as_ref(), map, table, path, stack);
+            }
             if let Some((_, feature)) = super::builtins::NOT_COMPILED.iter().find(|(t, _)| *t == type_key) {
                 return Err(ConfigError::new(
                     type_path,
@@ -364,17 +412,17 @@ where
             )
             .into());
         };
-        match map.get("enabled") {
-            None | Some(Value::Bool(true)) => {}
-            Some(Value::Bool(false)) => return Ok(false),
-            Some(other) => {
-                return Err(ConfigError::new(
-                    super::join(path, "enabled"),
-                    Some(other.clone()),
-                    "must be `true` or `false`",
-                )
-                .into())
-            }
+        if driver_factory.is_some() {
+            return Err(ConfigError::new(
+                type_path,
+                Some(Value::String(type_key.to_owned())),
+                "both a built-in and a driver factory registered in `MIDDLEWARE_REGISTRY` have this type, so \
+                 which to build is ambiguous: rename the factory's `type_name`",
+            )
+            .into());
+        }
+        if !enabled(map, path)? {
+            return Ok(false);
         }
         match (&self.stores, entry.shared) {
             (Some(stores), Some(shared)) => shared(table, path, stores, stack)?,
