@@ -312,6 +312,18 @@ fn check(source: &Source) -> ExitCode {
         source.display(),
         loaded.stack.len()
     );
+    if let Some(preset) = loaded.preset {
+        let types: Vec<String> = preset
+            .entries()
+            .iter()
+            .filter_map(|e| e.get("type").and_then(serde_json::Value::as_str).map(str::to_owned))
+            .collect();
+        outln!(
+            "preset: {preset} — {} ({}; the file's entries override or extend it)",
+            preset.decl().summary,
+            types.join(", ")
+        );
+    }
     let width = loaded.stack.names().iter().map(|n| n.len()).max().unwrap_or(0);
     for (i, info) in loaded.stack.infos().enumerate() {
         let default = if loaded.defaults.contains(&info.name.as_ref()) {

@@ -26,5 +26,6 @@ mod graph;
 mod guard;
 mod providers;
 mod sandbox;
+mod single_agent;
 mod stack;
 mod stores;

@@ -496,7 +496,7 @@ where
     pub fn build_stack(&self, config: &Value) -> std::result::Result<MiddlewareStack<S, C>, ConfigErrors> {
         let mut stack = MiddlewareStack::empty();
         let mut errors = ConfigErrors::new();
-        let entries: &[Value] = match config.get("middleware") {
+        let listed: &[Value] = match config.get("middleware") {
             None => &[],
             Some(Value::Array(a)) => a,
             Some(other) => {
@@ -508,9 +508,36 @@ where
                 &[]
             }
         };
+        // `preset = "…"`: the preset's tables, with the listed entries laid over them
+        let entries: Vec<(String, Value)> = match config.get("preset") {
+            None => listed
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (format!("middleware[{i}]"), e.clone()))
+                .collect(),
+            Some(Value::String(name)) => match crate::presets::Preset::from_name(name) {
+                Ok(preset) => preset.merge(listed),
+                Err(_) => {
+                    errors.push(ConfigError::new(
+                        "preset",
+                        Some(Value::String(name.clone())),
+                        crate::presets::unknown(name),
+                    ));
+                    Vec::new()
+                }
+            },
+            Some(other) => {
+                errors.push(ConfigError::new(
+                    "preset",
+                    Some(other.clone()),
+                    format!("must be a preset's name, one of {}", list(crate::presets::names())),
+                ));
+                Vec::new()
+            }
+        };
         let named: Vec<&str> = entries
             .iter()
-            .filter_map(|e| e.get("type").and_then(Value::as_str))
+            .filter_map(|(_, e)| e.get("type").and_then(Value::as_str))
             .map(|t| self.canonical_type(t).unwrap_or(t))
             .collect();
         for (type_key, table) in self.defaults.iter().filter(|(t, _)| !named.contains(t)) {
@@ -520,8 +547,8 @@ where
         }
         // code that adds a middleware of a default's name later replaces it
         stack.mark_defaults();
-        for (i, entry) in entries.iter().enumerate() {
-            if let Err(e) = self.build_into(entry, &format!("middleware[{i}]"), &mut stack) {
+        for (path, entry) in &entries {
+            if let Err(e) = self.build_into(entry, path, &mut stack) {
                 errors.extend(e);
             }
         }

@@ -533,3 +533,90 @@ async fn the_full_trait_passes_everything_through() {
     assert_eq!(done.text(), "done");
     assert_eq!(tool.calls().len(), 1);
 }
+
+/// "Programmatically", verbatim, in a fn returning this module's `Result`
+/// (the page leaves the enclosing fn out).
+mod programmatic {
+    use super::basic::LoggingMiddleware;
+    use super::with_state::RateLimitMiddleware;
+
+    pub async fn build() -> tinyagents::compat::querymt::Result<tinyagents::harness::agent::SingleAgent> {
+        use tinyagents::compat::querymt::middleware::MiddlewareDriver;
+        use tinyagents::compat::querymt::prelude::*;
+
+        let agent = Agent::single()
+            .provider("anthropic", "claude-sonnet-4-5-20250929")
+            .cwd(".")
+            .tools(["read_tool", "shell"])
+            .middleware(LoggingMiddleware::new())
+            .middleware(RateLimitMiddleware::new(10))
+            .build()
+            .await?;
+        Ok(agent)
+    }
+
+    /// The same agent on the scripted model, to run offline.
+    pub async fn build_scripted(
+        turns: Vec<tinyagents::prelude::ScriptedTurn>,
+    ) -> tinyagents::compat::querymt::Result<tinyagents::harness::agent::SingleAgent> {
+        use tinyagents::compat::querymt::prelude::*;
+
+        let agent = Agent::single()
+            .model(tinyagents::prelude::ScriptedModel::new(turns))
+            .cwd(".")
+            .tools(["read_tool", "shell"])
+            .middleware(LoggingMiddleware::new())
+            .middleware(RateLimitMiddleware::new(10))
+            .build()
+            .await?;
+        Ok(agent)
+    }
+}
+
+/// The page's agent builds with the provider when it is compiled in and its
+/// key set; otherwise the error names the call and what is missing.
+#[tokio::test]
+async fn the_programmatic_example_builds_or_says_what_is_missing() {
+    match programmatic::build().await {
+        Ok(agent) => {
+            assert!(agent.model_id().contains("claude-sonnet-4-5-20250929"));
+            assert_eq!(agent.config().provider.as_deref(), Some("anthropic"));
+        }
+        Err(e) => {
+            assert_eq!(e.kind_name(), "ConfigError", "{e}");
+            assert!(
+                e.message()
+                    .contains("Agent::single().provider(\"anthropic\", \"claude-sonnet-4-5-20250929\")"),
+                "{e}"
+            );
+            assert!(
+                e.message().contains("ANTHROPIC_API_KEY") || e.message().contains("`providers` feature"),
+                "{e}"
+            );
+        }
+    }
+}
+
+/// The page's agent, on the scripted model: its tools and both drivers, in order.
+#[tokio::test]
+async fn the_programmatic_example_runs_on_the_scripted_model() {
+    let turns = vec![
+        ScriptedTurn::tool_calls(vec![NativeCall::new("c1", "read_tool", json!({"path": "Cargo.toml"}))]),
+        ScriptedTurn::text("read it"),
+    ];
+    let agent = programmatic::build_scripted(turns).await.unwrap();
+    assert!(agent.tools().get("read_tool").is_some());
+    assert!(agent.tools().get("shell").is_some());
+    let names = agent.stack().names();
+    let at = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("{n} in {names:?}"))
+    };
+    assert!(at("logging") < at("rate_limit"));
+    let run = agent.prompt("read the manifest").await.unwrap();
+    assert_eq!(run.final_text(), "read it");
+    let answer = run.messages.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert!(answer.text().contains("[package]"), "{}", answer.text());
+}
