@@ -203,3 +203,20 @@ async fn every_mistake_is_a_located_error() {
         "{e}"
     );
 }
+
+/// A `CompositeDriver` given to `.middleware` is its links, in order (a
+/// native link included).
+#[tokio::test]
+async fn a_composite_given_to_the_builder_adds_its_links_in_order() {
+    use tinyagents::compat::querymt::CompositeDriver;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let chain: CompositeDriver = CompositeDriver::default()
+        .with(Mark("a", log.clone()))
+        .with_middleware(NativeMark(log.clone()))
+        .with(Mark("b", log.clone()));
+    let agent = scripted().cwd(workspace()).middleware(chain).build().await.unwrap();
+    let names = agent.stack().names();
+    assert!(names.ends_with(&["a", "native_mark", "b"]), "{names:?}");
+    agent.prompt("go").await.unwrap();
+    assert_eq!(*log.lock().unwrap(), ["a", "native_mark", "b"]);
+}

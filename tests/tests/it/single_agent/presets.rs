@@ -179,3 +179,29 @@ fn the_docs_table_and_example_match_the_declarations() {
         .unwrap();
     assert!(!stack.is_empty());
 }
+
+/// The coding preset asks before a write: the run pauses for approval and
+/// nothing is written; a read runs.
+#[tokio::test]
+async fn the_coding_preset_pauses_a_write_for_approval() {
+    let dir = std::env::temp_dir().join(crate::support::unique("coding"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent = Agent::single()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_calls(vec![ToolCall::new(
+                "c1",
+                "write_file",
+                serde_json::json!({"path": "b.md", "content": "x"}),
+            )]),
+            ScriptedTurn::text("done"),
+        ]))
+        .cwd(&dir)
+        .tools(["read_tool", "write_file"])
+        .preset(Preset::Coding)
+        .build()
+        .await
+        .unwrap();
+    let err = agent.prompt("write").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted, "{err}");
+    assert!(!dir.join("b.md").exists());
+}
