@@ -489,6 +489,7 @@ async fn run_agent(
         agent: section,
         script,
         mut tools,
+        preset,
         ..
     } = loaded;
     // A real model may call any fake tool of `[agent] tool_outputs`.
@@ -535,7 +536,11 @@ async fn run_agent(
     };
     let mut ctx = RunContext::new(RunConfig::new(section.run_id.clone()), ())
         .with_sink(sink)
-        .with_workspace(WorkspaceDescriptor::new(section.workspace.clone()));
+        // a preset says how its runs' workspace is isolated (`coding`: the OS sandbox required)
+        .with_workspace(match preset {
+            Some(p) => p.workspace(section.workspace.clone()),
+            None => WorkspaceDescriptor::new(section.workspace.clone()),
+        });
     let prompt = prompt.unwrap_or(section.prompt);
 
     let printer = tokio::spawn(async move {
