@@ -220,3 +220,35 @@ async fn a_composite_given_to_the_builder_adds_its_links_in_order() {
     agent.prompt("go").await.unwrap();
     assert_eq!(*log.lock().unwrap(), ["a", "native_mark", "b"]);
 }
+
+/// A symbolic link pointing out of the workspace is not a way out: reading
+/// or writing through it is refused, and `glob` does not list it.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlink_out_of_the_workspace_is_refused() {
+    let dir = workspace();
+    let outside = std::env::temp_dir().join(unique("outside-dir"));
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+    let agent = Agent::single()
+        .model(ScriptedModel::new([
+            calls(&[
+                ("read_tool", json!({"path": "link/secret.txt"})),
+                ("write_file", json!({"path": "link/new.txt", "content": "x"})),
+                ("glob", json!({"pattern": "link/*"})),
+            ]),
+            ScriptedTurn::text("done"),
+        ]))
+        .cwd(&dir)
+        .tools(["read_tool", "write_file", "glob"])
+        .build()
+        .await
+        .unwrap();
+    let run = agent.prompt("escape").await.unwrap();
+    let texts = tool_texts(&run.messages);
+    assert!(texts[0].contains("symbolic link"), "{}", texts[0]);
+    assert!(texts[1].contains("symbolic link"), "{}", texts[1]);
+    assert_eq!(texts[2], "(nothing)");
+    assert!(!outside.join("new.txt").exists());
+}
