@@ -93,6 +93,8 @@ pub struct Loaded {
     pub store: Option<tinyagents::store::StoreUrl>,
     /// The middleware types built to keep their state in the store (empty without one).
     pub shared: Vec<&'static str>,
+    /// The file's `preset`, when it names one.
+    pub preset: Option<tinyagents::presets::Preset>,
 }
 
 const AGENT_KEYS: [&str; 6] = [
@@ -448,7 +450,12 @@ pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<F
         None => Vec::new(),
     };
     let stack = registry.build_file(&file);
-    let named: Vec<&str> = file
+    let preset = file
+        .section("preset")
+        .and_then(Value::as_str)
+        .and_then(|name| tinyagents::presets::Preset::from_name(name).ok());
+    let preset_tables = preset.map(|p| p.entries()).unwrap_or_default();
+    let mut named: Vec<&str> = file
         .section("middleware")
         .and_then(Value::as_array)
         .map(|entries| {
@@ -458,6 +465,11 @@ pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<F
                 .collect()
         })
         .unwrap_or_default();
+    named.extend(
+        preset_tables
+            .iter()
+            .filter_map(|e| e.get("type").and_then(Value::as_str)),
+    );
     let defaults: Vec<&'static str> = registry.defaults().filter(|t| !named.contains(t)).collect();
     let base = if base.as_os_str().is_empty() {
         PathBuf::from(".")
@@ -539,6 +551,7 @@ pub fn load(source: &Source, script_file: Option<&Path>) -> Result<Loaded, Vec<F
         hooks,
         defaults,
         model,
+        preset,
     })
 }
 

@@ -312,6 +312,18 @@ fn check(source: &Source) -> ExitCode {
         source.display(),
         loaded.stack.len()
     );
+    if let Some(preset) = loaded.preset {
+        let types: Vec<String> = preset
+            .entries()
+            .iter()
+            .filter_map(|e| e.get("type").and_then(serde_json::Value::as_str).map(str::to_owned))
+            .collect();
+        outln!(
+            "preset: {preset} — {} ({}; the file's entries override or extend it)",
+            preset.decl().summary,
+            types.join(", ")
+        );
+    }
     let width = loaded.stack.names().iter().map(|n| n.len()).max().unwrap_or(0);
     for (i, info) in loaded.stack.infos().enumerate() {
         let default = if loaded.defaults.contains(&info.name.as_ref()) {
@@ -477,6 +489,7 @@ async fn run_agent(
         agent: section,
         script,
         mut tools,
+        preset,
         ..
     } = loaded;
     // A real model may call any fake tool of `[agent] tool_outputs`.
@@ -523,7 +536,11 @@ async fn run_agent(
     };
     let mut ctx = RunContext::new(RunConfig::new(section.run_id.clone()), ())
         .with_sink(sink)
-        .with_workspace(WorkspaceDescriptor::new(section.workspace.clone()));
+        // a preset says how its runs' workspace is isolated (`coding`: the OS sandbox required)
+        .with_workspace(match preset {
+            Some(p) => p.workspace(section.workspace.clone()),
+            None => WorkspaceDescriptor::new(section.workspace.clone()),
+        });
     let prompt = prompt.unwrap_or(section.prompt);
 
     let printer = tokio::spawn(async move {

@@ -268,3 +268,40 @@ fn under_json_a_run_that_cannot_start_ends_with_a_failed_line() {
         "{line}"
     );
 }
+
+#[test]
+fn check_shows_each_preset_and_a_files_entries_extend_it() {
+    for preset in tinyagents::presets::PRESETS {
+        let path = temp_file(
+            &format!("preset-{}.toml", preset.name),
+            &format!("preset = \"{}\"\n", preset.name),
+        );
+        let out = tinyagents(&["check", path.to_str().unwrap()]);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{}{}", text, stderr(&out));
+        assert!(
+            text.contains(&format!("preset: {} — {}", preset.name, preset.summary)),
+            "{text}"
+        );
+        let stack = preset.preset.stack().unwrap();
+        assert!(text.contains(&format!("ok — {} middleware", stack.len())), "{text}");
+    }
+    let path = temp_file(
+        "preset-extended.toml",
+        "preset = \"research\"\n\n[[middleware]]\ntype = \"logging\"\n",
+    );
+    let out = tinyagents(&["check", path.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}{}", text, stderr(&out));
+    let plain = tinyagents::presets::Preset::Research.stack().unwrap().len();
+    assert!(text.contains(&format!("ok — {} middleware", plain + 1)), "{text}");
+
+    let path = temp_file("preset-unknown.toml", "preset = \"codin\"\n");
+    let out = tinyagents(&["check", path.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("unknown preset `codin`; did you mean `coding`?"),
+        "{}",
+        stderr(&out)
+    );
+}

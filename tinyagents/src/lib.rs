@@ -80,11 +80,13 @@
 //! | `docs/protocols.md` | the protocols built-ins implement: pause and resume ([`harness::interrupt`]), approvals, child runs |
 //! | `docs/common-mistakes.md` | the DSL's compile errors and their fixes |
 //! | `docs/PERFORMANCE.md` | what each benchmark measures, the results, how to rerun |
+//! | `docs/querymt.md` | coming from QueryMT: [`compat::querymt`], `Agent::single()`, [`presets`] |
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The built-ins are written with the DSL, whose output names `::tinyagents::…`.
 extern crate self as tinyagents;
 
+pub mod compat;
 pub mod config;
 pub mod docs;
 pub mod graph;
@@ -97,12 +99,14 @@ pub(crate) mod library;
 pub use library::external_hooks;
 pub mod patch;
 pub mod prelude;
+pub mod presets;
 pub use tinyagents_sandbox::protected;
 #[cfg(all(unix, feature = "commands"))]
 #[cfg_attr(docsrs, doc(cfg(all(unix, feature = "commands"))))]
 pub mod sandbox;
 pub mod store;
 pub mod testing;
+pub mod tools;
 
 #[doc(hidden)]
 pub mod __private;

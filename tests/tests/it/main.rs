@@ -18,6 +18,7 @@ mod support;
 
 mod agent_loop;
 mod builtins;
+mod compat;
 mod config;
 mod dsl;
 mod external_hooks;
@@ -25,5 +26,6 @@ mod graph;
 mod guard;
 mod providers;
 mod sandbox;
+mod single_agent;
 mod stack;
 mod stores;

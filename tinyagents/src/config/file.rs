@@ -27,8 +27,9 @@ use crate::harness::middleware::MiddlewareStack;
 /// by [`StoreUrl::of_section`](crate::store::StoreUrl::of_section)); `agent`,
 /// `model` and `script` are read by the `tinyagents` command (the prompt, the
 /// system prompt, the step limit, the real model to call and the scripted
-/// model's replies).
-pub const FILE_SECTIONS: [&str; 6] = ["middleware", "hooks", "store", "agent", "model", "script"];
+/// model's replies); `preset` names a [preset](crate::presets) the stack
+/// starts from.
+pub const FILE_SECTIONS: [&str; 7] = ["middleware", "hooks", "store", "agent", "model", "script", "preset"];
 
 /// A place in a file: 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

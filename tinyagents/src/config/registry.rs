@@ -151,6 +151,50 @@ where
         .map_err(|e| ConfigError::new(path, None, e.to_string()).into())
 }
 
+/// The reserved `enabled` key of a table: absent or `true` builds it.
+fn enabled(map: &serde_json::Map<String, Value>, path: &str) -> std::result::Result<bool, ConfigErrors> {
+    match map.get("enabled") {
+        None | Some(Value::Bool(true)) => Ok(true),
+        Some(Value::Bool(false)) => Ok(false),
+        Some(other) => Err(ConfigError::new(
+            super::join(path, "enabled"),
+            Some(other.clone()),
+            "must be `true` or `false`",
+        )
+        .into()),
+    }
+}
+
+/// Builds a table whose `type` a driver factory of
+/// [`MIDDLEWARE_REGISTRY`](crate::compat::querymt::MIDDLEWARE_REGISTRY) answers to.
+fn build_driver<S, C>(
+    factory: &dyn crate::compat::querymt::MiddlewareFactory,
+    map: &serde_json::Map<String, Value>,
+    table: &Value,
+    path: &str,
+    stack: &mut MiddlewareStack<S, C>,
+) -> std::result::Result<bool, ConfigErrors>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    use crate::compat::querymt::{AgentConfig, DriverMiddleware};
+    if !enabled(map, path)? {
+        return Ok(false);
+    }
+    let driver = factory.create(table, &AgentConfig::default()).map_err(|e| {
+        ConfigError::new(
+            path,
+            None,
+            format!("the `{}` factory refused it: {e}", factory.type_name()),
+        )
+    })?;
+    stack
+        .add(DriverMiddleware::shared(driver))
+        .map(|_| true)
+        .map_err(|e| ConfigError::new(path, None, e.to_string()).into())
+}
+
 impl<S, C> MiddlewareRegistry<S, C>
 where
     S: Send + Sync + 'static,
@@ -332,7 +376,11 @@ where
             }
             None => (type_key, table),
         };
+        let driver_factory = crate::compat::querymt::MIDDLEWARE_REGISTRY.get(type_key);
         let Some(entry) = self.factories.get(type_key) else {
+            if let Some(factory) = driver_factory {
+                return build_driver(factory.as_ref(), map, table, path, stack);
+            }
             if let Some((_, feature)) = super::builtins::NOT_COMPILED.iter().find(|(t, _)| *t == type_key) {
                 return Err(ConfigError::new(
                     type_path,
@@ -364,17 +412,17 @@ where
             )
             .into());
         };
-        match map.get("enabled") {
-            None | Some(Value::Bool(true)) => {}
-            Some(Value::Bool(false)) => return Ok(false),
-            Some(other) => {
-                return Err(ConfigError::new(
-                    super::join(path, "enabled"),
-                    Some(other.clone()),
-                    "must be `true` or `false`",
-                )
-                .into())
-            }
+        if driver_factory.is_some() {
+            return Err(ConfigError::new(
+                type_path,
+                Some(Value::String(type_key.to_owned())),
+                "both a built-in and a driver factory registered in `MIDDLEWARE_REGISTRY` have this type, so \
+                 which to build is ambiguous: rename the factory's `type_name`",
+            )
+            .into());
+        }
+        if !enabled(map, path)? {
+            return Ok(false);
         }
         match (&self.stores, entry.shared) {
             (Some(stores), Some(shared)) => shared(table, path, stores, stack)?,
@@ -448,7 +496,7 @@ where
     pub fn build_stack(&self, config: &Value) -> std::result::Result<MiddlewareStack<S, C>, ConfigErrors> {
         let mut stack = MiddlewareStack::empty();
         let mut errors = ConfigErrors::new();
-        let entries: &[Value] = match config.get("middleware") {
+        let listed: &[Value] = match config.get("middleware") {
             None => &[],
             Some(Value::Array(a)) => a,
             Some(other) => {
@@ -460,9 +508,36 @@ where
                 &[]
             }
         };
+        // `preset = "…"`: the preset's tables, with the listed entries laid over them
+        let entries: Vec<(String, Value)> = match config.get("preset") {
+            None => listed
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (format!("middleware[{i}]"), e.clone()))
+                .collect(),
+            Some(Value::String(name)) => match crate::presets::Preset::from_name(name) {
+                Ok(preset) => preset.merge(listed),
+                Err(_) => {
+                    errors.push(ConfigError::new(
+                        "preset",
+                        Some(Value::String(name.clone())),
+                        crate::presets::unknown(name),
+                    ));
+                    Vec::new()
+                }
+            },
+            Some(other) => {
+                errors.push(ConfigError::new(
+                    "preset",
+                    Some(other.clone()),
+                    format!("must be a preset's name, one of {}", list(crate::presets::names())),
+                ));
+                Vec::new()
+            }
+        };
         let named: Vec<&str> = entries
             .iter()
-            .filter_map(|e| e.get("type").and_then(Value::as_str))
+            .filter_map(|(_, e)| e.get("type").and_then(Value::as_str))
             .map(|t| self.canonical_type(t).unwrap_or(t))
             .collect();
         for (type_key, table) in self.defaults.iter().filter(|(t, _)| !named.contains(t)) {
@@ -472,8 +547,8 @@ where
         }
         // code that adds a middleware of a default's name later replaces it
         stack.mark_defaults();
-        for (i, entry) in entries.iter().enumerate() {
-            if let Err(e) = self.build_into(entry, &format!("middleware[{i}]"), &mut stack) {
+        for (path, entry) in &entries {
+            if let Err(e) = self.build_into(entry, path, &mut stack) {
                 errors.extend(e);
             }
         }

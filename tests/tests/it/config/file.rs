@@ -229,7 +229,7 @@ command = "true"
     let err = build(&registry(), text).unwrap_err();
     let lines: Vec<String> = err.to_string().lines().map(str::to_owned).collect();
     assert_eq!(err.len(), 5, "{lines:#?}");
-    assert_eq!(lines[0], "agent.toml:23:1: `agnet` = {}: unknown section; the sections of an agent file are `middleware`, `hooks`, `store`, `agent`, `model`, `script`; did you mean `agent`?");
+    assert_eq!(lines[0], "agent.toml:23:1: `agnet` = {}: unknown section; the sections of an agent file are `middleware`, `hooks`, `store`, `agent`, `model`, `script`, `preset`; did you mean `agent`?");
     assert_eq!(
         lines[1],
         "agent.toml:9:21: `middleware[2].max_continuations` = 42: must be in 0..=10"

@@ -1,0 +1,4 @@
+//! Compatibility layers: other frameworks' APIs over tinyagents.
+
+mod querymt_behaviour;
+mod querymt_examples;

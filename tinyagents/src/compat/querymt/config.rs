@@ -1,0 +1,33 @@
+//! [`AgentConfig`]: what a [`MiddlewareFactory`](super::MiddlewareFactory)
+//! knows of the agent it builds a driver for.
+
+use std::path::PathBuf;
+
+/// The agent a driver is built for: its provider, model, workspace and tools.
+///
+/// `Agent::single()` passes the builder's values; a stack built from an
+/// agent file passes the file's workspace (and no provider when the file
+/// runs the scripted model).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// The provider's name (`anthropic`, `openai`, …), when one is set.
+    pub provider: Option<String>,
+    /// The model's name, when one is set.
+    pub model: Option<String>,
+    /// The workspace root every file tool, guard and sandbox works in.
+    pub cwd: PathBuf,
+    /// The names of the agent's built-in tools.
+    pub tools: Vec<String>,
+}
+
+impl Default for AgentConfig {
+    /// No provider, no tools, the current directory as the workspace.
+    fn default() -> Self {
+        Self {
+            provider: None,
+            model: None,
+            cwd: PathBuf::from("."),
+            tools: Vec::new(),
+        }
+    }
+}
