@@ -15,6 +15,7 @@ mod ordering_displacement;
 mod otel_span_names;
 mod run_context_size;
 mod runtime_seam;
+mod separate_wraps;
 mod testing_kit;
 mod tracing_capture;
 mod wraps;
