@@ -8,6 +8,7 @@ mod deltas;
 mod effective_access;
 mod errors_and_events;
 mod events_json;
+mod hook_notice;
 mod hook_order;
 mod middleware_tools;
 mod ordering;
