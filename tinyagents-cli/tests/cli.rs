@@ -86,6 +86,15 @@ fn check_passes_on_the_example_and_prints_the_resolved_stack_with_hooks() {
 }
 
 #[test]
+fn check_passes_on_the_output_limit_recovery_example() {
+    let conf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/confs/output_limit_recovery.toml");
+    let out = tinyagents(&["check", conf.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("output_limit_recovery"), "{text}");
+}
+
+#[test]
 fn check_reports_every_error_with_its_place_and_exits_1() {
     let bad = temp_file(
         "bad.toml",

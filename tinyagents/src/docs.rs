@@ -222,6 +222,16 @@ pub fn aliases() -> Vec<NameAlias> {
     crate::harness::middleware::design_aliases()
 }
 
+/// Every name the design documents use, at the path that resolves:
+/// `(document, path)`. The compiler resolves each path where the list is declared.
+///
+/// ```
+/// assert!(tinyagents::docs::design_paths().iter().any(|(_, p)| *p == "tinyagents::harness::middleware::ModelMiddleware"));
+/// ```
+pub fn design_paths() -> &'static [(&'static str, &'static str)] {
+    crate::library::design_names::DESIGN_PATHS
+}
+
 /// Aliases that are not types (a module, a function): `(alias, what it is, why)`.
 /// A test compiles each path.
 pub const OTHER_ALIASES: &[(&str, &str, &str)] = &[(
@@ -281,6 +291,17 @@ pub fn render_names() -> String {
     }
     for (alias, is, why) in OTHER_ALIASES {
         let _ = writeln!(out, "| `{alias}` | {is} | {} |", cell(why));
+    }
+    let _ = writeln!(out, "\n## Names the design documents use\n");
+    let _ = writeln!(
+        out,
+        "Every type, trait and function the middleware design and the `harness::middleware` module description \
+         name, at a path that resolves (the compiler checks each one).\n"
+    );
+    let _ = writeln!(out, "| Document | Path |");
+    let _ = writeln!(out, "| --- | --- |");
+    for (doc, path) in design_paths() {
+        let _ = writeln!(out, "| {doc} | `{path}` |");
     }
     let _ = writeln!(out, "\n## Renamed config types\n");
     let _ = writeln!(

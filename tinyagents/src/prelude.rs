@@ -5,9 +5,9 @@ pub use crate::harness::context::{JumpSet, JumpTarget, MiddlewareControl, RunCon
 pub use crate::harness::error::{ErrorKind, Result, TinyAgentsError};
 pub use crate::harness::event::{AgentEvent, CollectingSink, EventKind, EventSink, NullSink};
 pub use crate::harness::message::{Message, Role};
-// `ModelMiddleware` and `ToolMiddleware` are not here: every `Middleware` is
-// one, and with both in scope `mw.name()` would be ambiguous. A wrap-only
-// type imports them from `tinyagents::harness::middleware`.
+// `ModelMiddleware` and `ToolMiddleware` are not here: for a type that
+// implements one of them and `Middleware`, `mw.name()` would be ambiguous
+// with both in scope. Import them from `tinyagents::harness::middleware`.
 pub use crate::harness::middleware::{
     HookKind, HookSet, Middleware, MiddlewareInfo, MiddlewareModelOutcome, MiddlewareStack, MiddlewareToolOutcome,
     ModelHandler, PreparedBatch, RunState, ToolHandler,

@@ -140,7 +140,7 @@ pub const TOOLS_NODE: &str = "tools";
 /// | jump to model / tools / end | `Goto("model")` / `Goto("tools")` / `End` |
 /// | human interrupt | `Interrupt` |
 /// | stop with a final text | `End` (the final text is already in the conversation) |
-/// | accepted steering | `Update` (inject, redirect, mode, limits), `Interrupt` (pause), `End` (cancel), `Continue` (resume), or delivery to a child run when it targets one |
+/// | accepted steering | `Update` then `Goto("model")` (inject a message, redirect: the model sees it next), `Update` (mode, limits), `Interrupt` (pause), `End` (cancel), `Continue` (resume), or delivery to a child run when it targets one |
 /// | branch / fan-out | `Fork` |
 /// | retry / fallback | handled inside the node |
 ///
@@ -181,11 +181,18 @@ pub(crate) fn interrupt_command(node: Option<String>, message: String) -> Comman
 
 fn steering_command(action: SteeringAction) -> Command {
     match action {
-        SteeringAction::InjectMessage { message } => Command::Update(update([(
-            "messages",
-            Value::Array(vec![serde_json::to_value(message).unwrap_or(Value::Null)]),
-        )])),
-        SteeringAction::Redirect { goal } => Command::Update(update([("goal", Value::from(goal))])),
+        // what the model must consider now: merged, then straight to the model node
+        SteeringAction::InjectMessage { message } => Command::update_then(
+            update([(
+                "messages",
+                Value::Array(vec![serde_json::to_value(message).unwrap_or(Value::Null)]),
+            )]),
+            Command::Goto(MODEL_NODE.to_owned()),
+        ),
+        SteeringAction::Redirect { goal } => Command::update_then(
+            update([("goal", Value::from(goal))]),
+            Command::Goto(MODEL_NODE.to_owned()),
+        ),
         SteeringAction::SwitchMode { mode } => Command::Update(update([("mode", Value::from(mode))])),
         SteeringAction::AdjustLimits { max_steps } => Command::Update(update([("max_steps", Value::from(max_steps))])),
         SteeringAction::Pause { reason } => Command::Interrupt {

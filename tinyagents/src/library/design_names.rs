@@ -71,3 +71,79 @@ pub(crate) fn design_aliases() -> Vec<NameAlias> {
         type_alias!(tinyagents::middleware::ContextConfig, "the former name of its options"),
     ]
 }
+
+/// Declares [`DESIGN_PATHS`] and has the compiler resolve each path (a `use`
+/// of it, in a block of its own), so the list names only what is there.
+macro_rules! design_paths {
+    ($($doc:literal: [$(crate $(:: $segment:ident)+),* $(,)?])*) => {
+        /// Every name the design documents use (the `harness::middleware`
+        /// design and its module description), at the path that resolves:
+        /// `(document, path)`, in the documents' order.
+        pub(crate) const DESIGN_PATHS: &[(&str, &str)] =
+            &[$($(($doc, concat!("tinyagents" $(, "::", stringify!($segment))+))),*),*];
+
+        #[allow(unused_imports, dead_code)]
+        fn design_paths_resolve() {
+            $($({ use crate $(:: $segment)+; })*)*
+        }
+    };
+}
+
+design_paths! {
+    "middleware design": [
+        crate::harness::middleware::Middleware,
+        crate::harness::context::RunContext,
+        crate::harness::middleware::AgentRun,
+        crate::harness::steering::SteeringCommand,
+        crate::harness::steering::SteeringOutcome,
+        crate::harness::model::ModelRequest,
+        crate::harness::model::ModelDelta,
+        crate::harness::model::ModelResponse,
+        crate::harness::tool::ToolCall,
+        crate::harness::tool::ToolDelta,
+        crate::harness::tool::ToolResult,
+        crate::harness::error::TinyAgentsError,
+        crate::harness::error::Result,
+        crate::harness::middleware::ModelMiddleware,
+        crate::harness::middleware::ModelHandler,
+        crate::harness::middleware::MiddlewareModelOutcome,
+        crate::harness::middleware::ToolMiddleware,
+        crate::harness::middleware::ToolHandler,
+        crate::harness::middleware::MiddlewareToolOutcome,
+        crate::harness::middleware::ModelBaseCall,
+        crate::harness::middleware::ToolBaseCall,
+        crate::harness::middleware::MiddlewareStack,
+        crate::graph::Command,
+        crate::harness::middleware::ToolPolicyMiddleware,
+        crate::harness::tool::ToolRegistry,
+        crate::harness::tool::SandboxMode,
+        crate::harness::tool::ToolPolicy,
+        crate::harness::tool::ToolRuntime,
+        crate::harness::context::RunConfig,
+        crate::harness::workspace::WorkspaceDescriptor,
+        crate::harness::middleware::ContextualToolSelectionMiddleware,
+        crate::harness::tool::ToolSchema,
+        crate::middleware::ToolSelectionContext,
+        crate::harness::event::AgentEvent,
+        crate::middleware::ToolAllowlistMiddleware,
+        crate::harness::context::MiddlewareControl,
+        crate::harness::provenance::CompressionProvenance,
+    ]
+    "harness::middleware module": [
+        crate::harness::middleware::LoggingMiddleware,
+        crate::middleware::HookCounts,
+        crate::harness::middleware::MessageTrimMiddleware,
+        crate::harness::middleware::summarization::trim_messages,
+        crate::middleware::TrimStrategy,
+        crate::harness::middleware::ContextCompressionMiddleware,
+        crate::middleware::SummarizationPolicy,
+        crate::middleware::Summarizer,
+        crate::middleware::ConcatSummarizer,
+        crate::middleware::SummaryRecord,
+        crate::harness::middleware::PromptCacheGuardMiddleware,
+        crate::harness::cache::PromptCacheLayout,
+        crate::harness::cache::CacheLayoutEvent,
+        crate::harness::middleware::UsageAccountingMiddleware,
+        crate::middleware::UsageTotals,
+    ]
+}

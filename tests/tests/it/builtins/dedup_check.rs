@@ -216,3 +216,69 @@ fn bad_configuration_is_rejected_naming_field_value_and_rule() {
     assert_eq!(err.errors()[0].path, "shingle_lines");
     assert_eq!(err.errors()[0].rule, "must not exceed `min_lines`");
 }
+
+/// Writes like `WriteFile`, first noting whether the check had already warned.
+struct WatchedWrite {
+    root: PathBuf,
+    schema: ToolSchema,
+    sink: Arc<CollectingSink>,
+    warned_before: Arc<std::sync::Mutex<Option<bool>>>,
+}
+
+#[async_trait]
+impl Tool for WatchedWrite {
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn file_access(&self, arguments: &Value) -> Vec<FileAccess> {
+        vec![FileAccess {
+            path: arguments["path"].as_str().unwrap_or_default().to_owned(),
+            mode: FileAccessMode::Write,
+        }]
+    }
+
+    async fn call(&self, _cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
+        let warned = self
+            .sink
+            .events()
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Notice { source, .. } if source == "dedup_check"));
+        *self.warned_before.lock().unwrap() = Some(warned);
+        let path = self.root.join(arguments["path"].as_str().unwrap_or_default());
+        std::fs::write(&path, arguments["content"].as_str().unwrap_or_default()).unwrap();
+        Ok("written".into())
+    }
+}
+
+#[tokio::test]
+async fn the_warning_comes_before_the_write_runs() {
+    let ws = Workspace::new("before");
+    let sink = Arc::new(CollectingSink::new());
+    let warned_before = Arc::default();
+    let tool = WatchedWrite {
+        root: ws.0.clone(),
+        schema: ToolSchema::new("write_file", "Writes a file."),
+        sink: sink.clone(),
+        warned_before: Arc::clone(&warned_before),
+    };
+    let agent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("write_file", json!({ "path": "src/stats.rs", "content": DUPLICATE })),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(tool).unwrap())
+    .with_stack(
+        MiddlewareStack::new()
+            .with(DedupCheckMiddleware::new(0.85, 10))
+            .unwrap(),
+    );
+    let mut ctx = RunContext::new(RunConfig::new("r"), ())
+        .with_sink(sink.clone())
+        .with_workspace(WorkspaceDescriptor::new(&ws.0));
+    agent.run(&mut ctx, &(), "write it").await.unwrap();
+    assert_eq!(
+        *warned_before.lock().unwrap(),
+        Some(true),
+        "the dedup notice was published before the tool wrote"
+    );
+}

@@ -20,6 +20,8 @@ mod model_fallback;
 mod model_retry;
 mod output_compression;
 mod output_limit_recovery;
+mod output_limit_table;
+mod parallel_edit_effective;
 mod parallel_edit_guard;
 mod prompt_cache_guard;
 mod rate_limiter;

@@ -4,6 +4,7 @@
 //! builds no event for a kind nobody wants, so a run with a [`NullSink`] pays
 //! nothing for observability.
 
+mod hook_notice;
 pub mod record;
 pub mod request;
 mod sink;
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use hook_notice::HookNotice;
 pub use record::{
     RecordError, RecordHeader, RecordedEvent, RecordedRun, RunRecorder, MAX_RECORD_LINE, RECORD_FORMAT, RECORD_VERSION,
 };
@@ -274,6 +276,8 @@ pub enum AgentEvent {
         remaining: Vec<String>,
     },
     /// A notice for people (a warning that needs no acknowledgement).
+    /// QueryMT's `HookNotice` is this event ([`HookNotice::of`]: its
+    /// `event_name` is `source`).
     Notice {
         /// What raised it (a middleware name or hook event name).
         source: Cow<'static, str>,

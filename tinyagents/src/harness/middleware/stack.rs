@@ -33,6 +33,13 @@ where
     /// A default-on built-in: registering a middleware of the same name
     /// replaces it instead of being a duplicate.
     default: bool,
+    /// Whether `mw` carries lifecycle hooks (`false`: a wrap-only registration).
+    lifecycle: bool,
+    /// A separately implemented [`ModelMiddleware`] registered under this
+    /// name (`push_model`): dispatched in the model onion in `mw`'s place.
+    model_wrap: Option<Arc<dyn Middleware<S, C>>>,
+    /// A separately implemented [`ToolMiddleware`] registered under this name.
+    tool_wrap: Option<Arc<dyn Middleware<S, C>>>,
 }
 
 /// The composer of middleware: three ordered lists (lifecycle, model wraps,
@@ -182,7 +189,53 @@ where
         self
     }
 
-    /// Registers a wrap-only model middleware (one without a `Middleware` impl).
+    /// Registers a model wrap ([`ModelMiddleware`]). Under the name of a
+    /// middleware registered for its lifecycle hooks (a type implementing
+    /// both traits, registered with `push` and `push_model`), it joins that
+    /// registration: one entry, in the model onion at its place, this wrap
+    /// instead of its `Middleware::wrap_model`. Otherwise it is a wrap-only
+    /// registration of its own.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tinyagents::harness::middleware::ModelMiddleware;
+    /// use tinyagents::prelude::*;
+    ///
+    /// struct Both;
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Middleware<()> for Both {
+    ///     fn hooks(&self) -> HookSet {
+    ///         HookSet::BEFORE_MODEL
+    ///     }
+    ///     async fn before_model(&self, _: &mut RunContext, _: &(), _: &mut ModelRequest) -> Result<()> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// #[async_trait::async_trait]
+    /// impl ModelMiddleware<()> for Both {
+    ///     fn name(&self) -> &str {
+    ///         "Both"
+    ///     }
+    ///     async fn wrap_model(
+    ///         &self,
+    ///         ctx: &mut RunContext,
+    ///         state: &(),
+    ///         request: ModelRequest,
+    ///         next: ModelHandler<'_, ()>,
+    ///     ) -> Result<MiddlewareModelOutcome> {
+    ///         next.run(ctx, state, request).await
+    ///     }
+    /// }
+    ///
+    /// let both = Arc::new(Both);
+    /// let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
+    /// stack.push(both.clone()).push_model(both);
+    /// assert_eq!(stack.names(), ["Both"]);
+    /// assert_eq!(stack.implementors(HookKind::WrapModel), ["Both"]);
+    /// assert_eq!(stack.implementors(HookKind::BeforeModel), ["Both"]);
+    /// ```
     ///
     /// # Panics
     /// On a duplicate name: use [`try_push_model`](Self::try_push_model) to get the error.
@@ -193,12 +246,14 @@ where
         self
     }
 
-    /// Registers a wrap-only model middleware; a duplicate name is a `Config` error.
+    /// [`push_model`](Self::push_model), returning the error: a second
+    /// model wrap under one name is a `Config` error.
     pub fn try_push_model(&mut self, middleware: Arc<dyn ModelMiddleware<S, C>>) -> Result<&mut Self> {
-        self.add_shared(Arc::new(WrapOnly::Model(middleware)))
+        self.add_wrap(WrapOnly::Model(middleware))
     }
 
-    /// Registers a wrap-only tool middleware (one without a `Middleware` impl).
+    /// Registers a tool wrap ([`ToolMiddleware`]); under the name of a
+    /// lifecycle registration it joins it, as [`push_model`](Self::push_model) does.
     ///
     /// # Panics
     /// On a duplicate name: use [`try_push_tool`](Self::try_push_tool) to get the error.
@@ -209,9 +264,51 @@ where
         self
     }
 
-    /// Registers a wrap-only tool middleware; a duplicate name is a `Config` error.
+    /// [`push_tool`](Self::push_tool), returning the error: a second tool
+    /// wrap under one name is a `Config` error.
     pub fn try_push_tool(&mut self, middleware: Arc<dyn ToolMiddleware<S, C>>) -> Result<&mut Self> {
-        self.add_shared(Arc::new(WrapOnly::Tool(middleware)))
+        self.add_wrap(WrapOnly::Tool(middleware))
+    }
+
+    /// Registers one wrap: it joins a registration of its name that has no
+    /// separate wrap of its kind yet, or is a wrap-only registration of its own.
+    fn add_wrap(&mut self, wrap: WrapOnly<S, C>) -> Result<&mut Self> {
+        let is_model = matches!(wrap, WrapOnly::Model(_));
+        let flag = if is_model {
+            HookSet::WRAP_MODEL
+        } else {
+            HookSet::WRAP_TOOL
+        };
+        let name = Middleware::name(&wrap).to_owned();
+        let wrap: Arc<dyn Middleware<S, C>> = Arc::new(wrap);
+        if let Some(entry) = self.registered.iter_mut().find(|e| *e.name == *name && !e.default) {
+            let slot = if is_model {
+                &mut entry.model_wrap
+            } else {
+                &mut entry.tool_wrap
+            };
+            if slot.is_none() {
+                *slot = Some(wrap);
+                entry.info.hooks |= flag;
+                self.rebuild();
+                return Ok(self);
+            }
+            // a second wrap of this kind: `insert` reports the duplicate name
+        }
+        let forms = Box::new(Forms(wrap.clone()));
+        let mut info = wrap.info();
+        info.name = name.into();
+        let entry = Entry {
+            name: Arc::from(info.name.as_ref()),
+            info,
+            mw: wrap.clone(),
+            forms,
+            default: false,
+            lifecycle: false,
+            model_wrap: is_model.then(|| wrap.clone()),
+            tool_wrap: (!is_model).then_some(wrap),
+        };
+        self.insert(entry)
     }
 
     fn add_dyn(
@@ -232,6 +329,9 @@ where
             mw: middleware,
             forms,
             default: false,
+            lifecycle: true,
+            model_wrap: None,
+            tool_wrap: None,
         })?;
         // A default-on built-in this registration replaced takes its tools along.
         self.tools.retain(|(owner, _)| *owner != name);
@@ -279,11 +379,20 @@ where
         self.tools.iter().map(|(owner, tool)| (&**owner, tool))
     }
 
-    fn insert(&mut self, entry: Entry<S, C>) -> Result<&mut Self> {
+    fn insert(&mut self, mut entry: Entry<S, C>) -> Result<&mut Self> {
         let replaced = match self.registered.iter().position(|e| e.name == entry.name) {
             // a default-on built-in gives way to a registration of its name
             // (as a file's entry of its `type` does), at the new one's place
             Some(pos) if self.registered[pos].default => Some((pos, self.registered.remove(pos))),
+            // the lifecycle hooks of a type whose wraps were registered
+            // first (`push_model`, then `push`): one entry, both roles
+            Some(pos) if entry.lifecycle && !self.registered[pos].lifecycle => {
+                let wraps = self.registered.remove(pos);
+                entry.info.hooks |= wraps.info.hooks;
+                entry.model_wrap = wraps.model_wrap.clone();
+                entry.tool_wrap = wraps.tool_wrap.clone();
+                Some((pos, wraps))
+            }
             _ => None,
         };
         if replaced.is_none() {
@@ -411,8 +520,13 @@ where
                     HookKind::WrapTool => &mut self.tool,
                     _ => &mut self.lists[kind as usize],
                 };
+                let mw = match kind {
+                    HookKind::WrapModel => e.model_wrap.as_ref().unwrap_or(&e.mw),
+                    HookKind::WrapTool => e.tool_wrap.as_ref().unwrap_or(&e.mw),
+                    _ => &e.mw,
+                };
                 list.push(Slot {
-                    mw: e.mw.clone(),
+                    mw: mw.clone(),
                     forms: e.forms.boxed(),
                     name: name.clone(),
                     jumps,

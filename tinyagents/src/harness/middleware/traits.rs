@@ -108,11 +108,11 @@ where
     /// when [`hooks`](Middleware::hooks) contains [`HookSet::WRAP_MODEL`]
     /// (the default of a hand-written impl). The default proceeds once.
     ///
-    /// A type with lifecycle hooks writes its wrap here; a type that only
-    /// wraps may implement [`ModelMiddleware`] instead. A type cannot
-    /// implement both traits (every `Middleware` already is a
-    /// `ModelMiddleware`, so the compiler refuses the second impl): a wrap
-    /// can never be silently left out of the onion.
+    /// A type may write its wrap here, or implement [`ModelMiddleware`]
+    /// separately and register that impl too
+    /// ([`MiddlewareStack::push_model`](super::MiddlewareStack::push_model)
+    /// with the same name joins the registration: one entry, both roles;
+    /// the separate wrap then takes this method's place in the onion).
     async fn wrap_model(
         &self,
         ctx: &mut RunContext<Ctx>,
@@ -210,13 +210,14 @@ crate::harness::hooks::hook_table!(define_middleware);
 /// `next` is the rest of the onion; call [`next.run`](ModelHandler::run)
 /// zero times (short-circuit), once (proceed) or many times (retry, fallback).
 ///
-/// Implement it for a type that only wraps, and register it with
+/// Register it with
 /// [`MiddlewareStack::push_model`](super::MiddlewareStack::push_model). A
-/// type that also has lifecycle hooks overrides
-/// [`Middleware::wrap_model`] instead: every [`Middleware`] is a
-/// `ModelMiddleware` (through [`Middleware::wrap_model`]), so implementing
-/// both traits for one type is a compile error (E0119, "conflicting
-/// implementations") and a wrap can never be silently left out.
+/// type may implement both this trait and [`Middleware`] (the design's
+/// shape: lifecycle hooks in one impl, the wrap in another): register it
+/// with `push` (or `add`) *and* `push_model`; the two registrations share
+/// the type's name and join into one entry with both roles. A type
+/// registered only through `Middleware` runs [`Middleware::wrap_model`]
+/// (by default: proceed), never this impl.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -300,54 +301,6 @@ where
         call: ToolCall,
         next: ToolHandler<'_, State, Ctx>,
     ) -> Result<MiddlewareToolOutcome>;
-}
-
-/// Every [`Middleware`] is a [`ModelMiddleware`] through its
-/// [`wrap_model`](Middleware::wrap_model): the reason one type cannot
-/// implement both (a second, forgotten wrap would otherwise be dropped).
-#[async_trait]
-impl<State, Ctx, T> ModelMiddleware<State, Ctx> for T
-where
-    T: Middleware<State, Ctx> + ?Sized,
-    State: Send + Sync + 'static,
-    Ctx: Send + Sync + 'static,
-{
-    fn name(&self) -> &str {
-        Middleware::name(self)
-    }
-
-    async fn wrap_model(
-        &self,
-        ctx: &mut RunContext<Ctx>,
-        state: &State,
-        request: ModelRequest,
-        next: ModelHandler<'_, State, Ctx>,
-    ) -> Result<MiddlewareModelOutcome> {
-        Middleware::wrap_model(self, ctx, state, request, next).await
-    }
-}
-
-/// Every [`Middleware`] is a [`ToolMiddleware`]; see the `ModelMiddleware` impl.
-#[async_trait]
-impl<State, Ctx, T> ToolMiddleware<State, Ctx> for T
-where
-    T: Middleware<State, Ctx> + ?Sized,
-    State: Send + Sync + 'static,
-    Ctx: Send + Sync + 'static,
-{
-    fn name(&self) -> &str {
-        Middleware::name(self)
-    }
-
-    async fn wrap_tool(
-        &self,
-        ctx: &mut RunContext<Ctx>,
-        state: &State,
-        call: ToolCall,
-        next: ToolHandler<'_, State, Ctx>,
-    ) -> Result<MiddlewareToolOutcome> {
-        Middleware::wrap_tool(self, ctx, state, call, next).await
-    }
 }
 
 /// The innermost layer of the model onion: the real model call.

@@ -3,6 +3,7 @@
 
 mod accumulate;
 mod delta;
+mod output_limits;
 mod pricing;
 mod request;
 mod response;
@@ -13,6 +14,7 @@ pub mod providers;
 
 pub use accumulate::ResponseAccumulator;
 pub use delta::{DeltaContent, ModelDelta};
+pub use output_limits::{known_output_limit, OUTPUT_LIMIT_TABLE};
 pub(crate) use pricing::provider_of;
 pub use pricing::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};
 pub use request::{

@@ -120,7 +120,7 @@ pub const PRICE_TABLE: &[(&str, TokenRates)] = &[
 ];
 
 /// The model name without its `provider:` prefix.
-fn bare(model: &str) -> &str {
+pub(super) fn bare(model: &str) -> &str {
     model.split_once(':').map_or(model, |(_, m)| m)
 }
 

@@ -105,6 +105,14 @@ impl PreparedBatch {
         }
     }
 
+    /// The declared file access of a call with these arguments, as the
+    /// scheduler computes it (`None` for a batch made without an access
+    /// function): how a review judges a call's arguments as rewritten later
+    /// (by `before_tool`).
+    pub fn access_fn(&self) -> Option<AccessFn> {
+        self.access.clone()
+    }
+
     /// The calls, in the model's order.
     pub fn calls(&self) -> &[PreparedToolCall] {
         &self.calls

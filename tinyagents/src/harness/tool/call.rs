@@ -152,10 +152,49 @@ pub enum FileAccessMode {
 }
 
 /// One file a prepared call declares it will touch, derived from its effective arguments.
+///
+/// `path` is a file, a directory (a read of it touches every file under it:
+/// the call waits for earlier writes there) or a glob pattern
+/// ([`FileAccess::matching`]: a read of the files it matches, waiting only
+/// for writes the pattern could see).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FileAccess {
     /// The path, as the tool will use it.
     pub path: String,
     /// Read or write.
     pub mode: FileAccessMode,
+}
+
+impl FileAccess {
+    /// A read of the files under `dir` whose path matches `filter` (a glob:
+    /// `*.md` at any depth, `src/**/*.rs`), as a `glob` or `search_text`
+    /// call declares it. A filter without `/` matches file names at any
+    /// depth below `dir`; an empty filter reads all of `dir`.
+    ///
+    /// ```
+    /// use tinyagents::harness::tool::{FileAccess, FileAccessMode};
+    ///
+    /// let search = FileAccess::matching(".", "*.md");
+    /// assert_eq!(search.path, "./**/*.md");
+    /// assert_eq!(search.mode, FileAccessMode::Read);
+    /// assert_eq!(FileAccess::matching("docs", "").path, "docs");
+    /// ```
+    pub fn matching(dir: &str, filter: &str) -> Self {
+        let dir = dir.trim_end_matches('/');
+        let dir = if dir.is_empty() { "." } else { dir };
+        let path = match filter {
+            "" => dir.to_owned(),
+            f if f.contains('/') => format!("{dir}/{}", f.trim_start_matches("./")),
+            f => format!("{dir}/**/{f}"),
+        };
+        Self {
+            path,
+            mode: FileAccessMode::Read,
+        }
+    }
+
+    /// Whether a declared path is a glob pattern (holds `*`, `?` or `[`).
+    pub fn is_pattern(path: &str) -> bool {
+        path.contains(['*', '?', '['])
+    }
 }

@@ -1,5 +1,5 @@
-//! [`DedupCheckMiddleware`]: after a turn that wrote code, compares what was
-//! written with the workspace's files by normalised-line shingles and asks
+//! [`DedupCheckMiddleware`]: before a write runs, compares the code it
+//! writes with the workspace's files by normalised-line shingles and asks
 //! the model, in one review message, to reuse the similar code it names.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -15,7 +15,7 @@ use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
 use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict, RunState};
 use crate::harness::model::ModelRequest;
-use crate::harness::tool::{FileAccessMode, ToolResult};
+use crate::harness::tool::{FileAccessMode, ToolCall, ToolResult};
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
@@ -121,19 +121,23 @@ pub struct SimilarPlace {
 /// Its run state: the writes of the turn.
 #[derive(Default)]
 struct DedupState {
-    /// call id → (path, content) of writes not yet confirmed.
-    pending: HashMap<String, Vec<(String, String)>>,
-    /// Confirmed writes of the turn.
-    written: Vec<(String, String)>,
+    /// call id → the path each write of the call goes to.
+    pending: HashMap<String, String>,
+    /// call id → the similar places found before the call wrote.
+    warned: HashMap<String, Vec<SimilarPlace>>,
+    /// The similar places of the turn's confirmed writes.
+    found: Vec<SimilarPlace>,
 }
 
 /// Duplicate-code review (`dedup_check`).
 ///
-/// Watches the batch's declared writes and their content arguments; after a
-/// turn that wrote at least `min_lines` lines of code, compares each written
-/// piece with the workspace's source files (other than the one written) by
-/// shingles of normalised lines, and before the next model request adds
-/// one review message naming every place at or above `threshold`.
+/// Watches the batch's declared writes; before each write runs (in its
+/// `before_tool`, with the call's effective content arguments), compares
+/// content of at least `min_lines` lines with the workspace's source files
+/// as they are before the write (other than the one written) by shingles of
+/// normalised lines, and warns at once with a notice naming every place at
+/// or above `threshold`. Before the next model request it adds one review
+/// message naming the places of the writes that succeeded.
 ///
 /// ```
 /// use tinyagents::middleware::DedupCheckMiddleware;
@@ -262,7 +266,7 @@ fn collect_files(dir: &Path, extensions: &[String], max: usize, out: &mut Vec<Pa
     }
 }
 
-/// After a turn that wrote code, compares it with the workspace's files (normalised-line shingles, `threshold`, `min_lines`) and adds one review message naming the similar places.
+/// Before each write runs, compares its code with the workspace's files (normalised-line shingles, `threshold`, `min_lines`) and warns with a notice; adds one review message naming the similar places of the writes that succeeded.
 #[middleware(
     builtin,
     name = "dedup_check",
@@ -271,11 +275,11 @@ fn collect_files(dir: &Path, extensions: &[String], max: usize, out: &mut Vec<Pa
     config = DedupCheckConfig,
     doc(
         mutation = "Appends one user review message to the next request after a turn whose writes resemble existing code; nothing else.",
-        events = "`Notice { source: \"dedup_check\", message, is_error: false }` naming the similar places.",
+        events = "`Notice { source: \"dedup_check\", message, is_error: false }` naming the similar places, emitted in the write's `before_tool`, before the write runs.",
         failure = "Cannot fail: unreadable, oversized or non-UTF-8 files are skipped, and without a workspace it does nothing. Advisory only: it never blocks a write.",
         streaming = "None.",
         cache = "The review message is appended at the end of the conversation, after the cached prefix.",
-        retries = "Writes are recorded once per call from the reviewed batch and confirmed by a successful result, so a retried call is counted once. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it records the effective arguments their reviews set (a permission hook's updated input, a person's edit)."
+        retries = "Writes are checked once per call before it runs, with its effective content arguments, and confirmed by a successful result, so a retried call is counted once. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it records the effective arguments their reviews set (a permission hook's updated input, a person's edit)."
     )
 )]
 impl DedupCheckMiddleware {
@@ -285,48 +289,34 @@ impl DedupCheckMiddleware {
             if *p.verdict() != PreparedCallVerdict::Proceed {
                 continue;
             }
-            let Some(path) = p.access.iter().find(|a| a.mode == FileAccessMode::Write) else {
-                continue;
-            };
-            let mut contents = Vec::new();
-            self.contents(&p.call.arguments, &mut contents);
-            if !contents.is_empty() {
-                let writes = contents.into_iter().map(|c| (path.path.clone(), c)).collect();
-                s.pending.insert(p.call.id.clone(), writes);
+            if let Some(path) = p.access.iter().find(|a| a.mode == FileAccessMode::Write) {
+                s.pending.insert(p.call.id.clone(), path.path.clone());
             }
         }
         Ok(())
     }
 
-    #[after_tool]
-    fn confirm(&self, state: &RunState<DedupState>, result: &mut ToolResult) -> Result<()> {
-        let mut s = state.lock()?;
-        if let Some(writes) = s.pending.remove(&result.call_id)
-            && !result.is_error()
-        {
-            s.written.extend(writes);
-        }
-        Ok(())
-    }
-
-    #[before_model]
-    async fn review<C>(&self, ctx: &mut RunContext<C>, s: &mut DedupState, request: &mut ModelRequest) -> Result<()> {
-        let written = {
-            s.pending.clear();
-            std::mem::take(&mut s.written)
+    /// Before the write: compares the call's effective content with the
+    /// workspace as it is now, and warns at once.
+    #[before_tool]
+    async fn check<C>(&self, ctx: &mut RunContext<C>, s: &mut DedupState, call: &mut ToolCall) -> Result<()> {
+        let Some(path) = s.pending.get(&call.id).cloned() else {
+            return Ok(());
         };
         let Some(root) = ctx.workspace().map(|w| w.root.clone()) else {
             return Ok(());
         };
-        if written.is_empty() {
+        let mut contents = Vec::new();
+        self.contents(&call.arguments, &mut contents);
+        if contents.is_empty() {
             return Ok(());
         }
         let me = self.clone();
         let places = tokio::task::spawn_blocking(move || {
-            let mut all: BTreeMap<(String, String), SimilarPlace> = BTreeMap::new();
-            for (path, content) in written {
+            let mut all: BTreeMap<String, SimilarPlace> = BTreeMap::new();
+            for content in contents {
                 for p in me.similar_places(&root, &path, &content) {
-                    all.entry((p.written_to.clone(), p.path.clone())).or_insert(p);
+                    all.entry(p.path.clone()).or_insert(p);
                 }
             }
             all.into_values().collect::<Vec<_>>()
@@ -336,30 +326,64 @@ impl DedupCheckMiddleware {
         if places.is_empty() {
             return Ok(());
         }
-        let list: Vec<String> = places
-            .iter()
-            .map(|p| {
-                format!(
-                    "- `{}` lines {}-{} ({:.0}% similar to what you wrote to `{}`)",
-                    p.path,
-                    p.lines.0,
-                    p.lines.1,
-                    p.similarity * 100.0,
-                    p.written_to
-                )
-            })
-            .collect();
+        let list = describe(&places);
+        ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
+            source: "dedup_check".into(),
+            message: format!("before writing `{}`: {}", call.name, list.join("; ")),
+            is_error: false,
+        });
+        s.warned.insert(call.id.clone(), places);
+        Ok(())
+    }
+
+    #[after_tool]
+    fn confirm(&self, state: &RunState<DedupState>, result: &mut ToolResult) -> Result<()> {
+        let mut s = state.lock()?;
+        s.pending.remove(&result.call_id);
+        if let Some(places) = s.warned.remove(&result.call_id)
+            && !result.is_error()
+        {
+            s.found.extend(places);
+        }
+        Ok(())
+    }
+
+    #[before_model]
+    fn review(&self, s: &mut DedupState, request: &mut ModelRequest) -> Result<()> {
+        s.pending.clear();
+        s.warned.clear();
+        let mut all: BTreeMap<(String, String), SimilarPlace> = BTreeMap::new();
+        for p in std::mem::take(&mut s.found) {
+            all.entry((p.written_to.clone(), p.path.clone())).or_insert(p);
+        }
+        let places: Vec<SimilarPlace> = all.into_values().collect();
+        if places.is_empty() {
+            return Ok(());
+        }
+        let list = describe(&places);
         let text = format!(
             "[dedup_check] The code you just wrote resembles existing code:\n{}\nReview it: reuse or extract the \
              existing code instead of duplicating it, unless the duplication is deliberate.",
             list.join("\n")
         );
-        ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
-            source: "dedup_check".into(),
-            message: list.join("; "),
-            is_error: false,
-        });
         request.messages.push(Message::user(text));
         Ok(())
     }
+}
+
+/// One line per similar place.
+fn describe(places: &[SimilarPlace]) -> Vec<String> {
+    places
+        .iter()
+        .map(|p| {
+            format!(
+                "- `{}` lines {}-{} ({:.0}% similar to what you wrote to `{}`)",
+                p.path,
+                p.lines.0,
+                p.lines.1,
+                p.similarity * 100.0,
+                p.written_to
+            )
+        })
+        .collect()
 }

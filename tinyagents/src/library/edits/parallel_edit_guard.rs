@@ -8,12 +8,12 @@ use std::path::{Component, Path};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use crate::harness::context::RunContext;
-use crate::harness::error::Result;
+use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
-use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict};
+use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict};
 use crate::harness::model::ModelRequest;
-use crate::harness::tool::FileAccessMode;
+use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall};
 
 crate::config_enum! {
     /// What [`ParallelEditGuardMiddleware`] does with several writes to one file in one response (`mode = "…"`).
@@ -43,6 +43,11 @@ pub struct ParallelEditGuardConfig {
     /// The tool the guidance recommends for several edits to one file.
     #[config(default = "multiedit".to_owned())]
     pub multiedit_tool: String,
+    /// Stateful or clarification tools (a mode switch, a question to the
+    /// user): each call of one ends an execution segment, and writes in
+    /// different segments are not compared (the barrier orders them).
+    #[config(default = Vec::new())]
+    pub barrier_tools: Vec<String>,
 }
 
 impl From<ParallelEditGuardConfig> for ParallelEditGuardMiddleware {
@@ -50,21 +55,44 @@ impl From<ParallelEditGuardConfig> for ParallelEditGuardMiddleware {
         Self {
             deny: c.mode == EditGuardMode::Deny,
             multiedit: c.multiedit_tool,
+            barriers: c.barrier_tools,
         }
     }
 }
 
-/// Its run state: the guidance waiting for the next model request.
+/// One proceeding call of the reviewed batch, as the guard last judged it.
+struct Judged {
+    id: String,
+    segment: usize,
+    /// The files it writes: from the reviewed arguments, then from the
+    /// effective ones its `before_tool` saw.
+    files: Vec<String>,
+}
+
+/// Its run state: the guidance waiting for the next model request, and the
+/// batch under review (for the `before_tool` re-check of effective arguments).
 #[derive(Default)]
 struct EditState {
     guidance: Option<String>,
+    /// The files flagged in this batch (warn mode), for the guidance.
+    flagged: Vec<String>,
+    /// The proceeding calls of the current batch, in the model's order.
+    calls: Vec<Judged>,
+    /// The batch's access function: the files a call's effective arguments declare.
+    access: Option<AccessFn>,
 }
 
-/// The file a path names, for comparison (`./a//b` and `a/b` are one file).
-fn file_key(path: &str) -> String {
+/// The file a path names, for comparison (`./a//b` and `a/b` are one file;
+/// inside the workspace root, `/root/a` and `a` are one file).
+fn file_key(path: &str, root: Option<&Path>) -> String {
+    let relative = root
+        .filter(|r| r.has_root())
+        .and_then(|r| Path::new(path).strip_prefix(r).ok())
+        .map(Path::to_path_buf);
+    let path = relative.as_deref().unwrap_or(Path::new(path));
     let mut parts: Vec<String> = Vec::new();
-    let absolute = Path::new(path).has_root();
-    for c in Path::new(path).components() {
+    let absolute = path.has_root();
+    for c in path.components() {
         match c {
             Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
             Component::ParentDir => {
@@ -94,7 +122,19 @@ fn file_key(path: &str) -> String {
 /// multi-edit tool is added after the tool results (sent once). In `deny`
 /// mode the first write per file runs and every later write to that file
 /// gets an error result naming the file; calls to other files still run.
-/// Either way every call gets exactly one result. Writes to one file in one
+/// Either way every call gets exactly one result.
+///
+/// It judges effective arguments: paths are normalised (`./a//b` is `a/b`;
+/// inside the run's workspace root, `/root/a` is `a`), and each call is
+/// judged again in its `before_tool` with the arguments the `before_tool`
+/// hooks ordered before it left them (external hooks and human-in-the-loop
+/// are; order another rewriting middleware with
+/// `before = ["parallel_edit_guard"]`), so a write redirected onto a file an
+/// earlier call writes is flagged (warn) or refused (deny). The review runs
+/// once per execution segment: a call of a barrier tool
+/// ([`with_barrier_tools`](Self::with_barrier_tools), config
+/// `barrier_tools`: a stateful or clarification tool) ends one, and writes on
+/// either side of it are not compared. Writes to one file in one
 /// batch run one after another in the model's order whether or not this
 /// guard is active: the agent loop's scheduler keeps that order (the guard
 /// only changes what the model is told).
@@ -109,6 +149,7 @@ fn file_key(path: &str) -> String {
 pub struct ParallelEditGuardMiddleware {
     deny: bool,
     multiedit: String,
+    barriers: Vec<String>,
 }
 
 impl Default for ParallelEditGuardMiddleware {
@@ -123,6 +164,7 @@ impl ParallelEditGuardMiddleware {
         Self {
             deny: false,
             multiedit: "multiedit".to_owned(),
+            barriers: Vec::new(),
         }
     }
 
@@ -139,6 +181,67 @@ impl ParallelEditGuardMiddleware {
         self.multiedit = tool.into();
         self
     }
+
+    /// The same guard treating each call of these tools (stateful or
+    /// clarification tools) as a barrier ending an execution segment:
+    /// writes on either side of one are not compared.
+    pub fn with_barrier_tools<I, T>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.barriers = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The written files of a declared access, as comparison keys.
+    fn written(&self, access: &[FileAccess], root: Option<&Path>) -> Vec<String> {
+        let mut files: Vec<String> = access
+            .iter()
+            .filter(|a| a.mode == FileAccessMode::Write)
+            .map(|a| file_key(&a.path, root))
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    }
+
+    /// Publishes the notice and (warn mode) sets the guidance for `files`.
+    fn flag<C>(&self, ctx: &mut RunContext<C>, edits: &mut EditState, files: Vec<String>) {
+        let names = files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+        let notice = format!(
+            "one reply wrote {names} with several calls; combine the edits to each file into one `{}` call",
+            self.multiedit
+        );
+        ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
+            source: "parallel_edit_guard".into(),
+            message: notice.clone(),
+            is_error: false,
+        });
+        if self.deny {
+            return;
+        }
+        edits.flagged.extend(files);
+        let names = edits
+            .flagged
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        edits.guidance = Some(format!(
+            "[parallel_edit_guard] Your last reply changed {names} with several tool calls. They ran one after \
+             another in your order, but next time combine all edits to one file into a single `{}` call.",
+            self.multiedit
+        ));
+    }
+}
+
+/// The refusal of a later write to `file`.
+fn refusal(file: &str, multiedit: &str) -> String {
+    format!(
+        "not run: an earlier call of this reply already writes `{file}`; combine the edits to `{file}` into one \
+         `{multiedit}` call"
+    )
 }
 
 /// Steers a model that writes one file with several calls of one reply toward one multi-edit call: warns once (all run) or refuses the later writes.
@@ -151,75 +254,108 @@ impl ParallelEditGuardMiddleware {
     doc(
         mutation = "Warn: appends one user guidance message to the next request (after the tool results). Deny: gives each later write to a file an error result naming the file.",
         events = "`Notice { source: \"parallel_edit_guard\", message, is_error: false }` when a batch writes a file more than once.",
-        failure = "Cannot fail. Only declared file writes count (reads and shell calls do not). Every call gets exactly one result.",
+        failure = "Never fails the run (a refused call gets its error result). Only declared file writes count (reads and shell calls do not). Every call gets exactly one result.",
         streaming = "None: it reviews whole prepared batches.",
         cache = "The guidance message is appended at the end of the conversation, after the cached prefix.",
-        retries = "The batch is reviewed once per reply, before any call runs; tool retries happen per call afterwards and are not counted again. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it counts the effective arguments their reviews set (a permission hook's updated input, a person's edit); a rewrite made later in `before_tool` is not seen by it, but the scheduler orders writes to one file by the arguments after `before_tool`."
+        retries = "The batch is reviewed once per reply, before any call runs; tool retries happen per call afterwards and are not counted again. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it counts the effective arguments their reviews set (a permission hook's updated input, a person's edit); each call is judged again in its own `before_tool` with the arguments earlier `before_tool` hooks left (a rewrite by a hook ordered after it is not seen by it, but the scheduler orders writes to one file by the arguments after every `before_tool`)."
     )
 )]
 impl ParallelEditGuardMiddleware {
     #[on_tool_batch]
     fn review<C>(&self, ctx: &mut RunContext<C>, edits: &mut EditState, batch: &mut PreparedBatch) -> Result<()> {
-        // the files each proceeding call writes, and file → the calls writing it, in model order
-        let mut per_call: Vec<(usize, Vec<String>)> = Vec::new();
-        let mut writers: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let root = ctx.workspace().map(|w| w.root.clone());
+        let root = root.as_deref();
+        edits.calls.clear();
+        edits.flagged.clear();
+        edits.access = batch.access_fn();
+        // the files each proceeding call writes, with its execution segment, in model order
+        let mut segment = 0;
+        let mut per_call: Vec<(usize, usize, Vec<String>)> = Vec::new();
         for (i, p) in batch.calls().iter().enumerate() {
+            if self.barriers.contains(&p.call.name) {
+                segment += 1;
+                continue;
+            }
             if *p.verdict() != PreparedCallVerdict::Proceed {
                 continue;
             }
-            let mut files: Vec<String> = p
-                .access
-                .iter()
-                .filter(|a| a.mode == FileAccessMode::Write)
-                .map(|a| file_key(&a.path))
-                .collect();
-            files.sort();
-            files.dedup();
-            for f in &files {
-                writers.entry(f.clone()).or_default().push(i);
+            per_call.push((i, segment, self.written(&p.access, root)));
+        }
+        // (segment, file) → the calls writing it
+        let mut writers: BTreeMap<(usize, &str), usize> = BTreeMap::new();
+        for (_, seg, files) in &per_call {
+            for f in files {
+                *writers.entry((*seg, f.as_str())).or_default() += 1;
             }
-            per_call.push((i, files));
         }
-        writers.retain(|_, calls| calls.len() > 1);
-        if writers.is_empty() {
-            return Ok(());
-        }
-        let files: Vec<&str> = writers.keys().map(String::as_str).collect();
-        let names = files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
-        let notice = format!(
-            "one reply wrote {names} with several calls; combine the edits to each file into one `{}` call",
-            self.multiedit
-        );
-        ctx.events().emit_with(EventKind::Notice, || AgentEvent::Notice {
-            source: "parallel_edit_guard".into(),
-            message: notice.clone(),
-            is_error: false,
-        });
-        if self.deny {
-            // In model order: a call writing a file an earlier running call writes is refused
-            // (and claims nothing, so the files it would have written stay with their first writer).
-            let mut claimed = std::collections::BTreeSet::new();
-            for (i, files) in per_call {
-                match files.iter().find(|f| claimed.contains(*f)) {
-                    Some(file) => batch.reject(
-                        i,
-                        format!(
-                            "not run: an earlier call of this reply already writes `{file}`; combine the edits \
-                             to `{file}` into one `{}` call",
-                            self.multiedit
-                        ),
-                    ),
-                    None => claimed.extend(files),
+        let mut flagged: Vec<String> = writers
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|((_, f), _)| (*f).to_owned())
+            .collect();
+        flagged.sort();
+        flagged.dedup();
+        // In deny mode, in model order per segment: a call writing a file an earlier running call
+        // writes is refused (and claims nothing, so the files stay with their first writer).
+        let mut claimed: std::collections::BTreeSet<(usize, String)> = std::collections::BTreeSet::new();
+        for (i, seg, files) in per_call {
+            if self.deny {
+                if let Some(file) = files.iter().find(|f| claimed.contains(&(seg, (*f).clone()))) {
+                    batch.reject(i, refusal(file, &self.multiedit));
+                    continue;
                 }
+                claimed.extend(files.iter().map(|f| (seg, f.clone())));
             }
-            return Ok(());
+            edits.calls.push(Judged {
+                id: batch.calls()[i].call.id.clone(),
+                segment: seg,
+                files,
+            });
         }
-        let guidance = format!(
-            "[parallel_edit_guard] Your last reply changed {names} with several tool calls. They ran one after \
-             another in your order, but next time combine all edits to one file into a single `{}` call.",
-            self.multiedit
-        );
-        edits.guidance = Some(guidance);
+        if !flagged.is_empty() {
+            self.flag(ctx, edits, flagged);
+        }
+        Ok(())
+    }
+
+    /// Judges the call's effective arguments, as the earlier `before_tool`
+    /// hooks left them: a write redirected onto a file an earlier call of
+    /// its segment writes is flagged (warn) or refused (deny).
+    #[before_tool]
+    fn recheck<C>(&self, ctx: &mut RunContext<C>, edits: &mut EditState, call: &mut ToolCall) -> Result<()> {
+        let Some(access) = edits.access.clone() else {
+            return Ok(());
+        };
+        let Some(pos) = edits.calls.iter().position(|j| j.id == call.id) else {
+            return Ok(());
+        };
+        let root = ctx.workspace().map(|w| w.root.clone());
+        let files = self.written(&access(call), root.as_deref());
+        let seg = edits.calls[pos].segment;
+        let earlier = |f: &String| {
+            edits.calls[..pos]
+                .iter()
+                .any(|j| j.segment == seg && j.files.contains(f))
+        };
+        let clash: Vec<String> = files
+            .iter()
+            .filter(|f| earlier(f) && !edits.flagged.contains(f))
+            .cloned()
+            .collect();
+        let first = files.iter().find(|f| earlier(f)).cloned();
+        if self.deny {
+            if let Some(file) = first {
+                // refused: it claims nothing
+                edits.calls[pos].files.clear();
+                if !clash.is_empty() {
+                    self.flag(ctx, edits, clash);
+                }
+                return Err(TinyAgentsError::validation(refusal(&file, &self.multiedit)));
+            }
+        } else if !clash.is_empty() {
+            self.flag(ctx, edits, clash);
+        }
+        edits.calls[pos].files = files;
         Ok(())
     }
 

@@ -10,7 +10,9 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, MessageId};
 use crate::harness::middleware::ModelHandler;
-use crate::harness::model::{DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ReasoningEffort};
+use crate::harness::model::{
+    known_output_limit, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ReasoningEffort,
+};
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
@@ -45,7 +47,8 @@ pub struct OutputLimitRecoveryConfig {
     /// The temporary instruction of a continuation; `{cap}` expands to the cap that was hit.
     #[config(default = DEFAULT_CONTINUATION_INSTRUCTION.to_owned())]
     pub instruction: String,
-    /// The model's output-token limit (the ceiling when no `max_tokens` is configured); 32000 when unknown.
+    /// The model's output-token limit (the ceiling when no `max_tokens` is configured): overrides the
+    /// known limit of the run's model (`OUTPUT_LIMIT_TABLE`); 32000 when neither is known.
     #[config(range = 1..)]
     pub model_output_limit: Option<u32>,
     /// The first cap when no `max_tokens` is configured: `min(default_cap, model_output_limit)`.
@@ -71,6 +74,7 @@ impl From<OutputLimitRecoveryConfig> for OutputLimitRecoveryMiddleware {
         Self {
             config,
             counter: default_counter(),
+            limits: Vec::new(),
         }
     }
 }
@@ -118,10 +122,55 @@ pub struct OutputLimitRecoveryMiddleware {
     config: OutputLimitRecoveryConfig,
     #[educe(Debug(ignore))]
     counter: Arc<dyn TokenCounter>,
+    /// Output limits given in code, overriding the known ones.
+    limits: Vec<(String, u32)>,
 }
 
 /// The output limit used when the model's is unknown.
 const UNKNOWN_LIMIT: u32 = 32_000;
+
+impl OutputLimitRecoveryMiddleware {
+    /// The same middleware knowing `model`'s output limit (`model` a name
+    /// or a prefix, as in [`OUTPUT_LIMIT_TABLE`]): overrides the table for
+    /// it. A configured `model_output_limit` still overrides every model.
+    ///
+    /// ```
+    /// use tinyagents::config::MiddlewareConfig;
+    /// use tinyagents::middleware::{OutputLimitRecoveryConfig, OutputLimitRecoveryMiddleware};
+    ///
+    /// let m = OutputLimitRecoveryMiddleware::from(OutputLimitRecoveryConfig::defaults().unwrap())
+    ///     .with_output_limit("my-local-model", 8_000);
+    /// assert_eq!(m.output_limit(Some("my-local-model-q4")), 8_000);
+    /// assert_eq!(m.output_limit(Some("claude-3-5-haiku-latest")), 8_192);
+    /// assert_eq!(m.output_limit(Some("unheard-of")), 32_000);
+    /// assert_eq!(m.output_limit(None), 32_000);
+    /// ```
+    pub fn with_output_limit(mut self, model: impl Into<String>, limit: u32) -> Self {
+        self.limits.push((model.into(), limit.max(1)));
+        self
+    }
+
+    /// The output-token limit this middleware uses for `model`: the
+    /// configured `model_output_limit`, else a limit given with
+    /// [`with_output_limit`](Self::with_output_limit) (longest prefix), else
+    /// the known one ([`known_output_limit`]), else 32,000.
+    pub fn output_limit(&self, model: Option<&str>) -> u32 {
+        if let Some(limit) = self.config.model_output_limit {
+            return limit;
+        }
+        let Some(model) = model else {
+            return UNKNOWN_LIMIT;
+        };
+        let bare = model.split_once(':').map_or(model, |(_, m)| m);
+        self.limits
+            .iter()
+            .filter(|(prefix, _)| bare.starts_with(prefix.as_str()) || model.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, limit)| *limit)
+            .or_else(|| known_output_limit(model))
+            .unwrap_or(UNKNOWN_LIMIT)
+    }
+}
 
 /// One step down, medium when none was set, never below low.
 fn lower(effort: Option<ReasoningEffort>) -> ReasoningEffort {
@@ -204,7 +253,7 @@ impl OutputLimitRecoveryMiddleware {
         next: ModelHandler<'_, S, C>,
     ) -> Result<ModelResponse> {
         let c = &self.config;
-        let limit = c.model_output_limit.unwrap_or(UNKNOWN_LIMIT);
+        let limit = self.output_limit(ctx.requested_model().or(request.model.as_deref()));
         let explicit = request.params.max_tokens;
         let mut ceiling = explicit.unwrap_or(limit);
         if let Some(window) = c.context_window {
