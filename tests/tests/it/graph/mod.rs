@@ -2,3 +2,4 @@
 
 mod boundary;
 mod execution;
+mod steering_commands;

@@ -1,0 +1,160 @@
+//! An agent run as one node of a graph routes it at the graph boundary
+//! (seed 000, "Graph Boundary"): accepted steering `Goto` becomes
+//! `Command::Goto`, and a middleware can ask for a fan-out (`Command::Fork`)
+//! or a `Goto`. Asserted on the order of the nodes the graph visited.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tinyagents::graph::{
+    node_fn, update, AgentNode, Branch, CompiledGraph, GraphRoute, GraphState, Reducer, StateGraph, END,
+};
+use tinyagents::harness::steering::{SteeringAction, SteeringHandle};
+use tinyagents::prelude::*;
+
+/// A node that only marks it ran (appending its name to `visited`).
+fn mark(name: &'static str) -> impl tinyagents::graph::Node<RunContext> + 'static {
+    node_fn(move |_state| async move { Ok(tinyagents::graph::Command::Update(update([("visited", json!([name]))]))) })
+}
+
+/// `agent` → `publish` → end, with `review`, `summarise` and `translate`
+/// reachable only by a route the agent's run asks for (`review` ends the
+/// run, the branches return to the agent node's edge).
+fn graph(agent: Agent<()>) -> CompiledGraph<RunContext> {
+    StateGraph::new()
+        .node("agent", AgentNode::new(Arc::new(agent), Arc::new(())))
+        .node("publish", mark("publish"))
+        .node("review", mark("review"))
+        .node("summarise", mark("summarise"))
+        .node("translate", mark("translate"))
+        .entry("agent")
+        .edge("agent", "publish")
+        .edge("publish", END)
+        .edge("review", END)
+        .reducer("visited", Reducer::Append)
+        .compile()
+        .unwrap()
+}
+
+fn input() -> GraphState {
+    GraphState::from_update(update([("messages", json!([Message::user("go")]))]))
+}
+
+/// The nodes a run visited, in order (each leaves one update record).
+fn visited(run: &tinyagents::graph::GraphRun) -> Vec<String> {
+    run.updates.iter().map(|u| u.node.clone()).collect()
+}
+
+/// An agent whose `escalate` tool sends the steering command `Goto(node)`
+/// while the run is under way; the model would answer after it.
+fn steered_to(node: &'static str, handle: &SteeringHandle) -> (Agent<()>, Arc<ScriptedModel>) {
+    let h = handle.clone();
+    let escalate = tool_fn("escalate", "Hands the task to a reviewer.", move |_cx, _args| {
+        let h = h.clone();
+        async move {
+            h.send(SteeringCommand::new("esc", SteeringAction::Goto { node: node.into() }));
+            Ok("escalated".into())
+        }
+    });
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("escalate", json!({})),
+        ScriptedTurn::text("published"),
+    ]));
+    let agent = Agent::new(model.clone()).with_tools(ToolRegistry::new().with(escalate).unwrap());
+    (agent, model)
+}
+
+#[tokio::test]
+async fn accepted_steering_goto_leaves_the_agent_node_for_that_node() {
+    let handle = SteeringHandle::new();
+    let (agent, model) = steered_to("review", &handle);
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_steering(handle);
+    let run = graph(agent).run(&mut ctx, input()).await.unwrap();
+    assert_eq!(
+        visited(&run),
+        ["agent", "review"],
+        "review instead of the edge to publish"
+    );
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the run ended at the safe point after the tool batch"
+    );
+    // the conversation up to the steering point is in the state
+    let messages: Vec<Message> = run.state.get_as("messages").unwrap().unwrap();
+    assert_eq!(messages.last().unwrap().role, Role::Tool);
+}
+
+#[tokio::test]
+async fn steering_goto_an_unknown_node_is_a_config_error_naming_the_nodes() {
+    let handle = SteeringHandle::new();
+    let (agent, _) = steered_to("nowhere", &handle);
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_steering(handle);
+    let err = graph(agent).run(&mut ctx, input()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    let text = err.to_string();
+    assert!(text.contains("`nowhere`"), "{text}");
+    assert!(text.contains("agent, publish, review, summarise, translate"), "{text}");
+}
+
+#[tokio::test]
+async fn steering_goto_outside_a_graph_node_fails_closed() {
+    let handle = SteeringHandle::new();
+    let (agent, model) = steered_to("review", &handle);
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_steering(handle);
+    let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert!(err.to_string().contains("not driven by a graph node"), "{err}");
+    assert_eq!(model.requests().len(), 1, "nothing ran after the refused command");
+}
+
+#[tokio::test]
+async fn a_middleware_fan_out_runs_the_branches_then_the_edge() {
+    #[after_model]
+    fn fan_out(ctx: &mut RunContext, response: &mut ModelResponse) -> Result<()> {
+        if response.tool_calls_requested().is_empty() {
+            GraphRoute::fork(
+                ctx,
+                vec![
+                    Branch::new("summarise"),
+                    Branch::new("translate").with_input(update([("lang", json!("fr"))])),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+    let agent = Agent::new(ScriptedModel::new([ScriptedTurn::text("draft")]))
+        .with_stack(MiddlewareStack::new().with(FanOut).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let run = graph(agent).run(&mut ctx, input()).await.unwrap();
+    assert_eq!(visited(&run), ["agent", "summarise", "translate", "publish"]);
+    assert_eq!(
+        run.state.get("visited"),
+        Some(&json!(["summarise", "translate", "publish"]))
+    );
+    assert_eq!(run.state.get("lang"), None, "a branch's input stays in its branch");
+}
+
+#[tokio::test]
+async fn a_middleware_goto_routes_once_and_a_second_request_is_a_conflict() {
+    #[after_model]
+    fn to_review(ctx: &mut RunContext, _response: &mut ModelResponse) -> Result<()> {
+        GraphRoute::goto(ctx, "review")
+    }
+    let agent = Agent::new(ScriptedModel::new([ScriptedTurn::text("draft")]))
+        .with_stack(MiddlewareStack::new().with(ToReview).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let run = graph(agent).run(&mut ctx, input()).await.unwrap();
+    assert_eq!(visited(&run), ["agent", "review"]);
+
+    // asked twice in one run (after each of two replies): refused
+    let model = ScriptedModel::new([ScriptedTurn::tool_call("escalate", json!({})), ScriptedTurn::text("x")]);
+    let noop = tool_fn("escalate", "No-op.", |_cx, _args| async { Ok("ok".into()) });
+    let agent = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(noop).unwrap())
+        .with_stack(MiddlewareStack::new().with(ToReview).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ());
+    let err = graph(agent).run(&mut ctx, input()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    assert!(err.to_string().contains("already asked for"), "{err}");
+}
