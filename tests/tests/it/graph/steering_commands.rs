@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tinyagents::graph::{
-    node_fn, update, AgentNode, Branch, CompiledGraph, GraphRoute, GraphState, Reducer, StateGraph, END,
+    node_fn, to_command, update, AgentGraph, AgentNode, BoundaryAction, Branch, Command, CompiledGraph, GraphRoute,
+    GraphState, HarnessOutcome, Reducer, StateGraph, END,
 };
 use tinyagents::harness::steering::{SteeringAction, SteeringHandle};
 use tinyagents::prelude::*;
 
 /// A node that only marks it ran (appending its name to `visited`).
 fn mark(name: &'static str) -> impl tinyagents::graph::Node<RunContext> + 'static {
-    node_fn(move |_state| async move { Ok(tinyagents::graph::Command::Update(update([("visited", json!([name]))]))) })
+    node_fn(move |_state| async move { Ok(Command::Update(update([("visited", json!([name]))]))) })
 }
 
 /// `agent` → `publish` → end, with `review`, `summarise` and `translate`
@@ -106,6 +107,28 @@ async fn steering_goto_outside_a_graph_node_fails_closed() {
     assert_eq!(err.kind(), ErrorKind::Validation);
     assert!(err.to_string().contains("not driven by a graph node"), "{err}");
     assert_eq!(model.requests().len(), 1, "nothing ran after the refused command");
+
+    // nor does the model/tools graph of one agent have other nodes to go to
+    let handle = SteeringHandle::new();
+    let (agent, model) = steered_to("review", &handle);
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ()).with_steering(handle);
+    let err = AgentGraph::new(&agent).run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn the_boundary_maps_an_accepted_steering_goto_onto_command_goto() {
+    let accepted = SteeringCommand::new("g", SteeringAction::Goto { node: "review".into() });
+    assert_eq!(
+        to_command(HarnessOutcome::SteeringAccepted(accepted.clone())),
+        BoundaryAction::Command(Command::Goto("review".into()))
+    );
+    // addressed to a child run, it is delivered there instead
+    assert!(matches!(
+        to_command(HarnessOutcome::SteeringAccepted(accepted.for_run("child"))),
+        BoundaryAction::DeliverToChild { .. }
+    ));
 }
 
 #[tokio::test]
