@@ -36,6 +36,13 @@ pub const AGENT_MESSAGES: &str = "messages";
 /// A node the graph does not have is refused by the graph with a `Config`
 /// error naming it and the nodes it has.
 ///
+/// The node is one step of the graph: a run that pauses (an `Interrupted`
+/// error) pauses the graph at this node, and a resume runs the agent again
+/// from the conversation the node started with (what the paused run said is
+/// not kept). The run's counters live in the context, so a node visited
+/// again counts on from its earlier visits. For a run resumable between its
+/// own model and tool steps, use [`AgentGraph`](super::AgentGraph).
+///
 /// ```
 /// use std::sync::Arc;
 /// use tinyagents::graph::{update, AgentNode, GraphState, StateGraph, END};

@@ -181,3 +181,56 @@ async fn a_middleware_goto_routes_once_and_a_second_request_is_a_conflict() {
     assert_eq!(err.kind(), ErrorKind::Conflict);
     assert!(err.to_string().contains("already asked for"), "{err}");
 }
+
+#[tokio::test]
+async fn a_pause_in_the_agent_pauses_the_graph_at_its_node_and_a_resume_starts_the_node_over() {
+    #[derive(Default)]
+    struct Paused(std::sync::atomic::AtomicBool);
+    /// Pauses once, before the model call that follows the tool batch.
+    #[before_model]
+    fn pause_after_tools(ctx: &mut RunContext, request: &mut ModelRequest) -> Result<()> {
+        if request.messages.iter().any(|m| m.role == Role::Tool)
+            && !ctx
+                .locals()
+                .local::<Paused>()
+                .0
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            ctx.flow_mut().request_control(MiddlewareControl::Interrupt {
+                node: None,
+                message: "wait".into(),
+            });
+        }
+        Ok(())
+    }
+    // (a scripted model from a function keeps no requests: the lengths of the conversations it saw)
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let model = Arc::new(ScriptedModel::from_fn(move |request| {
+        log.lock().unwrap().push(request.messages.len());
+        if request.messages.iter().any(|m| m.role == Role::Tool) {
+            ScriptedTurn::text("done")
+        } else {
+            ScriptedTurn::tool_call("noop", json!({}))
+        }
+    }));
+    let noop = tool_fn("noop", "No-op.", |_cx, _args| async { Ok("ok".into()) });
+    let agent = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(noop).unwrap())
+        .with_stack(MiddlewareStack::new().with(PauseAfterTools).unwrap());
+    let graph = graph(agent);
+    let store = tinyagents::graph::MemoryCheckpointer::new();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    let paused = graph.run_durable(&mut ctx, input(), "t", &store).await.unwrap();
+    match &paused.outcome {
+        tinyagents::graph::GraphOutcome::Interrupted(record) => assert_eq!(record.node, "agent"),
+        other => panic!("expected a pause, got {other:?}"),
+    }
+    assert_eq!(*seen.lock().unwrap(), [1]);
+
+    let run = graph.resume(&mut ctx, "t", &store, None).await.unwrap();
+    assert_eq!(visited(&run), ["agent", "publish"]);
+    assert_eq!(*seen.lock().unwrap(), [1, 1, 3], "the node started over from its input");
+    // the counters live in the context: the resumed run counts on
+    assert_eq!(ctx.counters().steps, 4);
+}
