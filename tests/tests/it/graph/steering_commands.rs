@@ -94,7 +94,7 @@ async fn steering_goto_an_unknown_node_is_a_config_error_naming_the_nodes() {
     let err = graph(agent).run(&mut ctx, input()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
     let text = err.to_string();
-    assert!(text.contains("`nowhere`"), "{text}");
+    assert!(text.contains("node `agent` asked to go to `nowhere`"), "{text}");
     assert!(text.contains("agent, publish, review, summarise, translate"), "{text}");
 }
 
