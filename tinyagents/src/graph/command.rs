@@ -140,7 +140,7 @@ pub const TOOLS_NODE: &str = "tools";
 /// | jump to model / tools / end | `Goto("model")` / `Goto("tools")` / `End` |
 /// | human interrupt | `Interrupt` |
 /// | stop with a final text | `End` (the final text is already in the conversation) |
-/// | accepted steering | `Update` then `Goto("model")` (inject a message, redirect: the model sees it next), `Update` (mode, limits), `Interrupt` (pause), `End` (cancel), `Continue` (resume), or delivery to a child run when it targets one |
+/// | accepted steering | `Update` then `Goto("model")` (inject a message, redirect: the model sees it next), `Goto` (goto a node), `Update` (mode, limits), `Interrupt` (pause), `End` (cancel), `Continue` (resume), or delivery to a child run when it targets one |
 /// | branch / fan-out | `Fork` |
 /// | retry / fallback | handled inside the node |
 ///
@@ -201,5 +201,6 @@ fn steering_command(action: SteeringAction) -> Command {
         },
         SteeringAction::Cancel { .. } => Command::End,
         SteeringAction::Resume => Command::Continue,
+        SteeringAction::Goto { node } => Command::Goto(node),
     }
 }

@@ -251,7 +251,13 @@ impl<G: Send> CompiledGraph<G> {
                     self.next_after(&current, &progress.state)
                 }
                 Command::Goto(next) => {
-                    self.node(&next)?;
+                    if !self.graph.nodes.contains_key(&next) {
+                        return Err(TinyAgentsError::config(format!(
+                            "node `{current}` asked to go to `{next}`, but the graph has no node `{next}`; \
+                             the nodes are: {}; go to one of them, or add the node to the graph",
+                            self.graph.nodes.keys().cloned().collect::<Vec<_>>().join(", ")
+                        )));
+                    }
                     next
                 }
                 Command::End => END.to_owned(),

@@ -42,6 +42,14 @@ pub enum SteeringAction {
         /// The new step limit.
         max_steps: Option<u32>,
     },
+    /// Leave the graph node the run is in and go to `node`: the run ends at
+    /// this safe point and its [`AgentNode`](crate::graph::AgentNode)
+    /// returns [`Command::Goto`](crate::graph::Command::Goto). A run no graph
+    /// node drives fails with a `Validation` error (fail closed).
+    Goto {
+        /// The graph node to go to.
+        node: String,
+    },
 }
 
 /// How a `before_steering` hook decided on a command.
@@ -206,6 +214,7 @@ impl SteeringAction {
             Self::Cancel { .. } => "cancel",
             Self::SwitchMode { .. } => "switch_mode",
             Self::AdjustLimits { .. } => "adjust_limits",
+            Self::Goto { .. } => "goto",
         }
     }
 }

@@ -3,3 +3,4 @@
 mod boundary;
 mod execution;
 mod steering_boundary;
+mod steering_commands;

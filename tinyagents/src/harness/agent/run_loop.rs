@@ -290,6 +290,10 @@ where
         run: &mut AgentRun,
     ) -> Result<StepOutcome> {
         self.steer(ctx, state, run).await?;
+        if crate::graph::GraphRoute::steered(ctx) {
+            // steering sent the run to another graph node: it ends here
+            return Ok(StepOutcome::Stop(StopReason::JumpedToEnd));
+        }
         if ctx.flow().is_cancelled() {
             let e = TinyAgentsError::cancelled("the run was cancelled");
             return self.fail(ctx, state, e).await.map(StepOutcome::Stop);
@@ -486,6 +490,7 @@ where
                 ctx.flow_mut()
                     .update_state(MAX_STEPS_STATE, serde_json::json!(max_steps));
             }
+            SteeringAction::Goto { node } => crate::graph::GraphRoute::steer(ctx, node)?,
         }
         Ok(())
     }
