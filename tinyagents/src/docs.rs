@@ -295,8 +295,10 @@ pub fn render_names() -> String {
     let _ = writeln!(out, "\n## Names the design documents use\n");
     let _ = writeln!(
         out,
-        "Every type, trait and function the middleware design and the `harness::middleware` module description \
-         name, at a path that resolves (the compiler checks each one).\n"
+        "Every type, trait and function the middleware design, the `harness::middleware` module description and \
+         QueryMT's middleware documentation name, at a path that resolves (the compiler checks each one). A \
+         QueryMT path `querymt_agent::X` is `tinyagents::compat::querymt::X`; names its examples define \
+         themselves (`MyMiddleware`, `RateLimitMiddleware`, …) are not listed.\n"
     );
     let _ = writeln!(out, "| Document | Path |");
     let _ = writeln!(out, "| --- | --- |");

@@ -77,7 +77,7 @@ pub(crate) fn design_aliases() -> Vec<NameAlias> {
 macro_rules! design_paths {
     ($($doc:literal: [$(crate $(:: $segment:ident)+),* $(,)?])*) => {
         /// Every name the design documents use (the `harness::middleware`
-        /// design and its module description), at the path that resolves:
+        /// design, its module description, QueryMT's middleware docs), at the path that resolves:
         /// `(document, path)`, in the documents' order.
         pub(crate) const DESIGN_PATHS: &[(&str, &str)] =
             &[$($(($doc, concat!("tinyagents" $(, "::", stringify!($segment))+))),*),*];
@@ -145,5 +145,29 @@ design_paths! {
         crate::harness::cache::CacheLayoutEvent,
         crate::harness::middleware::UsageAccountingMiddleware,
         crate::middleware::UsageTotals,
+    ]
+    "QueryMT middleware docs": [
+        crate::compat::querymt::middleware::MiddlewareDriver,
+        crate::compat::querymt::middleware::MiddlewareError,
+        crate::compat::querymt::middleware::Result,
+        crate::compat::querymt::middleware::MiddlewareFactory,
+        crate::compat::querymt::middleware::MIDDLEWARE_REGISTRY,
+        crate::compat::querymt::middleware::CompositeDriver,
+        crate::compat::querymt::middleware::state::ExecutionState,
+        crate::compat::querymt::middleware::state::ToolCall,
+        crate::compat::querymt::middleware::state::ToolResult,
+        crate::compat::querymt::PreparedToolCall,
+        crate::compat::querymt::PreparedCallVerdict,
+        crate::compat::querymt::agent::agent_config::AgentConfig,
+        crate::compat::querymt::prelude,
+        crate::harness::event::HookNotice,
+        crate::middleware::LoggingMiddleware,
+        crate::middleware::AgentModeMiddleware,
+        crate::middleware::AgentMode,
+        crate::middleware::LimitsMiddleware,
+        crate::middleware::ContextMiddleware,
+        crate::middleware::DedupCheckMiddleware,
+        crate::middleware::OutputLimitRecoveryMiddleware,
+        crate::middleware::ParallelEditGuardMiddleware,
     ]
 }
