@@ -5,9 +5,12 @@ use std::path::PathBuf;
 
 /// The agent a driver is built for: its provider, model, workspace and tools.
 ///
-/// `Agent::single()` passes the builder's values; a stack built from an
-/// agent file passes the file's workspace (and no provider when the file
-/// runs the scripted model).
+/// `Agent::single()` keeps the builder's values here
+/// ([`SingleAgent::config`](crate::harness::agent::SingleAgent::config));
+/// a stack built from a configuration (an agent file, a
+/// [`MiddlewareRegistry`](crate::config::MiddlewareRegistry)) passes its
+/// factories `AgentConfig::default()`, as the registry does not know the
+/// agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentConfig {
     /// The provider's name (`anthropic`, `openai`, …), when one is set.
