@@ -212,11 +212,13 @@ impl<D: MiddlewareDriver + ?Sized> std::fmt::Debug for DriverMiddleware<D> {
     }
 }
 
+// The generic names are the DSL's: rustc then lists this type among a
+// `Middleware` error's implementors by its name alone, like the others.
 #[async_trait]
-impl<S, C, D> Middleware<S, C> for DriverMiddleware<D>
+impl<__TinyState, __TinyCtx, D> Middleware<__TinyState, __TinyCtx> for DriverMiddleware<D>
 where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
+    __TinyState: Send + Sync + 'static,
+    __TinyCtx: Send + Sync + 'static,
     D: MiddlewareDriver + ?Sized + 'static,
 {
     fn name(&self) -> &str {
@@ -229,7 +231,12 @@ where
         })
     }
 
-    fn on_sync(&self, _ctx: &mut RunContext<C>, _state: &S, value: HookValue<'_>) -> NativeResult<()> {
+    fn on_sync(
+        &self,
+        _ctx: &mut RunContext<__TinyCtx>,
+        _state: &__TinyState,
+        value: HookValue<'_>,
+    ) -> NativeResult<()> {
         match value {
             HookValue::BeforeModel(request) => {
                 let mut view = Request::new(std::mem::take(request));

@@ -22,11 +22,13 @@ pub(crate) enum WrapOnly<S, C> {
     Tool(Arc<dyn ToolMiddleware<S, C>>),
 }
 
+// The generic names are the DSL's: rustc then lists this type among a
+// `Middleware` error's implementors by its name alone, like the others.
 #[async_trait]
-impl<S, C> Middleware<S, C> for WrapOnly<S, C>
+impl<__TinyState, __TinyCtx> Middleware<__TinyState, __TinyCtx> for WrapOnly<__TinyState, __TinyCtx>
 where
-    S: Send + Sync + 'static,
-    C: Send + Sync + 'static,
+    __TinyState: Send + Sync + 'static,
+    __TinyCtx: Send + Sync + 'static,
 {
     fn name(&self) -> &str {
         match self {
@@ -44,10 +46,10 @@ where
 
     async fn wrap_model(
         &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
+        ctx: &mut RunContext<__TinyCtx>,
+        state: &__TinyState,
         request: ModelRequest,
-        next: ModelHandler<'_, S, C>,
+        next: ModelHandler<'_, __TinyState, __TinyCtx>,
     ) -> Result<MiddlewareModelOutcome> {
         match self {
             Self::Model(m) => m.wrap_model(ctx, state, request, next).await,
@@ -57,10 +59,10 @@ where
 
     async fn wrap_tool(
         &self,
-        ctx: &mut RunContext<C>,
-        state: &S,
+        ctx: &mut RunContext<__TinyCtx>,
+        state: &__TinyState,
         call: ToolCall,
-        next: ToolHandler<'_, S, C>,
+        next: ToolHandler<'_, __TinyState, __TinyCtx>,
     ) -> Result<MiddlewareToolOutcome> {
         match self {
             Self::Tool(t) => t.wrap_tool(ctx, state, call, next).await,
