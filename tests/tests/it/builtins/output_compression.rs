@@ -231,3 +231,156 @@ async fn with_a_summariser_a_large_result_is_summarised_once_per_run() {
     );
     assert_eq!(store.len(), 1);
 }
+
+// --- at the tool boundary (`at_tool = true`) --------------------------------
+
+/// A model asking for `dump`, then `delete`, then answering.
+fn dump_then_delete() -> Arc<ScriptedModel> {
+    Arc::new(ScriptedModel::from_fn(|request: &ModelRequest| {
+        let last = request.messages.last().unwrap();
+        match last.name.as_deref() {
+            _ if last.role == Role::User => ScriptedTurn::tool_call("dump", json!({})),
+            Some("dump") => ScriptedTurn::tool_call("delete", json!({"path": "a.txt"})),
+            _ => ScriptedTurn::text("done"),
+        }
+    }))
+}
+
+fn compressed_events(sink: &CollectingSink) -> Vec<tinyagents::harness::provenance::CompressionProvenance> {
+    sink.events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::Compressed { provenance, .. } => Some(*provenance),
+            _ => None,
+        })
+        .collect()
+}
+
+const AT_TOOL: &str = "max_tokens = 500\nhead_chars = 30\ntail_chars = 20\nat_tool = true";
+
+#[tokio::test]
+async fn at_tool_a_large_result_enters_history_compressed_with_provenance() {
+    let store = ArtifactStore::new();
+    let agent: Agent<()> = Agent::new(dump_then_delete())
+        .with_tools(
+            dump_and_small()
+                .with(RecordingTool::new("delete").returning("deleted"))
+                .unwrap(),
+        )
+        .with_stack(MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "dump it").await.unwrap();
+
+    // the history itself holds the excerpt; the original is in the store under the call's id
+    let dumped = run.messages.iter().find(|m| m.name.as_deref() == Some("dump")).unwrap();
+    let text = dumped.text();
+    assert!(text.starts_with("[output compressed: 20000 characters"), "{text}");
+    assert_eq!(artifact_id(&text).as_deref(), Some("artifact://r1/call-dump"));
+    assert_eq!(store.get("artifact://r1/call-dump").as_deref(), Some(big().as_str()));
+    // the small result is untouched
+    assert_eq!(tool_texts(&run.messages).last().map(String::as_str), Some("deleted"));
+
+    assert_eq!(run.compressions.len(), 1, "{:?}", run.compressions);
+    let p = &run.compressions[0];
+    assert_eq!(p.middleware, "output_compression");
+    assert_eq!(p.policy_version, OutputCompressionMiddleware::TOOL_POLICY);
+    assert_eq!(p.source_artifact_ids, ["call-dump", "artifact://r1/call-dump"]);
+    assert!(p.original_tokens > 500 && p.compressed_tokens < 100, "{p:?}");
+    assert!(p.stable_prefix_preserved);
+    assert_eq!(compressed_events(&sink), run.compressions, "one event per compression");
+}
+
+#[test]
+fn at_tool_refuses_keep_last() {
+    let err = from_toml_str::<OutputCompressionConfig>("at_tool = true\nkeep_last = 2").unwrap_err();
+    assert!(err.to_string().contains("keep_last"), "{err}");
+    assert!(err.to_string().contains("at_tool"), "{err}");
+}
+
+#[tokio::test]
+async fn a_resumed_durable_run_restores_its_record_and_does_not_compress_twice() {
+    use tinyagents::graph::{AgentGraph, Checkpointer, MemoryCheckpointer};
+
+    let store = ArtifactStore::new();
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let agent: Agent<()> = Agent::new(dump_then_delete())
+        .with_tools(dump_and_small().with(delete.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new()))
+                .unwrap()
+                .with(compression(AT_TOOL, &store))
+                .unwrap(),
+        );
+    let checkpoints = MemoryCheckpointer::new();
+
+    // the first segment compresses `dump`'s result, then pauses before `delete`
+    let sink1 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ()).with_sink(sink1.clone());
+    let err = AgentGraph::new(&agent)
+        .run_durable(&mut ctx, &(), "dump it", "t1", &checkpoints)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted);
+    let first = compressed_events(&sink1);
+    assert_eq!(first.len(), 1);
+    let saved = checkpoints.latest("t1").await.unwrap().unwrap().state;
+    let saved = saved
+        .get(OutputCompressionMiddleware::STATE_KEY)
+        .cloned()
+        .expect("the record is in the checkpoint");
+    assert_eq!(saved["calls"]["call-dump"], "artifact://r1/call-dump");
+
+    // the resumed segment: nothing compressed again, the provenance whole
+    let resume = HumanInTheLoopMiddleware::take_interrupt(&ctx)
+        .unwrap()
+        .decide([("call-delete", Decision::Approve)])
+        .unwrap();
+    let sink2 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ()).with_sink(sink2.clone());
+    let run = AgentGraph::new(&agent)
+        .resume_with(&mut ctx, &(), "t1", &checkpoints, resume)
+        .await
+        .unwrap();
+    assert_eq!(run.final_text(), "done");
+    assert_eq!(delete.calls().len(), 1);
+    assert!(compressed_events(&sink2).is_empty(), "no compression was redone");
+    assert_eq!(run.compressions, first, "the earlier segment's provenance, once");
+    let dumped: Vec<_> = run
+        .messages
+        .iter()
+        .filter(|m| m.name.as_deref() == Some("dump"))
+        .collect();
+    assert_eq!(dumped.len(), 1);
+    assert_eq!(dumped[0].text().matches("[output compressed").count(), 1);
+    assert_eq!(store.len(), 1);
+
+    // a call run again in a resumed run (a crash before its result was kept):
+    // same artifact, no second provenance
+    let stack = MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap();
+    let sink3 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r3"), ()).with_sink(sink3.clone());
+    ctx.flow_mut()
+        .update_state(OutputCompressionMiddleware::STATE_KEY, saved);
+    stack.run_before_agent(&mut ctx, &()).await.unwrap();
+    let call = ToolCall::new("call-dump", "dump", json!({}));
+    let mut result = ToolResult::ok(&call, big());
+    stack.run_after_tool(&mut ctx, &(), &mut result).await.unwrap();
+    assert_eq!(artifact_id(&result.content).as_deref(), Some("artifact://r1/call-dump"));
+    assert!(compressed_events(&sink3).is_empty());
+    let log = ctx.locals().local::<tinyagents::harness::compression::CompressionLog>();
+    assert_eq!(log.entries(), first, "restored, not recorded again");
+}
+
+#[tokio::test]
+async fn a_damaged_restored_record_fails_before_agent() {
+    let store = ArtifactStore::new();
+    let stack = MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    ctx.flow_mut()
+        .update_state(OutputCompressionMiddleware::STATE_KEY, json!({"calls": "not a map"}));
+    let err = stack.run_before_agent(&mut ctx, &()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert!(err.to_string().contains("output_compression"), "{err}");
+}
