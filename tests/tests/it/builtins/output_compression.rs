@@ -384,3 +384,94 @@ async fn a_damaged_restored_record_fails_before_agent() {
     assert_eq!(err.kind(), ErrorKind::Validation);
     assert!(err.to_string().contains("output_compression"), "{err}");
 }
+
+#[tokio::test]
+async fn at_tool_large_arguments_reach_the_tool_whole_and_the_model_a_stand_in() {
+    let store = ArtifactStore::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+    let model = Arc::new(ScriptedModel::from_fn({
+        let seen = seen.clone();
+        move |request: &ModelRequest| {
+            let last = request.messages.last().unwrap();
+            if last.role == Role::User {
+                return ScriptedTurn::tool_call("save", json!({"content": big()}));
+            }
+            // what the model sees of its own call on the next turn
+            let call = request
+                .messages
+                .iter()
+                .flat_map(|m| m.tool_calls.iter())
+                .next()
+                .unwrap();
+            seen.lock().unwrap().push(call.arguments.clone());
+            ScriptedTurn::text("saved")
+        }
+    }));
+    let save = RecordingTool::new("save").returning("ok");
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(save.clone()).unwrap())
+        .with_stack(MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "save it").await.unwrap();
+
+    // the tool ran with its arguments whole; history keeps them whole too
+    assert_eq!(save.calls()[0], json!({"content": big()}));
+    let asked = run.messages.iter().flat_map(|m| m.tool_calls.iter()).next().unwrap();
+    assert_eq!(asked.arguments, json!({"content": big()}));
+    // the model saw a stand-in naming the artifact that holds them
+    let seen = seen.lock().unwrap().clone();
+    let stand_in = seen[0]["compressed_arguments"].as_str().expect("a stand-in");
+    assert_eq!(
+        artifact_id(stand_in).as_deref(),
+        Some("artifact://r1/call-save/arguments")
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&store.get("artifact://r1/call-save/arguments").unwrap()).unwrap();
+    assert_eq!(stored, json!({"content": big()}));
+
+    assert_eq!(run.compressions.len(), 1, "{:?}", run.compressions);
+    let p = &run.compressions[0];
+    assert_eq!(p.policy_version, OutputCompressionMiddleware::TOOL_ARGUMENTS_POLICY);
+    assert_eq!(
+        p.source_artifact_ids,
+        ["call-save", "artifact://r1/call-save/arguments"]
+    );
+    assert!(p.original_tokens > 500 && p.compressed_tokens < 100, "{p:?}");
+    assert_eq!(compressed_events(&sink), run.compressions);
+
+    // restored in a later segment: the call run again is not recorded twice,
+    // and the model still sees the stand-in
+    let state = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::StateUpdated { key, value, .. } if key == OutputCompressionMiddleware::STATE_KEY => Some(value),
+            _ => None,
+        })
+        .last()
+        .expect("the record is run state");
+    let stack = MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap();
+    let sink2 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ()).with_sink(sink2.clone());
+    ctx.flow_mut()
+        .update_state(OutputCompressionMiddleware::STATE_KEY, state);
+    stack.run_before_agent(&mut ctx, &()).await.unwrap();
+    let mut call = asked.clone();
+    stack.run_before_tool(&mut ctx, &(), &mut call).await.unwrap();
+    assert_eq!(
+        call.arguments,
+        json!({"content": big()}),
+        "the tool still gets them whole"
+    );
+    let mut request = ModelRequest::new(run.messages.clone());
+    stack.run_before_model(&mut ctx, &(), &mut request).await.unwrap();
+    let shown = request
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls.iter())
+        .next()
+        .unwrap();
+    assert_eq!(shown.arguments, seen[0]);
+    assert!(compressed_events(&sink2).is_empty(), "nothing compressed twice");
+}
