@@ -291,6 +291,39 @@ async fn at_tool_a_large_result_enters_history_compressed_with_provenance() {
     assert_eq!(compressed_events(&sink), run.compressions, "one event per compression");
 }
 
+#[tokio::test]
+async fn at_tool_with_a_summariser_the_summary_enters_history_once() {
+    let store = ArtifactStore::new();
+    let summarizer_model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
+        ModelResponse::text("2000 numbered lines.").with_usage(Usage::new(30, 9)),
+    )]));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("dump", json!({})),
+        ScriptedTurn::tool_call("small", json!({})),
+        ScriptedTurn::text("ok"),
+    ]));
+    let mw = compression(AT_TOOL, &store).with_summarizer(Arc::new(ModelSummarizer::new(summarizer_model.clone())));
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(dump_and_small())
+        .with_stack(MiddlewareStack::new().with(mw).unwrap());
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r4"), ()), &(), "go")
+        .await
+        .unwrap();
+    let dumped = run.messages.iter().find(|m| m.name.as_deref() == Some("dump")).unwrap();
+    let text = dumped.text();
+    assert!(text.starts_with("[output summarised: 20000 characters"), "{text}");
+    assert!(text.ends_with("2000 numbered lines."), "{text}");
+    assert_eq!(summarizer_model.calls(), 1);
+    assert_eq!(run.usage.input_tokens, 30, "the summary's usage is the run's");
+    assert_eq!(run.compressions.len(), 1);
+    assert_eq!(
+        run.compressions[0].policy_version,
+        "output_compression/tool/summary/1+model:scripted"
+    );
+    assert_eq!(store.get("artifact://r4/call-dump").as_deref(), Some(big().as_str()));
+}
+
 #[test]
 fn at_tool_refuses_keep_last() {
     let err = from_toml_str::<OutputCompressionConfig>("at_tool = true\nkeep_last = 2").unwrap_err();
