@@ -1,6 +1,8 @@
 //! [`OutputCompressionMiddleware`]: large tool results are replaced, in the
 //! model-visible context, by an excerpt plus an artifact reference; the
-//! original stays in the run's history and in an [`ArtifactStore`].
+//! original stays in the run's history and in an [`ArtifactStore`]; or, with
+//! `at_tool`, compressed at the tool boundary, in history, with its record
+//! restored when a durable run resumes.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -53,7 +55,9 @@ pub struct OutputCompressionConfig {
     /// replaced by a stand-in in the model-visible context. The record of what was
     /// compressed is explicit run state (`output_compression`), restored in
     /// `before_agent` when a durable run resumes: a result is never
-    /// compressed twice and the provenance stays whole.
+    /// compressed twice and the provenance stays whole. The originals are
+    /// only in the (in-memory) store: a run resumed in another process keeps
+    /// the excerpts and stand-ins but cannot read the originals back.
     #[config(default = false)]
     pub at_tool: bool,
 }
