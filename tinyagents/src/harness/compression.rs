@@ -99,6 +99,16 @@ pub fn record<C>(ctx: &RunContext<C>, mut provenance: CompressionProvenance) {
     ctx.locals().local::<CompressionLog>().push(provenance);
 }
 
+/// Puts compressions recorded by an earlier segment of the run (kept in its
+/// checkpoint, read back by the middleware that made them when a durable
+/// run resumes) back in the run's [`CompressionLog`], without new events:
+/// the resumed run's record holds them once, in order.
+pub(crate) fn restore<C>(ctx: &RunContext<C>, earlier: Vec<CompressionProvenance>) {
+    for p in earlier {
+        ctx.locals().local::<CompressionLog>().push(p);
+    }
+}
+
 /// Moves the compressions not yet attached onto `run.compressions`
 /// (idempotent: a second call moves only what was recorded since). The
 /// agent calls it when a run ends, before and after the `after_agent`

@@ -231,3 +231,280 @@ async fn with_a_summariser_a_large_result_is_summarised_once_per_run() {
     );
     assert_eq!(store.len(), 1);
 }
+
+// --- at the tool boundary (`at_tool = true`) --------------------------------
+
+/// A model asking for `dump`, then `delete`, then answering.
+fn dump_then_delete() -> Arc<ScriptedModel> {
+    Arc::new(ScriptedModel::from_fn(|request: &ModelRequest| {
+        let last = request.messages.last().unwrap();
+        match last.name.as_deref() {
+            _ if last.role == Role::User => ScriptedTurn::tool_call("dump", json!({})),
+            Some("dump") => ScriptedTurn::tool_call("delete", json!({"path": "a.txt"})),
+            _ => ScriptedTurn::text("done"),
+        }
+    }))
+}
+
+fn compressed_events(sink: &CollectingSink) -> Vec<tinyagents::harness::provenance::CompressionProvenance> {
+    sink.events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::Compressed { provenance, .. } => Some(*provenance),
+            _ => None,
+        })
+        .collect()
+}
+
+const AT_TOOL: &str = "max_tokens = 500\nhead_chars = 30\ntail_chars = 20\nat_tool = true";
+
+#[tokio::test]
+async fn at_tool_a_large_result_enters_history_compressed_with_provenance() {
+    let store = ArtifactStore::new();
+    let agent: Agent<()> = Agent::new(dump_then_delete())
+        .with_tools(
+            dump_and_small()
+                .with(RecordingTool::new("delete").returning("deleted"))
+                .unwrap(),
+        )
+        .with_stack(MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "dump it").await.unwrap();
+
+    // the history itself holds the excerpt; the original is in the store under the call's id
+    let dumped = run.messages.iter().find(|m| m.name.as_deref() == Some("dump")).unwrap();
+    let text = dumped.text();
+    assert!(text.starts_with("[output compressed: 20000 characters"), "{text}");
+    assert_eq!(artifact_id(&text).as_deref(), Some("artifact://r1/call-dump"));
+    assert_eq!(store.get("artifact://r1/call-dump").as_deref(), Some(big().as_str()));
+    // the small result is untouched
+    assert_eq!(tool_texts(&run.messages).last().map(String::as_str), Some("deleted"));
+
+    assert_eq!(run.compressions.len(), 1, "{:?}", run.compressions);
+    let p = &run.compressions[0];
+    assert_eq!(p.middleware, "output_compression");
+    assert_eq!(p.policy_version, OutputCompressionMiddleware::TOOL_POLICY);
+    assert_eq!(p.source_artifact_ids, ["call-dump", "artifact://r1/call-dump"]);
+    assert!(p.original_tokens > 500 && p.compressed_tokens < 100, "{p:?}");
+    assert!(p.stable_prefix_preserved);
+    assert_eq!(compressed_events(&sink), run.compressions, "one event per compression");
+}
+
+#[tokio::test]
+async fn at_tool_with_a_summariser_the_summary_enters_history_once() {
+    let store = ArtifactStore::new();
+    let summarizer_model = Arc::new(ScriptedModel::new([ScriptedTurn::Reply(
+        ModelResponse::text("2000 numbered lines.").with_usage(Usage::new(30, 9)),
+    )]));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("dump", json!({})),
+        ScriptedTurn::tool_call("small", json!({})),
+        ScriptedTurn::text("ok"),
+    ]));
+    let mw = compression(AT_TOOL, &store).with_summarizer(Arc::new(ModelSummarizer::new(summarizer_model.clone())));
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(dump_and_small())
+        .with_stack(MiddlewareStack::new().with(mw).unwrap());
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r4"), ()), &(), "go")
+        .await
+        .unwrap();
+    let dumped = run.messages.iter().find(|m| m.name.as_deref() == Some("dump")).unwrap();
+    let text = dumped.text();
+    assert!(text.starts_with("[output summarised: 20000 characters"), "{text}");
+    assert!(text.ends_with("2000 numbered lines."), "{text}");
+    assert_eq!(summarizer_model.calls(), 1);
+    assert_eq!(run.usage.input_tokens, 30, "the summary's usage is the run's");
+    assert_eq!(run.compressions.len(), 1);
+    assert_eq!(
+        run.compressions[0].policy_version,
+        "output_compression/tool/summary/1+model:scripted"
+    );
+    assert_eq!(store.get("artifact://r4/call-dump").as_deref(), Some(big().as_str()));
+}
+
+#[test]
+fn at_tool_refuses_keep_last() {
+    let err = from_toml_str::<OutputCompressionConfig>("at_tool = true\nkeep_last = 2").unwrap_err();
+    assert!(err.to_string().contains("keep_last"), "{err}");
+    assert!(err.to_string().contains("at_tool"), "{err}");
+}
+
+#[tokio::test]
+async fn a_resumed_durable_run_restores_its_record_and_does_not_compress_twice() {
+    use tinyagents::graph::{AgentGraph, Checkpointer, MemoryCheckpointer};
+
+    let store = ArtifactStore::new();
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let agent: Agent<()> = Agent::new(dump_then_delete())
+        .with_tools(dump_and_small().with(delete.clone()).unwrap())
+        .with_stack(
+            MiddlewareStack::new()
+                .with(HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new()))
+                .unwrap()
+                .with(compression(AT_TOOL, &store))
+                .unwrap(),
+        );
+    let checkpoints = MemoryCheckpointer::new();
+
+    // the first segment compresses `dump`'s result, then pauses before `delete`
+    let sink1 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ()).with_sink(sink1.clone());
+    let err = AgentGraph::new(&agent)
+        .run_durable(&mut ctx, &(), "dump it", "t1", &checkpoints)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted);
+    let first = compressed_events(&sink1);
+    assert_eq!(first.len(), 1);
+    let saved = checkpoints.latest("t1").await.unwrap().unwrap().state;
+    let saved = saved
+        .get(OutputCompressionMiddleware::STATE_KEY)
+        .cloned()
+        .expect("the record is in the checkpoint");
+    assert_eq!(saved["calls"]["call-dump"], "artifact://r1/call-dump");
+
+    // the resumed segment: nothing compressed again, the provenance whole
+    let resume = HumanInTheLoopMiddleware::take_interrupt(&ctx)
+        .unwrap()
+        .decide([("call-delete", Decision::Approve)])
+        .unwrap();
+    let sink2 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ()).with_sink(sink2.clone());
+    let run = AgentGraph::new(&agent)
+        .resume_with(&mut ctx, &(), "t1", &checkpoints, resume)
+        .await
+        .unwrap();
+    assert_eq!(run.final_text(), "done");
+    assert_eq!(delete.calls().len(), 1);
+    assert!(compressed_events(&sink2).is_empty(), "no compression was redone");
+    assert_eq!(run.compressions, first, "the earlier segment's provenance, once");
+    let dumped: Vec<_> = run
+        .messages
+        .iter()
+        .filter(|m| m.name.as_deref() == Some("dump"))
+        .collect();
+    assert_eq!(dumped.len(), 1);
+    assert_eq!(dumped[0].text().matches("[output compressed").count(), 1);
+    assert_eq!(store.len(), 1);
+
+    // a call run again in a resumed run (a crash before its result was kept):
+    // same artifact, no second provenance
+    let stack = MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap();
+    let sink3 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r3"), ()).with_sink(sink3.clone());
+    ctx.flow_mut()
+        .update_state(OutputCompressionMiddleware::STATE_KEY, saved);
+    stack.run_before_agent(&mut ctx, &()).await.unwrap();
+    let call = ToolCall::new("call-dump", "dump", json!({}));
+    let mut result = ToolResult::ok(&call, big());
+    stack.run_after_tool(&mut ctx, &(), &mut result).await.unwrap();
+    assert_eq!(artifact_id(&result.content).as_deref(), Some("artifact://r1/call-dump"));
+    assert!(compressed_events(&sink3).is_empty());
+    let log = ctx.locals().local::<tinyagents::harness::compression::CompressionLog>();
+    assert_eq!(log.entries(), first, "restored, not recorded again");
+}
+
+#[tokio::test]
+async fn a_damaged_restored_record_fails_before_agent() {
+    let store = ArtifactStore::new();
+    let stack = MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap();
+    let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    ctx.flow_mut()
+        .update_state(OutputCompressionMiddleware::STATE_KEY, json!({"calls": "not a map"}));
+    let err = stack.run_before_agent(&mut ctx, &()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert!(err.to_string().contains("output_compression"), "{err}");
+}
+
+#[tokio::test]
+async fn at_tool_large_arguments_reach_the_tool_whole_and_the_model_a_stand_in() {
+    let store = ArtifactStore::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+    let model = Arc::new(ScriptedModel::from_fn({
+        let seen = seen.clone();
+        move |request: &ModelRequest| {
+            let last = request.messages.last().unwrap();
+            if last.role == Role::User {
+                return ScriptedTurn::tool_call("save", json!({"content": big()}));
+            }
+            // what the model sees of its own call on the next turn
+            let call = request
+                .messages
+                .iter()
+                .flat_map(|m| m.tool_calls.iter())
+                .next()
+                .unwrap();
+            seen.lock().unwrap().push(call.arguments.clone());
+            ScriptedTurn::text("saved")
+        }
+    }));
+    let save = RecordingTool::new("save").returning("ok");
+    let agent: Agent<()> = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(save.clone()).unwrap())
+        .with_stack(MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap());
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), "save it").await.unwrap();
+
+    // the tool ran with its arguments whole; history keeps them whole too
+    assert_eq!(save.calls()[0], json!({"content": big()}));
+    let asked = run.messages.iter().flat_map(|m| m.tool_calls.iter()).next().unwrap();
+    assert_eq!(asked.arguments, json!({"content": big()}));
+    // the model saw a stand-in naming the artifact that holds them
+    let seen = seen.lock().unwrap().clone();
+    let stand_in = seen[0]["compressed_arguments"].as_str().expect("a stand-in");
+    assert_eq!(
+        artifact_id(stand_in).as_deref(),
+        Some("artifact://r1/call-save/arguments")
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&store.get("artifact://r1/call-save/arguments").unwrap()).unwrap();
+    assert_eq!(stored, json!({"content": big()}));
+
+    assert_eq!(run.compressions.len(), 1, "{:?}", run.compressions);
+    let p = &run.compressions[0];
+    assert_eq!(p.policy_version, OutputCompressionMiddleware::TOOL_ARGUMENTS_POLICY);
+    assert_eq!(
+        p.source_artifact_ids,
+        ["call-save", "artifact://r1/call-save/arguments"]
+    );
+    assert!(p.original_tokens > 500 && p.compressed_tokens < 100, "{p:?}");
+    assert_eq!(compressed_events(&sink), run.compressions);
+
+    // restored in a later segment: the call run again is not recorded twice,
+    // and the model still sees the stand-in
+    let state = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::StateUpdated { key, value, .. } if key == OutputCompressionMiddleware::STATE_KEY => Some(value),
+            _ => None,
+        })
+        .last()
+        .expect("the record is run state");
+    let stack = MiddlewareStack::new().with(compression(AT_TOOL, &store)).unwrap();
+    let sink2 = Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r2"), ()).with_sink(sink2.clone());
+    ctx.flow_mut()
+        .update_state(OutputCompressionMiddleware::STATE_KEY, state);
+    stack.run_before_agent(&mut ctx, &()).await.unwrap();
+    let mut call = asked.clone();
+    stack.run_before_tool(&mut ctx, &(), &mut call).await.unwrap();
+    assert_eq!(
+        call.arguments,
+        json!({"content": big()}),
+        "the tool still gets them whole"
+    );
+    let mut request = ModelRequest::new(run.messages.clone());
+    stack.run_before_model(&mut ctx, &(), &mut request).await.unwrap();
+    let shown = request
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls.iter())
+        .next()
+        .unwrap();
+    assert_eq!(shown.arguments, seen[0]);
+    assert!(compressed_events(&sink2).is_empty(), "nothing compressed twice");
+}
