@@ -16,7 +16,8 @@ mod root;
 use std::sync::Arc;
 
 pub use files::{
-    FileOp, FileTool, MAX_ENTRIES, MAX_READ_BYTES, MAX_SEARCH_FILES, MAX_SEARCH_FILE_BYTES, MAX_WRITE_BYTES,
+    FileOp, FileTool, MAX_ENTRIES, MAX_READ_BYTES, MAX_SEARCH_FILES, MAX_SEARCH_FILE_BYTES, MAX_WALK_ENTRIES,
+    MAX_WRITE_BYTES,
 };
 pub use root::WorkspaceRoot;
 
