@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::beneath::Beneath;
 use super::root::WorkspaceRoot;
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::tool::{
@@ -162,7 +163,7 @@ impl FileTool {
             FileOp::Read => {
                 let given = arg(name, arguments, "path")?;
                 let path = self.root.resolve_existing(given)?;
-                let (file, _) = open_regular(name, given, &path)?;
+                let (file, _) = open_regular(name, self.root.path(), given, &path)?;
                 let offset = arguments.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1);
                 let limit = arguments.get("limit").and_then(Value::as_u64).unwrap_or(u64::MAX);
                 // streamed line by line: memory stays bounded whatever the file's size
@@ -203,15 +204,7 @@ impl FileTool {
                         content.len()
                     )));
                 }
-                if let Ok(meta) = std::fs::symlink_metadata(&path)
-                    && !meta.is_file()
-                {
-                    return Err(not_regular(name, given, &meta));
-                }
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| io(name, dir, e))?;
-                }
-                write_replacing(name, &path, content.as_bytes())?;
+                write_replacing(name, self.root.path(), given, &path, content.as_bytes())?;
                 Ok(format!("wrote {} bytes to {}", content.len(), self.root.display(&path)))
             }
             FileOp::Edit => {
@@ -225,7 +218,7 @@ impl FileTool {
                         "tool `{name}`: `old_string` is empty; give the exact text to replace"
                     )));
                 }
-                let (file, meta) = open_regular(name, given, &path)?;
+                let (file, meta) = open_regular(name, self.root.path(), given, &path)?;
                 if meta.len() > MAX_WRITE_BYTES as u64 {
                     return Err(TinyAgentsError::validation(format!(
                         "tool `{name}`: `{given}` has {} bytes, over the {MAX_WRITE_BYTES} an edit rewrites \
@@ -258,15 +251,15 @@ impl FileTool {
                         "tool `{name}`: the edited `{shown}` would exceed {MAX_WRITE_BYTES} bytes"
                     )));
                 }
-                write_replacing(name, &path, edited.as_bytes())?;
+                write_replacing(name, self.root.path(), given, &path, edited.as_bytes())?;
                 Ok(format!("replaced {count} occurrence(s) in {shown}"))
             }
             FileOp::List => {
-                let path = self
-                    .root
-                    .resolve(arguments.get("path").and_then(Value::as_str).unwrap_or("."))?;
+                let given = arguments.get("path").and_then(Value::as_str).unwrap_or(".");
+                let path = self.root.resolve_existing(given)?;
+                let dir = Beneath::open(self.root.path(), &path, false).map_err(|e| unanchored(name, given, e))?;
                 let mut names: Vec<String> = Vec::new();
-                for entry in std::fs::read_dir(&path).map_err(|e| io(name, &path, e))? {
+                for entry in std::fs::read_dir(dir.path()).map_err(|e| io(name, &path, e))? {
                     let entry = entry.map_err(|e| io(name, &path, e))?;
                     let mut n = entry.file_name().to_string_lossy().into_owned();
                     if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
@@ -332,7 +325,7 @@ impl FileTool {
         };
         let start = self
             .root
-            .resolve(arguments.get("path").and_then(Value::as_str).unwrap_or("."))?;
+            .resolve_existing(arguments.get("path").and_then(Value::as_str).unwrap_or("."))?;
         let mut hits = Vec::new();
         let mut files = 0usize;
         let mut stopped = None;
@@ -356,7 +349,7 @@ impl FileTool {
                 return false;
             }
             // opened without following a link or blocking, checked regular on the open file
-            let Ok((file, _)) = open_regular(name, &shown, path) else {
+            let Ok((file, _)) = open_regular(name, self.root.path(), &shown, path) else {
                 return true;
             };
             let mut bytes = Vec::new();
@@ -427,7 +420,8 @@ fn walk(start: PathBuf, skip_git: bool, mut visit: impl FnMut(&Path, &std::fs::M
 /// the path was checked is refused), never waiting on a FIFO
 /// (`O_NONBLOCK`), and refused unless the opened file is a regular one
 /// (checked on the open descriptor, not the name).
-fn open_regular(tool: &str, given: &str, path: &Path) -> Result<(std::fs::File, std::fs::Metadata)> {
+fn open_regular(tool: &str, root: &Path, given: &str, path: &Path) -> Result<(std::fs::File, std::fs::Metadata)> {
+    let (_dir, entry) = Beneath::parent_of(root, path, false).map_err(|e| unanchored(tool, given, e))?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -435,7 +429,7 @@ fn open_regular(tool: &str, given: &str, path: &Path) -> Result<(std::fs::File, 
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
-    let file = options.open(path).map_err(|e| TinyAgentsError::Tool {
+    let file = options.open(&entry).map_err(|e| TinyAgentsError::Tool {
         tool: tool.to_owned(),
         message: format!(
             "`{given}` cannot be opened ({e}); the file tools open regular files of the workspace, never \
@@ -447,6 +441,18 @@ fn open_regular(tool: &str, given: &str, path: &Path) -> Result<(std::fs::File, 
         return Err(not_regular(tool, given, &meta));
     }
     Ok((file, meta))
+}
+
+/// The refusal of a path whose directories could not be opened beneath the root.
+fn unanchored(tool: &str, given: &str, e: std::io::Error) -> TinyAgentsError {
+    TinyAgentsError::Tool {
+        tool: tool.to_owned(),
+        message: format!(
+            "`{given}` cannot be reached ({e}): one of its directories is missing, is not a directory, or is a \
+             symbolic link (rule: the file tools open a path beneath the workspace one directory at a time, \
+             never through a link, even one swapped in after the check); check the path"
+        ),
+    }
 }
 
 /// The refusal of a path that is not a regular file (a directory, FIFO, socket or device).
@@ -497,21 +503,26 @@ fn next_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, cap: usize) -> std::i
 /// renamed over it. A symbolic link or hard link at `path` is replaced, never
 /// written through, so a file elsewhere sharing it is left as it was; the
 /// file keeps its permissions.
-fn write_replacing(tool: &str, path: &Path, content: &[u8]) -> Result<()> {
+fn write_replacing(tool: &str, root: &Path, given: &str, path: &Path, content: &[u8]) -> Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or(path);
+    // the directories are opened (made where missing) beneath the root, never through a link
+    let (dir, target) = Beneath::parent_of(root, path, true).map_err(|e| unanchored(tool, given, e))?;
     let stem = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let old = std::fs::symlink_metadata(path).ok().filter(std::fs::Metadata::is_file);
+    let old = match std::fs::symlink_metadata(&target) {
+        Ok(meta) if meta.is_file() => Some(meta),
+        Ok(meta) => return Err(not_regular(tool, given, &meta)),
+        Err(_) => None,
+    };
     let (tmp, mut file) = loop {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{stem}.{}.{n}.write", std::process::id()));
+        let tmp = dir.path().join(format!(".{stem}.{}.{n}.write", std::process::id()));
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
             Ok(file) => break (tmp, file),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < u64::MAX => continue,
-            Err(e) => return Err(io(tool, &tmp, e)),
+            Err(e) => return Err(io(tool, path, e)),
         }
     };
     let written = file
@@ -521,7 +532,7 @@ fn write_replacing(tool: &str, path: &Path, content: &[u8]) -> Result<()> {
             Some(meta) => std::fs::set_permissions(&tmp, meta.permissions()),
             None => Ok(()),
         })
-        .and_then(|()| std::fs::rename(&tmp, path));
+        .and_then(|()| std::fs::rename(&tmp, &target));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(io(tool, path, e));

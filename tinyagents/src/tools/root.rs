@@ -5,6 +5,11 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::harness::error::{Result, TinyAgentsError};
 
+/// The longest path (in bytes, the root included) a file tool takes: the
+/// system's `PATH_MAX`, so that every other program can reach what the
+/// tools make.
+pub const MAX_PATH_BYTES: usize = 4096;
+
 /// A workspace root, canonical: every path a file tool takes resolves
 /// inside it or is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +71,14 @@ impl WorkspaceRoot {
                 }
                 Component::Normal(part) => out.push(part),
             }
+        }
+        if out.as_os_str().len() >= MAX_PATH_BYTES {
+            return Err(TinyAgentsError::validation(format!(
+                "path `{}…` is {} bytes long inside the workspace, over the {MAX_PATH_BYTES} a path may have \
+                 (rule: PATH_MAX, which other programs need to reach the file); give a shorter path",
+                given.chars().take(60).collect::<String>(),
+                out.as_os_str().len()
+            )));
         }
         // the longest existing ancestor, with its symlinks resolved, must stay inside
         let mut probe = out.as_path();

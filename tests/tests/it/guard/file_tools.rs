@@ -226,14 +226,18 @@ async fn nul_control_bytes_and_very_long_paths_are_classified_errors() {
         "look-alike",
     );
     let long = "a".repeat(5000);
-    refused(
-        call(&d.ws(), "read_tool", json!({"path": long})).await,
-        "cannot be opened",
-    );
+    refused(call(&d.ws(), "read_tool", json!({"path": long})).await, "PATH_MAX");
     let deep = ["d"; 3000].join("/");
-    assert!(call(&d.ws(), "write_file", json!({"path": deep, "content": "x"}))
-        .await
-        .is_err());
+    refused(
+        call(&d.ws(), "write_file", json!({"path": deep, "content": "x"})).await,
+        "PATH_MAX",
+    );
+    assert!(!d.ws().join("d").exists(), "nothing of the deep path was made");
+    // a single name over the system's limit is the system's error, naming the path
+    refused(
+        call(&d.ws(), "write_file", json!({"path": "n".repeat(300), "content": "x"})).await,
+        "nnnn",
+    );
 }
 
 #[tokio::test]
@@ -471,5 +475,62 @@ fn each_tool_declares_its_effects_and_files() {
     assert_eq!(
         read.file_access(&json!({"path": "notes.txt"}))[0].mode,
         FileAccessMode::Read
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_a_link_between_check_and_use_is_not_followed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let d = Dir::new("toctou");
+    let ws = d.ws();
+    std::fs::create_dir(ws.join("d")).unwrap();
+    std::fs::write(ws.join("d/secret.txt"), "inside\n").unwrap();
+    symlink(d.outside(), ws.join("evil")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    // another process in the workspace (the shell tool, say) swaps `d` for a link out, again and again
+    let swapper = {
+        let (ws, stop) = (ws.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::rename(ws.join("d"), ws.join("real"));
+                let _ = std::fs::rename(ws.join("evil"), ws.join("d"));
+                let _ = std::fs::rename(ws.join("d"), ws.join("evil"));
+                let _ = std::fs::rename(ws.join("real"), ws.join("d"));
+            }
+        })
+    };
+    for i in 0..300 {
+        if let Ok(text) = call(&ws, "read_tool", json!({"path": "d/secret.txt"})).await {
+            assert_eq!(text, "inside\n", "read through the swapped link");
+        }
+        let _ = call(
+            &ws,
+            "write_file",
+            json!({"path": format!("d/w{i}.txt"), "content": "x"}),
+        )
+        .await;
+        let _ = call(
+            &ws,
+            "edit",
+            json!({"path": "d/secret.txt", "old_string": "secret", "new_string": "owned"}),
+        )
+        .await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    let landed: Vec<_> = std::fs::read_dir(d.outside())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        landed,
+        vec![std::ffi::OsString::from("secret.txt")],
+        "a write landed outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.outside().join("secret.txt")).unwrap(),
+        "secret\n"
     );
 }
