@@ -599,3 +599,58 @@ impl Tool for FileTool {
         Ok(ToolOutput::from(out))
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A workspace and a directory outside it, removed on drop.
+    struct Dirs(PathBuf);
+
+    impl Drop for Dirs {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dirs(tag: &str) -> (Dirs, WorkspaceRoot, PathBuf) {
+        let base = std::env::temp_dir().join(format!("ta-files-unit-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("ws/d")).unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        std::fs::write(base.join("ws/d/f.txt"), "inside\n").unwrap();
+        std::fs::write(base.join("outside/f.txt"), "outside\n").unwrap();
+        let base = base.canonicalize().unwrap();
+        let root = WorkspaceRoot::new(base.join("ws")).unwrap();
+        (Dirs(base.clone()), root, base.join("outside"))
+    }
+
+    /// `d` swapped for a link to `outside` after the path was checked.
+    fn swap(root: &WorkspaceRoot, outside: &Path) {
+        std::fs::rename(root.path().join("d"), root.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(outside, root.path().join("d")).unwrap();
+    }
+
+    #[test]
+    fn a_read_after_the_swap_is_refused_not_followed() {
+        let (_d, root, outside) = dirs("read");
+        let path = root.resolve_existing("d/f.txt").unwrap();
+        swap(&root, &outside);
+        let e = open_regular("read_tool", root.path(), "d/f.txt", &path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("d/f.txt") && e.contains("symbolic link"), "{e}");
+    }
+
+    #[test]
+    fn a_write_after_the_swap_is_refused_and_nothing_lands_outside() {
+        let (_d, root, outside) = dirs("write");
+        let path = root.resolve_write("d/f.txt").unwrap();
+        let new = root.resolve_write("d/new.txt").unwrap();
+        swap(&root, &outside);
+        assert!(write_replacing("write_file", root.path(), "d/f.txt", &path, b"owned").is_err());
+        assert!(write_replacing("write_file", root.path(), "d/new.txt", &new, b"owned").is_err());
+        assert_eq!(std::fs::read_to_string(outside.join("f.txt")).unwrap(), "outside\n");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    }
+}
