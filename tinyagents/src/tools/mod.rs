@@ -10,15 +10,17 @@
 //! and each declares the files a call touches, so guards and the scheduler
 //! judge it.
 
+mod beneath;
 mod files;
 mod root;
 
 use std::sync::Arc;
 
 pub use files::{
-    FileOp, FileTool, MAX_ENTRIES, MAX_READ_BYTES, MAX_SEARCH_FILES, MAX_SEARCH_FILE_BYTES, MAX_WRITE_BYTES,
+    FileOp, FileTool, MAX_ENTRIES, MAX_READ_BYTES, MAX_SEARCH_FILES, MAX_SEARCH_FILE_BYTES, MAX_WALK_ENTRIES,
+    MAX_WRITE_BYTES,
 };
-pub use root::WorkspaceRoot;
+pub use root::{WorkspaceRoot, MAX_PATH_BYTES};
 
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::tool::Tool;

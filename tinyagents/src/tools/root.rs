@@ -5,6 +5,11 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::harness::error::{Result, TinyAgentsError};
 
+/// The longest path (in bytes, the root included) a file tool takes: the
+/// system's `PATH_MAX`, so that every other program can reach what the
+/// tools make.
+pub const MAX_PATH_BYTES: usize = 4096;
+
 /// A workspace root, canonical: every path a file tool takes resolves
 /// inside it or is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +72,14 @@ impl WorkspaceRoot {
                 Component::Normal(part) => out.push(part),
             }
         }
+        if out.as_os_str().len() >= MAX_PATH_BYTES {
+            return Err(TinyAgentsError::validation(format!(
+                "path `{}…` is {} bytes long inside the workspace, over the {MAX_PATH_BYTES} a path may have \
+                 (rule: PATH_MAX, which other programs need to reach the file); give a shorter path",
+                given.chars().take(60).collect::<String>(),
+                out.as_os_str().len()
+            )));
+        }
         // the longest existing ancestor, with its symlinks resolved, must stay inside
         let mut probe = out.as_path();
         loop {
@@ -82,6 +95,70 @@ impl WorkspaceRoot {
             }
         }
         Ok(out)
+    }
+
+    /// `given` resolved for reading: [`resolve`](Self::resolve), then its
+    /// symbolic links followed (the real path must stay inside the root). The
+    /// file is then opened without following a link at its last component, so
+    /// a link swapped in after this check is refused, not followed.
+    pub fn resolve_existing(&self, given: &str) -> Result<PathBuf> {
+        let lexical = self.resolve(given)?;
+        match lexical.canonicalize() {
+            Ok(real) if real.starts_with(&self.path) => Ok(real),
+            Ok(real) => Err(TinyAgentsError::validation(format!(
+                "path `{given}` resolves to `{}`, outside the workspace `{}` (rule: symbolic links may not \
+                 point out): give a path inside it",
+                real.display(),
+                self.path.display()
+            ))),
+            // absent: the caller's open reports it, naming the path
+            Err(_) => Ok(lexical),
+        }
+    }
+
+    /// `given` resolved for writing: [`resolve`](Self::resolve), then
+    /// refused when its text is not a plain path ([`path_lexical`]), when any
+    /// of its components under the root is a symbolic link (a dangling link
+    /// as the target would have the write create its target, wherever it
+    /// points), or when it falls under a protected path (configuration that
+    /// programs execute: `.git/config`, `.envrc`, `.github/workflows`, …, the
+    /// one table of `tinyagents_sandbox::protected`).
+    ///
+    /// [`path_lexical`]: crate::protected::path_lexical
+    pub fn resolve_write(&self, given: &str) -> Result<PathBuf> {
+        crate::protected::path_lexical(given).map_err(|why| {
+            TinyAgentsError::validation(format!(
+                "path `{given}` is refused for writing: {why} (rule: a write names a plain path); give the \
+                 path relative to the workspace"
+            ))
+        })?;
+        let path = self.resolve(given)?;
+        let rel = path.strip_prefix(&self.path).unwrap_or(&path);
+        let mut at = self.path.clone();
+        for part in rel.components() {
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(TinyAgentsError::validation(format!(
+                        "path `{given}` goes through the symbolic link `{}` (rule: writes never follow a \
+                         link, which may point out of the workspace or be swapped); write the file at its \
+                         real path",
+                        self.display(&at)
+                    )))
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let protected: Vec<String> = crate::protected::PATTERNS.iter().map(|p| (*p).to_owned()).collect();
+        if let Some(hit) = crate::protected::protected_hit(&self.path, &path, &protected) {
+            return Err(TinyAgentsError::validation(format!(
+                "path `{given}` is under the protected path `{hit}`, configuration that programs execute \
+                 (rule: protected paths, see docs/security.md); the file tools never write it: make that \
+                 change yourself"
+            )));
+        }
+        Ok(path)
     }
 
     /// `path` relative to the root, for output.

@@ -3,6 +3,7 @@
 mod copy_landing;
 mod corpus;
 mod escapes;
+mod file_tools;
 mod one_parse;
 mod one_parse_attacks;
 mod patch_tool;
