@@ -117,7 +117,7 @@ impl Agent<(), ()> {
 impl SingleAgentBuilder {
     /// The provider and model (`"anthropic", "claude-sonnet-4-5"`), reached
     /// with the provider's variables (`ANTHROPIC_API_KEY`, `…_BASE_URL`; the
-    /// table in [`providers`](crate::harness::model::providers)). Needs the
+    /// table in `tinyagents::harness::model::providers`). Needs the
     /// `providers` feature (or the provider's own).
     pub fn provider(mut self, name: impl Into<String>, model: impl Into<String>) -> Self {
         self.config.provider = Some(name.into());

@@ -131,7 +131,7 @@ const UNKNOWN_LIMIT: u32 = 32_000;
 
 impl OutputLimitRecoveryMiddleware {
     /// The same middleware knowing `model`'s output limit (`model` a name
-    /// or a prefix, as in [`OUTPUT_LIMIT_TABLE`]): overrides the table for
+    /// or a prefix, as in [`OUTPUT_LIMIT_TABLE`](crate::harness::model::OUTPUT_LIMIT_TABLE)): overrides the table for
     /// it. A configured `model_output_limit` still overrides every model.
     ///
     /// ```
