@@ -1,6 +1,7 @@
 //! What every concern's tests share: readers of a run's transcript in the
 //! shape the assertions compare, a hand-written retry, unique names, runs
-//! into a sink, and one approval across a durable pause.
+//! into a sink, one approval across a durable pause, and a write tool's
+//! declared access.
 
 #![allow(dead_code)]
 
@@ -31,6 +32,15 @@ pub fn tool_results_by_id(messages: &[Message]) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// What a write tool called with `arguments` declares: a write of its
+/// `path` argument (the empty path when it is absent).
+pub fn writes_path(arguments: &serde_json::Value) -> Vec<tinyagents::harness::tool::FileAccess> {
+    vec![tinyagents::harness::tool::FileAccess {
+        path: arguments["path"].as_str().unwrap_or_default().to_owned(),
+        mode: tinyagents::harness::tool::FileAccessMode::Write,
+    }]
 }
 
 /// Retries a model call once when its first attempt fails with a retryable
