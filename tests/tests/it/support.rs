@@ -1,7 +1,7 @@
 //! What every concern's tests share: readers of a run's transcript in the
 //! shape the assertions compare, a hand-written retry, unique names, runs
-//! into a sink, one approval across a durable pause, and a write tool's
-//! declared access.
+//! into a sink, one approval across a durable pause, a write tool's
+//! declared access, and the source files below a folder.
 
 #![allow(dead_code)]
 
@@ -32,6 +32,18 @@ pub fn tool_results_by_id(messages: &[Message]) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Every `.rs` file below `dir`, at any depth, appended to `out`.
+pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a source directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }
 
 /// What a write tool called with `arguments` declares: a write of its
