@@ -1,7 +1,8 @@
-//! What every concern's tests share: readers of a run's transcript in the
-//! shape the assertions compare, a hand-written retry, unique names, runs
-//! into a sink, one approval across a durable pause, a write tool's
-//! declared access, and the source files below a folder.
+//! What every concern's tests share: readers of a run's transcript (and of
+//! the models its events name) in the shape the assertions compare, a
+//! hand-written retry, unique names, runs into a sink, one approval across
+//! a durable pause, a write tool's declared access, and the source files
+//! below a folder.
 
 #![allow(dead_code)]
 
@@ -53,6 +54,17 @@ pub fn writes_path(arguments: &serde_json::Value) -> Vec<tinyagents::harness::to
         path: arguments["path"].as_str().unwrap_or_default().to_owned(),
         mode: tinyagents::harness::tool::FileAccessMode::Write,
     }]
+}
+
+/// The model each `ModelCallStarted` event in `events` names, in order.
+pub fn models_called(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelCallStarted { model, .. } => Some(model.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Retries a model call once when its first attempt fails with a retryable

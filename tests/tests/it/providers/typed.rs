@@ -22,6 +22,14 @@ struct City {
     population: u64,
 }
 
+/// The city the scripted structured replies answer.
+fn lyon() -> City {
+    City {
+        name: "Lyon".into(),
+        population: 522250,
+    }
+}
+
 /// Returns the weather in a city.
 #[tool]
 async fn get_weather(
@@ -64,13 +72,7 @@ async fn openai_gets_the_typed_schema_as_response_format_and_the_run_returns_a_t
         .with_stack(stack);
     let (mut ctx, _sink) = context();
     let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
-    assert_eq!(
-        run.structured::<City>().unwrap(),
-        City {
-            name: "Lyon".into(),
-            population: 522250
-        }
-    );
+    assert_eq!(run.structured::<City>().unwrap(), lyon());
 
     let body = server.only_request().body;
     assert_eq!(
@@ -196,13 +198,7 @@ async fn anthropic_gets_the_schema_as_a_forced_answer_tool_whose_input_becomes_t
     let agent: Agent<()> = Agent::from_shared(anthropic(&server).build().unwrap()).with_stack(city_stack());
     let (mut ctx, _sink) = context();
     let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
-    assert_eq!(
-        run.structured::<City>().unwrap(),
-        City {
-            name: "Lyon".into(),
-            population: 522250
-        }
-    );
+    assert_eq!(run.structured::<City>().unwrap(), lyon());
     assert_eq!(run.counters.tool_calls, 0, "the answer tool is not a tool call");
     assert!(run.final_message.as_ref().unwrap().tool_calls.is_empty());
 
