@@ -12,6 +12,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+use super::support::run_under;
+
 /// Ten tokens per message, nothing else: percentages are easy to read.
 struct TenPerMessage;
 
@@ -69,18 +71,7 @@ async fn run_turns(
     mw: ContextWindowMiddleware,
     turns: impl IntoIterator<Item = ScriptedTurn>,
 ) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
-    let model = Arc::new(ScriptedModel::new(turns));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(
-            ToolRegistry::new()
-                .with(RecordingTool::new("lookup").returning("r2"))
-                .unwrap(),
-        )
-        .with_stack(MiddlewareStack::new().with(mw).unwrap());
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
-    (model.requests(), run, sink.events())
+    run_under(mw, RecordingTool::new("lookup").returning("r2"), turns, history()).await
 }
 
 fn notices(events: &[AgentEvent]) -> Vec<(String, bool)> {
