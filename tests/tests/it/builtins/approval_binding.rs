@@ -367,32 +367,11 @@ async fn a_sub_agent_rejection_routed_up_never_runs_the_call() {
 /// `tools` node with the child's request; `resume_with` resumes the child.
 #[tokio::test]
 async fn a_sub_agent_s_request_resumes_through_a_durable_parent() {
+    use crate::support::parent_paused_on_a_child_delete;
     use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let child: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
-        ScriptedTurn::text("child done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
-    .with_stack(MiddlewareStack::new().with(gated()).unwrap());
-    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
-    let parent: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "clean"}))]),
-        ScriptedTurn::text("parent done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(helper).unwrap())
-    .with_stack(MiddlewareStack::new().with(HumanInTheLoopMiddleware::new()).unwrap());
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("p1"), ());
-    let err = AgentGraph::new(&parent)
-        .run_durable(&mut ctx, &(), "go", "t", &store)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    let r = HumanInTheLoopMiddleware::take_interrupt(&ctx)
-        .unwrap()
-        .decide([("h1/c1", Decision::Approve)])
-        .unwrap();
+    let (parent, delete, asked) = parent_paused_on_a_child_delete(&store).await;
+    let r = asked.decide([("h1/c1", Decision::Approve)]).unwrap();
     let mut ctx = RunContext::new(RunConfig::new("p2"), ());
     let run = AgentGraph::new(&parent)
         .resume_with(&mut ctx, &(), "t", &store, r.clone())
