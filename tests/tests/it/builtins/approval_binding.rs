@@ -42,6 +42,24 @@ async fn pause(agent: &Agent<()>) -> HitlInterrupt {
     HumanInTheLoopMiddleware::take_interrupt(&ctx).expect("an interrupt")
 }
 
+/// The gated `delete_then_done` agent run durably (run `r1`, thread `t`, in
+/// `store`) until it pauses: the `delete` tool, the agent, the interrupt.
+async fn durable_pause(store: &tinyagents::graph::MemoryCheckpointer) -> (RecordingTool, Agent<()>, HitlInterrupt) {
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let a = agent(
+        &delete,
+        delete_then_done(),
+        MiddlewareStack::new().with(gated()).unwrap(),
+    );
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
+    tinyagents::graph::AgentGraph::new(&a)
+        .run_durable(&mut ctx, &(), "tidy", "t", store)
+        .await
+        .unwrap_err();
+    let asked = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    (delete, a, asked)
+}
+
 async fn resume(agent: &Agent<()>, resume: HitlResume) -> Result<AgentRun> {
     let input = resume.input();
     let mut ctx = RunContext::new(RunConfig::new("second"), ());
@@ -432,22 +450,9 @@ async fn a_shared_stack_routes_the_child_s_request_up_once() {
 #[tokio::test]
 async fn a_tampered_checkpoint_is_refused_on_resume() {
     use tinyagents::graph::{AgentGraph, Checkpointer, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let a = agent(
-        &delete,
-        delete_then_done(),
-        MiddlewareStack::new().with(gated()).unwrap(),
-    );
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
-    AgentGraph::new(&a)
-        .run_durable(&mut ctx, &(), "tidy", "t", &store)
-        .await
-        .unwrap_err();
-    let r = HumanInTheLoopMiddleware::take_interrupt(&ctx)
-        .unwrap()
-        .decide([("d1", Decision::Approve)])
-        .unwrap();
+    let (delete, a, asked) = durable_pause(&store).await;
+    let r = asked.decide([("d1", Decision::Approve)]).unwrap();
     let mut cp = store.latest("t").await.unwrap().unwrap();
     let mut values = cp.state.values().clone();
     values["pending_calls"][0]["arguments"] = json!({"path": "/", "force": true});
@@ -469,19 +474,8 @@ async fn a_tampered_checkpoint_is_refused_on_resume() {
 #[tokio::test]
 async fn resume_with_answers_only_the_interrupt_the_store_recorded() {
     use tinyagents::graph::{AgentGraph, Checkpointer, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let a = agent(
-        &delete,
-        delete_then_done(),
-        MiddlewareStack::new().with(gated()).unwrap(),
-    );
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
-    AgentGraph::new(&a)
-        .run_durable(&mut ctx, &(), "tidy", "t", &store)
-        .await
-        .unwrap_err();
-    let asked = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    let (delete, a, asked) = durable_pause(&store).await;
     let recorded = store.latest("t").await.unwrap().unwrap();
     assert_eq!(
         recorded.state.get("hitl_interrupt"),
@@ -515,22 +509,9 @@ async fn resume_with_answers_only_the_interrupt_the_store_recorded() {
 #[tokio::test]
 async fn attached_decisions_apply_when_a_graph_resumes_at_its_tools_node() {
     use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let a = agent(
-        &delete,
-        delete_then_done(),
-        MiddlewareStack::new().with(gated()).unwrap(),
-    );
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
-    AgentGraph::new(&a)
-        .run_durable(&mut ctx, &(), "tidy", "t", &store)
-        .await
-        .unwrap_err();
-    let r = HumanInTheLoopMiddleware::take_interrupt(&ctx)
-        .unwrap()
-        .decide([("d1", Decision::Approve)])
-        .unwrap();
+    let (delete, a, asked) = durable_pause(&store).await;
+    let r = asked.decide([("d1", Decision::Approve)]).unwrap();
     let mut ctx = RunContext::new(RunConfig::new("r2"), ());
     r.attach(&ctx);
     let run = AgentGraph::new(&a).resume(&mut ctx, &(), "t", &store).await.unwrap();
