@@ -1,13 +1,15 @@
-//! What every concern's tests share: readers of a run's transcript in the
-//! shape the assertions compare, a hand-written retry, unique names, runs
-//! into a sink, and one approval across a durable pause.
+//! What every concern's tests share: readers of a run's transcript (and of
+//! the models its events name) in the shape the assertions compare, a
+//! hand-written retry, unique names, runs into a sink, one approval across
+//! a durable pause, a sub-agent's request pausing a durable parent, a write
+//! tool's declared access, and the source files below a folder.
 
 #![allow(dead_code)]
 
 use std::sync::Arc;
 
 use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
-use tinyagents::middleware::{Decision, HumanInTheLoopMiddleware};
+use tinyagents::middleware::{Decision, HitlInterrupt, HumanInTheLoopMiddleware, InterruptOn};
 use tinyagents::prelude::*;
 
 /// The text of every tool result in `messages`, in order.
@@ -29,6 +31,38 @@ pub fn tool_results_by_id(messages: &[Message]) -> Vec<(String, String)> {
                 m.tool_call_id.clone().expect("a tool result names its call"),
                 m.text().into_owned(),
             )
+        })
+        .collect()
+}
+
+/// Every `.rs` file below `dir`, at any depth, appended to `out`.
+pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a source directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// What a write tool called with `arguments` declares: a write of its
+/// `path` argument (the empty path when it is absent).
+pub fn writes_path(arguments: &serde_json::Value) -> Vec<tinyagents::harness::tool::FileAccess> {
+    vec![tinyagents::harness::tool::FileAccess {
+        path: arguments["path"].as_str().unwrap_or_default().to_owned(),
+        mode: tinyagents::harness::tool::FileAccessMode::Write,
+    }]
+}
+
+/// The model each `ModelCallStarted` event in `events` names, in order.
+pub fn models_called(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ModelCallStarted { model, .. } => Some(model.to_string()),
+            _ => None,
         })
         .collect()
 }
@@ -105,6 +139,50 @@ pub async fn approve_delete_and_resume(agent: &Agent<()>, while_paused: impl FnO
         .resume_with(&mut ctx, &(), "t1", &store, resume)
         .await
         .unwrap()
+}
+
+/// A parent (its stack a `human_in_the_loop`) delegating once (call `h1`)
+/// to `helper`, a sub-agent whose model asks to `delete` `a.txt` (call
+/// `c1`, gated by a `human_in_the_loop` of its own), run durably (run `p1`,
+/// thread `t`, in `store`) until the child's request pauses it: the parent,
+/// the `delete` tool and the interrupt the person answers.
+pub async fn parent_paused_on_a_child_delete(
+    store: &MemoryCheckpointer,
+) -> (Agent<()>, tinyagents::testing::RecordingTool, HitlInterrupt) {
+    let delete = tinyagents::testing::RecordingTool::new("delete").returning("deleted");
+    let child: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new(
+            "c1",
+            "delete",
+            serde_json::json!({"path": "a.txt"}),
+        )]),
+        ScriptedTurn::text("child done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
+    .with_stack(
+        MiddlewareStack::new()
+            .with(HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new()))
+            .unwrap(),
+    );
+    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
+    let parent: Agent<()> = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![ToolCall::new(
+            "h1",
+            "helper",
+            serde_json::json!({"input": "clean"}),
+        )]),
+        ScriptedTurn::text("parent done"),
+    ]))
+    .with_tools(ToolRegistry::new().with(helper).unwrap())
+    .with_stack(MiddlewareStack::new().with(HumanInTheLoopMiddleware::new()).unwrap());
+    let mut ctx = RunContext::new(RunConfig::new("p1"), ());
+    let err = AgentGraph::new(&parent)
+        .run_durable(&mut ctx, &(), "go", "t", store)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted);
+    let asked = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    (parent, delete, asked)
 }
 
 /// A graph node that pauses asking `message` and, resumed with a value,

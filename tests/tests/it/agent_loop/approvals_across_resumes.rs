@@ -14,6 +14,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+use crate::support::parent_paused_on_a_child_delete;
+
 fn gated() -> HumanInTheLoopMiddleware {
     HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new())
 }
@@ -402,28 +404,8 @@ async fn a_call_that_ran_before_a_sub_agent_paused_is_not_run_again_on_resume() 
 #[tokio::test]
 async fn a_sub_agent_resume_inside_the_decisions_must_answer_the_child_interrupt_the_store_recorded() {
     use tinyagents::harness::tool::call_digest;
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let child: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
-        ScriptedTurn::text("child done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
-    .with_stack(MiddlewareStack::new().with(gated()).unwrap());
-    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
-    let parent: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "clean"}))]),
-        ScriptedTurn::text("parent done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(helper).unwrap())
-    .with_stack(MiddlewareStack::new().with(HumanInTheLoopMiddleware::new()).unwrap());
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("p1"), ());
-    let err = AgentGraph::new(&parent)
-        .run_durable(&mut ctx, &(), "go", "t", &store)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    let asked = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    let (parent, delete, asked) = parent_paused_on_a_child_delete(&store).await;
     assert_eq!(asked.pending()[0].1.arguments, json!({"path": "a.txt"}));
     let decided = asked.decide([("h1/c1", Decision::Approve)]).unwrap();
 

@@ -652,34 +652,50 @@ async fn acc_an_accepted_injection_survives_a_steering_pause_in_a_durable_run() 
     );
 }
 
-/// docs/middleware.md, model_call_limit: "Most model calls across the runs
-/// of one thread"; human_in_the_loop: on resume it "replaces the first model
-/// call with the paused reply" (no model is asked). Two real model calls in
-/// the thread fit a thread limit of 2.
-#[tokio::test]
-async fn acc_the_replayed_reply_of_a_resume_is_not_a_model_call_for_the_thread_limit() {
+/// An agent whose model calls `delete` on `a.txt` then says "done", its stack
+/// `human_in_the_loop` (pausing on `delete`) then `limit`: run `r1` (on
+/// `thread` if given) pauses, the call is approved, and run `r2` (same
+/// thread) resumes it in memory. The `delete` tool, the model, the resumed run.
+async fn approve_delete_in_a_new_run(
+    limit: impl Middleware<()> + 'static,
+    thread: Option<&str>,
+) -> (RecordingTool, Arc<ScriptedModel>, AgentRun) {
+    let config = |id: &str| match thread {
+        Some(thread) => RunConfig::new(id).with_thread(thread),
+        None => RunConfig::new(id),
+    };
     let delete = RecordingTool::new("delete").returning("deleted");
     let model = Arc::new(ScriptedModel::new([
         ScriptedTurn::tool_call("delete", json!({"path": "a.txt"})),
         ScriptedTurn::text("done"),
     ]));
     let hitl = HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new());
-    let limit = ModelCallLimitMiddleware::per_run(10).thread_limit(2);
     let agent: Agent<()> = Agent::from_shared(model.clone())
         .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
         .with_stack(MiddlewareStack::new().with(hitl).unwrap().with(limit).unwrap());
-    let mut ctx = RunContext::new(RunConfig::new("r1").with_thread("t1"), ());
+    let mut ctx = RunContext::new(config("r1"), ());
     let err = agent.run(&mut ctx, &(), "clean up").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Interrupted);
     let resume = HumanInTheLoopMiddleware::take_interrupt(&ctx)
         .unwrap()
         .decide([("call-delete", Decision::Approve)])
         .unwrap();
-    let ctx2 = RunContext::new(RunConfig::new("r2").with_thread("t1"), ());
+    let ctx2 = RunContext::new(config("r2"), ());
     let input = resume.input();
     resume.attach(&ctx2);
     let mut ctx2 = ctx2;
     let run = agent.run(&mut ctx2, &(), input).await.unwrap();
+    (delete, model, run)
+}
+
+/// docs/middleware.md, model_call_limit: "Most model calls across the runs
+/// of one thread"; human_in_the_loop: on resume it "replaces the first model
+/// call with the paused reply" (no model is asked). Two real model calls in
+/// the thread fit a thread limit of 2.
+#[tokio::test]
+async fn acc_the_replayed_reply_of_a_resume_is_not_a_model_call_for_the_thread_limit() {
+    let limit = ModelCallLimitMiddleware::per_run(10).thread_limit(2);
+    let (delete, model, run) = approve_delete_in_a_new_run(limit, Some("t1")).await;
     assert_eq!(delete.calls().len(), 1);
     assert_eq!(
         (model.calls(), run.final_text().to_string()),
@@ -694,35 +710,7 @@ async fn acc_the_replayed_reply_of_a_resume_is_not_a_model_call_for_the_thread_l
 #[tokio::test]
 async fn the_limits_count_what_ran_not_what_was_replayed_or_rejected() {
     // max_turns = 1 on the resumed run: the replay is no model turn, "done" is the one
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::tool_call("delete", json!({"path": "a.txt"})),
-        ScriptedTurn::text("done"),
-    ]));
-    let hitl = HumanInTheLoopMiddleware::new().interrupt_on("delete", InterruptOn::new());
-    let agent: Agent<()> = Agent::from_shared(model.clone())
-        .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
-        .with_stack(
-            MiddlewareStack::new()
-                .with(hitl)
-                .unwrap()
-                .with(LimitsMiddleware::new().max_turns(1))
-                .unwrap(),
-        );
-    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
-    assert_eq!(
-        agent.run(&mut ctx, &(), "clean up").await.unwrap_err().kind(),
-        ErrorKind::Interrupted
-    );
-    let resume = HumanInTheLoopMiddleware::take_interrupt(&ctx)
-        .unwrap()
-        .decide([("call-delete", Decision::Approve)])
-        .unwrap();
-    let ctx2 = RunContext::new(RunConfig::new("r2"), ());
-    let input = resume.input();
-    resume.attach(&ctx2);
-    let mut ctx2 = ctx2;
-    let run = agent.run(&mut ctx2, &(), input).await.unwrap();
+    let (delete, _, run) = approve_delete_in_a_new_run(LimitsMiddleware::new().max_turns(1), None).await;
     assert_eq!((delete.calls().len(), run.final_text()), (1, "done".to_string()));
 
     // run_limit = 1: a later review rejects the first batch's call; the second batch's call runs

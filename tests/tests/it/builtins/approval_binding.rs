@@ -42,6 +42,24 @@ async fn pause(agent: &Agent<()>) -> HitlInterrupt {
     HumanInTheLoopMiddleware::take_interrupt(&ctx).expect("an interrupt")
 }
 
+/// The gated `delete_then_done` agent run durably (run `r1`, thread `t`, in
+/// `store`) until it pauses: the `delete` tool, the agent, the interrupt.
+async fn durable_pause(store: &tinyagents::graph::MemoryCheckpointer) -> (RecordingTool, Agent<()>, HitlInterrupt) {
+    let delete = RecordingTool::new("delete").returning("deleted");
+    let a = agent(
+        &delete,
+        delete_then_done(),
+        MiddlewareStack::new().with(gated()).unwrap(),
+    );
+    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
+    tinyagents::graph::AgentGraph::new(&a)
+        .run_durable(&mut ctx, &(), "tidy", "t", store)
+        .await
+        .unwrap_err();
+    let asked = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    (delete, a, asked)
+}
+
 async fn resume(agent: &Agent<()>, resume: HitlResume) -> Result<AgentRun> {
     let input = resume.input();
     let mut ctx = RunContext::new(RunConfig::new("second"), ());
@@ -367,32 +385,11 @@ async fn a_sub_agent_rejection_routed_up_never_runs_the_call() {
 /// `tools` node with the child's request; `resume_with` resumes the child.
 #[tokio::test]
 async fn a_sub_agent_s_request_resumes_through_a_durable_parent() {
+    use crate::support::parent_paused_on_a_child_delete;
     use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let child: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "delete", json!({"path": "a.txt"}))]),
-        ScriptedTurn::text("child done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(delete.clone()).unwrap())
-    .with_stack(MiddlewareStack::new().with(gated()).unwrap());
-    let helper = AgentTool::new(Arc::new(child), "helper", "Delegates.", || ((), ()));
-    let parent: Agent<()> = Agent::new(ScriptedModel::new([
-        ScriptedTurn::tool_calls(vec![ToolCall::new("h1", "helper", json!({"input": "clean"}))]),
-        ScriptedTurn::text("parent done"),
-    ]))
-    .with_tools(ToolRegistry::new().with(helper).unwrap())
-    .with_stack(MiddlewareStack::new().with(HumanInTheLoopMiddleware::new()).unwrap());
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("p1"), ());
-    let err = AgentGraph::new(&parent)
-        .run_durable(&mut ctx, &(), "go", "t", &store)
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Interrupted);
-    let r = HumanInTheLoopMiddleware::take_interrupt(&ctx)
-        .unwrap()
-        .decide([("h1/c1", Decision::Approve)])
-        .unwrap();
+    let (parent, delete, asked) = parent_paused_on_a_child_delete(&store).await;
+    let r = asked.decide([("h1/c1", Decision::Approve)]).unwrap();
     let mut ctx = RunContext::new(RunConfig::new("p2"), ());
     let run = AgentGraph::new(&parent)
         .resume_with(&mut ctx, &(), "t", &store, r.clone())
@@ -453,22 +450,9 @@ async fn a_shared_stack_routes_the_child_s_request_up_once() {
 #[tokio::test]
 async fn a_tampered_checkpoint_is_refused_on_resume() {
     use tinyagents::graph::{AgentGraph, Checkpointer, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let a = agent(
-        &delete,
-        delete_then_done(),
-        MiddlewareStack::new().with(gated()).unwrap(),
-    );
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
-    AgentGraph::new(&a)
-        .run_durable(&mut ctx, &(), "tidy", "t", &store)
-        .await
-        .unwrap_err();
-    let r = HumanInTheLoopMiddleware::take_interrupt(&ctx)
-        .unwrap()
-        .decide([("d1", Decision::Approve)])
-        .unwrap();
+    let (delete, a, asked) = durable_pause(&store).await;
+    let r = asked.decide([("d1", Decision::Approve)]).unwrap();
     let mut cp = store.latest("t").await.unwrap().unwrap();
     let mut values = cp.state.values().clone();
     values["pending_calls"][0]["arguments"] = json!({"path": "/", "force": true});
@@ -490,19 +474,8 @@ async fn a_tampered_checkpoint_is_refused_on_resume() {
 #[tokio::test]
 async fn resume_with_answers_only_the_interrupt_the_store_recorded() {
     use tinyagents::graph::{AgentGraph, Checkpointer, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let a = agent(
-        &delete,
-        delete_then_done(),
-        MiddlewareStack::new().with(gated()).unwrap(),
-    );
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
-    AgentGraph::new(&a)
-        .run_durable(&mut ctx, &(), "tidy", "t", &store)
-        .await
-        .unwrap_err();
-    let asked = HumanInTheLoopMiddleware::take_interrupt(&ctx).unwrap();
+    let (delete, a, asked) = durable_pause(&store).await;
     let recorded = store.latest("t").await.unwrap().unwrap();
     assert_eq!(
         recorded.state.get("hitl_interrupt"),
@@ -536,22 +509,9 @@ async fn resume_with_answers_only_the_interrupt_the_store_recorded() {
 #[tokio::test]
 async fn attached_decisions_apply_when_a_graph_resumes_at_its_tools_node() {
     use tinyagents::graph::{AgentGraph, MemoryCheckpointer};
-    let delete = RecordingTool::new("delete").returning("deleted");
-    let a = agent(
-        &delete,
-        delete_then_done(),
-        MiddlewareStack::new().with(gated()).unwrap(),
-    );
     let store = MemoryCheckpointer::new();
-    let mut ctx = RunContext::new(RunConfig::new("r1"), ());
-    AgentGraph::new(&a)
-        .run_durable(&mut ctx, &(), "tidy", "t", &store)
-        .await
-        .unwrap_err();
-    let r = HumanInTheLoopMiddleware::take_interrupt(&ctx)
-        .unwrap()
-        .decide([("d1", Decision::Approve)])
-        .unwrap();
+    let (delete, a, asked) = durable_pause(&store).await;
+    let r = asked.decide([("d1", Decision::Approve)]).unwrap();
     let mut ctx = RunContext::new(RunConfig::new("r2"), ());
     r.attach(&ctx);
     let run = AgentGraph::new(&a).resume(&mut ctx, &(), "t", &store).await.unwrap();

@@ -3,14 +3,14 @@
 //! `clear_at_least`, edits only the request, records provenance once per
 //! newly cleared result, and rejects bad configuration.
 
-use std::sync::Arc;
-
 use serde_json::json;
 use tinyagents::config::{from_toml_str, BuildMiddleware};
 use tinyagents::harness::message::MessageId;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
+
+use super::support::run_under;
 
 fn msg(m: Message, id: &str) -> Message {
     m.with_id(MessageId::new(id))
@@ -49,18 +49,8 @@ fn editing(toml: &str) -> ContextEditingMiddleware {
 }
 
 async fn run(mw: ContextEditingMiddleware, turns: Vec<ScriptedTurn>) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
-    let model = Arc::new(ScriptedModel::new(turns));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(
-            ToolRegistry::new()
-                .with(RecordingTool::new("search").returning("y".repeat(400)))
-                .unwrap(),
-        )
-        .with_stack(MiddlewareStack::new().with(mw).unwrap());
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
-    (model.requests(), run, sink.events())
+    let search = RecordingTool::new("search").returning("y".repeat(400));
+    run_under(mw, search, turns, history()).await
 }
 
 fn texts(m: &[Message]) -> Vec<String> {

@@ -12,6 +12,8 @@ use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
+use super::support::run_under;
+
 /// Ten tokens per message, nothing else: percentages are easy to read.
 struct TenPerMessage;
 
@@ -56,21 +58,20 @@ fn context(warn: u8, compact: u8, window: u64, keep: u32) -> ContextWindowMiddle
 
 /// A run of two model calls: a tool call (2 more messages), then an answer.
 async fn run(mw: ContextWindowMiddleware) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::tool_call("lookup", json!({})),
-        ScriptedTurn::text("done"),
-    ]));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(
-            ToolRegistry::new()
-                .with(RecordingTool::new("lookup").returning("r2"))
-                .unwrap(),
-        )
-        .with_stack(MiddlewareStack::new().with(mw).unwrap());
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
-    (model.requests(), run, sink.events())
+    run_turns(
+        mw,
+        [ScriptedTurn::tool_call("lookup", json!({})), ScriptedTurn::text("done")],
+    )
+    .await
+}
+
+/// A run of `history()` under `mw`, the model answering `turns`, with a
+/// `lookup` tool: the model's requests, the run and its events.
+async fn run_turns(
+    mw: ContextWindowMiddleware,
+    turns: impl IntoIterator<Item = ScriptedTurn>,
+) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
+    run_under(mw, RecordingTool::new("lookup").returning("r2"), turns, history()).await
 }
 
 fn notices(events: &[AgentEvent]) -> Vec<(String, bool)> {
@@ -181,23 +182,18 @@ fn warn_must_be_below_compact_and_in_range() {
 #[tokio::test]
 async fn the_providers_reported_usage_counts_when_it_is_larger_than_the_estimate() {
     // the estimate is 80-100 tokens of 1000, but the provider reported 950 for the first call
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedTurn::Reply(
-            ModelResponse::tool_calls(vec![ToolCall::new("c9", "lookup", json!({}))]).with_usage(Usage::new(900, 50)),
-        ),
-        ScriptedTurn::text("done"),
-    ]));
-    let agent: Agent<()> = Agent::new(model.clone())
-        .with_tools(
-            ToolRegistry::new()
-                .with(RecordingTool::new("lookup").returning("r2"))
-                .unwrap(),
-        )
-        .with_stack(MiddlewareStack::new().with(context(80, 99, 1000, 2)).unwrap());
-    let sink = Arc::new(CollectingSink::new());
-    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
-    let run = agent.run(&mut ctx, &(), history()).await.unwrap();
-    let n = notices(&sink.events());
+    let (_, run, events) = run_turns(
+        context(80, 99, 1000, 2),
+        [
+            ScriptedTurn::Reply(
+                ModelResponse::tool_calls(vec![ToolCall::new("c9", "lookup", json!({}))])
+                    .with_usage(Usage::new(900, 50)),
+            ),
+            ScriptedTurn::text("done"),
+        ],
+    )
+    .await;
+    let n = notices(&events);
     assert_eq!(n.len(), 1, "{n:?}");
     assert!(n[0].0.contains("fills 95%"), "{}", n[0].0);
     assert!(run.compressions.is_empty(), "95% is below compact_at_percent = 99");

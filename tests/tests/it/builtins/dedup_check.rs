@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tinyagents::config::from_toml_str;
-use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOutput};
+use tinyagents::harness::tool::{FileAccess, ToolContext, ToolOutput};
 use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
@@ -92,10 +92,7 @@ impl Tool for WriteFile {
     }
 
     fn file_access(&self, arguments: &Value) -> Vec<FileAccess> {
-        vec![FileAccess {
-            path: arguments["path"].as_str().unwrap_or_default().to_owned(),
-            mode: FileAccessMode::Write,
-        }]
+        crate::support::writes_path(arguments)
     }
 
     async fn call(&self, _cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
@@ -232,10 +229,7 @@ impl Tool for WatchedWrite {
     }
 
     fn file_access(&self, arguments: &Value) -> Vec<FileAccess> {
-        vec![FileAccess {
-            path: arguments["path"].as_str().unwrap_or_default().to_owned(),
-            mode: FileAccessMode::Write,
-        }]
+        crate::support::writes_path(arguments)
     }
 
     async fn call(&self, _cx: ToolContext, arguments: Value) -> Result<ToolOutput> {

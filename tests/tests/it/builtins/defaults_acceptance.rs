@@ -99,7 +99,7 @@ async fn agent_mode_from_config_starts_in_plan_with_its_reminder() {
 /// guidance recommends for several edits to one file" (default `multiedit`).
 #[tokio::test]
 async fn parallel_edit_guard_names_the_configured_multiedit_tool() {
-    use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOutput};
+    use tinyagents::harness::tool::{FileAccess, ToolContext, ToolOutput};
     struct Edit(ToolSchema);
     #[async_trait::async_trait]
     impl Tool for Edit {
@@ -107,10 +107,7 @@ async fn parallel_edit_guard_names_the_configured_multiedit_tool() {
             &self.0
         }
         fn file_access(&self, arguments: &serde_json::Value) -> Vec<FileAccess> {
-            vec![FileAccess {
-                path: arguments["path"].as_str().unwrap_or_default().to_owned(),
-                mode: FileAccessMode::Write,
-            }]
+            crate::support::writes_path(arguments)
         }
         async fn call(&self, _cx: ToolContext, _arguments: serde_json::Value) -> Result<ToolOutput> {
             Ok("edited".into())
@@ -228,39 +225,31 @@ mod providers {
     use tinyagents::harness::model::providers::ProviderConfig;
     use tinyagents::prelude::*;
 
+    /// Runs an agent on `model` once, input "Hi".
+    async fn run(model: std::sync::Arc<dyn ChatModel>) -> Result<AgentRun> {
+        Agent::<()>::from_shared(model)
+            .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "Hi")
+            .await
+    }
+
+    /// The one request a run on `config` sent to `server`.
+    async fn sent(config: ProviderConfig, server: &Server) -> Recorded {
+        run(config.build().unwrap()).await.unwrap();
+        server.only_request()
+    }
+
     /// `ProviderConfig::with_header`: "sending one more HTTP header on every
     /// call (`OpenAI-Organization`, `anthropic-beta`, a gateway's routing header)".
     #[tokio::test]
     async fn a_configured_header_goes_out_on_openai_and_anthropic_calls() {
         let server = Server::start(vec![Reply::sse(&oa_text_reply("ok", 1, 1), 64)]).await;
-        let model = ProviderConfig::parse("openai:gpt-test")
-            .unwrap()
-            .with_base_url(server.url("/v1"))
-            .with_api_key("sk-test")
-            .with_header("OpenAI-Organization", "org-42")
-            .build()
-            .unwrap();
-        Agent::<()>::from_shared(model)
-            .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "Hi")
-            .await
-            .unwrap();
-        let request = server.only_request();
+        let request = sent(openai(&server).with_header("OpenAI-Organization", "org-42"), &server).await;
         assert_eq!(request.header("openai-organization"), Some("org-42"));
         assert_eq!(request.header("authorization"), Some("Bearer sk-test"));
 
         let server = Server::start(vec![Reply::sse(&an_text_reply("ok", 1, 1), 64)]).await;
-        let model = ProviderConfig::parse("anthropic:claude-test")
-            .unwrap()
-            .with_base_url(&server.base)
-            .with_api_key("sk-ant-test")
-            .with_header("anthropic-beta", "prompt-caching-2024-07-31")
-            .build()
-            .unwrap();
-        Agent::<()>::from_shared(model)
-            .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "Hi")
-            .await
-            .unwrap();
-        let request = server.only_request();
+        let beta = anthropic(&server).with_header("anthropic-beta", "prompt-caching-2024-07-31");
+        let request = sent(beta, &server).await;
         assert_eq!(request.header("anthropic-beta"), Some("prompt-caching-2024-07-31"));
         assert_eq!(request.header("x-api-key"), Some("sk-ant-test"));
     }
@@ -273,17 +262,11 @@ mod providers {
         let body = oa_text_reply("Hello there", 1, 1);
         let first_event = body.split("\n\n").next().unwrap().to_owned() + "\n\n";
         let server = Server::start(vec![Reply::SseHold(vec![first_event.into_bytes()])]).await;
-        let model = ProviderConfig::parse("openai:gpt-test")
-            .unwrap()
-            .with_base_url(server.url("/v1"))
-            .with_api_key("sk-test")
+        let model = openai(&server)
             .with_idle_timeout(Duration::from_millis(300))
             .build()
             .unwrap();
-        let err = Agent::<()>::from_shared(model)
-            .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "Hi")
-            .await
-            .unwrap_err();
+        let err = run(model).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
         assert!(err.is_retryable(), "{err}");
     }

@@ -891,6 +891,38 @@ async fn structured_output_re_asks_are_charged_to_the_price_budget() {
     );
 }
 
+/// A sub-agent (no stack) whose model asks for `ping`, one call a turn,
+/// until `pings` have been answered, then says "child done"; and the count
+/// of the `ping` calls that ran.
+fn pinging_child(pings: usize) -> (Agent<()>, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = ran.clone();
+    let ping = tool_fn("ping", "Pong.", move |_cx, _a| {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok("pong".into())
+        }
+    });
+    let model = ScriptedModel::from_fn(move |request| {
+        let answered = request.messages.iter().filter(|m| m.role == Role::Tool).count();
+        if answered >= pings {
+            ScriptedTurn::text("child done")
+        } else {
+            ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
+                format!("c{answered}"),
+                "ping",
+                json!({}),
+            )]))
+        }
+    });
+    (
+        Agent::new(model).with_tools(ToolRegistry::new().with(ping).unwrap()),
+        ran,
+    )
+}
+
 /// `limits`' `max_steps` caps tool calls per session (thread), sub-agents
 /// included: a sub-agent run (`RunConfig::child_of`) has no thread of its
 /// own but counts toward its parent's session, so a session capped at 2
@@ -904,30 +936,8 @@ async fn max_steps_per_session_counts_the_sub_agents_tool_calls() {
             .with(from_toml_str::<LimitsConfig>("max_steps = 2").unwrap().build())
             .unwrap(),
     );
-    let pings = Arc::new(AtomicUsize::new(0));
-    let counter = pings.clone();
-    let ping = tool_fn("ping", "Pong.", move |_cx, _a| {
-        let counter = counter.clone();
-        async move {
-            counter.fetch_add(1, Ordering::SeqCst);
-            Ok("pong".into())
-        }
-    });
-    let child_model = ScriptedModel::from_fn(|request| {
-        let answered = request.messages.iter().filter(|m| m.role == Role::Tool).count();
-        if answered >= 2 {
-            ScriptedTurn::text("child done")
-        } else {
-            ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
-                format!("c{answered}"),
-                "ping",
-                json!({}),
-            )]))
-        }
-    });
-    let child = Agent::new(child_model)
-        .with_tools(ToolRegistry::new().with(ping).unwrap())
-        .with_shared_stack(stack.clone());
+    let (child, pings) = pinging_child(2);
+    let child = child.with_shared_stack(stack.clone());
     let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
     let delegations = Arc::new(AtomicUsize::new(0));
     let asked = delegations.clone();
@@ -964,31 +974,10 @@ async fn max_steps_per_session_counts_the_sub_agents_tool_calls() {
 /// parent run's own count.
 #[tokio::test]
 async fn max_steps_holds_over_a_sub_agent_with_a_stack_of_its_own() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::Ordering;
     for thread in [Some("session-2"), None] {
-        let pings = Arc::new(AtomicUsize::new(0));
-        let counter = pings.clone();
-        let ping = tool_fn("ping", "Pong.", move |_cx, _a| {
-            let counter = counter.clone();
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok("pong".into())
-            }
-        });
         // the child asks for five pings, one per turn, then stops
-        let child_model = ScriptedModel::from_fn(|request| {
-            let answered = request.messages.iter().filter(|m| m.role == Role::Tool).count();
-            if answered >= 5 {
-                ScriptedTurn::text("child done")
-            } else {
-                ScriptedTurn::Reply(ModelResponse::tool_calls(vec![ToolCall::new(
-                    format!("c{answered}"),
-                    "ping",
-                    json!({}),
-                )]))
-            }
-        });
-        let child = Agent::new(child_model).with_tools(ToolRegistry::new().with(ping).unwrap());
+        let (child, pings) = pinging_child(5);
         let helper = AgentTool::new(Arc::new(child), "helper", "Helps.", || ((), ()));
         let parent = Agent::new(ScriptedModel::new([
             ScriptedTurn::tool_calls(vec![ToolCall::new("d0", "helper", json!({"input": "work"}))]),

@@ -63,14 +63,7 @@ async fn a_retryable_failure_moves_the_same_request_to_the_next_model() {
             "model_done",
         ]
     );
-    let models: Vec<String> = sink
-        .events()
-        .into_iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelCallStarted { model, .. } => Some(model.to_string()),
-            _ => None,
-        })
-        .collect();
+    let models = crate::support::models_called(&sink.events());
     assert_eq!(models, ["big", "small"]);
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOutput};
+use tinyagents::harness::tool::{FileAccess, ToolContext, ToolOutput};
 use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
@@ -24,10 +24,7 @@ impl Tool for Edit {
         &self.0
     }
     fn file_access(&self, arguments: &Value) -> Vec<FileAccess> {
-        vec![FileAccess {
-            path: arguments["path"].as_str().unwrap_or_default().to_owned(),
-            mode: FileAccessMode::Write,
-        }]
+        crate::support::writes_path(arguments)
     }
     async fn call(&self, _cx: ToolContext, arguments: Value) -> Result<ToolOutput> {
         let path = arguments["path"].as_str().unwrap_or_default().to_owned();

@@ -1,4 +1,5 @@
-//! Histories the context built-ins' tests start from.
+//! Histories the context built-ins' tests start from, and one run of such a
+//! history under one middleware.
 
 use serde_json::json;
 use tinyagents::harness::message::MessageId;
@@ -48,4 +49,22 @@ pub fn parent_of(child: Agent<()>, stack: std::sync::Arc<MiddlewareStack<()>>) -
     ]))
     .with_tools(tools)
     .with_shared_stack(stack)
+}
+
+/// Runs `input` through an agent whose stack is `mw` alone, with `tool`,
+/// the model answering `turns`: the model's requests, the run, its events.
+pub async fn run_under(
+    mw: impl Middleware<()> + 'static,
+    tool: impl Tool + 'static,
+    turns: impl IntoIterator<Item = ScriptedTurn>,
+    input: impl Into<AgentInput>,
+) -> (Vec<ModelRequest>, AgentRun, Vec<AgentEvent>) {
+    let model = std::sync::Arc::new(ScriptedModel::new(turns));
+    let agent: Agent<()> = Agent::new(model.clone())
+        .with_tools(ToolRegistry::new().with(tool).unwrap())
+        .with_stack(MiddlewareStack::new().with(mw).unwrap());
+    let sink = std::sync::Arc::new(CollectingSink::new());
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_sink(sink.clone());
+    let run = agent.run(&mut ctx, &(), input).await.unwrap();
+    (model.requests(), run, sink.events())
 }

@@ -447,20 +447,32 @@ fn the_factory_builds_the_config_file_entry() {
         .contains(&"my_middleware"));
 }
 
-/// "Request Validation": a denied tool call does not run; the model gets
-/// its error result naming the tool, and the run goes on.
-#[tokio::test]
-async fn the_permission_example_stops_the_denied_call() {
+/// Runs the "Request Validation" example guarding `shell` (the user's
+/// `answer` to the permission question) on one `shell` call of `command`;
+/// the run and the recording `shell` tool.
+async fn permission_example(
+    command: &str,
+    answer: bool,
+    input: &str,
+) -> (tinyagents::testing::ScenarioRun, RecordingTool) {
     let shell = RecordingTool::new("shell").returning("ran");
-    let done = Scenario::new(one_call("shell", json!({"command": "rm -rf /"})))
+    let done = Scenario::new(one_call("shell", json!({"command": command})))
         .without_defaults()
         .tool(shell.clone())
         .middleware(DriverMiddleware::new(request_validation::PermissionMiddleware {
             protected: vec!["shell".into()],
-            answer: false,
+            answer,
         }))
-        .run("clean up")
+        .run(input.to_owned())
         .await;
+    (done, shell)
+}
+
+/// "Request Validation": a denied tool call does not run; the model gets
+/// its error result naming the tool, and the run goes on.
+#[tokio::test]
+async fn the_permission_example_stops_the_denied_call() {
+    let (done, shell) = permission_example("rm -rf /", false, "clean up").await;
     assert_eq!(done.text(), "done");
     assert!(shell.calls().is_empty(), "the denied call ran");
     let answer = done
@@ -475,16 +487,7 @@ async fn the_permission_example_stops_the_denied_call() {
         .contains(&"completed PermissionMiddleware.before_tool error:validation".to_owned()));
 
     // granted: it runs
-    let shell = RecordingTool::new("shell").returning("ran");
-    let done = Scenario::new(one_call("shell", json!({"command": "ls"})))
-        .without_defaults()
-        .tool(shell.clone())
-        .middleware(DriverMiddleware::new(request_validation::PermissionMiddleware {
-            protected: vec!["shell".into()],
-            answer: true,
-        }))
-        .run("list")
-        .await;
+    let (done, shell) = permission_example("ls", true, "list").await;
     assert_eq!(done.text(), "done");
     assert_eq!(shell.calls().len(), 1);
 }

@@ -15,13 +15,6 @@ use tinyagents::harness::model::{DeltaContent, FinishReason, ModelParams, Reason
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-fn anthropic(server: &Server) -> ProviderConfig {
-    ProviderConfig::parse("anthropic:claude-test")
-        .unwrap()
-        .with_base_url(&server.base)
-        .with_api_key("sk-ant-test")
-}
-
 fn agent(config: ProviderConfig, watch: &Watch) -> Agent<()> {
     Agent::from_shared(config.build().unwrap()).with_stack(stack_with(watch))
 }

@@ -16,20 +16,6 @@ use tinyagents::harness::model::ModelRequest;
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-fn openai(server: &Server) -> ProviderConfig {
-    ProviderConfig::parse("openai:gpt-test")
-        .unwrap()
-        .with_base_url(server.url("/v1"))
-        .with_api_key("sk-test")
-}
-
-fn anthropic(server: &Server) -> ProviderConfig {
-    ProviderConfig::parse("anthropic:claude-test")
-        .unwrap()
-        .with_base_url(server.url(""))
-        .with_api_key("sk-ant-test")
-}
-
 async fn call(config: ProviderConfig) -> TinyAgentsError {
     let model = config.build().unwrap();
     let request = ModelRequest::new(vec![Message::user("Hi")]);

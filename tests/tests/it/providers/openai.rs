@@ -15,13 +15,6 @@ use tinyagents::harness::model::{DeltaContent, FinishReason, ModelParams, Reason
 use tinyagents::prelude::*;
 use tinyagents::testing::RecordingTool;
 
-fn openai(server: &Server) -> ProviderConfig {
-    ProviderConfig::parse("openai:gpt-test")
-        .unwrap()
-        .with_base_url(server.url("/v1"))
-        .with_api_key("sk-test")
-}
-
 fn agent(config: ProviderConfig, watch: &Watch) -> Agent<()> {
     Agent::from_shared(config.build().unwrap()).with_stack(stack_with(watch))
 }

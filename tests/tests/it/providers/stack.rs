@@ -182,14 +182,7 @@ async fn a_429_is_retried_a_500_falls_back_and_usage_totals_are_exact() {
     assert_eq!(responses[1].model.as_deref(), Some("anthropic:claude-test"));
     assert_eq!(responses[1].usage, fallback_usage);
 
-    let models: Vec<String> = sink
-        .events()
-        .into_iter()
-        .filter_map(|e| match e {
-            AgentEvent::ModelCallStarted { model, .. } => Some(model.to_string()),
-            _ => None,
-        })
-        .collect();
+    let models = crate::support::models_called(&sink.events());
     assert_eq!(
         models,
         [

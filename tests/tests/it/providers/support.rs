@@ -1,7 +1,8 @@
 //! Shared by the `provider_*` tests: a loopback HTTP/1.1 server that replays
 //! scripted replies (SSE streams written in many small pieces, error statuses,
 //! dropped and held connections) and records every request; the wire-format
-//! builders; and [`Watch`], a middleware recording what the stack saw.
+//! builders; the OpenAI and Anthropic configurations pointed at a server; and
+//! [`Watch`], a middleware recording what the stack saw.
 
 #![allow(dead_code)] // each test file uses its own part
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tinyagents::harness::model::providers::ProviderConfig;
 use tinyagents::prelude::*;
 use tinyagents::testing::CollectingSink;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -260,6 +262,22 @@ async fn write_pieces(socket: &mut TcpStream, head: &str, pieces: &[Vec<u8>]) ->
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     true
+}
+
+/// `openai:gpt-test` at `server` (its `/v1`), with a test key.
+pub fn openai(server: &Server) -> ProviderConfig {
+    ProviderConfig::parse("openai:gpt-test")
+        .unwrap()
+        .with_base_url(server.url("/v1"))
+        .with_api_key("sk-test")
+}
+
+/// `anthropic:claude-test` at `server`, with a test key.
+pub fn anthropic(server: &Server) -> ProviderConfig {
+    ProviderConfig::parse("anthropic:claude-test")
+        .unwrap()
+        .with_base_url(&server.base)
+        .with_api_key("sk-ant-test")
 }
 
 /// An OpenAI Chat Completions stream: one `data:` event per chunk, then `[DONE]`.

@@ -22,6 +22,14 @@ struct City {
     population: u64,
 }
 
+/// The city the scripted structured replies answer.
+fn lyon() -> City {
+    City {
+        name: "Lyon".into(),
+        population: 522250,
+    }
+}
+
 /// Returns the weather in a city.
 #[tool]
 async fn get_weather(
@@ -45,20 +53,6 @@ impl Middleware<()> for Force {
     }
 }
 
-fn openai(server: &Server) -> ProviderConfig {
-    ProviderConfig::parse("openai:gpt-test")
-        .unwrap()
-        .with_base_url(server.url("/v1"))
-        .with_api_key("sk-test")
-}
-
-fn anthropic(server: &Server) -> ProviderConfig {
-    ProviderConfig::parse("anthropic:claude-test")
-        .unwrap()
-        .with_base_url(&server.base)
-        .with_api_key("sk-ant-test")
-}
-
 fn weather_tools() -> ToolRegistry {
     ToolRegistry::new().with(GetWeather).unwrap()
 }
@@ -78,13 +72,7 @@ async fn openai_gets_the_typed_schema_as_response_format_and_the_run_returns_a_t
         .with_stack(stack);
     let (mut ctx, _sink) = context();
     let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
-    assert_eq!(
-        run.structured::<City>().unwrap(),
-        City {
-            name: "Lyon".into(),
-            population: 522250
-        }
-    );
+    assert_eq!(run.structured::<City>().unwrap(), lyon());
 
     let body = server.only_request().body;
     assert_eq!(
@@ -130,14 +118,20 @@ async fn native_false_sends_no_response_format() {
     assert!(server.only_request().body.get("response_format").is_none());
 }
 
-async fn openai_choice(choice: ToolChoice) -> serde_json::Value {
-    let server = Server::start(vec![Reply::sse(&oa_text_reply("ok", 1, 1), 64)]).await;
-    let agent: Agent<()> = Agent::from_shared(openai(&server).build().unwrap())
+/// The `tool_choice` a run forcing `choice` sends to the provider that
+/// `config` points at a server replying `reply`.
+async fn sent_choice(config: fn(&Server) -> ProviderConfig, reply: String, choice: ToolChoice) -> serde_json::Value {
+    let server = Server::start(vec![Reply::sse(&reply, 64)]).await;
+    let agent: Agent<()> = Agent::from_shared(config(&server).build().unwrap())
         .with_tools(weather_tools())
         .with_stack(MiddlewareStack::new().with(Force(choice)).unwrap());
     let (mut ctx, _sink) = context();
     agent.run(&mut ctx, &(), "Hi").await.unwrap();
     server.only_request().body["tool_choice"].clone()
+}
+
+async fn openai_choice(choice: ToolChoice) -> serde_json::Value {
+    sent_choice(openai, oa_text_reply("ok", 1, 1), choice).await
 }
 
 #[tokio::test]
@@ -152,13 +146,7 @@ async fn openai_tool_choice_in_each_form() {
 }
 
 async fn anthropic_choice(choice: ToolChoice) -> serde_json::Value {
-    let server = Server::start(vec![Reply::sse(&an_text_reply("ok", 1, 1), 64)]).await;
-    let agent: Agent<()> = Agent::from_shared(anthropic(&server).build().unwrap())
-        .with_tools(weather_tools())
-        .with_stack(MiddlewareStack::new().with(Force(choice)).unwrap());
-    let (mut ctx, _sink) = context();
-    agent.run(&mut ctx, &(), "Hi").await.unwrap();
-    server.only_request().body["tool_choice"].clone()
+    sent_choice(anthropic, an_text_reply("ok", 1, 1), choice).await
 }
 
 #[tokio::test]
@@ -210,13 +198,7 @@ async fn anthropic_gets_the_schema_as_a_forced_answer_tool_whose_input_becomes_t
     let agent: Agent<()> = Agent::from_shared(anthropic(&server).build().unwrap()).with_stack(city_stack());
     let (mut ctx, _sink) = context();
     let run = agent.run(&mut ctx, &(), "Which city?").await.unwrap();
-    assert_eq!(
-        run.structured::<City>().unwrap(),
-        City {
-            name: "Lyon".into(),
-            population: 522250
-        }
-    );
+    assert_eq!(run.structured::<City>().unwrap(), lyon());
     assert_eq!(run.counters.tool_calls, 0, "the answer tool is not a tool call");
     assert!(run.final_message.as_ref().unwrap().tool_calls.is_empty());
 

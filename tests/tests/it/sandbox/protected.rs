@@ -8,8 +8,8 @@ use crate::sandbox::support as sandbox_support;
 
 use std::path::Path;
 
-use sandbox_support::{sandbox_available, sh, Workspace};
-use tinyagents::sandbox::{Sandbox, SandboxCommand};
+use sandbox_support::{sandbox_available, sh, sh_or_refusal, Workspace};
+use tinyagents::sandbox::Sandbox;
 
 /// A workspace holding a git repository (made outside the sandbox), its
 /// `.git/config` as made, and the hooks directory.
@@ -25,15 +25,6 @@ fn repo(tag: &str) -> (Workspace, String) {
     std::fs::create_dir_all(ws.root.join(".git/hooks")).unwrap();
     let config = std::fs::read_to_string(ws.root.join(".git/config")).unwrap();
     (ws, config)
-}
-
-/// Runs `line`; `Err` is the sandbox's refusal (a protected path was created and undone).
-async fn run(sandbox: &Sandbox, line: &str) -> Result<String, String> {
-    sandbox
-        .run(SandboxCommand::shell(line))
-        .await
-        .map(|o| o.render())
-        .map_err(|e| e.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +60,7 @@ async fn protected_paths_cannot_be_written_renamed_or_removed() {
     ];
     let config_path = ws.root.join(".git/config");
     for line in attacks {
-        let result = run(&sandbox, line).await;
+        let result = sh_or_refusal(&sandbox, line).await;
         assert_eq!(
             std::fs::read_to_string(&config_path).unwrap(),
             config,
@@ -90,7 +81,7 @@ async fn protected_paths_cannot_be_written_renamed_or_removed() {
         );
     }
     // `rm -rf .git` cannot remove the repository, its config or its hooks
-    let _ = run(&sandbox, "rm -rf .git").await;
+    let _ = sh_or_refusal(&sandbox, "rm -rf .git").await;
     assert_eq!(std::fs::read_to_string(&config_path).unwrap(), config);
     assert!(ws.root.join(".git/hooks").is_dir());
 }
@@ -119,7 +110,7 @@ async fn protected_paths_that_do_not_exist_cannot_be_created() {
         ("rm .npmrc && echo 'script-shell=./x.sh' > .npmrc", ".npmrc"),
         ("mkdir -p a && echo x > a/b && mv a .devcontainer", ".devcontainer"),
     ] {
-        let err = run(&sandbox, line).await.expect_err(line);
+        let err = sh_or_refusal(&sandbox, line).await.expect_err(line);
         assert!(
             err.contains(&format!("`{path}`")) && err.contains("protected_paths") && err.contains("removed"),
             "{line}: {err}"
@@ -146,7 +137,7 @@ async fn ordinary_workspace_writes_and_git_commit_still_work() {
                 && rm new.txt && touch top-level && ln -s top-level link && mkdir build && rmdir build \
                 && git add -A && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l \
                 && git checkout -qb feature && git status --short | wc -l";
-    let out = run(&sandbox, line).await.unwrap();
+    let out = sh_or_refusal(&sandbox, line).await.unwrap();
     assert!(out.starts_with("exit status 0"), "{out}");
     assert!(ws.root.join("src/deep/g").is_file() && ws.root.join("top-level").is_file());
     assert_eq!(std::fs::read_to_string(ws.root.join(".git/config")).unwrap(), config);

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use sandbox_support::{sandbox_available, Workspace};
-use tinyagents::sandbox::{Sandbox, SandboxCommand};
+use sandbox_support::{sandbox_available, sh_or_refusal, Workspace};
+use tinyagents::sandbox::Sandbox;
 
 /// The four nested protected files of the red team.
 const TARGETS: [&str; 4] = [
@@ -64,15 +64,6 @@ fn snapshot(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
         out.insert(dir.to_owned(), (names.join("\n").into_bytes(), 0));
     }
     out
-}
-
-/// Runs `line`; `Err` is the sandbox's refusal.
-async fn run(sandbox: &Sandbox, line: &str) -> Result<String, String> {
-    sandbox
-        .run(SandboxCommand::shell(line))
-        .await
-        .map(|o| o.render())
-        .map_err(|e| e.to_string())
 }
 
 /// Every way to change an existing protected file `t` (whose directory is `d`).
@@ -126,7 +117,7 @@ async fn nested_protected_paths_cannot_be_written_renamed_or_removed() {
     );
     for (i, line) in lines.iter().enumerate() {
         let full = format!("echo ordinary > ordinary-{i}.txt; {line}");
-        let result = run(&sandbox, &full).await;
+        let result = sh_or_refusal(&sandbox, &full).await;
         assert_eq!(
             snapshot(&ws.root),
             before,
@@ -161,7 +152,7 @@ async fn a_build_script_cannot_change_nested_protected_paths_either() {
     script.push_str("mkdir -p deep/.git/hooks && echo 'touch pwned' > deep/.git/hooks/pre-commit\n");
     script.push_str("echo 'touch pwned' > crates/.envrc\necho done >> build-output.txt\n");
     std::fs::write(ws.root.join("build.sh"), script).unwrap();
-    let err = run(&sandbox, "sh build.sh")
+    let err = sh_or_refusal(&sandbox, "sh build.sh")
         .await
         .expect_err("the script created protected paths");
     assert!(
@@ -219,7 +210,7 @@ async fn nested_protected_paths_that_do_not_exist_cannot_be_created() {
     ];
     for (i, (line, path)) in cases.iter().enumerate() {
         let full = format!("echo ordinary > ordinary-{i}.txt; {line}");
-        let err = run(&sandbox, &full).await.expect_err(line);
+        let err = sh_or_refusal(&sandbox, &full).await.expect_err(line);
         assert!(
             err.contains(&format!("`{path}`")) && err.contains("protected_paths") && err.contains("removed"),
             "{line}: {err}"
@@ -269,7 +260,9 @@ async fn a_protected_file_with_another_hard_link_in_the_workspace_is_refused() {
     let sandbox = ws.sandbox();
     // a link made after the sandbox was built (by the person): the next run is refused
     std::fs::hard_link(ws.root.join("sub/.envrc"), ws.root.join("notes.txt")).unwrap();
-    let err = run(&sandbox, "echo evil >> notes.txt").await.expect_err("refused");
+    let err = sh_or_refusal(&sandbox, "echo evil >> notes.txt")
+        .await
+        .expect_err("refused");
     assert!(
         err.contains("sub/.envrc") && err.contains("another hard link") && err.contains("-samefile"),
         "{err}"
@@ -283,7 +276,7 @@ async fn a_protected_file_with_another_hard_link_in_the_workspace_is_refused() {
     // a link outside the workspace is not writable by the command: admitted
     std::fs::remove_file(ws.root.join("notes.txt")).unwrap();
     std::fs::hard_link(ws.root.join("sub/.envrc"), ws.outside_path("envrc-link")).unwrap();
-    let out = run(&Sandbox::new(ws.policy()).unwrap(), "cat sub/.envrc")
+    let out = sh_or_refusal(&Sandbox::new(ws.policy()).unwrap(), "cat sub/.envrc")
         .await
         .unwrap();
     assert!(out.contains("export A=1"), "{out}");
@@ -306,11 +299,11 @@ async fn the_walks_are_bounded_and_fail_closed_past_the_bound() {
         "{err}"
     );
     let sandbox = Sandbox::new(ws.policy().with_protected_walk_limit(40)).unwrap();
-    let ok = run(&sandbox, "echo y > g").await.unwrap();
+    let ok = sh_or_refusal(&sandbox, "echo y > g").await.unwrap();
     assert!(ok.starts_with("exit status 0"), "{ok}");
     // a command that buries a protected file under more entries than the
     // walk may visit fails, whatever it hid
-    let err = run(
+    let err = sh_or_refusal(
         &sandbox,
         "mkdir -p m && cd m && touch $(seq 1 60) && mkdir -p z && echo x > z/.envrc",
     )

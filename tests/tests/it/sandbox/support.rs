@@ -111,6 +111,16 @@ pub async fn sh(sandbox: &Sandbox, line: &str) -> SandboxOutput {
     sandbox.run(SandboxCommand::shell(line)).await.unwrap()
 }
 
+/// Runs a `/bin/sh -c` line: its rendered output, or the sandbox's refusal
+/// as text (where a protected path was created, it has been undone).
+pub async fn sh_or_refusal(sandbox: &Sandbox, line: &str) -> Result<String, String> {
+    sandbox
+        .run(SandboxCommand::shell(line))
+        .await
+        .map(|o| o.render())
+        .map_err(|e| e.to_string())
+}
+
 /// The pids of live (non-zombie) processes whose command line contains `needle`.
 pub fn processes_with(needle: &str) -> Vec<u32> {
     let mut found = Vec::new();

@@ -76,26 +76,39 @@ async fn the_file_tools_work_inside_the_workspace() {
 }
 
 /// Paths leaving the workspace are refused, and nothing outside is read or written.
-#[tokio::test]
-async fn paths_outside_the_workspace_are_refused() {
-    let dir = workspace();
-    let outside = dir.parent().unwrap().join(unique("outside.txt"));
+/// Runs an agent in `dir` whose model calls `read_tool`, `write_file` and
+/// `glob` once each with these arguments; the three tool results' texts.
+async fn read_write_glob(
+    dir: &std::path::Path,
+    read: serde_json::Value,
+    write: serde_json::Value,
+    glob: serde_json::Value,
+) -> Vec<String> {
     let agent = Agent::single()
         .model(ScriptedModel::new([
-            calls(&[
-                ("read_tool", json!({"path": "../etc/passwd"})),
-                ("write_file", json!({"path": outside.to_str().unwrap(), "content": "x"})),
-                ("glob", json!({"pattern": "../*"})),
-            ]),
+            calls(&[("read_tool", read), ("write_file", write), ("glob", glob)]),
             ScriptedTurn::text("done"),
         ]))
-        .cwd(&dir)
+        .cwd(dir)
         .tools(["read_tool", "write_file", "glob"])
         .build()
         .await
         .unwrap();
     let run = agent.prompt("escape").await.unwrap();
-    let texts = tool_texts(&run.messages);
+    tool_texts(&run.messages)
+}
+
+#[tokio::test]
+async fn paths_outside_the_workspace_are_refused() {
+    let dir = workspace();
+    let outside = dir.parent().unwrap().join(unique("outside.txt"));
+    let texts = read_write_glob(
+        &dir,
+        json!({"path": "../etc/passwd"}),
+        json!({"path": outside.to_str().unwrap(), "content": "x"}),
+        json!({"pattern": "../*"}),
+    )
+    .await;
     assert!(texts[0].contains("climbs above the root"), "{}", texts[0]);
     assert!(
         texts[1].contains("is absolute") && texts[1].contains("outside the workspace"),
@@ -231,22 +244,13 @@ async fn a_symlink_out_of_the_workspace_is_refused() {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
     std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
-    let agent = Agent::single()
-        .model(ScriptedModel::new([
-            calls(&[
-                ("read_tool", json!({"path": "link/secret.txt"})),
-                ("write_file", json!({"path": "link/new.txt", "content": "x"})),
-                ("glob", json!({"pattern": "link/*"})),
-            ]),
-            ScriptedTurn::text("done"),
-        ]))
-        .cwd(&dir)
-        .tools(["read_tool", "write_file", "glob"])
-        .build()
-        .await
-        .unwrap();
-    let run = agent.prompt("escape").await.unwrap();
-    let texts = tool_texts(&run.messages);
+    let texts = read_write_glob(
+        &dir,
+        json!({"path": "link/secret.txt"}),
+        json!({"path": "link/new.txt", "content": "x"}),
+        json!({"pattern": "link/*"}),
+    )
+    .await;
     assert!(texts[0].contains("symbolic link"), "{}", texts[0]);
     assert!(texts[1].contains("symbolic link"), "{}", texts[1]);
     assert_eq!(texts[2], "(nothing)");

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use tinyagents::config::MiddlewareRegistry;
 use tinyagents::harness::model::FinishReason;
-use tinyagents::harness::tool::{FileAccess, FileAccessMode, ToolContext, ToolOutput};
+use tinyagents::harness::tool::{FileAccess, ToolContext, ToolOutput};
 use tinyagents::middleware::*;
 use tinyagents::prelude::*;
 
@@ -27,10 +27,7 @@ impl Tool for Edit {
     }
 
     fn file_access(&self, arguments: &Value) -> Vec<FileAccess> {
-        vec![FileAccess {
-            path: arguments["path"].as_str().unwrap_or_default().to_owned(),
-            mode: FileAccessMode::Write,
-        }]
+        crate::support::writes_path(arguments)
     }
 
     async fn call(&self, _cx: ToolContext, arguments: Value) -> Result<ToolOutput> {

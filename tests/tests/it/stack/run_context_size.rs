@@ -4,21 +4,12 @@
 //! `harness/context/`, so the context itself keeps only its builders, its
 //! core accessors and those facets.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::support::rust_files;
 
 /// The most public methods `RunContext` itself may have.
 const MAX_PUBLIC_METHODS: usize = 35;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a source directory") {
-        let path = entry.expect("a directory entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The public methods of every inherent `impl … RunContext<…>` block in
 /// `text` (a block opens at the start of a line and closes at the first

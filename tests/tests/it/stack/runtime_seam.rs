@@ -14,6 +14,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::support::rust_files;
+
 /// Source files that still name a built-in, each with the reason. An
 /// exception that no longer names a built-in fails the test: remove it.
 const EXCEPTIONS: &[(&str, &str)] = &[
@@ -26,17 +28,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tinyagents/src")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a source directory") {
-        let path = entry.expect("a directory entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 fn relative(path: &Path) -> String {

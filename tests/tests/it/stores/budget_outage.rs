@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tinyagents::harness::model::ModelResponse;
-use tinyagents::middleware::{LimitsMiddleware, TokenRates};
 use tinyagents::prelude::*;
 use tinyagents::store::{LedgerStore, LedgerTotals, MemoryLedger, Reservation, SharedBudget};
+
+use super::support::charging_input;
 
 /// A ledger that answers like `MemoryLedger` while up and fails while down.
 #[derive(Default)]
@@ -65,14 +66,7 @@ fn setup(reserve_usd: f64) -> Setup {
         .unwrap()
         .reserve_usd(reserve_usd)
         .unwrap();
-    let limits = LimitsMiddleware::new()
-        .manual_rates(TokenRates {
-            input: Some(30.0),
-            output: Some(0.0),
-            ..TokenRates::default()
-        })
-        .unwrap()
-        .shared_budget(budget.clone());
+    let limits = charging_input(budget.clone());
     let calls = Arc::new(AtomicU32::new(0));
     let cut_mid_call = Arc::new(AtomicBool::new(false));
     let (counted, cut, store) = (calls.clone(), cut_mid_call.clone(), ledger.clone());

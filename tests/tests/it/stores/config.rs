@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tinyagents::config::{ConfigFile, MiddlewareRegistry};
-use tinyagents::middleware::{LimitsMiddleware, TokenRates};
+use tinyagents::middleware::LimitsMiddleware;
 use tinyagents::prelude::*;
 use tinyagents::store::{LedgerStore, MemoryLedger, Reservation, SharedBudget, StoreUrl};
+
+use super::support::charging_input;
 
 fn build(text: &str) -> Result<(), String> {
     let registry: MiddlewareRegistry<()> = MiddlewareRegistry::with_builtins();
@@ -70,14 +72,7 @@ async fn two_stacks_share_one_budget() {
             .unwrap()
             .reserve_usd(0.03)
             .unwrap();
-        let limits = LimitsMiddleware::new()
-            .manual_rates(TokenRates {
-                input: Some(30.0),
-                output: Some(0.0),
-                ..TokenRates::default()
-            })
-            .unwrap()
-            .shared_budget(budget);
+        let limits = charging_input(budget);
         let model = ScriptedModel::from_fn(|_| {
             tinyagents::harness::model::ModelResponse::text("ok")
                 .with_usage(Usage::new(1000, 0))
