@@ -79,53 +79,36 @@ pub trait MiddlewareDriver: Send + Sync {
     }
 }
 
-impl<D: MiddlewareDriver + ?Sized> MiddlewareDriver for Arc<D> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn process_request(&self, request: &mut Request) -> Result<()> {
-        (**self).process_request(request)
-    }
-    fn process_response(&self, response: &mut Response) -> Result<()> {
-        (**self).process_response(response)
-    }
-    fn process_tool_call(&self, tool_call: &mut ToolCall) -> Result<()> {
-        (**self).process_tool_call(tool_call)
-    }
-    fn process_tool_result(&self, result: &mut ToolResult) -> Result<()> {
-        (**self).process_tool_result(result)
-    }
-    fn on_prepared_tool_calls(&self, batch: &PreparedBatch) -> Result<Vec<PreparedCallVerdict>> {
-        (**self).on_prepared_tool_calls(batch)
-    }
-    fn states(&self) -> &[ExecutionState] {
-        (**self).states()
-    }
+/// A driver behind a pointer is the driver: every method forwards.
+macro_rules! forward_driver {
+    ($($pointer:ident),*) => {$(
+        impl<D: MiddlewareDriver + ?Sized> MiddlewareDriver for $pointer<D> {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
+            fn process_request(&self, request: &mut Request) -> Result<()> {
+                (**self).process_request(request)
+            }
+            fn process_response(&self, response: &mut Response) -> Result<()> {
+                (**self).process_response(response)
+            }
+            fn process_tool_call(&self, tool_call: &mut ToolCall) -> Result<()> {
+                (**self).process_tool_call(tool_call)
+            }
+            fn process_tool_result(&self, result: &mut ToolResult) -> Result<()> {
+                (**self).process_tool_result(result)
+            }
+            fn on_prepared_tool_calls(&self, batch: &PreparedBatch) -> Result<Vec<PreparedCallVerdict>> {
+                (**self).on_prepared_tool_calls(batch)
+            }
+            fn states(&self) -> &[ExecutionState] {
+                (**self).states()
+            }
+        }
+    )*};
 }
 
-impl<D: MiddlewareDriver + ?Sized> MiddlewareDriver for Box<D> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn process_request(&self, request: &mut Request) -> Result<()> {
-        (**self).process_request(request)
-    }
-    fn process_response(&self, response: &mut Response) -> Result<()> {
-        (**self).process_response(response)
-    }
-    fn process_tool_call(&self, tool_call: &mut ToolCall) -> Result<()> {
-        (**self).process_tool_call(tool_call)
-    }
-    fn process_tool_result(&self, result: &mut ToolResult) -> Result<()> {
-        (**self).process_tool_result(result)
-    }
-    fn on_prepared_tool_calls(&self, batch: &PreparedBatch) -> Result<Vec<PreparedCallVerdict>> {
-        (**self).on_prepared_tool_calls(batch)
-    }
-    fn states(&self) -> &[ExecutionState] {
-        (**self).states()
-    }
-}
+forward_driver!(Arc, Box);
 
 /// A [`MiddlewareDriver`] as a native [`Middleware`] for any stack: add it
 /// like any middleware (`stack.add(DriverMiddleware::new(driver))`).
