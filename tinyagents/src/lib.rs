@@ -100,6 +100,7 @@ pub use library::external_hooks;
 pub mod patch;
 pub mod prelude;
 pub mod presets;
+pub mod single;
 pub use tinyagents_sandbox::protected;
 #[cfg(all(unix, feature = "commands"))]
 #[cfg_attr(docsrs, doc(cfg(all(unix, feature = "commands"))))]

@@ -256,7 +256,7 @@ impl fmt::Display for Preset {
     }
 }
 
-/// A preset given to [`SingleAgentBuilder::preset`](crate::harness::agent::SingleAgentBuilder::preset):
+/// A preset given to [`SingleAgentBuilder::preset`](crate::single::SingleAgentBuilder::preset):
 /// the value, or a name checked when the agent is built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PresetChoice {

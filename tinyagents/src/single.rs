@@ -7,8 +7,8 @@ use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::Agent;
 use crate::compat::querymt::{AgentConfig, CompositeDriver, DriverMiddleware, MiddlewareDriver};
+use crate::harness::agent::Agent;
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::middleware::{Middleware, MiddlewareStack};

@@ -2,7 +2,7 @@
 //! workspace root ([`FileTool`], [`WorkspaceRoot`]) and the sandboxed shell
 //! (`ShellTool`, with the `commands` feature). [`BUILTIN_TOOLS`] lists
 //! them; [`builtin_tool`] builds one by name (what
-//! [`Agent::single().tools([...])`](crate::harness::agent::SingleAgentBuilder::tools) does).
+//! [`Agent::single().tools([...])`](crate::single::SingleAgentBuilder::tools) does).
 //!
 //! Every path a file tool takes is resolved inside the root (`..`, absolute
 //! paths elsewhere and symbolic links pointing out are refused), what it

@@ -543,7 +543,7 @@ mod programmatic {
     use super::basic::LoggingMiddleware;
     use super::with_state::RateLimitMiddleware;
 
-    pub async fn build() -> tinyagents::compat::querymt::Result<tinyagents::harness::agent::SingleAgent> {
+    pub async fn build() -> tinyagents::compat::querymt::Result<tinyagents::single::SingleAgent> {
         use tinyagents::compat::querymt::middleware::MiddlewareDriver;
         use tinyagents::compat::querymt::prelude::*;
 
@@ -561,7 +561,7 @@ mod programmatic {
     /// The same agent on the scripted model, to run offline.
     pub async fn build_scripted(
         turns: Vec<tinyagents::prelude::ScriptedTurn>,
-    ) -> tinyagents::compat::querymt::Result<tinyagents::harness::agent::SingleAgent> {
+    ) -> tinyagents::compat::querymt::Result<tinyagents::single::SingleAgent> {
         use tinyagents::compat::querymt::prelude::*;
 
         let agent = Agent::single()

@@ -165,11 +165,11 @@ async fn middleware_of_both_kinds_run_in_the_order_added() {
     assert_eq!(*log.lock().unwrap(), ["first", "native_mark", "last"]);
 }
 
-async fn error_of(builder: tinyagents::harness::agent::SingleAgentBuilder) -> String {
+async fn error_of(builder: tinyagents::single::SingleAgentBuilder) -> String {
     builder.build().await.unwrap_err().to_string()
 }
 
-fn scripted() -> tinyagents::harness::agent::SingleAgentBuilder {
+fn scripted() -> tinyagents::single::SingleAgentBuilder {
     Agent::single().model(ScriptedModel::new([ScriptedTurn::text("hi")]))
 }
 

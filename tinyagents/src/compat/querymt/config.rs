@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// The agent a driver is built for: its provider, model, workspace and tools.
 ///
 /// `Agent::single()` keeps the builder's values here
-/// ([`SingleAgent::config`](crate::harness::agent::SingleAgent::config));
+/// ([`SingleAgent::config`](crate::single::SingleAgent::config));
 /// a stack built from a configuration (an agent file, a
 /// [`MiddlewareRegistry`](crate::config::MiddlewareRegistry)) passes its
 /// factories `AgentConfig::default()`, as the registry does not know the

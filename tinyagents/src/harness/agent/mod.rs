@@ -10,14 +10,12 @@
 mod calls;
 mod run_loop;
 mod schedule;
-mod single;
 mod subagent;
 
 use std::sync::Arc;
 
 pub use crate::harness::run::{AgentInput, AgentRun, StopReason};
 pub(crate) use run_loop::{unanswered_calls, StepOutcome, MAX_STEPS_STATE};
-pub use single::{DriverEntry, IntoStackEntry, NativeEntry, SingleAgent, SingleAgentBuilder};
 pub use subagent::AgentTool;
 
 use crate::harness::error::{ErrorKind, TinyAgentsError};
