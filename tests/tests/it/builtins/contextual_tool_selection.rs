@@ -33,8 +33,7 @@ async fn run_before_model(
 /// Seed 000, "Tool exposure", as written.
 #[tokio::test]
 async fn the_seed_example_holds_as_written() {
-    // The seed writes `harness::middleware::…`; built-ins have one path, `tinyagents::middleware`.
-    use tinyagents::middleware::ContextualToolSelectionMiddleware;
+    use tinyagents::harness::middleware::ContextualToolSelectionMiddleware;
 
     // Parent allows {a,b,c} and denies {c}; child tries to allow {b,c,d}.
     // Effective allow = {a,b,c} ∩ {b,c,d} = {b,c}; deny adds parent's c -> {c}.

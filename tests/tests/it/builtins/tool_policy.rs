@@ -30,13 +30,13 @@ const EVERY_TOOL: &[&str] = &[
 /// Seed 000, "Tool policy enforcement", as written.
 #[tokio::test]
 async fn the_seed_example_runs_as_written() -> Result<()> {
+    // Every line of the seed's example, its `use` lines as it writes them
+    // (in rustfmt's order).
     use std::sync::Arc;
     use tinyagents::harness::context::{RunConfig, RunContext};
-    use tinyagents::harness::middleware::MiddlewareStack;
-    // The seed writes `harness::middleware::ToolPolicyMiddleware`; built-ins have one path, `tinyagents::middleware`.
+    use tinyagents::harness::middleware::{MiddlewareStack, ToolPolicyMiddleware};
     use tinyagents::harness::tool::{SandboxMode, ToolPolicy, ToolRuntime};
     use tinyagents::harness::workspace::WorkspaceDescriptor;
-    use tinyagents::middleware::ToolPolicyMiddleware;
 
     let mut policies = std::collections::HashMap::new();
     policies.insert(

@@ -16,6 +16,7 @@ mod ordering_displacement;
 mod otel_span_names;
 mod run_context_size;
 mod runtime_seam;
+mod seed_hook_types;
 mod separate_wraps;
 mod testing_kit;
 mod tracing_capture;
