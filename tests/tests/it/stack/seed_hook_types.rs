@@ -3,8 +3,8 @@
 //! traits `ModelMiddleware` and `ToolMiddleware` in impls of their own with
 //! exactly the seed's signatures (`wrap_model(&self, ctx, state, request:
 //! ModelRequest, next: ModelHandler<'_, State, Ctx>) ->
-//! Result<MiddlewareModelOutcome>`). Registered in an agent, its lifecycle
-//! hooks and both wraps run.
+//! Result<MiddlewareModelOutcome>`). Registered with `add_layers` in an
+//! agent, its lifecycle hooks and both wraps run.
 //!
 //! One difference from the seed, decided by the design: the lifecycle hooks
 //! take the run context first, then the state, then the value (the seed's
@@ -29,17 +29,13 @@ use tinyagents::prelude::{tool_fn, Agent, ScriptedModel, ScriptedTurn, ToolRegis
 /// The seed's shape: one type, lifecycle hooks in one impl, each wrap in its own.
 #[derive(Default)]
 struct SeedHooks {
-    ran: Mutex<Vec<&'static str>>,
+    ran: Arc<Mutex<Vec<&'static str>>>,
 }
 
 impl SeedHooks {
     fn hit(&self, hook: &'static str) -> Result<()> {
         self.ran.lock().unwrap().push(hook);
         Ok(())
-    }
-
-    fn ran(&self) -> Vec<&'static str> {
-        self.ran.lock().unwrap().clone()
     }
 }
 
@@ -159,12 +155,10 @@ where
 
 #[tokio::test]
 async fn the_seed_hook_types_compile_and_every_role_runs_in_an_agent() {
-    let hooks = Arc::new(SeedHooks::default());
+    let hooks = SeedHooks::default();
+    let ran = hooks.ran.clone();
     let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
-    stack
-        .push(hooks.clone())
-        .push_model(hooks.clone())
-        .push_tool(hooks.clone());
+    stack.add_layers(hooks).unwrap();
     assert_eq!(stack.names(), ["seed_hooks"], "one registration, every role");
     let model = Arc::new(ScriptedModel::new([
         ScriptedTurn::tool_calls(vec![ToolCall::new("c1", "echo", json!({"text": "hi"}))]),
@@ -179,7 +173,7 @@ async fn the_seed_hook_types_compile_and_every_role_runs_in_an_agent() {
         .await
         .unwrap();
     assert_eq!(run.final_text(), "done");
-    let ran = hooks.ran();
+    let ran = ran.lock().unwrap().clone();
     let count = |hook: &str| ran.iter().filter(|h| **h == hook).count();
     // the lifecycle hooks of a run with one tool call
     assert_eq!(count("before_agent"), 1, "{ran:?}");

@@ -31,6 +31,7 @@ mod observe;
 mod order;
 mod outcome;
 pub(crate) mod run_state;
+pub mod shape;
 mod stack;
 mod sync_forms;
 mod traits;

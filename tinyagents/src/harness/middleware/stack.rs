@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::invoke::Slot;
 use super::order::{resolve, OrderNode};
 use super::run_state::{next_layout, StateSlot};
+use super::shape::{IntoDynMiddleware, LifecycleOnly, WithoutModelWrap, WithoutToolWrap};
 use super::sync_forms::{Forms, SyncForms};
 use super::wrap_only::WrapOnly;
 use super::{
@@ -40,6 +41,30 @@ where
     model_wrap: Option<Arc<dyn Middleware<S, C>>>,
     /// A separately implemented [`ToolMiddleware`] registered under this name.
     tool_wrap: Option<Arc<dyn Middleware<S, C>>>,
+}
+
+/// The separate wrap impls registered with a type's lifecycle hooks
+/// ([`MiddlewareStack::add_layers`] and its siblings).
+struct Wraps<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    model: Option<Arc<dyn ModelMiddleware<S, C>>>,
+    tool: Option<Arc<dyn ToolMiddleware<S, C>>>,
+}
+
+impl<S, C> Default for Wraps<S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn default() -> Self {
+        Self {
+            model: None,
+            tool: None,
+        }
+    }
 }
 
 /// The composer of middleware: three ordered lists (lifecycle, model wraps,
@@ -143,58 +168,174 @@ where
     // ----- registration -------------------------------------------------
 
     /// Registers a middleware in every list its metadata says it belongs to
-    /// (each lifecycle hook it implements, the model onion, the tool onion).
+    /// (each lifecycle hook it implements, the model onion, the tool onion:
+    /// its [`Middleware::wrap_model`]/[`Middleware::wrap_tool`]).
     ///
     /// A duplicate name or an ordering cycle is a `Config` error; the stack is
     /// then unchanged.
-    pub fn add<M: Middleware<S, C> + 'static>(&mut self, middleware: M) -> Result<&mut Self> {
+    ///
+    /// A type that also implements [`ModelMiddleware`] or [`ToolMiddleware`]
+    /// in an impl of its own does not compile here (`E0283`, "multiple
+    /// `impl`s satisfying `T: LifecycleOnly<…>`"): registered through
+    /// `Middleware` alone its separate wrap would never run. Register it with
+    /// [`add_with_model_wrap`](Self::add_with_model_wrap),
+    /// [`add_with_tool_wrap`](Self::add_with_tool_wrap) or
+    /// [`add_layers`](Self::add_layers) (see [`shape`](super::shape)).
+    pub fn add<M, Shape>(&mut self, middleware: M) -> Result<&mut Self>
+    where
+        M: Middleware<S, C> + LifecycleOnly<S, C, Shape> + 'static,
+    {
         self.add_shared(Arc::new(middleware))
     }
 
     /// [`add`](Self::add) for a value you keep a handle to (to read its counters).
-    pub fn add_shared<M: Middleware<S, C> + 'static>(&mut self, middleware: Arc<M>) -> Result<&mut Self> {
+    pub fn add_shared<M, Shape>(&mut self, middleware: Arc<M>) -> Result<&mut Self>
+    where
+        M: Middleware<S, C> + LifecycleOnly<S, C, Shape> + 'static,
+    {
         let forms = Box::new(Forms(middleware.clone()));
-        self.add_dyn(middleware, forms, None)
+        self.add_dyn(middleware, forms, None, Wraps::default())
     }
 
     /// [`add`](Self::add) under a name of your choosing: how a second instance
     /// of the same middleware is registered.
-    pub fn add_named<M: Middleware<S, C> + 'static>(
-        &mut self,
-        name: impl Into<String>,
-        middleware: M,
-    ) -> Result<&mut Self> {
+    pub fn add_named<M, Shape>(&mut self, name: impl Into<String>, middleware: M) -> Result<&mut Self>
+    where
+        M: Middleware<S, C> + LifecycleOnly<S, C, Shape> + 'static,
+    {
         let middleware = Arc::new(middleware);
         let forms = Box::new(Forms(middleware.clone()));
-        self.add_dyn(middleware, forms, Some(name.into()))
+        self.add_dyn(middleware, forms, Some(name.into()), Wraps::default())
     }
 
     /// Builder form of [`add`](Self::add).
-    pub fn with<M: Middleware<S, C> + 'static>(mut self, middleware: M) -> Result<Self> {
+    pub fn with<M, Shape>(mut self, middleware: M) -> Result<Self>
+    where
+        M: Middleware<S, C> + LifecycleOnly<S, C, Shape> + 'static,
+    {
         self.add(middleware)?;
         Ok(self)
     }
 
+    /// Registers a type implementing [`Middleware`] and, in an impl of its
+    /// own, [`ModelMiddleware`] (the middleware design's shape): one
+    /// registration, its lifecycle hooks in their lists and its separate
+    /// `wrap_model` in the model onion at its place (instead of
+    /// `Middleware::wrap_model`). A type with a separate [`ToolMiddleware`]
+    /// too does not compile here: use [`add_layers`](Self::add_layers).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use tinyagents::harness::middleware::ModelMiddleware;
+    /// use tinyagents::prelude::*;
+    ///
+    /// #[derive(Default)]
+    /// struct Timed {
+    ///     calls: AtomicU32,
+    /// }
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Middleware<()> for Timed {
+    ///     fn hooks(&self) -> HookSet {
+    ///         HookSet::BEFORE_MODEL
+    ///     }
+    /// }
+    ///
+    /// #[async_trait::async_trait]
+    /// impl ModelMiddleware<()> for Timed {
+    ///     async fn wrap_model(
+    ///         &self,
+    ///         ctx: &mut RunContext,
+    ///         state: &(),
+    ///         request: ModelRequest,
+    ///         next: ModelHandler<'_, ()>,
+    ///     ) -> Result<MiddlewareModelOutcome> {
+    ///         self.calls.fetch_add(1, Ordering::Relaxed);
+    ///         next.run(ctx, state, request).await
+    ///     }
+    /// }
+    ///
+    /// let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
+    /// stack.add_with_model_wrap(Timed::default())?;
+    /// assert_eq!(stack.implementors(HookKind::WrapModel), ["Timed"]);
+    /// assert_eq!(stack.implementors(HookKind::BeforeModel), ["Timed"]);
+    /// // `stack.add(Timed::default())` does not compile: its wrap would never run.
+    /// # Ok::<(), TinyAgentsError>(())
+    /// ```
+    pub fn add_with_model_wrap<M, Shape>(&mut self, middleware: M) -> Result<&mut Self>
+    where
+        M: Middleware<S, C> + ModelMiddleware<S, C> + WithoutToolWrap<S, C, Shape> + 'static,
+    {
+        let middleware = Arc::new(middleware);
+        let wraps = Wraps {
+            model: Some(middleware.clone()),
+            tool: None,
+        };
+        let forms = Box::new(Forms(middleware.clone()));
+        self.add_dyn(middleware, forms, None, wraps)
+    }
+
+    /// Registers a type implementing [`Middleware`] and, in an impl of its
+    /// own, [`ToolMiddleware`]; see [`add_with_model_wrap`](Self::add_with_model_wrap).
+    pub fn add_with_tool_wrap<M, Shape>(&mut self, middleware: M) -> Result<&mut Self>
+    where
+        M: Middleware<S, C> + ToolMiddleware<S, C> + WithoutModelWrap<S, C, Shape> + 'static,
+    {
+        let middleware = Arc::new(middleware);
+        let wraps = Wraps {
+            model: None,
+            tool: Some(middleware.clone()),
+        };
+        let forms = Box::new(Forms(middleware.clone()));
+        self.add_dyn(middleware, forms, None, wraps)
+    }
+
+    /// Registers a type implementing [`Middleware`], [`ModelMiddleware`] and
+    /// [`ToolMiddleware`] in three impls (every hook of the middleware
+    /// design's "Hook Types"): one registration, its lifecycle hooks in their
+    /// lists and its separate wraps in the two onions at its place.
+    pub fn add_layers<M>(&mut self, middleware: M) -> Result<&mut Self>
+    where
+        M: Middleware<S, C> + ModelMiddleware<S, C> + ToolMiddleware<S, C> + 'static,
+    {
+        let middleware = Arc::new(middleware);
+        let wraps = Wraps {
+            model: Some(middleware.clone()),
+            tool: Some(middleware.clone()),
+        };
+        let forms = Box::new(Forms(middleware.clone()));
+        self.add_dyn(middleware, forms, None, wraps)
+    }
+
     /// Registers a shared lifecycle middleware (and its wraps, as
-    /// [`add`](Self::add) does).
+    /// [`add`](Self::add) does), a concrete type or an `Arc<dyn Middleware>`.
+    /// A concrete type with a separate wrap impl does not compile, as with
+    /// [`add`](Self::add); a value already erased to `dyn Middleware` cannot
+    /// be checked: register its separate wraps with
+    /// [`push_model`](Self::push_model)/[`push_tool`](Self::push_tool).
     ///
     /// # Panics
     /// On a duplicate name or an ordering cycle: use [`add`](Self::add) to get
     /// the error instead.
-    pub fn push(&mut self, middleware: Arc<dyn Middleware<S, C>>) -> &mut Self {
+    pub fn push<M, Shape>(&mut self, middleware: Arc<M>) -> &mut Self
+    where
+        M: IntoDynMiddleware<S, C> + Middleware<S, C> + LifecycleOnly<S, C, Shape> + ?Sized + 'static,
+    {
         let forms = Box::new(Forms(middleware.clone()));
-        if let Err(e) = self.add_dyn(middleware, forms, None) {
+        if let Err(e) = self.add_dyn(middleware.into_dyn(), forms, None, Wraps::default()) {
             panic!("MiddlewareStack::push: {e}");
         }
         self
     }
 
     /// Registers a model wrap ([`ModelMiddleware`]). Under the name of a
-    /// middleware registered for its lifecycle hooks (a type implementing
-    /// both traits, registered with `push` and `push_model`), it joins that
-    /// registration: one entry, in the model onion at its place, this wrap
-    /// instead of its `Middleware::wrap_model`. Otherwise it is a wrap-only
-    /// registration of its own.
+    /// middleware registered for its lifecycle hooks (a value implementing
+    /// both traits, erased to `Arc<dyn Middleware>` and `push`ed), it joins
+    /// that registration: one entry, in the model onion at its place, this
+    /// wrap instead of its `Middleware::wrap_model`. Otherwise it is a
+    /// wrap-only registration of its own. A concrete type with both impls
+    /// registers in one call: [`add_with_model_wrap`](Self::add_with_model_wrap).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -230,8 +371,9 @@ where
     /// }
     ///
     /// let both = Arc::new(Both);
+    /// let erased: Arc<dyn Middleware<()>> = both.clone();
     /// let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
-    /// stack.push(both.clone()).push_model(both);
+    /// stack.push(erased).push_model(both);
     /// assert_eq!(stack.names(), ["Both"]);
     /// assert_eq!(stack.implementors(HookKind::WrapModel), ["Both"]);
     /// assert_eq!(stack.implementors(HookKind::BeforeModel), ["Both"]);
@@ -316,11 +458,20 @@ where
         middleware: Arc<dyn Middleware<S, C>>,
         forms: Box<dyn SyncForms<S, C>>,
         name: Option<String>,
+        wraps: Wraps<S, C>,
     ) -> Result<&mut Self> {
         let mut info = middleware.info();
         if let Some(name) = name {
             info.name = name.into();
         }
+        let model_wrap = wraps.model.map(|m| {
+            info.hooks |= HookSet::WRAP_MODEL;
+            Arc::new(WrapOnly::Model(m)) as Arc<dyn Middleware<S, C>>
+        });
+        let tool_wrap = wraps.tool.map(|t| {
+            info.hooks |= HookSet::WRAP_TOOL;
+            Arc::new(WrapOnly::Tool(t)) as Arc<dyn Middleware<S, C>>
+        });
         let name: Arc<str> = Arc::from(info.name.as_ref());
         let tools = self.check_contributed(&name, middleware.tools())?;
         self.insert(Entry {
@@ -330,8 +481,8 @@ where
             forms,
             default: false,
             lifecycle: true,
-            model_wrap: None,
-            tool_wrap: None,
+            model_wrap,
+            tool_wrap,
         })?;
         // A default-on built-in this registration replaced takes its tools along.
         self.tools.retain(|(owner, _)| *owner != name);
@@ -386,11 +537,12 @@ where
             Some(pos) if self.registered[pos].default => Some((pos, self.registered.remove(pos))),
             // the lifecycle hooks of a type whose wraps were registered
             // first (`push_model`, then `push`): one entry, both roles
-            Some(pos) if entry.lifecycle && !self.registered[pos].lifecycle => {
+            // (a wrap registered twice is a duplicate `check_unique` reports)
+            Some(pos) if entry.lifecycle && !self.registered[pos].lifecycle && !self.wraps_clash(&entry, pos) => {
                 let wraps = self.registered.remove(pos);
                 entry.info.hooks |= wraps.info.hooks;
-                entry.model_wrap = wraps.model_wrap.clone();
-                entry.tool_wrap = wraps.tool_wrap.clone();
+                entry.model_wrap = entry.model_wrap.take().or_else(|| wraps.model_wrap.clone());
+                entry.tool_wrap = entry.tool_wrap.take().or_else(|| wraps.tool_wrap.clone());
                 Some((pos, wraps))
             }
             _ => None,
@@ -413,6 +565,14 @@ where
                 Err(e)
             }
         }
+    }
+
+    /// Whether `entry` brings a separate wrap of a kind the registration at
+    /// `pos` already has.
+    fn wraps_clash(&self, entry: &Entry<S, C>, pos: usize) -> bool {
+        let there = &self.registered[pos];
+        (entry.model_wrap.is_some() && there.model_wrap.is_some())
+            || (entry.tool_wrap.is_some() && there.tool_wrap.is_some())
     }
 
     fn check_unique(&self, name: &str) -> Result<()> {

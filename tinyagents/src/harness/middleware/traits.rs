@@ -109,10 +109,12 @@ where
     /// (the default of a hand-written impl). The default proceeds once.
     ///
     /// A type may write its wrap here, or implement [`ModelMiddleware`]
-    /// separately and register that impl too
-    /// ([`MiddlewareStack::push_model`](super::MiddlewareStack::push_model)
-    /// with the same name joins the registration: one entry, both roles;
-    /// the separate wrap then takes this method's place in the onion).
+    /// separately and register with
+    /// [`MiddlewareStack::add_with_model_wrap`](super::MiddlewareStack::add_with_model_wrap)
+    /// (or [`add_layers`](super::MiddlewareStack::add_layers)): one entry,
+    /// both roles, the separate wrap in this method's place in the onion.
+    /// `add`/`with`/`push` of such a type do not compile (see
+    /// [`shape`](super::shape)).
     async fn wrap_model(
         &self,
         ctx: &mut RunContext<Ctx>,
@@ -210,14 +212,18 @@ crate::harness::hooks::hook_table!(define_middleware);
 /// `next` is the rest of the onion; call [`next.run`](ModelHandler::run)
 /// zero times (short-circuit), once (proceed) or many times (retry, fallback).
 ///
-/// Register it with
+/// Register a wrap-only type with
 /// [`MiddlewareStack::push_model`](super::MiddlewareStack::push_model). A
 /// type may implement both this trait and [`Middleware`] (the design's
 /// shape: lifecycle hooks in one impl, the wrap in another): register it
-/// with `push` (or `add`) *and* `push_model`; the two registrations share
-/// the type's name and join into one entry with both roles. A type
-/// registered only through `Middleware` runs [`Middleware::wrap_model`]
-/// (by default: proceed), never this impl.
+/// with [`add_with_model_wrap`](super::MiddlewareStack::add_with_model_wrap)
+/// (with a separate [`ToolMiddleware`] too:
+/// [`add_layers`](super::MiddlewareStack::add_layers)), one entry with both
+/// roles. `add`, `with` and `push` refuse such a type at compile time
+/// (`E0283`, naming [`HasSeparateModelWrap`](super::shape::HasSeparateModelWrap)):
+/// through `Middleware` alone its wrap would never run. (A value already
+/// erased to `Arc<dyn Middleware>` is beyond that check: `push` it, then
+/// `push_model` it under the same name.)
 ///
 /// ```
 /// use std::sync::Arc;
@@ -276,7 +282,10 @@ where
 
 /// Wrap middleware around each tool call; see [`ModelMiddleware`]
 /// (register a wrap-only type with
-/// [`MiddlewareStack::push_tool`](super::MiddlewareStack::push_tool)).
+/// [`MiddlewareStack::push_tool`](super::MiddlewareStack::push_tool), a
+/// type with a `Middleware` impl too with
+/// [`add_with_tool_wrap`](super::MiddlewareStack::add_with_tool_wrap) or
+/// [`add_layers`](super::MiddlewareStack::add_layers)).
 #[async_trait]
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool wrap for a `MiddlewareStack<{State}, {Ctx}>` (it does not implement `ToolMiddleware<{State}, {Ctx}>`)",
