@@ -62,4 +62,8 @@ fn the_table_is_looked_up_by_the_longest_prefix() {
     assert_eq!(known_output_limit("claude-opus-4-5"), Some(64_000));
     assert_eq!(known_output_limit("openai:gpt-4o-mini"), Some(16_384));
     assert_eq!(known_output_limit("llama3"), None);
+    // a row names one model: a newer model of a known family gets the default, not a neighbour's limit
+    assert_eq!(known_output_limit("claude-opus-4-20250514"), Some(32_000));
+    assert_eq!(known_output_limit("anthropic:claude-opus-4-7"), None);
+    assert_eq!(known_output_limit("claude-sonnet-4-6"), None);
 }
