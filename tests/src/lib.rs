@@ -183,6 +183,9 @@ impl<S: Send + Sync + 'static> Middleware<S> for Recorder {
     async fn before_tool(&self, _: &mut RunContext, _: &S, _: &mut ToolCall) -> Result<()> {
         self.hit(HookKind::BeforeTool)
     }
+    async fn on_prepared_tool_calls(&self, _: &mut RunContext, _: &S, _: &mut PreparedBatch) -> Result<()> {
+        self.hit(HookKind::OnPreparedToolCalls)
+    }
     async fn after_tool(&self, _: &mut RunContext, _: &S, _: &mut ToolResult) -> Result<()> {
         self.hit(HookKind::AfterTool)
     }

@@ -126,6 +126,12 @@ pub(crate) const HOOKS: &[Hook] = &[
         mutable("PreparedBatch"),
     ),
     lifecycle("before_tool", "BeforeTool", "BEFORE_TOOL", mutable("ToolCall")),
+    lifecycle(
+        "on_prepared_tool_calls",
+        "OnPreparedToolCalls",
+        "ON_PREPARED_TOOL_CALLS",
+        mutable("PreparedBatch"),
+    ),
     Hook {
         attr: "on_tool_delta",
         method: "on_tool_delta",

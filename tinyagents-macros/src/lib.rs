@@ -94,10 +94,15 @@ hook_attributes! {
     on_model_delta;
     /// After each model call, with `&mut ModelResponse`.
     after_model;
-    /// Once per reply with tool calls, with the `&mut PreparedBatch`.
+    /// Once per reply with tool calls, before any `before_tool`, with the
+    /// `&mut PreparedBatch` of the calls as the model made them.
     on_tool_batch;
     /// Before each tool call, with `&mut ToolCall`.
     before_tool;
+    /// Once per batch, after every `before_tool`, with the `&mut
+    /// PreparedBatch` of the calls' final effective arguments and declared
+    /// file access (what the scheduler plans from).
+    on_prepared_tool_calls;
     /// For each tool progress delta, with `&mut ToolDelta`; a plain fn takes the fast path.
     on_tool_delta;
     /// After each tool call, with `&mut ToolResult`.

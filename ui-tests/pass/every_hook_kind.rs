@@ -69,6 +69,12 @@ async fn before_tool_hook(call: &mut ToolCall) -> Result<()> {
     Ok(())
 }
 
+#[on_prepared_tool_calls]
+fn on_prepared_tool_calls_hook(batch: &mut PreparedBatch) -> Result<()> {
+    let _ = batch;
+    Ok(())
+}
+
 #[on_tool_delta]
 fn on_tool_delta_hook(delta: &mut ToolDelta, ctx: &RunContext) -> Result<()> {
     let _ = (delta, ctx);
@@ -139,6 +145,7 @@ fn main() {
         .and_then(|s| s.add(AfterModelHook))
         .and_then(|s| s.add(OnToolBatchHook))
         .and_then(|s| s.add(BeforeToolHook))
+        .and_then(|s| s.add(OnPreparedToolCallsHook))
         .and_then(|s| s.add(OnToolDeltaHook))
         .and_then(|s| s.add(AfterToolHook))
         .and_then(|s| s.add(PreCompactHook))
@@ -148,7 +155,7 @@ fn main() {
         .and_then(|s| s.add(DynamicPromptPlain))
         .and_then(|s| s.add(DynamicPromptFallible))
         .unwrap();
-    assert_eq!(stack.len(), 19);
+    assert_eq!(stack.len(), 20);
     for kind in HookKind::ALL {
         assert!(stack.has(kind), "{kind}");
     }

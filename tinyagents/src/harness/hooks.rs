@@ -45,13 +45,20 @@ macro_rules! hook_table {
                     [on_model_delta_sync SYNC_MODEL_DELTA];
                 /// After each model call, with the mutable response.
                 AfterModel after_model run_after_model AFTER_MODEL reverse (response: ModelResponse);
-                /// Once per model reply with tool calls: review the whole
-                /// prepared batch and reject calls.
+                /// Once per model reply with tool calls, before any `before_tool`:
+                /// review the calls as the model made them (approvals,
+                /// permissions, limits), reject calls or rewrite their arguments.
                 OnToolBatch on_tool_batch run_on_tool_batch ON_TOOL_BATCH forward (batch: PreparedBatch);
-                /// Before each tool call, with the mutable call. A `Validation`
-                /// error refuses the call: by default it becomes the call's error
-                /// result for the model.
+                /// Before each tool call, with the mutable call. Every call of a
+                /// batch passes its `before_tool` (in the model's order) before
+                /// any of them runs. A `Validation` error refuses the call: by
+                /// default it becomes the call's error result for the model.
                 BeforeTool before_tool run_before_tool BEFORE_TOOL forward (call: ToolCall);
+                /// Once per batch, after every `before_tool` and before any call
+                /// runs: review the calls with their final effective arguments
+                /// and the file access declared for them, the access the
+                /// scheduler plans from (the parallel edit guard), and reject calls.
+                OnPreparedToolCalls on_prepared_tool_calls run_on_prepared_tool_calls ON_PREPARED_TOOL_CALLS forward (batch: PreparedBatch);
                 /// For each tool progress delta.
                 OnToolDelta on_tool_delta run_on_tool_delta ON_TOOL_DELTA delta (delta: ToolDelta)
                     [on_tool_delta_sync SYNC_TOOL_DELTA];
@@ -146,7 +153,7 @@ macro_rules! define_kinds {
             /// time. A hand-written `Middleware` impl reports [`HookSet::EVERY`]
             /// by default (always correct, never fastest); the DSL reports the exact set.
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-            pub struct HookSet: u32 {
+            pub struct HookSet: u64 {
                 $(
                     #[doc = concat!("`", stringify!($method), "`.")]
                     const $flag = 1 << HookKind::$kind as u8;
@@ -248,6 +255,9 @@ impl std::fmt::Display for HookKind {
     }
 }
 
+// `HookSet::sync_of` puts the synchronous-form flags above every hook's own bit.
+const _: () = assert!(HookKind::COUNT <= 32, "HookSet::sync_of needs a wider HookSet");
+
 impl HookSet {
     /// The flag saying a lifecycle hook has a synchronous form the stack calls
     /// instead of the async one: [`Middleware::on_sync`](crate::harness::middleware::Middleware::on_sync)
@@ -255,7 +265,8 @@ impl HookSet {
     /// A plain (non-async) fn under a hook attribute gets it from the DSL:
     /// such a hook runs with no boxed future and no allocation.
     pub const fn sync_of(hook: HookKind) -> HookSet {
-        HookSet::from_bits_retain(1 << (16 + hook as u8))
+        // above every hook's own bit (`HookKind::COUNT` < 32)
+        HookSet::from_bits_retain(1 << (32 + hook as u8))
     }
 
     /// The hook kinds in this set, in lifecycle order.

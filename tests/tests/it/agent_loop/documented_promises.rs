@@ -212,6 +212,51 @@ async fn acc_a_jump_to_end_from_before_tool_does_not_run_the_rest_of_the_batch()
     );
 }
 
+/// Every call's `before_tool` runs before any call of the batch runs: a jump
+/// to the end asked in the second call's `before_tool` answers that call
+/// "not run", and the first call (prepared before the jump) still runs, one
+/// at a time or concurrently — as it did when it ran before the second
+/// call's `before_tool`.
+#[tokio::test]
+async fn a_jump_from_a_later_calls_before_tool_still_runs_the_calls_before_it() {
+    struct JumpEndAtSecondTool;
+    #[async_trait]
+    impl Middleware<()> for JumpEndAtSecondTool {
+        fn hooks(&self) -> HookSet {
+            HookSet::BEFORE_TOOL
+        }
+        async fn before_tool(&self, ctx: &mut RunContext, _: &(), call: &mut ToolCall) -> Result<()> {
+            if call.id == "c2" {
+                ctx.flow_mut().jump_to(JumpTarget::End);
+            }
+            Ok(())
+        }
+    }
+    for concurrent in [false, true] {
+        let tool = RecordingTool::new("t");
+        let mut agent: Agent<()> = Agent::new(ScriptedModel::new([two_calls("t"), ScriptedTurn::text("done")]))
+            .with_tools(ToolRegistry::new().with(tool.clone()).unwrap())
+            .with_stack(MiddlewareStack::new().with(JumpEndAtSecondTool).unwrap());
+        if concurrent {
+            agent = agent.with_concurrent_tools();
+        }
+        let run = agent
+            .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+            .await
+            .unwrap();
+        assert_valid_transcript(&run.messages);
+        assert_eq!(run.stop, StopReason::JumpedToEnd);
+        let ran: Vec<String> = tool.calls().iter().map(|c| c["n"].to_string()).collect();
+        assert_eq!(ran, ["1"], "concurrent: {concurrent}: {:?}", shape(&run.messages));
+        let c2 = run
+            .messages
+            .iter()
+            .find(|m| m.tool_call_id.as_deref() == Some("c2"))
+            .unwrap();
+        assert!(c2.text().starts_with("not run:"), "{}", c2.text());
+    }
+}
+
 /// The siblings: each way a tool hook can leave the batch (a jump to the
 /// end, a jump to the model, a stop with a final text; from `before_tool`
 /// or from the previous call's `after_tool`), with the calls run one after

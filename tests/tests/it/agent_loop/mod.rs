@@ -14,4 +14,5 @@ mod retry_builders;
 mod spend_tree;
 mod steering;
 mod tokens_exact;
+mod tool_aliases;
 mod turns;

@@ -1,7 +1,9 @@
 //! `ParallelEditGuardMiddleware` judges effective arguments: a `before_tool`
-//! rewrite (ordered before the guard) that redirects a write onto a file an
-//! earlier call writes is caught; one file spelled through the workspace root
-//! is one file; a stateful or clarification barrier ends an execution segment.
+//! rewrite that redirects a write onto a file an earlier call writes is
+//! caught wherever the rewriting hook is registered (the guard reviews the
+//! prepared calls, after every `before_tool`); a call under an alias of a
+//! tool is that tool's call; one file spelled through the workspace root is
+//! one file; a stateful or clarification barrier ends an execution segment.
 
 use std::sync::{Arc, Mutex};
 
@@ -47,8 +49,8 @@ fn edit(id: &str, path: &str) -> ToolCall {
     ToolCall::new(id, "edit", json!({ "path": path }))
 }
 
-/// Redirects call `2` to `a.rs`, before the guard judges it.
-#[before_tool(name = "redirect", before = ["parallel_edit_guard"])]
+/// Redirects call `2` to `a.rs` (no ordering: the guard judges after every `before_tool`).
+#[before_tool(name = "redirect")]
 fn redirect(call: &mut ToolCall) -> Result<()> {
     if call.id == "2" {
         call.arguments["path"] = json!("a.rs");
@@ -102,16 +104,72 @@ fn result_of(run: &AgentRun, id: &str) -> String {
 
 #[tokio::test]
 async fn deny_refuses_a_write_a_before_tool_hook_redirects_onto_an_earlier_calls_file() {
-    let stack = MiddlewareStack::new()
+    let guard_first = MiddlewareStack::empty()
         .with(ParallelEditGuardMiddleware::deny())
         .unwrap()
         .with(Redirect)
         .unwrap();
-    let (run, log, notices) = run_calls(vec![edit("1", "a.rs"), edit("2", "b.rs")], stack, None).await;
-    assert_eq!(log, ["a.rs"], "the redirected write did not run");
+    let redirect_first = MiddlewareStack::empty()
+        .with(Redirect)
+        .unwrap()
+        .with(ParallelEditGuardMiddleware::deny())
+        .unwrap();
+    assert_eq!(guard_first.names(), ["parallel_edit_guard", "redirect"]);
+    assert_eq!(redirect_first.names(), ["redirect", "parallel_edit_guard"]);
+    for stack in [guard_first, redirect_first] {
+        let order = stack.names().join(", ");
+        let (run, log, notices) = run_calls(vec![edit("1", "a.rs"), edit("2", "b.rs")], stack, None).await;
+        assert_eq!(log, ["a.rs"], "[{order}] the redirected write did not run");
+        let refused = result_of(&run, "2");
+        assert!(refused.contains("already writes `a.rs`"), "[{order}] {refused}");
+        assert_eq!(notices.len(), 1, "[{order}] {notices:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_write_under_an_alias_of_the_tool_is_the_tools_write() {
+    // `write` is declared an alias of `edit`: the model's second call writes a.rs too
+    let calls = || {
+        vec![
+            edit("1", "a.rs"),
+            ToolCall::new("2", "write", json!({ "path": "a.rs" })),
+        ]
+    };
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let aliased = tools(&log).with_alias("write", "edit").unwrap();
+    let model = ScriptedModel::new([ScriptedTurn::tool_calls(calls()), ScriptedTurn::text("done")]);
+    let agent: Agent<()> = Agent::new(model).with_tools(aliased).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::deny())
+            .unwrap(),
+    );
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["a.rs"],
+        "the write under the alias was judged a second write"
+    );
     let refused = result_of(&run, "2");
     assert!(refused.contains("already writes `a.rs`"), "{refused}");
-    assert_eq!(notices.len(), 1, "{notices:?}");
+    // without the alias, `write` is an unknown tool: it fails as one, and nothing was renamed
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let model = ScriptedModel::new([ScriptedTurn::tool_calls(calls()), ScriptedTurn::text("done")]);
+    let agent: Agent<()> = Agent::new(model).with_tools(tools(&log)).with_stack(
+        MiddlewareStack::new()
+            .with(ParallelEditGuardMiddleware::deny())
+            .unwrap(),
+    );
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    assert_eq!(*log.lock().unwrap(), ["a.rs"]);
+    let unknown = result_of(&run, "2");
+    assert!(unknown.contains("write"), "{unknown}");
+    assert!(!unknown.contains("already writes"), "{unknown}");
 }
 
 #[tokio::test]

@@ -388,8 +388,8 @@ async fn the_logging_example_runs_each_hook_with_native_events() {
     for hook in [
         "before_model",
         "after_model",
-        "on_tool_batch",
         "before_tool",
+        "on_prepared_tool_calls",
         "after_tool",
     ] {
         assert!(

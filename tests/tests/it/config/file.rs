@@ -268,14 +268,15 @@ fn hooks_entries_become_one_external_hooks_middleware_ordered_before_every_other
     let text = "[[hooks]]\nevent = \"stop\"\ncommand = \"true\"\n\n[[middleware]]\ntype = \"logging\"\n";
     let stack = build(&registry(), text).unwrap();
     // listed last, it runs first (`before = ["*"]`): the guards judge what a hook rewrites;
-    // the default `parallel_edit_guard` orders itself after `external_hooks`
-    // (`after_if_present`): its batch review sees the hooks' rewritten arguments
+    // the default `parallel_edit_guard` reviews the prepared calls, after every
+    // `on_tool_batch` and `before_tool`: it sees the hooks' rewritten arguments
     let mut expected = vec!["external_hooks"];
     expected.extend(after_defaults(&registry(), &["logging"]));
     assert_eq!(stack.names(), expected);
+    assert_eq!(stack.implementors(HookKind::OnToolBatch), ["external_hooks"]);
     assert_eq!(
-        stack.implementors(HookKind::OnToolBatch),
-        ["external_hooks", "parallel_edit_guard"]
+        stack.implementors(HookKind::OnPreparedToolCalls),
+        ["parallel_edit_guard"]
     );
 }
 

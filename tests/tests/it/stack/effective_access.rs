@@ -71,13 +71,14 @@ impl Middleware<()> for RedirectInReview {
 #[tokio::test]
 async fn a_review_rewrite_is_seen_by_parallel_edit_guard_registered_before_it() {
     let log = Log::default();
-    // the guard is registered first, but orders itself after `external_hooks`
+    // the guard is registered first and needs no ordering: it reviews the
+    // prepared calls, after every `on_tool_batch` and `before_tool`
     let stack = MiddlewareStack::empty()
         .with(ParallelEditGuardMiddleware::deny())
         .unwrap()
         .with(RedirectInReview)
         .unwrap();
-    assert_eq!(stack.names(), ["external_hooks", "parallel_edit_guard"]);
+    assert_eq!(stack.names(), ["parallel_edit_guard", "external_hooks"]);
     let agent = Agent::new(ScriptedModel::new([
         two_writes("a.rs", "b.rs"),
         ScriptedTurn::text("done"),
@@ -140,6 +141,46 @@ async fn a_before_tool_redirect_to_the_same_file_is_scheduled_in_order() {
     let stack = MiddlewareStack::empty().with(RedirectBeforeTool).unwrap();
     let log = concurrent_log(stack, "a.rs", "b.rs").await;
     assert_eq!(log, ["start a.rs", "end a.rs", "start a.rs", "end a.rs"]);
+}
+
+#[tokio::test]
+async fn a_write_under_an_alias_of_the_tool_is_scheduled_with_the_tools_writes() {
+    let log = Log::default();
+    let tools = ToolRegistry::new()
+        .with(writer(&log))
+        .unwrap()
+        .with_alias("save", "write")
+        .unwrap();
+    let agent = Agent::new(ScriptedModel::new([
+        ScriptedTurn::tool_calls(vec![
+            ToolCall::new("c1", "write", json!({ "path": "a.rs" })),
+            ToolCall::new("c2", "save", json!({ "path": "a.rs" })),
+            ToolCall::new("c3", "save", json!({ "path": "b.rs" })),
+        ]),
+        ScriptedTurn::text("done"),
+    ]))
+    .with_tools(tools)
+    .with_stack(MiddlewareStack::empty())
+    .with_concurrent_tools();
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "edit")
+        .await
+        .unwrap();
+    assert_valid_transcript(&run.messages);
+    // the two writes of a.rs (one under the alias) run one after another, in
+    // the model's order; the write of b.rs (under the alias too) alongside them
+    let log = log.lock().unwrap().clone();
+    let at = |line: &str, nth: usize| {
+        log.iter()
+            .enumerate()
+            .filter(|(_, l)| *l == line)
+            .nth(nth)
+            .map(|(i, _)| i)
+            .unwrap_or_else(|| panic!("{line} #{nth} in {log:?}"))
+    };
+    assert_eq!(log.len(), 6, "{log:?}");
+    assert!(at("end a.rs", 0) < at("start a.rs", 1), "{log:?}");
+    assert!(at("start b.rs", 0) < at("end a.rs", 0), "b.rs ran alongside: {log:?}");
 }
 
 #[test]

@@ -38,6 +38,8 @@ async fn the_harness_runs_every_lifecycle_hook_and_the_recorder_sees_each_value(
     let batch = PreparedBatch::new(vec![PreparedToolCall::new(call.clone(), Vec::new())]);
     assert_eq!(h.on_tool_batch(batch).await.unwrap().calls().len(), 1);
     assert_eq!(h.before_tool(call.clone()).await.unwrap(), call);
+    let batch = PreparedBatch::new(vec![PreparedToolCall::new(call.clone(), Vec::new())]);
+    assert_eq!(h.on_prepared_tool_calls(batch).await.unwrap().calls().len(), 1);
     h.on_tool_delta(ToolDelta::new("c1", "50%")).await.unwrap();
     h.after_tool(ToolResult::ok(&call, "ok")).await.unwrap();
     h.pre_compact(CompactionPlan::new("m", "p", 3)).await.unwrap();

@@ -60,8 +60,10 @@ pub trait MiddlewareDriver: Send + Sync {
     }
 
     /// Reviews every tool call of one model reply before any runs, from
-    /// their effective arguments and the file access declared for them (not
-    /// the raw model text). Returns one verdict per call, in order:
+    /// their effective arguments (after alias normalisation and every
+    /// `process_tool_call`/`before_tool` rewrite) and the file access
+    /// declared for them, the access the scheduler plans from (not the raw
+    /// model text). Returns one verdict per call, in order:
     /// [`Proceed`](PreparedCallVerdict::Proceed), or
     /// [`Reject(result)`](PreparedCallVerdict::Reject) with the call's final
     /// error result (the call does not run and that is its one result). A
@@ -233,7 +235,7 @@ where
                 *response = view.into_inner();
                 outcome.map_err(|e| self.fail(e))
             }
-            HookValue::OnToolBatch(batch) => self.review(batch),
+            HookValue::OnPreparedToolCalls(batch) => self.review(batch),
             HookValue::BeforeTool(call) => {
                 let mut view = ToolCall::from_native(call);
                 self.0.process_tool_call(&mut view).map_err(|e| self.fail(e))?;

@@ -18,11 +18,13 @@ pub enum ExecutionState {
     Request,
     /// [`process_response`](super::MiddlewareDriver::process_response): after each model call (`after_model`).
     Response,
-    /// [`on_prepared_tool_calls`](super::MiddlewareDriver::on_prepared_tool_calls):
-    /// once per reply with tool calls, before any runs (`on_tool_batch`).
-    PreparedToolCalls,
     /// [`process_tool_call`](super::MiddlewareDriver::process_tool_call): before each tool call (`before_tool`).
     ToolCall,
+    /// [`on_prepared_tool_calls`](super::MiddlewareDriver::on_prepared_tool_calls):
+    /// once per reply with tool calls, after every `process_tool_call` (and
+    /// every native `before_tool`) and before any call runs, with each call's
+    /// effective arguments and declared file access (`on_prepared_tool_calls`).
+    PreparedToolCalls,
     /// [`process_tool_result`](super::MiddlewareDriver::process_tool_result): after each tool call (`after_tool`).
     ToolResult,
 }
@@ -32,8 +34,8 @@ impl ExecutionState {
     pub const ALL: [ExecutionState; 5] = [
         Self::Request,
         Self::Response,
-        Self::PreparedToolCalls,
         Self::ToolCall,
+        Self::PreparedToolCalls,
         Self::ToolResult,
     ];
 
@@ -42,7 +44,7 @@ impl ExecutionState {
         match self {
             Self::Request => HookKind::BeforeModel,
             Self::Response => HookKind::AfterModel,
-            Self::PreparedToolCalls => HookKind::OnToolBatch,
+            Self::PreparedToolCalls => HookKind::OnPreparedToolCalls,
             Self::ToolCall => HookKind::BeforeTool,
             Self::ToolResult => HookKind::AfterTool,
         }

@@ -4,8 +4,11 @@
 //! `before_agent` → loop { `before_model` → `before_model_stream` → the
 //! wrap-model onion around the streamed model call (each delta through
 //! `on_model_delta`, then to the sink, then accumulated) → `after_model` →
-//! control requests and jumps → `on_tool_batch` → per call: `before_tool` →
-//! the wrap-tool onion → `after_tool` } → `after_agent`, bounded by a step limit.
+//! control requests and jumps → each call under its tool's name (aliases
+//! resolved) → `on_tool_batch` → `before_tool` for every call, in the model's
+//! order → `on_prepared_tool_calls` (the effective arguments and their
+//! declared file access, which the scheduler then orders by) → per call: the
+//! wrap-tool onion → `after_tool` } → `after_agent`, bounded by a step limit.
 
 mod calls;
 mod run_loop;

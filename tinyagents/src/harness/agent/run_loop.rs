@@ -14,7 +14,7 @@ use crate::harness::middleware::HookKind;
 use crate::harness::model::ModelRequest;
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
-use crate::harness::tool::{ToolCall, ToolResult};
+use crate::harness::tool::{FileAccess, ToolCall, ToolResult};
 
 /// One call of a batch after its `before_tool`, or after the batch review
 /// rejected it: what is left to answer it.
@@ -351,15 +351,18 @@ where
         }
     }
 
-    /// One tool batch: review, run, answer every call, and the safe point after it.
+    /// One tool batch: each call under its tool's name (an alias resolved),
+    /// the batch review, every `before_tool`, the review of the prepared
+    /// calls, the scheduled run answering every call, and the safe point after it.
     pub(crate) async fn tools_step(
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
         run: &mut AgentRun,
-        calls: Vec<ToolCall>,
+        mut calls: Vec<ToolCall>,
     ) -> Result<Option<StopReason>> {
         ctx.next_batch();
+        self.canonical_names(&mut calls);
         let batch = self.review_batch(ctx, state, calls).await?;
         // A safe point between the review and the calls: a review that asks for a
         // person (an interrupt), ends the run or jumps back to the model stops
@@ -625,25 +628,154 @@ where
         Ok(next)
     }
 
-    /// Prepares a batch (effective arguments and declared file access) and runs the batch review.
+    /// Renames each call made under an alias of a tool's name
+    /// ([`ToolRegistry::alias`](crate::harness::tool::ToolRegistry::alias))
+    /// to the tool's name, before any hook sees it: policies, guards, the
+    /// reviews and the scheduler judge it as the tool it is. (The model's
+    /// reply in the transcript keeps the name the model wrote.) A name the
+    /// registry does not know is left as it is: the call fails as a call to
+    /// an unknown tool does.
+    fn canonical_names(&self, calls: &mut [ToolCall]) {
+        for call in calls {
+            if let Some(name) = self.tools.canonical(&call.name)
+                && name != call.name
+            {
+                call.name = name.to_owned();
+            }
+        }
+    }
+
+    /// The declared file access of a call, from its effective arguments.
+    fn access_fn(&self) -> AccessFn {
+        let tools = self.tools.clone();
+        Arc::new(move |call: &ToolCall| declared_access(&tools, call))
+    }
+
+    /// Runs the batch review (`on_tool_batch`) over the calls as the model
+    /// made them, before any `before_tool`.
     ///
     /// A review that rewrites a call's arguments with
     /// [`PreparedBatch::set_arguments`] gets its file access recomputed, so
-    /// the reviews after it and the scheduler see the effective arguments.
+    /// the reviews after it see the arguments the call goes on with.
     async fn review_batch(
         &self,
         ctx: &mut RunContext<C>,
         state: &S,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<PreparedToolCall>> {
-        let tools = self.tools.clone();
-        let access: AccessFn = Arc::new(move |call: &ToolCall| declared_access(&tools, call));
-        let mut batch = PreparedBatch::with_access(calls, access);
+        if !self.stack.has(HookKind::OnToolBatch) {
+            return Ok(calls
+                .into_iter()
+                .map(|c| PreparedToolCall::new(c, Vec::new()))
+                .collect());
+        }
+        let mut batch = PreparedBatch::with_access(calls, self.access_fn());
         self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
         Ok(batch.into_calls())
     }
 
+    /// `before_tool` for every call the batch review let through, in the
+    /// model's order, before any call runs. A hook's jump or stop answers the
+    /// calls after it "not run"; a `before_tool` that fails the run stops the
+    /// preparing there (the calls before it still run, none after it is
+    /// prepared), and the error comes back beside the prepared calls.
+    async fn prepare_batch(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        batch: Vec<PreparedToolCall>,
+    ) -> (Vec<Prepared>, Option<TinyAgentsError>) {
+        let mut prepared = Vec::with_capacity(batch.len());
+        let mut cut = None;
+        for p in batch {
+            if let Some(why) = cut {
+                // nothing of this call ran: answered, never scheduled
+                prepared.push(Prepared::Skipped(not_run(&p.call, why)));
+                continue;
+            }
+            match p.into_parts() {
+                (call, PreparedCallVerdict::Proceed) => {
+                    let step = match self.prepare_one(ctx, state, call).await {
+                        Ok(step) => step,
+                        Err(e) => return (prepared, Some(e)),
+                    };
+                    cut = leaves_batch(ctx);
+                    prepared.push(match cut {
+                        Some(why) => Prepared::Skipped(step.not_run(why)),
+                        None => step,
+                    });
+                }
+                (_, PreparedCallVerdict::Reject(result)) => prepared.push(Prepared::Rejected(result)),
+            }
+        }
+        (prepared, None)
+    }
+
+    /// The review of the prepared calls (`on_prepared_tool_calls`): the
+    /// calls ready to run, with their final effective arguments (after every
+    /// `before_tool`) and the file access declared for them. Returns each
+    /// call's declared access — what the review saw, and what the scheduler
+    /// plans from (none for a call that does not run). A review that rejects
+    /// a call answers it with its result; one that asks to leave the batch
+    /// (a jump, a stop) answers every ready call "not run". (A `before_tool`
+    /// that asked it already answered the calls after it; the calls before
+    /// it still run.)
+    async fn review_prepared(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        prepared: &mut [Prepared],
+    ) -> Result<Vec<Vec<FileAccess>>> {
+        let mut access: Vec<Vec<FileAccess>> = vec![Vec::new(); prepared.len()];
+        let ready: Vec<usize> = (0..prepared.len())
+            .filter(|&i| matches!(prepared[i], Prepared::Ready(_)))
+            .collect();
+        if ready.is_empty() {
+            return Ok(access);
+        }
+        if !self.stack.has(HookKind::OnPreparedToolCalls) {
+            for &i in &ready {
+                if let Prepared::Ready(call) = &prepared[i] {
+                    access[i] = declared_access(&self.tools, call);
+                }
+            }
+            return Ok(access);
+        }
+        let calls: Vec<ToolCall> = ready
+            .iter()
+            .map(|&i| match &prepared[i] {
+                Prepared::Ready(call) => call.clone(),
+                _ => unreachable!("only ready calls are reviewed"),
+            })
+            .collect();
+        let mut batch = PreparedBatch::with_access(calls, self.access_fn());
+        let asked_before = leaves_batch(ctx).is_some();
+        self.stack.run_on_prepared_tool_calls(ctx, state, &mut batch).await?;
+        let leave = if asked_before { None } else { leaves_batch(ctx) };
+        for (&i, mut p) in ready.iter().zip(batch.into_calls()) {
+            let declared = std::mem::take(&mut p.access);
+            prepared[i] = match (p.into_parts(), leave) {
+                ((call, _), Some(why)) => Prepared::Skipped(not_run(&call, why)),
+                ((call, PreparedCallVerdict::Proceed), None) => {
+                    access[i] = declared;
+                    Prepared::Ready(call)
+                }
+                ((_, PreparedCallVerdict::Reject(result)), None) => Prepared::Rejected(result),
+            };
+        }
+        Ok(access)
+    }
+
     /// Runs one reviewed batch; results keep the model's order, one per call.
+    ///
+    /// Every call's `before_tool` runs first, in the model's order (its
+    /// rewrites — an external hook's updated input, a person's edit — are
+    /// the arguments the call runs with); then the prepared calls are
+    /// reviewed once (`on_prepared_tool_calls`) with the file access declared
+    /// for those effective arguments, and that same access decides the
+    /// schedule: calls that touch a common file (a write and any other
+    /// access) run one after another in the model's order; independent
+    /// groups run concurrently (with [`Agent::with_concurrent_tools`]).
     ///
     /// On failure, the results of the calls that had finished come back with
     /// the error (in the model's order): a pause keeps them.
@@ -653,88 +785,41 @@ where
         state: &S,
         batch: Vec<PreparedToolCall>,
     ) -> std::result::Result<Vec<ToolResult>, (Vec<ToolResult>, TinyAgentsError)> {
-        let proceeding = batch
-            .iter()
-            .filter(|p| *p.verdict() == PreparedCallVerdict::Proceed)
-            .count();
+        let (mut prepared, failed) = self.prepare_batch(ctx, state, batch).await;
+        let access = match self.review_prepared(ctx, state, &mut prepared).await {
+            Ok(access) => access,
+            // the run ends here, before any call of the batch ran
+            Err(e) => return Err((Vec::new(), e)),
+        };
+        let ready = prepared.iter().filter(|p| matches!(p, Prepared::Ready(_))).count();
+        // a jump or stop asked while preparing already answered the calls
+        // after it; the calls prepared before it run
+        let asked_before = leaves_batch(ctx).is_some();
         let fork = match self.fork {
-            Some(fork) if proceeding > 1 => fork,
+            Some(fork) if ready > 1 => fork,
             _ => {
-                let mut results = Vec::with_capacity(batch.len());
+                let mut results = Vec::with_capacity(prepared.len());
                 let mut cut = None;
-                for p in batch {
+                for step in prepared {
                     if let Some(why) = cut {
-                        results.push(not_run(&p.call, why));
+                        results.push(step.not_run(why));
                         continue;
                     }
-                    let prepared = match p.into_parts() {
-                        (call, PreparedCallVerdict::Proceed) => match self.prepare_one(ctx, state, call).await {
-                            Ok(prepared) => prepared,
-                            Err(e) => return Err((results, e)),
-                        },
-                        (_, PreparedCallVerdict::Reject(result)) => Prepared::Rejected(result),
-                    };
-                    if let Some(why) = leaves_batch(ctx) {
-                        cut = Some(why);
-                        results.push(prepared.not_run(why));
-                        continue;
-                    }
-                    match self.finish_one(ctx, state, prepared).await {
+                    match self.finish_one(ctx, state, step).await {
                         Ok(result) => results.push(result),
                         Err(e) => return Err((results, e)),
                     }
-                    cut = leaves_batch(ctx);
+                    // a wrap or `after_tool` that asks to leave: the calls after it do not run
+                    if !asked_before {
+                        cut = leaves_batch(ctx);
+                    }
                 }
-                return Ok(results);
+                return match failed {
+                    Some(e) => Err((results, e)),
+                    None => Ok(results),
+                };
             }
         };
-        // `before_tool` first, for every call in the model's order (its
-        // rewrites — an external hook's updated input, a person's edit — are
-        // the arguments the call runs with), then the declared file access of
-        // the effective arguments decides the schedule: calls that touch a
-        // common file (a write and any other access) run one after another in
-        // the model's order; independent groups run concurrently. A
-        // `before_tool` that fails the run (a limit reached, a pause) stops
-        // the preparing there: the calls prepared before it still run, as in
-        // a sequential batch, and none after it is prepared or run.
-        let mut prepared = Vec::with_capacity(batch.len());
-        let mut access = Vec::with_capacity(batch.len());
-        let mut cut = None;
-        let mut failed = None;
-        for mut p in batch {
-            if let Some(why) = cut {
-                // nothing of this call ran: answered, never scheduled
-                access.push(Vec::new());
-                prepared.push(Prepared::Skipped(not_run(&p.call, why)));
-                continue;
-            }
-            let reviewed_access = std::mem::take(&mut p.access);
-            match p.into_parts() {
-                (call, PreparedCallVerdict::Proceed) => {
-                    let step = match self.prepare_one(ctx, state, call).await {
-                        Ok(step) => step,
-                        Err(e) => {
-                            failed = Some(e);
-                            break;
-                        }
-                    };
-                    cut = leaves_batch(ctx);
-                    let step = match cut {
-                        Some(why) => Prepared::Skipped(step.not_run(why)),
-                        None => step,
-                    };
-                    access.push(match &step {
-                        Prepared::Ready(call) => declared_access(&self.tools, call),
-                        _ => Vec::new(),
-                    });
-                    prepared.push(step);
-                }
-                (_, PreparedCallVerdict::Reject(result)) => {
-                    access.push(reviewed_access);
-                    prepared.push(Prepared::Rejected(result));
-                }
-            }
-        }
         let groups = conflict_groups(&access);
         let mut slots: Vec<Option<Prepared>> = prepared.into_iter().map(Some).collect();
         let futures = groups.into_iter().map(|group| {

@@ -5,7 +5,8 @@
 //! * **Lifecycle middleware** ([`Middleware`]) observes and may mutate the
 //!   values flowing past fixed points: `before_agent`/`after_agent`,
 //!   `before_model`/`on_model_delta`/`after_model`, `on_tool_batch`,
-//!   `before_tool`/`on_tool_delta`/`after_tool`, steering, and `on_error`.
+//!   `before_tool`, `on_prepared_tool_calls`, `on_tool_delta`/`after_tool`,
+//!   steering, and `on_error`.
 //! * **Wrap middleware** ([`ModelMiddleware`], [`ToolMiddleware`]) surrounds
 //!   the call with a `next` handler it may run zero, one or many times: the
 //!   shape of retry, fallback, caching and short-circuits.

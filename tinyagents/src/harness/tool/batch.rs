@@ -1,4 +1,6 @@
-//! The prepared tool-call batch reviewed by `on_tool_batch` hooks.
+//! The prepared tool-call batch reviewed by `on_tool_batch` hooks (the calls
+//! as the model made them) and `on_prepared_tool_calls` hooks (the calls with
+//! their final effective arguments, after every `before_tool`).
 
 use std::sync::Arc;
 
@@ -54,8 +56,9 @@ impl PreparedToolCall {
 /// A review that rewrites a call's arguments (a permission hook's updated
 /// input, a person's edit) does it with [`set_arguments`](Self::set_arguments):
 /// the call's declared file access is then recomputed from the new effective
-/// arguments, so the reviews after it (`parallel_edit_guard`, `dedup_check`)
-/// and the scheduler see the call as it will run.
+/// arguments, so the reviews after it see the call as it goes on. In
+/// `on_prepared_tool_calls` that access is the one the scheduler orders the
+/// calls by.
 #[derive(Clone, Default, educe::Educe)]
 #[educe(Debug)]
 pub struct PreparedBatch {

@@ -272,11 +272,37 @@ where
     }
 }
 
-/// The tools an agent can call, by name, in registration order.
+/// The tools an agent can call, by name, in registration order, and the
+/// aliases of their names.
+///
+/// An alias ([`alias`](Self::alias)) is another name a model may call a
+/// tool by (a name it was trained on, QueryMT's name for a built-in). The
+/// agent loop renames a call made under an alias to the tool's name when
+/// the call comes off the model's reply, before any hook sees it: every
+/// policy, guard and the batch scheduler judge the call as the tool it is,
+/// so two writes to one file under a tool's name and its alias are two
+/// writes of one tool. Aliases are not shown to the model. A name that is
+/// neither a tool's nor an alias stays unknown (the call fails as any call
+/// to an unknown tool does).
+///
+/// ```
+/// use tinyagents::harness::tool::{tool_fn, ToolRegistry};
+///
+/// let mut tools = ToolRegistry::new();
+/// tools.register(tool_fn("write_file", "Writes a file.", |_cx, _args| async { Ok("ok".into()) }))?;
+/// tools.alias("write", "write_file")?;
+/// assert_eq!(tools.canonical("write"), Some("write_file"));
+/// assert_eq!(tools.canonical("write_file"), Some("write_file"));
+/// assert_eq!(tools.canonical("wrte"), None);
+/// assert!(tools.alias("write", "write_file").is_err(), "declared once");
+/// # Ok::<(), tinyagents::harness::error::TinyAgentsError>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     by_name: HashMap<String, usize>,
+    /// alias → the index of the tool it names
+    aliases: HashMap<String, usize>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -306,6 +332,13 @@ impl ToolRegistry {
                 "a tool named `{name}` is already registered; give the second tool another name"
             )));
         }
+        if let Some(&i) = self.aliases.get(&name) {
+            return Err(TinyAgentsError::config(format!(
+                "a tool named `{name}` cannot be registered: `{name}` is an alias of the tool `{}`; a name \
+                 means one tool — give the new tool another name, or do not declare the alias",
+                self.tools[i].schema().name
+            )));
+        }
         self.by_name.insert(name, self.tools.len());
         self.tools.push(tool);
         Ok(self)
@@ -317,9 +350,67 @@ impl ToolRegistry {
         Ok(self)
     }
 
-    /// The tool called `name`.
+    /// The tool called `name` (its own name: an alias is resolved by
+    /// [`canonical`](Self::canonical)).
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Declares `alias` as another name of the registered tool `tool`: a
+    /// call under `alias` is renamed to `tool` before any hook sees it
+    /// (see the [type](Self)). An alias that is a tool's name or already an
+    /// alias, or a `tool` that is not registered, is a `Config` error and
+    /// leaves the registry unchanged.
+    pub fn alias(&mut self, alias: impl Into<String>, tool: &str) -> Result<&mut Self> {
+        let alias = alias.into();
+        let Some(&i) = self.by_name.get(tool) else {
+            return Err(TinyAgentsError::config(format!(
+                "cannot declare `{alias}` as an alias of `{tool}`: no tool named `{tool}` is registered; register \
+                 the tool first (the registered tools are [{}])",
+                self.names().collect::<Vec<_>>().join(", ")
+            )));
+        };
+        if self.by_name.contains_key(&alias) {
+            return Err(TinyAgentsError::config(format!(
+                "cannot declare `{alias}` as an alias of `{tool}`: a tool is named `{alias}`; a name means one \
+                 tool — drop the alias or rename that tool"
+            )));
+        }
+        if let Some(&j) = self.aliases.get(&alias) {
+            return Err(TinyAgentsError::config(format!(
+                "cannot declare `{alias}` as an alias of `{tool}`: it is already an alias of `{}`; an alias is \
+                 declared once",
+                self.tools[j].schema().name
+            )));
+        }
+        self.aliases.insert(alias, i);
+        Ok(self)
+    }
+
+    /// The registry with one more alias (builder form of [`alias`](Self::alias)).
+    pub fn with_alias(mut self, alias: impl Into<String>, tool: &str) -> Result<Self> {
+        self.alias(alias, tool)?;
+        Ok(self)
+    }
+
+    /// The tool name `name` means: itself for a tool's name, the tool's name
+    /// for an alias, `None` for a name the registry does not know.
+    pub fn canonical<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        if self.by_name.contains_key(name) {
+            return Some(name);
+        }
+        self.aliases.get(name).map(|&i| self.tools[i].schema().name.as_str())
+    }
+
+    /// The declared aliases, each with the name of its tool, sorted by alias.
+    pub fn aliases(&self) -> Vec<(&str, &str)> {
+        let mut out: Vec<(&str, &str)> = self
+            .aliases
+            .iter()
+            .map(|(alias, &i)| (alias.as_str(), self.tools[i].schema().name.as_str()))
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// All schemas, in registration order.

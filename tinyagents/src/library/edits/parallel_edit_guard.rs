@@ -8,12 +8,12 @@ use std::path::{Component, Path};
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use crate::harness::context::RunContext;
-use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::error::Result;
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::Message;
-use crate::harness::middleware::{AccessFn, PreparedBatch, PreparedCallVerdict};
+use crate::harness::middleware::{PreparedBatch, PreparedCallVerdict};
 use crate::harness::model::ModelRequest;
-use crate::harness::tool::{FileAccess, FileAccessMode, ToolCall};
+use crate::harness::tool::{FileAccess, FileAccessMode};
 
 crate::config_enum! {
     /// What [`ParallelEditGuardMiddleware`] does with several writes to one file in one response (`mode = "…"`).
@@ -60,26 +60,12 @@ impl From<ParallelEditGuardConfig> for ParallelEditGuardMiddleware {
     }
 }
 
-/// One proceeding call of the reviewed batch, as the guard last judged it.
-struct Judged {
-    id: String,
-    segment: usize,
-    /// The files it writes: from the reviewed arguments, then from the
-    /// effective ones its `before_tool` saw.
-    files: Vec<String>,
-}
-
-/// Its run state: the guidance waiting for the next model request, and the
-/// batch under review (for the `before_tool` re-check of effective arguments).
+/// Its run state: the guidance waiting for the next model request.
 #[derive(Default)]
 struct EditState {
     guidance: Option<String>,
     /// The files flagged in this batch (warn mode), for the guidance.
     flagged: Vec<String>,
-    /// The proceeding calls of the current batch, in the model's order.
-    calls: Vec<Judged>,
-    /// The batch's access function: the files a call's effective arguments declare.
-    access: Option<AccessFn>,
 }
 
 /// The file a path names, for comparison (`./a//b` and `a/b` are one file;
@@ -124,13 +110,15 @@ fn file_key(path: &str, root: Option<&Path>) -> String {
 /// gets an error result naming the file; calls to other files still run.
 /// Either way every call gets exactly one result.
 ///
-/// It judges effective arguments: paths are normalised (`./a//b` is `a/b`;
-/// inside the run's workspace root, `/root/a` is `a`), and each call is
-/// judged again in its `before_tool` with the arguments the `before_tool`
-/// hooks ordered before it left them (external hooks and human-in-the-loop
-/// are; order another rewriting middleware with
-/// `before = ["parallel_edit_guard"]`), so a write redirected onto a file an
-/// earlier call writes is flagged (warn) or refused (deny). The review runs
+/// It judges effective arguments: it reviews the prepared calls
+/// (`on_prepared_tool_calls`), after every `before_tool` hook of the stack
+/// (wherever it is registered relative to this guard) and with each call
+/// under its tool's name (an alias resolved), through the file access
+/// declared for each call's final arguments — the access the scheduler
+/// plans from. Paths are normalised (`./a//b` is `a/b`; inside the run's
+/// workspace root, `/root/a` is `a`), so two calls that only look disjoint
+/// in the model's arguments but are redirected onto one file by a hook are
+/// flagged (warn) or the later one refused (deny). The review runs
 /// once per execution segment: a call of a barrier tool
 /// ([`with_barrier_tools`](Self::with_barrier_tools), config
 /// `barrier_tools`: a stateful or clarification tool) ends one, and writes on
@@ -248,7 +236,6 @@ fn refusal(file: &str, multiedit: &str) -> String {
 #[middleware(
     builtin,
     name = "parallel_edit_guard",
-    after_if_present = ["external_hooks", "human_in_the_loop"],
     config = ParallelEditGuardConfig,
     run_state = EditState,
     doc(
@@ -257,17 +244,15 @@ fn refusal(file: &str, multiedit: &str) -> String {
         failure = "Never fails the run (a refused call gets its error result). Only declared file writes count (reads and shell calls do not). Every call gets exactly one result.",
         streaming = "None: it reviews whole prepared batches.",
         cache = "The guidance message is appended at the end of the conversation, after the cached prefix.",
-        retries = "The batch is reviewed once per reply, before any call runs; tool retries happen per call afterwards and are not counted again. Ordered after `external_hooks` and `human_in_the_loop` when they are registered, so it counts the effective arguments their reviews set (a permission hook's updated input, a person's edit); each call is judged again in its own `before_tool` with the arguments earlier `before_tool` hooks left (a rewrite by a hook ordered after it is not seen by it, but the scheduler orders writes to one file by the arguments after every `before_tool`)."
+        retries = "The prepared batch is reviewed once per reply, after every `before_tool` and before any call runs; tool retries happen per call afterwards and are not counted again. It sees the arguments every earlier hook left, wherever that hook is registered (a permission hook's updated input, a person's edit, any `before_tool` rewrite), and the file access it judges is the access the scheduler orders by."
     )
 )]
 impl ParallelEditGuardMiddleware {
-    #[on_tool_batch]
+    #[on_prepared_tool_calls]
     fn review<C>(&self, ctx: &mut RunContext<C>, edits: &mut EditState, batch: &mut PreparedBatch) -> Result<()> {
         let root = ctx.workspace().map(|w| w.root.clone());
         let root = root.as_deref();
-        edits.calls.clear();
         edits.flagged.clear();
-        edits.access = batch.access_fn();
         // the files each proceeding call writes, with its execution segment, in model order
         let mut segment = 0;
         let mut per_call: Vec<(usize, usize, Vec<String>)> = Vec::new();
@@ -298,64 +283,18 @@ impl ParallelEditGuardMiddleware {
         // In deny mode, in model order per segment: a call writing a file an earlier running call
         // writes is refused (and claims nothing, so the files stay with their first writer).
         let mut claimed: std::collections::BTreeSet<(usize, String)> = std::collections::BTreeSet::new();
-        for (i, seg, files) in per_call {
-            if self.deny {
+        if self.deny {
+            for (i, seg, files) in per_call {
                 if let Some(file) = files.iter().find(|f| claimed.contains(&(seg, (*f).clone()))) {
                     batch.reject(i, refusal(file, &self.multiedit));
                     continue;
                 }
-                claimed.extend(files.iter().map(|f| (seg, f.clone())));
+                claimed.extend(files.into_iter().map(|f| (seg, f)));
             }
-            edits.calls.push(Judged {
-                id: batch.calls()[i].call.id.clone(),
-                segment: seg,
-                files,
-            });
         }
         if !flagged.is_empty() {
             self.flag(ctx, edits, flagged);
         }
-        Ok(())
-    }
-
-    /// Judges the call's effective arguments, as the earlier `before_tool`
-    /// hooks left them: a write redirected onto a file an earlier call of
-    /// its segment writes is flagged (warn) or refused (deny).
-    #[before_tool]
-    fn recheck<C>(&self, ctx: &mut RunContext<C>, edits: &mut EditState, call: &mut ToolCall) -> Result<()> {
-        let Some(access) = edits.access.clone() else {
-            return Ok(());
-        };
-        let Some(pos) = edits.calls.iter().position(|j| j.id == call.id) else {
-            return Ok(());
-        };
-        let root = ctx.workspace().map(|w| w.root.clone());
-        let files = self.written(&access(call), root.as_deref());
-        let seg = edits.calls[pos].segment;
-        let earlier = |f: &String| {
-            edits.calls[..pos]
-                .iter()
-                .any(|j| j.segment == seg && j.files.contains(f))
-        };
-        let clash: Vec<String> = files
-            .iter()
-            .filter(|f| earlier(f) && !edits.flagged.contains(f))
-            .cloned()
-            .collect();
-        let first = files.iter().find(|f| earlier(f)).cloned();
-        if self.deny {
-            if let Some(file) = first {
-                // refused: it claims nothing
-                edits.calls[pos].files.clear();
-                if !clash.is_empty() {
-                    self.flag(ctx, edits, clash);
-                }
-                return Err(TinyAgentsError::validation(refusal(&file, &self.multiedit)));
-            }
-        } else if !clash.is_empty() {
-            self.flag(ctx, edits, clash);
-        }
-        edits.calls[pos].files = files;
         Ok(())
     }
 
