@@ -11,6 +11,7 @@ use crate::compat::querymt::{AgentConfig, CompositeDriver, DriverMiddleware, Mid
 use crate::harness::agent::Agent;
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::middleware::shape::LifecycleOnly;
 use crate::harness::middleware::{Middleware, MiddlewareStack};
 use crate::harness::model::ChatModel;
 use crate::harness::run::{AgentInput, AgentRun};
@@ -40,7 +41,12 @@ pub enum NativeEntry {}
 #[derive(Debug)]
 pub enum DriverEntry {}
 
-impl<M: Middleware<()> + 'static> IntoStackEntry<NativeEntry> for M {
+/// (`Shape` carries [`add`](MiddlewareStack::add)'s compile-time check: a
+/// type with a separate wrap impl does not register here without its wrap.)
+impl<M, Shape> IntoStackEntry<(NativeEntry, Shape)> for M
+where
+    M: Middleware<()> + LifecycleOnly<(), (), Shape> + 'static,
+{
     fn entry_name(&self) -> String {
         self.name().to_owned()
     }

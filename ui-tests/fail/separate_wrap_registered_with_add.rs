@@ -1,6 +1,7 @@
-// A type with a separate `ModelMiddleware` impl registered with `add`: its
-// wrap would never run (the stack dispatches the `Middleware` impl), so it
-// does not compile; `add_with_model_wrap` (or `add_layers`) registers both.
+// A type with a separate `ModelMiddleware` impl registered with `add` (or
+// `push`, or `Agent::single().middleware`): its wrap would never run (the
+// stack dispatches the `Middleware` impl), so it does not compile;
+// `add_with_model_wrap` (or `add_layers`) registers both.
 use std::sync::Arc;
 
 use tinyagents::harness::middleware::ModelMiddleware;
@@ -28,6 +29,8 @@ fn main() {
     let mut stack: MiddlewareStack<()> = MiddlewareStack::empty();
     let _ = stack.add(Timed);
     stack.push(Arc::new(Timed));
+    // a generic forwarder keeps the check
+    let _ = Agent::single().middleware(Timed);
     // the registration that runs the wrap compiles
     let _ = stack.add_with_model_wrap(Timed);
 }

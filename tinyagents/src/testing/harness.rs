@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, CollectingSink};
+use crate::harness::middleware::shape::LifecycleOnly;
 use crate::harness::middleware::{Middleware, MiddlewareStack, ModelBaseCall, PreparedBatch, ToolBaseCall};
 use crate::harness::model::{ModelDelta, ModelRequest, ModelResponse};
 use crate::harness::provenance::CompactionPlan;
@@ -48,7 +49,10 @@ where
     ///
     /// # Panics
     /// If the middleware cannot be registered (it cannot fail for one middleware).
-    pub fn new(middleware: impl Middleware<S, C> + 'static) -> Self {
+    pub fn new<M, Shape>(middleware: M) -> Self
+    where
+        M: Middleware<S, C> + LifecycleOnly<S, C, Shape> + 'static,
+    {
         let mut stack = MiddlewareStack::empty();
         stack
             .add(middleware)

@@ -6,6 +6,7 @@ use crate::harness::agent::Agent;
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, CollectingSink};
+use crate::harness::middleware::shape::LifecycleOnly;
 use crate::harness::middleware::{Middleware, MiddlewareStack};
 use crate::harness::model::{ScriptedModel, ScriptedTurn};
 use crate::harness::run::{AgentInput, AgentRun};
@@ -87,7 +88,10 @@ impl Scenario {
     }
 
     /// Adds `middleware` to the stack (after what is there).
-    pub fn middleware(mut self, middleware: impl Middleware<()> + 'static) -> Self {
+    pub fn middleware<M, Shape>(mut self, middleware: M) -> Self
+    where
+        M: Middleware<()> + LifecycleOnly<(), (), Shape> + 'static,
+    {
         if let Err(e) = self.stack.add(middleware) {
             self.fail(e);
         }

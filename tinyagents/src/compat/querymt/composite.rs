@@ -7,6 +7,7 @@ use super::driver::{DriverMiddleware, MiddlewareDriver};
 use super::error::{MiddlewareError, Result};
 use super::views::{Request, Response, ToolCall, ToolResult};
 use crate::harness::error::Result as NativeResult;
+use crate::harness::middleware::shape::LifecycleOnly;
 use crate::harness::middleware::{Middleware, MiddlewareStack, PreparedBatch, PreparedCallVerdict};
 
 /// One link of a [`CompositeDriver`].
@@ -129,8 +130,12 @@ where
         self
     }
 
-    /// Appends a native middleware.
-    pub fn push_middleware(&mut self, middleware: impl Middleware<S, C> + 'static) -> &mut Self {
+    /// Appends a native middleware (one with no separate wrap impl: see
+    /// [`shape`](crate::harness::middleware::shape)).
+    pub fn push_middleware<M, Shape>(&mut self, middleware: M) -> &mut Self
+    where
+        M: Middleware<S, C> + LifecycleOnly<S, C, Shape> + 'static,
+    {
         let middleware = Arc::new(middleware);
         let name = middleware.name().to_owned();
         let add: AddFn<S, C> =
@@ -152,7 +157,10 @@ where
     }
 
     /// Builder form of [`push_middleware`](Self::push_middleware).
-    pub fn with_middleware(mut self, middleware: impl Middleware<S, C> + 'static) -> Self {
+    pub fn with_middleware<M, Shape>(mut self, middleware: M) -> Self
+    where
+        M: Middleware<S, C> + LifecycleOnly<S, C, Shape> + 'static,
+    {
         self.push_middleware(middleware);
         self
     }

@@ -21,8 +21,12 @@
 //! with the method of the table above that registers that wrap. (Stable Rust
 //! has no way to ask "does `T` implement this trait?" inside a generic
 //! method; two impls that both apply are how the question becomes a
-//! compile error.) Only a value already erased to `Arc<dyn Middleware>` is
-//! beyond the check: register its wraps with
+//! compile error.) A function that forwards a middleware to one of these
+//! keeps the check only if it states the bound too, as the crate's do
+//! (`Agent::single().middleware`, `CompositeDriver::push_middleware`,
+//! `Scenario::middleware`, `MiddlewareHarness::new`): in a function generic
+//! over `M: Middleware` alone, `M` has just the one shape. Only a value
+//! already erased to `Arc<dyn Middleware>` is beyond the check: register its wraps with
 //! [`push_model`](super::MiddlewareStack::push_model) /
 //! [`push_tool`](super::MiddlewareStack::push_tool) under its name.
 
