@@ -38,11 +38,10 @@ async fn the_seed_example_holds_as_written() {
     // Parent allows {a,b,c} and denies {c}; child tries to allow {b,c,d}.
     // Effective allow = {a,b,c} ∩ {b,c,d} = {b,c}; deny adds parent's c -> {c}.
     // So only `b` survives (`d` was never parent-allowed, `c` is parent-denied).
+    #[rustfmt::skip] // the seed's layout, line for line
     let mw = ContextualToolSelectionMiddleware::inheriting(
-        Some(["a", "b", "c"]),
-        ["c"],
-        Some(["b", "c", "d"]),
-        Vec::<String>::new(),
+        Some(["a", "b", "c"]), ["c"],
+        Some(["b", "c", "d"]), Vec::<String>::new(),
     );
     // After run_before_model, request.tools == [schema("b")].
     let stack: MiddlewareStack<()> = MiddlewareStack::new().with(mw).unwrap();
