@@ -714,8 +714,9 @@ where
     /// The review of the prepared calls (`on_prepared_tool_calls`): the
     /// calls ready to run, with their final effective arguments (after every
     /// `before_tool`) and the file access declared for them. Returns each
-    /// call's declared access — what the review saw, and what the scheduler
-    /// plans from (none for a call that does not run). A review that rejects
+    /// call's declared access as the review saw it — what the scheduler then
+    /// plans from (none for a call that does not run) — or `None` when no
+    /// review ran (the scheduler declares it from the same arguments). A review that rejects
     /// a call answers it with its result; one that asks to leave the batch
     /// (a jump, a stop) answers every ready call "not run". (A `before_tool`
     /// that asked it already answered the calls after it; the calls before
@@ -725,27 +726,25 @@ where
         ctx: &mut RunContext<C>,
         state: &S,
         prepared: &mut [Prepared],
-    ) -> Result<Vec<Vec<FileAccess>>> {
+    ) -> Result<Option<Vec<Vec<FileAccess>>>> {
+        if !self.stack.has(HookKind::OnPreparedToolCalls) || !prepared.iter().any(|p| matches!(p, Prepared::Ready(_))) {
+            return Ok(None);
+        }
         let mut access: Vec<Vec<FileAccess>> = vec![Vec::new(); prepared.len()];
         let ready: Vec<usize> = (0..prepared.len())
             .filter(|&i| matches!(prepared[i], Prepared::Ready(_)))
             .collect();
-        if ready.is_empty() {
-            return Ok(access);
-        }
-        if !self.stack.has(HookKind::OnPreparedToolCalls) {
-            for &i in &ready {
-                if let Prepared::Ready(call) = &prepared[i] {
-                    access[i] = declared_access(&self.tools, call);
-                }
-            }
-            return Ok(access);
-        }
+        // the calls move into the review and back (an empty placeholder meanwhile: no copy)
         let calls: Vec<ToolCall> = ready
             .iter()
-            .map(|&i| match &prepared[i] {
-                Prepared::Ready(call) => call.clone(),
-                _ => unreachable!("only ready calls are reviewed"),
+            .map(|&i| {
+                match std::mem::replace(
+                    &mut prepared[i],
+                    Prepared::Ready(ToolCall::new("", "", serde_json::Value::Null)),
+                ) {
+                    Prepared::Ready(call) => call,
+                    _ => unreachable!("only ready calls are reviewed"),
+                }
             })
             .collect();
         let mut batch = PreparedBatch::with_access(calls, self.access_fn());
@@ -763,7 +762,7 @@ where
                 ((_, PreparedCallVerdict::Reject(result)), None) => Prepared::Rejected(result),
             };
         }
-        Ok(access)
+        Ok(Some(access))
     }
 
     /// Runs one reviewed batch; results keep the model's order, one per call.
@@ -820,6 +819,15 @@ where
                 };
             }
         };
+        let access = access.unwrap_or_else(|| {
+            prepared
+                .iter()
+                .map(|p| match p {
+                    Prepared::Ready(call) => declared_access(&self.tools, call),
+                    _ => Vec::new(),
+                })
+                .collect()
+        });
         let groups = conflict_groups(&access);
         let mut slots: Vec<Option<Prepared>> = prepared.into_iter().map(Some).collect();
         let futures = groups.into_iter().map(|group| {
