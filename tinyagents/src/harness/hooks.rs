@@ -57,7 +57,8 @@ macro_rules! hook_table {
                 /// Once per batch, after every `before_tool` and before any call
                 /// runs: review the calls with their final effective arguments
                 /// and the file access declared for them, the access the
-                /// scheduler plans from (the parallel edit guard), and reject calls.
+                /// scheduler plans from (the parallel edit guard), and reject
+                /// calls (a rewrite here would run unjudged: the run fails).
                 OnPreparedToolCalls on_prepared_tool_calls run_on_prepared_tool_calls ON_PREPARED_TOOL_CALLS forward (batch: PreparedBatch);
                 /// For each tool progress delta.
                 OnToolDelta on_tool_delta run_on_tool_delta ON_TOOL_DELTA delta (delta: ToolDelta)

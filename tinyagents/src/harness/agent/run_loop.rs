@@ -750,6 +750,20 @@ where
         let mut batch = PreparedBatch::with_access(calls, self.access_fn());
         let asked_before = leaves_batch(ctx).is_some();
         self.stack.run_on_prepared_tool_calls(ctx, state, &mut batch).await?;
+        if batch.rewritten() {
+            // after every `before_tool`, a rewrite would run unjudged by the guards
+            let who = self.stack.implementors(HookKind::OnPreparedToolCalls);
+            return Err(TinyAgentsError::middleware(
+                who.join(", "),
+                format!(
+                    "a review of the prepared tool calls rewrote a call's arguments (`PreparedBatch::set_arguments`), \
+                     after every `before_tool` hook had judged them: the rewrite would run unjudged, so the run \
+                     stops here; rewrite in `on_tool_batch` or `before_tool`, or reject the call. \
+                     `on_prepared_tool_calls` is implemented by: {}",
+                    who.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
         let leave = if asked_before { None } else { leaves_batch(ctx) };
         for (&i, mut p) in ready.iter().zip(batch.into_calls()) {
             let declared = std::mem::take(&mut p.access);

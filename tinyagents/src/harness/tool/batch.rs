@@ -65,6 +65,8 @@ pub struct PreparedBatch {
     calls: Vec<PreparedToolCall>,
     #[educe(Debug(ignore))]
     access: Option<AccessFn>,
+    /// Whether [`set_arguments`](Self::set_arguments) was called.
+    rewritten: bool,
 }
 
 impl PartialEq for PreparedBatch {
@@ -76,7 +78,11 @@ impl PartialEq for PreparedBatch {
 impl PreparedBatch {
     /// A batch of prepared calls.
     pub fn new(calls: Vec<PreparedToolCall>) -> Self {
-        Self { calls, access: None }
+        Self {
+            calls,
+            access: None,
+            rewritten: false,
+        }
     }
 
     /// A batch whose calls' file access is derived by `access` from their
@@ -92,15 +98,22 @@ impl PreparedBatch {
         Self {
             calls,
             access: Some(access),
+            rewritten: false,
         }
     }
 
     /// Replaces the effective arguments of call `index` (and, when the batch
     /// knows how, recomputes the call's declared file access from them).
     ///
+    /// In `on_tool_batch` only: the `before_tool` guards then judge the new
+    /// arguments. A rewrite in `on_prepared_tool_calls`, after every
+    /// `before_tool`, would run unjudged, so the agent loop fails the run
+    /// there (reject the call instead).
+    ///
     /// # Panics
     /// If `index` is out of range.
     pub fn set_arguments(&mut self, index: usize, arguments: Value) {
+        self.rewritten = true;
         let p = &mut self.calls[index];
         p.call.arguments = arguments;
         if let Some(access) = &self.access {
@@ -151,6 +164,11 @@ impl PreparedBatch {
         result.call_id.clone_from(&p.call.id);
         result.name.clone_from(&p.call.name);
         p.verdict = PreparedCallVerdict::Reject(result);
+    }
+
+    /// Whether a review rewrote a call's arguments ([`set_arguments`](Self::set_arguments)).
+    pub fn rewritten(&self) -> bool {
+        self.rewritten
     }
 
     /// The calls with their verdicts, consuming the batch.
