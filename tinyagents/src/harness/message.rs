@@ -31,16 +31,17 @@ enum IdText {
 impl std::hash::Hash for MessageId {
     /// The text's hash (equal ids have equal text).
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
+        self.as_bytes().hash(state);
     }
 }
 
 impl PartialEq for MessageId {
     /// Ids compare their text (clones of one shared id at a pointer comparison).
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
             (IdText::Shared(a), IdText::Shared(b)) if Arc::ptr_eq(a, b) => true,
-            _ => self.as_str() == other.as_str(),
+            _ => self.as_bytes() == other.as_bytes(),
         }
     }
 }
@@ -56,7 +57,7 @@ impl PartialOrd for MessageId {
 impl Ord for MessageId {
     /// By text.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
+        self.as_bytes().cmp(other.as_bytes())
     }
 }
 
@@ -91,6 +92,15 @@ impl MessageId {
     /// An id with a given value (for replay and tests).
     pub fn new(id: impl Into<Arc<str>>) -> Self {
         Self(IdText::Shared(id.into()))
+    }
+
+    /// The id's text, as bytes (what comparing and hashing read).
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            IdText::Inline { buf, start } => &buf[usize::from(*start)..],
+            IdText::Shared(text) => text.as_bytes(),
+        }
     }
 
     /// The id's text.
