@@ -68,7 +68,7 @@ impl Middleware<()> for Reminder {
         HookSet::BEFORE_MODEL
     }
     async fn before_model(&self, ctx: &mut RunContext, _: &(), request: &mut ModelRequest) -> Result<()> {
-        request.system = vec![PromptSegment::stable("persona", "You are terse.")];
+        request.system = vec![PromptSegment::stable("persona", "You are terse.")].into();
         let n = ctx.counters().model_calls + 1;
         request
             .messages

@@ -1,7 +1,8 @@
-//! Long runs: one agent run of T tool-call turns (T = 10, 100, 1,000) on the
-//! scripted model, with no middleware (the bare loop) and with the heavy
-//! context stack `pii → context_editing → summarization → message_trim →
-//! prompt_cache_guard` (built from TOML by type name). Prints, per T and
+//! Long runs: one agent run of T tool-call turns (T = 10, 100, 1,000, 3,000)
+//! on the scripted model, with no middleware (the bare loop) and with the
+//! heavy context stack `pii → context_editing → summarization → message_trim
+//! → prompt_cache_guard → retrieval_compression → output_compression` (built
+//! from TOML by type name). Prints, per T and
 //! stack, the time per turn (median of interleaved samples), the per-turn
 //! ratio against T = 10 (flat is 1.0; goal ≤ 2.0), and the run's heap counted by
 //! the global allocator: the peak live bytes over the live bytes before the
@@ -13,6 +14,10 @@
 //!
 //! First, `retrieval_compression`'s `before_model` per message at 1k and 40k
 //! messages (linear: the same cost per message).
+//!
+//! Last, what the heavy stack adds per turn (heavy minus bare) at T = 100,
+//! 1,000 and 3,000, and its ratio to T = 100 (goal: within 1.3x, work that
+//! does not grow with the history).
 //!
 //! Run: `cargo bench -p tinyagents --bench long_run` (`-- --quick` for fewer samples).
 
@@ -53,6 +58,15 @@ max_messages = 80
 
 [[middleware]]
 type = "prompt_cache_guard"
+
+[[middleware]]
+type = "retrieval_compression"
+tools = ["lookup"]
+budget_tokens = 4000
+
+[[middleware]]
+type = "output_compression"
+max_tokens = 2000
 "#;
 
 /// Tool output of turn `i`: prose, numbers, now and then a value to redact, and a `…`.
@@ -208,7 +222,8 @@ fn main() {
             large / small
         );
     }
-    let sizes = [10usize, 100, 1000];
+    let sizes = [10usize, 100, 1000, 3000];
+    let mut added = Vec::new();
     println!("long_run: time per turn (median of interleaved samples) and heap per run");
     println!("| T | stack | µs/turn | per-turn vs T=10 | peak heap | allocated | heap vs bare | first run's peak |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -223,8 +238,10 @@ fn main() {
             }
         }
         let heaps = [heap_of(&rt, t, false), heap_of(&rt, t, true)];
+        let medians = [median(times[0].clone()), median(times[1].clone())];
+        added.push((t, medians[1] - medians[0]));
         for (k, name) in ["bare", "heavy"].into_iter().enumerate() {
-            let per_turn = median(std::mem::take(&mut times[k]));
+            let per_turn = medians[k];
             if t == sizes[0] {
                 base[k] = per_turn;
             }
@@ -239,5 +256,10 @@ fn main() {
                 first as f64 / 1e6,
             );
         }
+    }
+    println!("long_run: what the heavy stack adds per turn (heavy minus bare; goal: within 1.3x of T=100)");
+    let at_100 = added.iter().find(|(t, _)| *t == 100).map_or(f64::NAN, |(_, a)| *a);
+    for (t, a) in added.iter().filter(|(t, _)| *t >= 100) {
+        println!("  T={t:>5}: {:.1} µs/turn ({:.2}x of T=100)", a / 1e3, a / at_100);
     }
 }

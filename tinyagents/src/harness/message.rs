@@ -13,43 +13,114 @@ use crate::harness::tool::ToolCall;
 /// Ids survive edits, compression and checkpoints: provenance records name
 /// the ids of the messages a summary replaced. [`MessageId::generate`] makes
 /// ids unique within the process; ids loaded from a checkpoint keep their value.
-#[derive(Debug, Clone, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct MessageId(Arc<str>);
+#[derive(Clone)]
+pub struct MessageId(IdText);
+
+/// An id's text: a generated id is kept inline (no allocation per message);
+/// any other is shared.
+#[derive(Clone)]
+enum IdText {
+    /// `msg-N`, written at `buf[start..]`.
+    Inline {
+        buf: [u8; 24],
+        start: u8,
+    },
+    Shared(Arc<str>),
+}
 
 impl std::hash::Hash for MessageId {
     /// The text's hash (equal ids have equal text).
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.hash(state);
+        self.as_bytes().hash(state);
     }
 }
 
 impl PartialEq for MessageId {
-    /// Clones of one id are equal at a pointer comparison; others compare their text.
+    /// Ids compare their text (clones of one shared id at a pointer comparison).
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+        match (&self.0, &other.0) {
+            (IdText::Shared(a), IdText::Shared(b)) if Arc::ptr_eq(a, b) => true,
+            _ => self.as_bytes() == other.as_bytes(),
+        }
+    }
+}
+
+impl Eq for MessageId {}
+
+impl PartialOrd for MessageId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for MessageId {
+    /// By text.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl std::fmt::Debug for MessageId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("MessageId").field(&self.as_str()).finish()
+    }
+}
+
+impl Serialize for MessageId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        Arc::<str>::deserialize(deserializer).map(|text| Self(IdText::Shared(text)))
     }
 }
 
 impl MessageId {
-    /// A new id, unique within this process (`msg-1`, `msg-2`, …).
+    /// A new id, unique within this process (`msg-1`, `msg-2`, …). Kept
+    /// inline: making one allocates nothing.
     pub fn generate() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        // Written into a buffer on the stack: the `Arc` is the one allocation.
         let mut buf = [0u8; 24];
-        let text = id_text(NEXT.fetch_add(1, Ordering::Relaxed), &mut buf);
-        Self(Arc::from(text))
+        let start = id_start(NEXT.fetch_add(1, Ordering::Relaxed), &mut buf);
+        Self(IdText::Inline { buf, start })
     }
 
     /// An id with a given value (for replay and tests).
     pub fn new(id: impl Into<Arc<str>>) -> Self {
-        Self(id.into())
+        Self(IdText::Shared(id.into()))
+    }
+
+    /// The id's text, as bytes (what comparing and hashing read).
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            IdText::Inline { buf, start } => &buf[usize::from(*start)..],
+            IdText::Shared(text) => text.as_bytes(),
+        }
     }
 
     /// The id's text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            IdText::Inline { buf, start } => {
+                // Written by `id_start`: ASCII only.
+                std::str::from_utf8(&buf[usize::from(*start)..]).unwrap_or_default()
+            }
+            IdText::Shared(text) => text,
+        }
     }
+}
+
+/// Writes `msg-N` at the end of `buf` ("msg-" and at most 20 digits) without
+/// `format!`, and returns where it starts.
+fn id_start(n: u64, buf: &mut [u8; 24]) -> u8 {
+    let len = id_text(n, buf).len();
+    // at most 24 bytes
+    u8::try_from(buf.len() - len).unwrap_or(0)
 }
 
 /// `msg-N` written into `buf` ("msg-" and at most 20 digits), without `format!`.
@@ -81,11 +152,26 @@ mod id_tests {
         let num = |id: &MessageId| id.as_str().strip_prefix("msg-").unwrap().parse::<u64>().unwrap();
         assert!(num(&b) > num(&a), "{a} then {b}");
     }
+
+    #[test]
+    fn an_inline_id_is_the_same_id_as_its_text() {
+        use std::hash::{BuildHasher, RandomState};
+        let generated = MessageId::generate();
+        let shared = MessageId::new(generated.as_str());
+        assert_eq!(generated, shared);
+        let hasher = RandomState::new();
+        assert_eq!(hasher.hash_one(&generated), hasher.hash_one(&shared));
+        assert_eq!(format!("{generated:?}"), format!("MessageId({:?})", shared.as_str()));
+        let json = serde_json::to_string(&generated).unwrap();
+        assert_eq!(json, format!("\"{}\"", shared.as_str()));
+        assert_eq!(serde_json::from_str::<MessageId>(&json).unwrap(), generated);
+        assert_eq!(generated.cmp(&shared), std::cmp::Ordering::Equal);
+    }
 }
 
 impl std::fmt::Display for MessageId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 

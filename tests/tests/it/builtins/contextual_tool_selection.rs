@@ -27,7 +27,10 @@ async fn run_before_model(
     let mut ctx = RunContext::new(config, ()).with_sink(sink.clone());
     let mut req = request(names);
     stack.run_before_model(&mut ctx, &(), &mut req).await.unwrap();
-    (req.tools.into_iter().map(|t| t.name).collect(), sink.events())
+    (
+        req.into_fields().tools.into_iter().map(|t| t.name).collect(),
+        sink.events(),
+    )
 }
 
 /// Seed 000, "Tool exposure", as written.

@@ -351,3 +351,76 @@ async fn the_run_record_takes_the_logs_compressions_without_a_copy() {
     assert!(log.entries().is_empty(), "moved, not kept twice");
     assert!(log.since(0).is_empty() && log.since(1).is_empty());
 }
+
+/// The texts and roles of a request's messages (summary ids differ run to run).
+fn shown(request: &ModelRequest) -> Vec<(Role, String)> {
+    request
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text().into_owned()))
+        .collect()
+}
+
+/// Turn after turn of a growing history, the summary a run keeps — extended
+/// from the messages it saw last time, found by address and not read again —
+/// gives the request a fresh instance gives the same history (which reads
+/// every message), system messages between the older ones included. Ids are
+/// the identity: an older message edited under its id stays covered by the
+/// summary (its text there is the one summarised); one replaced by a message
+/// with another id makes the run summarise afresh, as a fresh instance does.
+#[tokio::test]
+async fn an_extended_summary_shows_what_a_fresh_one_shows_turn_after_turn() {
+    use tinyagents::testing::MiddlewareHarness;
+    let make = || SummarizationMiddleware::new(SummaryTrigger::messages(6)).keep_messages(2);
+    let summary_of = |r: &ModelRequest| {
+        r.messages
+            .iter()
+            .find(|m| m.text().starts_with("[Summary"))
+            .map(|m| m.text().into_owned())
+            .expect("a summary")
+    };
+    let mut kept: MiddlewareHarness = MiddlewareHarness::new(make());
+    let mut history = vec![Message::system("sys")];
+    for i in 0..40 {
+        history.push(Message::user(format!("q{i}")));
+        if i % 7 == 3 {
+            history.push(Message::system(format!("note {i}")));
+        }
+        history.push(Message::assistant(format!("a{i}")));
+        if i == 25 {
+            // an older message's fields change, its id stays
+            history[2].set_text("a0, edited");
+        }
+        if i == 33 {
+            // an older message is replaced by another (a new id)
+            history[3] = Message::user("q1, replaced");
+        }
+        let got = kept.before_model(ModelRequest::new(history.clone())).await.unwrap();
+        let mut fresh: MiddlewareHarness = MiddlewareHarness::new(make());
+        let fresh = fresh.before_model(ModelRequest::new(history.clone())).await.unwrap();
+        if (25..33).contains(&i) {
+            let (got_summary, fresh_summary) = (summary_of(&got), summary_of(&fresh));
+            assert!(
+                !got_summary.contains("edited") && fresh_summary.contains("a0, edited"),
+                "turn {i}"
+            );
+            assert_eq!(
+                got_summary.replace("assistant: a0\n", "assistant: a0, edited\n"),
+                fresh_summary,
+                "turn {i}"
+            );
+            let rest = |r: &ModelRequest| {
+                shown(r)
+                    .into_iter()
+                    .filter(|(_, t)| !t.starts_with("[Summary"))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(rest(&got), rest(&fresh), "turn {i}");
+        } else {
+            assert_eq!(shown(&got), shown(&fresh), "turn {i}");
+        }
+        if i >= 33 {
+            assert!(summary_of(&got).contains("q1, replaced"), "turn {i}");
+        }
+    }
+}

@@ -453,7 +453,7 @@ async fn model_requests_go_only_to_a_sink_that_opts_in_as_deltas() {
     assert_eq!((deltas[0].kept, deltas[0].messages.len()), (0, 1));
     assert_eq!(deltas[2].kept, 0, "a run's first request keeps nothing");
     assert!(deltas[2].tools.is_some() && deltas[2].system.is_some());
-    assert_eq!(deltas[0].tools.as_ref().map(Vec::len), Some(1));
+    assert_eq!(deltas[0].tools.as_ref().map(|t| t.len()), Some(1));
     assert_eq!(deltas[1].kept, 1, "the prompt is not sent again");
     assert_eq!(deltas[1].messages.len(), 2, "the reply and the tool result");
     assert!(deltas[1].system.is_none() && deltas[1].tools.is_none());

@@ -23,8 +23,8 @@ pub use subagent::AgentTool;
 
 use crate::harness::error::{ErrorKind, TinyAgentsError};
 use crate::harness::middleware::MiddlewareStack;
-use crate::harness::model::{ChatModel, ModelParams, PromptSegment};
-use crate::harness::tool::ToolRegistry;
+use crate::harness::model::{ChatModel, ModelParams, PromptSegment, SharedList};
+use crate::harness::tool::{ToolRegistry, ToolSchema};
 
 /// Which tool-path errors become the call's error result (shown to the
 /// model) instead of ending the run.
@@ -82,10 +82,12 @@ where
     own_tools: Arc<ToolRegistry>,
     /// Those and the tools the stack's middleware contribute.
     tools: Arc<ToolRegistry>,
+    /// The schemas of `tools`, made once and shared by every request.
+    schemas: SharedList<ToolSchema>,
     /// A tool name both given and contributed: every run fails with it.
     tool_conflict: Option<TinyAgentsError>,
     stack: Arc<MiddlewareStack<S, C>>,
-    system: Vec<PromptSegment>,
+    system: SharedList<PromptSegment>,
     params: ModelParams,
     max_steps: u32,
     tool_errors: ToolErrorPolicy,
@@ -127,9 +129,10 @@ where
             model,
             own_tools: Arc::new(ToolRegistry::new()),
             tools: Arc::new(ToolRegistry::new()),
+            schemas: SharedList::new(),
             tool_conflict: None,
             stack: Arc::new(MiddlewareStack::new()),
-            system: Vec::new(),
+            system: SharedList::new(),
             params: ModelParams::default(),
             max_steps: Self::DEFAULT_MAX_STEPS,
             tool_errors: ToolErrorPolicy::RefusalsAndToolFailures,
@@ -152,6 +155,7 @@ where
         self.tool_conflict = None;
         if self.stack.contributed_tools().next().is_none() {
             self.tools = self.own_tools.clone();
+            self.schemas = self.tools.schemas().into();
             return;
         }
         let mut merged = (*self.own_tools).clone();
@@ -167,6 +171,7 @@ where
             }
         }
         self.tools = Arc::new(merged);
+        self.schemas = self.tools.schemas().into();
     }
 
     /// The conflict [`merge_tools`](Self::merge_tools) found, as the run's error.

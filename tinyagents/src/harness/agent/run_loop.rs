@@ -11,7 +11,7 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{Message, Role};
 use crate::harness::middleware::HookKind;
-use crate::harness::model::ModelRequest;
+use crate::harness::model::{ModelRequest, ModelRequestFields};
 use crate::harness::steering::{SteeringAction, SteeringDecision, SteeringOutcome};
 use crate::harness::tool::batch::{AccessFn, PreparedBatch, PreparedCallVerdict, PreparedToolCall};
 use crate::harness::tool::{FileAccess, ToolCall, ToolResult};
@@ -311,14 +311,14 @@ where
         }
         ctx.counters_mut().steps += 1;
 
-        let mut request = ModelRequest {
+        let mut request = ModelRequest::from(ModelRequestFields {
             messages: run.messages.clone(),
             system: self.system.clone(),
             tools: self.exposed_tools(ctx),
             model: ctx.requested_model().map(str::to_owned),
             params: self.params.clone(),
-            ..ModelRequest::default()
-        };
+            ..ModelRequestFields::default()
+        });
         self.stack.run_before_model(ctx, state, &mut request).await?;
         self.stack.run_before_model_stream(ctx, state, &mut request).await?;
         match self

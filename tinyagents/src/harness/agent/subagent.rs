@@ -9,6 +9,7 @@ use super::{Agent, AgentInput};
 use crate::harness::child_run::{ChildRun, ChildRunHooks};
 use crate::harness::context::{RunConfig, RunContext};
 use crate::harness::error::{Result, TinyAgentsError};
+use crate::harness::model::SharedList;
 use crate::harness::tool::{call_digest, Tool, ToolContext, ToolOutput, ToolSchema};
 
 type MakeRun<S, C> = dyn Fn() -> (S, C) + Send + Sync;
@@ -168,8 +169,8 @@ where
 {
     /// The tools shown to the model: the registry's, less those the
     /// restrictions inherited from a parent run refuse.
-    pub(crate) fn exposed_tools(&self, ctx: &RunContext<C>) -> Vec<ToolSchema> {
-        let mut tools = self.tools.schemas();
+    pub(crate) fn exposed_tools(&self, ctx: &RunContext<C>) -> SharedList<ToolSchema> {
+        let mut tools = self.schemas.clone();
         if ctx.policy().is_restricted() {
             tools.retain(|t| {
                 let declared = self.tools.get(&t.name).map(|tool| tool.policy());

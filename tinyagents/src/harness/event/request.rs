@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::AgentEvent;
 use crate::harness::message::Message;
-use crate::harness::model::{ModelParams, ModelRequest, PromptSegment, ResponseFormat, ToolChoice};
+use crate::harness::model::{ModelParams, ModelRequest, PromptSegment, ResponseFormat, SharedList, ToolChoice};
 use crate::harness::tool::ToolSchema;
 
 /// One model request as a change to the run's previous request (see the
@@ -28,10 +28,10 @@ pub struct RequestDelta {
     pub messages: Vec<Message>,
     /// The system prompt's segments, when they differ from the previous
     /// request's (JSON `null`: unchanged).
-    pub system: Option<Vec<PromptSegment>>,
+    pub system: Option<SharedList<PromptSegment>>,
     /// The tools offered, when they differ from the previous request's
     /// (JSON `null`: unchanged).
-    pub tools: Option<Vec<ToolSchema>>,
+    pub tools: Option<SharedList<ToolSchema>>,
     /// Sampling and output parameters (every request).
     pub params: ModelParams,
     /// The reply's required shape, if any (every request).
@@ -50,8 +50,8 @@ pub(crate) struct RequestLog {
 #[derive(Debug, Clone)]
 struct Previous {
     messages: Vec<Message>,
-    system: Vec<PromptSegment>,
-    tools: Vec<ToolSchema>,
+    system: SharedList<PromptSegment>,
+    tools: SharedList<ToolSchema>,
 }
 
 impl RequestLog {
@@ -141,6 +141,6 @@ mod tests {
         let d = delta(log.event(run, 3, 1, &third));
         assert_eq!(d.kept, 0);
         assert_eq!(d.messages, third.messages);
-        assert_eq!(d.system.as_deref(), Some(&third.system[..]));
+        assert_eq!(d.system.as_ref().map(|s| &s[..]), Some(&third.system[..]));
     }
 }

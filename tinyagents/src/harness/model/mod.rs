@@ -8,6 +8,7 @@ mod pricing;
 mod request;
 mod response;
 mod scripted;
+mod shared_list;
 
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub mod providers;
@@ -18,10 +19,12 @@ pub use output_limits::{known_output_limit, OUTPUT_LIMIT_TABLE};
 pub(crate) use pricing::provider_of;
 pub use pricing::{catalog_rates, TokenRates, Valuation, PRICE_TABLE};
 pub use request::{
-    ModelParams, ModelRequest, ModelRoute, PromptSegment, ReasoningEffort, ResponseFormat, SegmentStability, ToolChoice,
+    ModelParams, ModelRequest, ModelRequestFields, ModelRoute, PromptSegment, ReasoningEffort, ResponseFormat,
+    SegmentStability, ToolChoice,
 };
 pub use response::{FinishReason, ModelResponse, Usage};
 pub use scripted::{ScriptedModel, ScriptedTurn};
+pub use shared_list::SharedList;
 
 use crate::harness::error::Result;
 

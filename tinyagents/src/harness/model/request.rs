@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::SharedList;
 use crate::harness::message::Message;
 use crate::harness::tool::ToolSchema;
 
@@ -121,6 +122,14 @@ pub enum ToolChoice {
 /// The system prompt is a list of ordered segments, each stable or volatile:
 /// providers send the stable ones first so their prompt cache keeps working.
 ///
+/// A request is a handle on one boxed [`ModelRequestFields`]: its fields read
+/// and write as fields (`request.messages`, `request.tools = …`, through
+/// `Deref`), and passing it on — into each wrap layer of the onion, into the
+/// model — moves one pointer, not the fields. Build one with
+/// [`ModelRequest::new`] or [`ModelRequest::default`] and set fields, or from
+/// a [`ModelRequestFields`] literal; take the fields out whole with
+/// [`ModelRequest::into_fields`].
+///
 /// ```
 /// use tinyagents::harness::message::Message;
 /// use tinyagents::harness::model::{ModelRequest, PromptSegment};
@@ -130,14 +139,34 @@ pub enum ToolChoice {
 /// req.set_volatile("date", "Today is Monday.");
 /// assert_eq!(req.system_prompt(), "You are terse.\n\nToday is Monday.");
 /// ```
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ModelRequest(Box<ModelRequestFields>);
+
+/// The fields of a [`ModelRequest`] (which derefs to them).
+///
+/// ```
+/// use tinyagents::harness::message::Message;
+/// use tinyagents::harness::model::{ModelRequest, ModelRequestFields};
+///
+/// let request: ModelRequest = ModelRequestFields {
+///     messages: vec![Message::user("hi")],
+///     model: Some("small".into()),
+///     ..ModelRequestFields::default()
+/// }
+/// .into();
+/// assert_eq!(request.model.as_deref(), Some("small"));
+/// assert_eq!(request.into_fields().messages.len(), 1);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelRequest {
+pub struct ModelRequestFields {
     /// The conversation, oldest first.
     pub messages: Vec<Message>,
-    /// The system prompt, as ordered segments.
-    pub system: Vec<PromptSegment>,
-    /// The tools the model may call.
-    pub tools: Vec<ToolSchema>,
+    /// The system prompt, as ordered segments (shared with the agent's until
+    /// changed).
+    pub system: SharedList<PromptSegment>,
+    /// The tools the model may call (shared with the agent's until changed).
+    pub tools: SharedList<ToolSchema>,
     /// The model to use, when the run asks for one.
     pub model: Option<String>,
     /// Sampling and output parameters.
@@ -171,13 +200,72 @@ impl PartialEq for ModelRoute {
     }
 }
 
+impl std::ops::Deref for ModelRequest {
+    type Target = ModelRequestFields;
+
+    #[inline(always)]
+    fn deref(&self) -> &ModelRequestFields {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ModelRequest {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut ModelRequestFields {
+        &mut self.0
+    }
+}
+
+impl std::fmt::Debug for ModelRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ModelRequestFields {
+            messages,
+            system,
+            tools,
+            model,
+            params,
+            response_format,
+            tool_choice,
+            route,
+        } = &*self.0;
+        f.debug_struct("ModelRequest")
+            .field("messages", messages)
+            .field("system", system)
+            .field("tools", tools)
+            .field("model", model)
+            .field("params", params)
+            .field("response_format", response_format)
+            .field("tool_choice", tool_choice)
+            .field("route", route)
+            .finish()
+    }
+}
+
+impl From<ModelRequestFields> for ModelRequest {
+    fn from(fields: ModelRequestFields) -> Self {
+        Self(Box::new(fields))
+    }
+}
+
+impl From<ModelRequest> for ModelRequestFields {
+    fn from(request: ModelRequest) -> Self {
+        request.into_fields()
+    }
+}
+
 impl ModelRequest {
     /// A request with these messages.
     pub fn new(messages: Vec<Message>) -> Self {
-        Self {
+        ModelRequestFields {
             messages,
-            ..Self::default()
+            ..ModelRequestFields::default()
         }
+        .into()
+    }
+
+    /// The fields, taken out whole (to move several of them out at once).
+    pub fn into_fields(self) -> ModelRequestFields {
+        *self.0
     }
 
     /// The same request with one more system segment.
@@ -188,7 +276,7 @@ impl ModelRequest {
 
     /// The same request with these tools.
     pub fn with_tools(mut self, tools: Vec<ToolSchema>) -> Self {
-        self.tools = tools;
+        self.tools = tools.into();
         self
     }
 

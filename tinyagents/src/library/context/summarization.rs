@@ -90,6 +90,8 @@ impl SummaryTrigger {
 ///
 /// let c: SummarizationConfig = from_toml_str("trigger_messages = 50\nkeep_messages = 10").unwrap();
 /// assert_eq!(c.keep_messages, 10);
+/// // the default bound of the concatenating summariser's summary
+/// assert_eq!(c.max_summary_chars as usize, tinyagents::middleware::ConcatSummarizer::DEFAULT_MAX_SUMMARY_CHARS);
 /// let err = from_toml_str::<SummarizationConfig>("trigger_fraction = 0.8").unwrap_err();
 /// assert!(err.to_string().contains("context_window"));
 /// ```
@@ -114,6 +116,11 @@ pub struct SummarizationConfig {
     /// Characters kept per message by the concatenating summariser.
     #[config(default = 200, range = 1..)]
     pub max_chars_per_message: u32,
+    /// Characters the concatenating summariser's whole summary may hold:
+    /// past it, its oldest lines give way to the newest (a test holds this
+    /// default equal to `ConcatSummarizer::DEFAULT_MAX_SUMMARY_CHARS`).
+    #[config(default = 8000, range = 1..)]
+    pub max_summary_chars: u32,
 }
 
 fn check_summarization(c: &SummarizationConfig) -> std::result::Result<(), ConfigViolation> {
@@ -150,7 +157,10 @@ impl From<SummarizationConfig> for SummarizationMiddleware {
         };
         Self::new(trigger)
             .keep_messages(c.keep_messages as usize)
-            .with_summarizer(Arc::new(ConcatSummarizer::new(c.max_chars_per_message as usize)))
+            .with_summarizer(Arc::new(
+                ConcatSummarizer::new(c.max_chars_per_message as usize)
+                    .with_max_summary_chars(c.max_summary_chars as usize),
+            ))
     }
 }
 

@@ -115,22 +115,103 @@ pub(crate) fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
 /// The default summariser: no model call, one clipped line per message,
 /// appended to the previous summary. Deterministic and free; it loses detail
 /// but never invents any.
+///
+/// The summary is bounded: past [`max_summary_chars`](Self::with_max_summary_chars)
+/// (8,000 by default) its oldest lines give way to the newest, behind one
+/// `…` line, so a long run's summary — and the request that carries it —
+/// stops growing, and extending it costs the same on turn 3,000 as on turn 100.
+///
+/// ```
+/// use tinyagents::harness::message::Message;
+/// use tinyagents::middleware::{ConcatSummarizer, Summarizer};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let s = ConcatSummarizer::new(20).with_max_summary_chars(40);
+/// let mut summary = s.summarize(&[Message::user("first question")], None).await?.text;
+/// for i in 0..10 {
+///     summary = s.summarize(&[Message::user(format!("question {i}"))], Some(&summary)).await?.text;
+/// }
+/// assert!(summary.chars().count() <= 40);
+/// assert!(summary.starts_with("…\n") && summary.ends_with("question 9"));
+/// # Ok::<(), tinyagents::TinyAgentsError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConcatSummarizer {
     max_chars_per_message: usize,
+    max_summary_chars: usize,
 }
 
 impl ConcatSummarizer {
+    /// The default bound of a whole summary, in characters.
+    pub const DEFAULT_MAX_SUMMARY_CHARS: usize = 8_000;
+
     /// A summariser clipping each message to `max_chars_per_message` characters.
     pub fn new(max_chars_per_message: usize) -> Self {
-        Self { max_chars_per_message }
+        Self {
+            max_chars_per_message,
+            max_summary_chars: Self::DEFAULT_MAX_SUMMARY_CHARS,
+        }
+    }
+
+    /// The same, keeping at most `max` characters of summary (the newest
+    /// lines; at least the newest line, clipped per message as usual).
+    pub fn with_max_summary_chars(mut self, max: usize) -> Self {
+        self.max_summary_chars = max;
+        self
     }
 }
 
 impl Default for ConcatSummarizer {
-    /// 200 characters per message.
+    /// 200 characters per message, 8,000 per summary.
     fn default() -> Self {
         Self::new(200)
+    }
+}
+
+/// The line that stands for the summary lines dropped to stay in bounds.
+const DROPPED: &str = "…";
+
+/// `text` cut to at most `max` characters by dropping whole lines from its
+/// start (behind one [`DROPPED`] line); the last line is always kept.
+fn keep_newest(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text;
+    }
+    // room for the marker line ("…" and a line break)
+    let budget = max.saturating_sub(DROPPED.chars().count() + 1);
+    // where the last `budget` characters begin
+    let from = match budget {
+        0 => text.len(),
+        n => text.char_indices().rev().nth(n - 1).map_or(0, |(at, _)| at),
+    };
+    let last_line = text.rfind('\n').map_or(0, |n| n + 1);
+    // the first whole line from there (the last line when even it is longer)
+    let start = if from == 0 || text[..from].ends_with('\n') {
+        from
+    } else {
+        text[from..].find('\n').map_or(last_line, |n| from + n + 1)
+    }
+    .min(last_line);
+    let mut out = String::with_capacity(DROPPED.len() + 1 + text.len() - start);
+    out.push_str(DROPPED);
+    out.push('\n');
+    out.push_str(&text[start..]);
+    out
+}
+
+#[cfg(test)]
+mod keep_newest_tests {
+    use super::keep_newest;
+
+    #[test]
+    fn whole_lines_give_way_oldest_first_and_the_newest_line_stays() {
+        let text = "aaaa\nbbbb\ncccc".to_string();
+        assert_eq!(keep_newest(text.clone(), 14), text);
+        assert_eq!(keep_newest(text.clone(), 11), "…\nbbbb\ncccc");
+        assert_eq!(keep_newest(text.clone(), 10), "…\ncccc");
+        assert_eq!(keep_newest(text.clone(), 3), "…\ncccc");
+        assert_eq!(keep_newest("ééé\nüü".to_string(), 5), "…\nüü");
     }
 }
 
@@ -156,7 +237,7 @@ impl Summarizer for ConcatSummarizer {
             text.push_str(&line);
         }
         Ok(Summary {
-            text,
+            text: keep_newest(text, self.max_summary_chars),
             usage: Usage::default(),
         })
     }

@@ -152,7 +152,7 @@ impl TranscriptCompressionMiddleware {
                 Self::POLICY,
             )
             .await;
-            run.messages = transcript.messages;
+            run.messages = transcript.into_fields().messages;
             result?;
         }
         Ok(())

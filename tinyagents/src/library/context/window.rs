@@ -45,6 +45,14 @@ struct SummaryState {
     covered: Vec<MessageId>,
     /// The summary message: [`SUMMARY_HEADER`], a line break, the summary text.
     message: Message,
+    /// The messages between the leading system messages and the cut, as the
+    /// last compaction saw them (held, so their addresses stay theirs). When
+    /// the next request starts with exactly these (one address comparison
+    /// each, no message read), what they hold is known — the covered
+    /// messages are their non-system ones — and only the rest is read.
+    seen: Vec<Message>,
+    /// The system messages among `seen`.
+    seen_system: Vec<Message>,
 }
 
 /// How the run's previous summary relates to the messages to summarise now.
@@ -112,34 +120,58 @@ where
     let Some(cut) = (head..=latest).rev().find(|&i| is_boundary(messages, i)) else {
         return Ok(None);
     };
-    let mut middle_system: Vec<&Message> = Vec::new();
-    let mut old: Vec<&Message> = Vec::with_capacity(cut - head);
-    for m in &messages[head..cut] {
+    // The messages the last compaction saw, when this request starts with
+    // them at their addresses (fields are shared only while unchanged).
+    let known = summary.0.as_ref().filter(|p| {
+        !p.seen.is_empty()
+            && p.seen.len() <= cut - head
+            && messages[head..head + p.seen.len()]
+                .iter()
+                .zip(&p.seen)
+                .all(|(m, s)| Message::ptr_eq(m, s))
+    });
+    // `old` is read from `read_from`: the older non-system messages after
+    // the `base` covered ones that are known without reading them.
+    let (read_from, base) = known.map_or((head, 0), |p| (head + p.seen.len(), p.covered.len()));
+    let mut middle_system: Vec<&Message> = known.map_or_else(Vec::new, |p| p.seen_system.iter().collect());
+    let mut old: Vec<&Message> = Vec::with_capacity(cut - read_from);
+    for m in &messages[read_from..cut] {
         if m.role == Role::System {
             middle_system.push(m);
         } else {
             old.push(m);
         }
     }
-    if old.is_empty() {
+    if base + old.len() == 0 {
         return Ok(None);
     }
+    let previous = match (known, &summary.0) {
+        (Some(p), _) if old.is_empty() => Previous::Same(p.message.clone()),
+        (Some(p), _) => Previous::Prefix {
+            covered: base,
+            message: p.message.clone(),
+        },
+        (None, Some(p)) => {
+            let same_prefix = |covered: &[MessageId]| covered.iter().zip(&old).all(|(id, m)| *id == m.id);
+            if p.covered.len() == old.len() && same_prefix(&p.covered) {
+                Previous::Same(p.message.clone())
+            } else if p.covered.len() < old.len() && same_prefix(&p.covered) {
+                Previous::Prefix {
+                    covered: p.covered.len(),
+                    message: p.message.clone(),
+                }
+            } else {
+                Previous::None
+            }
+        }
+        (None, None) => Previous::None,
+    };
+    let fast = known.is_some();
     let prefix_before = cache::fingerprint(request);
 
-    let previous = {
-        let same_prefix = |covered: &[MessageId]| covered.iter().zip(&old).all(|(id, m)| *id == m.id);
-        match &summary.0 {
-            Some(p) if p.covered.len() == old.len() && same_prefix(&p.covered) => Previous::Same(p.message.clone()),
-            Some(p) if p.covered.len() < old.len() && same_prefix(&p.covered) => Previous::Prefix {
-                covered: p.covered.len(),
-                message: p.message.clone(),
-            },
-            _ => Previous::None,
-        }
-    };
     // A new or extended summary is a compaction: the run's `pre_compact` hooks may block it.
     if !matches!(previous, Previous::Same(_)) {
-        let mut plan = CompactionPlan::new(middleware, policy, old.len());
+        let mut plan = CompactionPlan::new(middleware, policy, base + old.len());
         crate::harness::middleware::pre_compact(ctx, state, &mut plan).await?;
         if let Some(reason) = plan.blocked() {
             ctx.events().emit(AgentEvent::Notice {
@@ -150,7 +182,7 @@ where
             return Ok(None);
         }
     }
-    let replaced = old.len();
+    let replaced = base + old.len();
     let (summary_message, fresh) = match previous {
         Previous::Same(message) => (message, None),
         Previous::None => {
@@ -160,7 +192,7 @@ where
             (message.clone(), Some((0, None, message)))
         }
         Previous::Prefix { covered, message } => {
-            let to_summarize: Vec<Message> = old[covered..].iter().map(|m| (*m).clone()).collect();
+            let to_summarize: Vec<Message> = old[covered - base..].iter().map(|m| (*m).clone()).collect();
             let text = message.text();
             let prior = text
                 .strip_prefix(SUMMARY_HEADER)
@@ -177,9 +209,13 @@ where
     rebuilt.push(summary_message);
     rebuilt.extend(messages[cut..].iter().cloned());
     let newly: Vec<Message> = match &fresh {
-        Some((covered, _, _)) => old[*covered..].iter().map(|m| (*m).clone()).collect(),
+        Some((covered, _, _)) => old[*covered - base..].iter().map(|m| (*m).clone()).collect(),
         None => Vec::new(),
     };
+    // What this request showed after what was already known (all of it,
+    // when nothing was): the state's `seen` grows by it.
+    let seen_now: Vec<Message> = messages[read_from..cut].to_vec();
+    let seen_system_now: Vec<Message> = seen_now.iter().filter(|m| m.role == Role::System).cloned().collect();
     request.messages = rebuilt;
 
     let is_fresh = fresh.is_some();
@@ -203,10 +239,21 @@ where
         let entry = summary.0.get_or_insert_with(|| SummaryState {
             covered: Vec::new(),
             message: message.clone(),
+            seen: Vec::new(),
+            seen_system: Vec::new(),
         });
         entry.covered.truncate(covered);
         entry.covered.extend(newly.iter().map(|m| m.id.clone()));
         entry.message = message;
+    }
+    if let Some(entry) = summary.0.as_mut() {
+        if fast {
+            entry.seen.extend(seen_now);
+            entry.seen_system.extend(seen_system_now);
+        } else {
+            entry.seen = seen_now;
+            entry.seen_system = seen_system_now;
+        }
     }
     Ok(Some(Compaction {
         replaced,
