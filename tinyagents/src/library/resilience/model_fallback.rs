@@ -15,7 +15,7 @@ use tinyagents_macros::middleware;
 /// Tries an ordered list of fallback models when a model call fails with an
 /// error its classifier accepts (default: [`TinyAgentsError::is_retryable`]):
 /// the same request is sent again with
-/// [`request.route`](ModelRequest::route) set to the next model, and an
+/// [`request.route`](crate::harness::model::ModelRequestFields::route) set to the next model, and an
 /// [`AgentEvent::Fallback`] names the model that failed and the one tried.
 /// Interrupts and cancellations are never swallowed: they end the chain at
 /// once, as does any error the classifier rejects. When every model failed,

@@ -41,11 +41,11 @@
 //!   message (the segments joined by a blank line, as
 //!   [`ModelRequest::system_prompt`]); Anthropic gets one system block per
 //!   segment, the last stable one marked with `cache_control`.
-//! * **Reply shape and tool choice.** [`ModelRequest::response_format`]
+//! * **Reply shape and tool choice.** [`ModelRequest::response_format`](crate::harness::model::ModelRequestFields::response_format)
 //!   goes to OpenAI-compatible servers as `response_format` (`json_schema`),
 //!   and to Anthropic the tool way (a forced answer tool whose input is the
 //!   reply, turned back into text; see `AnthropicModel`); the middleware
-//!   that asked validates the reply either way. [`ModelRequest::tool_choice`] goes as
+//!   that asked validates the reply either way. [`ModelRequest::tool_choice`](crate::harness::model::ModelRequestFields::tool_choice) goes as
 //!   `tool_choice` to both (`auto`/`none`/`required`/a function for OpenAI;
 //!   `auto`/`none`/`any`/`tool` for Anthropic), only when the request offers
 //!   tools; forcing a tool the request does not offer is a `Config` error.
