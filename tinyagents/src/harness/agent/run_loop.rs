@@ -670,8 +670,30 @@ where
                 .collect());
         }
         let mut batch = PreparedBatch::with_access(calls, self.access_fn());
+        let tag = batch.tag();
         self.stack.run_on_tool_batch(ctx, state, &mut batch).await?;
+        if batch.tag() != tag {
+            return Err(self.replaced_batch(HookKind::OnToolBatch));
+        }
         Ok(batch.into_calls())
+    }
+
+    /// The error when a review of a tool batch hands back another batch than
+    /// the one it was given (`*batch = PreparedBatch::new(…)`): its calls
+    /// would not be the model's, each answered once, so the run stops.
+    fn replaced_batch(&self, hook: HookKind) -> TinyAgentsError {
+        let who = self.stack.implementors(hook);
+        TinyAgentsError::middleware(
+            who.join(", "),
+            format!(
+                "a review of the tool batch (`{}`) replaced the batch it was given with another: the calls of \
+                 the model's reply each get exactly one result, so a review may only reject calls or rewrite \
+                 their arguments on the batch it was given (`reject`, `reject_with`, `set_arguments`); the run \
+                 stops here. The hook is implemented by: {}",
+                hook.as_str(),
+                who.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ),
+        )
     }
 
     /// `before_tool` for every call the batch review let through, in the
@@ -749,7 +771,11 @@ where
             .collect();
         let mut batch = PreparedBatch::with_access(calls, self.access_fn());
         let asked_before = leaves_batch(ctx).is_some();
+        let tag = batch.tag();
         self.stack.run_on_prepared_tool_calls(ctx, state, &mut batch).await?;
+        if batch.tag() != tag {
+            return Err(self.replaced_batch(HookKind::OnPreparedToolCalls));
+        }
         if batch.rewritten() {
             // after every `before_tool`, a rewrite would run unjudged by the guards
             let who = self.stack.implementors(HookKind::OnPreparedToolCalls);

@@ -50,8 +50,11 @@ impl PreparedToolCall {
 
 /// Every tool call of one model reply, reviewed as a whole before any runs.
 ///
-/// Each call has exactly one verdict (structurally: there is no way to add or
-/// remove calls), so every call still gets exactly one result.
+/// Each call has exactly one verdict (structurally: no method adds, removes or
+/// renames a call), so every call still gets exactly one result. A review
+/// that hands back another batch than the one it was given (`*batch =
+/// PreparedBatch::new(…)`) fails the run: the agent loop knows its batch by
+/// a tag that a batch made anew does not carry.
 ///
 /// A review that rewrites a call's arguments (a permission hook's updated
 /// input, a person's edit) does it with [`set_arguments`](Self::set_arguments):
@@ -67,6 +70,18 @@ pub struct PreparedBatch {
     access: Option<AccessFn>,
     /// Whether [`set_arguments`](Self::set_arguments) was called.
     rewritten: bool,
+    /// Which batch this is: fresh for each one made, shared by its clones.
+    /// No method adds, removes or renames a call, so a batch with the tag
+    /// the agent loop gave it holds the model's calls, in order.
+    #[educe(Debug(ignore))]
+    tag: u64,
+}
+
+/// The next batch's [`PreparedBatch::tag`] (0 is `Default`'s).
+static NEXT_TAG: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn fresh_tag() -> u64 {
+    NEXT_TAG.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl PartialEq for PreparedBatch {
@@ -82,6 +97,7 @@ impl PreparedBatch {
             calls,
             access: None,
             rewritten: false,
+            tag: fresh_tag(),
         }
     }
 
@@ -99,6 +115,7 @@ impl PreparedBatch {
             calls,
             access: Some(access),
             rewritten: false,
+            tag: fresh_tag(),
         }
     }
 
@@ -169,6 +186,13 @@ impl PreparedBatch {
     /// Whether a review rewrote a call's arguments ([`set_arguments`](Self::set_arguments)).
     pub fn rewritten(&self) -> bool {
         self.rewritten
+    }
+
+    /// Which batch this is (its clones share it; a batch made anew has
+    /// another): the agent loop checks that a review handed back the batch
+    /// it was given, not one made to replace it.
+    pub(crate) fn tag(&self) -> u64 {
+        self.tag
     }
 
     /// The calls with their verdicts, consuming the batch.
