@@ -675,6 +675,19 @@ fn merge(into: &mut PiiCounts, from: PiiCounts) {
     }
 }
 
+/// [`merge`] from a kept verdict: a key is copied only the first time it is
+/// counted (a long history's known verdicts are added every turn).
+fn merge_ref(into: &mut PiiCounts, from: &PiiCounts) {
+    for (k, v) in from {
+        match into.get_mut(k) {
+            Some(n) => *n += v,
+            None => {
+                into.insert(k.clone(), *v);
+            }
+        }
+    }
+}
+
 fn describe(counts: &PiiCounts) -> String {
     counts
         .iter()
@@ -763,7 +776,7 @@ impl PiiMiddleware {
         for (i, scrubbed, found) in last_scrubbed {
             if i < same {
                 messages[i] = scrubbed.clone();
-                merge(&mut counts, found.clone());
+                merge_ref(&mut counts, &found);
                 scrubbed_now.push((i, scrubbed, found));
             }
         }
@@ -774,7 +787,7 @@ impl PiiMiddleware {
                     let (scrubbed, found) = &**hit;
                     scrubbed_now.push((i, scrubbed.clone(), found.clone()));
                     *message = scrubbed.clone();
-                    merge(&mut counts, found.clone());
+                    merge_ref(&mut counts, found);
                 }
                 continue;
             }
