@@ -19,7 +19,8 @@
 //! 1,000 and 3,000, and its ratio to T = 100 (goal: within 1.3x, work that
 //! does not grow with the history).
 //!
-//! Run: `cargo bench -p tinyagents --bench long_run` (`-- --quick` for fewer samples).
+//! Run: `cargo bench -p tinyagents --bench long_run` (`-- --quick` for fewer samples;
+//! `-- --profile-heavy=3000` runs only the heavy stack at T = 3,000, for `perf record`).
 
 #![allow(missing_docs)]
 
@@ -212,6 +213,14 @@ fn main() {
     }
     let quick = std::env::args().any(|a| a == "--quick");
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    // `--profile-heavy=T`: only heavy runs of T turns, for a profiler (`perf record`)
+    if let Some(t) = std::env::args().find_map(|a| a.strip_prefix("--profile-heavy=").map(str::to_owned)) {
+        let t: usize = t.parse().expect("--profile-heavy=T takes a number of turns");
+        for _ in 0..10 {
+            run_once(&rt, t, true);
+        }
+        return;
+    }
     for (cold, call) in [(true, "a run's first call"), (false, "a later call")] {
         let small = retrieval_per_message(&rt, 1_000, if quick { 3 } else { 9 }, cold);
         let large = retrieval_per_message(&rt, 40_000, if quick { 3 } else { 5 }, cold);
