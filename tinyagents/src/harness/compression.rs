@@ -115,7 +115,10 @@ pub(crate) fn restore<C>(ctx: &RunContext<C>, earlier: Vec<CompressionProvenance
 /// hooks, so compression middleware need not. Moved, not copied: a long
 /// run's records are kept once.
 pub fn attach<C>(ctx: &RunContext<C>, run: &mut AgentRun) {
-    let log: Arc<CompressionLog> = ctx.locals().local::<CompressionLog>();
+    // a run that compressed nothing has no log, and gets none made here
+    let Some(log): Option<Arc<CompressionLog>> = ctx.locals().try_local::<CompressionLog>() else {
+        return;
+    };
     let mut log = log.log.lock().expect("compression log lock");
     let moved = std::mem::take(&mut log.entries);
     log.attached += moved.len();

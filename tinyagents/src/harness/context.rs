@@ -58,6 +58,19 @@ pub struct RunConfig {
     pub inherited: Arc<RunRestrictions>,
 }
 
+/// A top-level run's inherited restrictions: none, one shared value (a run
+/// is made without allocating it).
+fn no_restrictions() -> Arc<RunRestrictions> {
+    static NONE: std::sync::LazyLock<Arc<RunRestrictions>> = std::sync::LazyLock::new(Arc::default);
+    Arc::clone(&NONE)
+}
+
+/// The sink of a run that has none: one shared [`NullSink`].
+fn null_sink() -> Arc<dyn EventSink> {
+    static NULL: std::sync::LazyLock<Arc<dyn EventSink>> = std::sync::LazyLock::new(|| Arc::new(NullSink));
+    Arc::clone(&NULL)
+}
+
 impl RunConfig {
     /// A top-level run with this id.
     pub fn new(run_id: impl Into<Arc<str>>) -> Self {
@@ -69,7 +82,7 @@ impl RunConfig {
             depth: 0,
             tags: Vec::new(),
             requested_model: None,
-            inherited: Arc::default(),
+            inherited: no_restrictions(),
         }
     }
 
@@ -203,7 +216,7 @@ impl<Ctx> RunContext<Ctx> {
         Self {
             config,
             context,
-            sink: Arc::new(NullSink),
+            sink: null_sink(),
             mask: EventMask::NONE,
             workspace: None,
             counters: RunCounters::default(),

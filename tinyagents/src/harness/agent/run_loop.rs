@@ -202,7 +202,11 @@ where
                 parent_run_id: ctx.config().parent_run_id.clone(),
                 depth: ctx.depth(),
             });
-        self.stack.drive(ctx);
+        if self.stack.has(HookKind::PreCompact) {
+            // the stack a compacting middleware dispatches `pre_compact`
+            // through; with no such hook there is nothing to dispatch
+            self.stack.drive(ctx);
+        }
         let mut run = AgentRun::new(ctx.run_id().clone());
         run.messages = messages;
         run

@@ -180,8 +180,7 @@ impl ResponseAccumulator {
                 }
             }
         }
-        let mut ids = std::collections::HashSet::with_capacity(calls.len());
-        if let Some(dup) = calls.iter().find(|c| !ids.insert(c.id.as_str())) {
+        if let Some(dup) = first_repeated_id(&calls) {
             return Err(TinyAgentsError::model(
                 format!(
                     "two tool calls of the reply have the id `{}`: an id names one call only; the reply is refused",
@@ -209,5 +208,46 @@ impl ResponseAccumulator {
             finish_reason,
             model: None,
         })
+    }
+}
+
+/// The first call whose id an earlier call of the reply has. A reply holds a
+/// few calls: they are compared pairwise, without allocating; a long list
+/// goes through a set.
+fn first_repeated_id(calls: &[ToolCall]) -> Option<&ToolCall> {
+    const PAIRWISE_UP_TO: usize = 16;
+    if calls.len() <= PAIRWISE_UP_TO {
+        return calls
+            .iter()
+            .enumerate()
+            .find(|(i, c)| calls[..*i].iter().any(|d| d.id == c.id))
+            .map(|(_, c)| c);
+    }
+    let mut ids = std::collections::HashSet::with_capacity(calls.len());
+    calls.iter().find(|c| !ids.insert(c.id.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_repeated_id;
+    use crate::harness::tool::ToolCall;
+
+    fn calls(ids: &[&str]) -> Vec<ToolCall> {
+        ids.iter()
+            .map(|id| ToolCall::new(*id, "t", serde_json::json!({})))
+            .collect()
+    }
+
+    #[test]
+    fn a_repeated_id_is_found_in_short_and_long_replies() {
+        for n in [1usize, 2, 16, 17, 40] {
+            let ids: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+            let mut refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            assert!(first_repeated_id(&calls(&refs)).is_none(), "{n} distinct ids");
+            refs.push("c0");
+            let all = calls(&refs);
+            let dup = first_repeated_id(&all).expect("the repeat is found");
+            assert!(std::ptr::eq(dup, &all[n]), "the later call is named, {n} calls");
+        }
     }
 }

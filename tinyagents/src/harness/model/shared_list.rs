@@ -26,32 +26,54 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// assert_eq!(tools.len(), 2);
 /// ```
 ///
+/// An empty list allocates nothing (a request's lists start empty).
+///
 /// [`ModelRequest`]: super::ModelRequest
-pub struct SharedList<T>(Arc<Vec<T>>);
+pub struct SharedList<T>(Repr<T>);
+
+/// Where the items are.
+enum Repr<T> {
+    /// No items, and no allocation (the `Vec` is always empty and never
+    /// allocated: a change first moves the list to [`Repr::Shared`]).
+    Empty(Vec<T>),
+    /// Items behind a reference count.
+    Shared(Arc<Vec<T>>),
+}
 
 impl<T> SharedList<T> {
-    /// An empty list.
-    pub fn new() -> Self {
-        Self(Arc::new(Vec::new()))
+    /// An empty list (allocates nothing).
+    pub const fn new() -> Self {
+        Self(Repr::Empty(Vec::new()))
     }
 
-    /// Whether `self` and `other` are one shared list (a pointer comparison).
+    /// Whether `self` and `other` are one shared list (a pointer comparison;
+    /// two empty lists are the same list).
     pub fn ptr_eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        match (&self.0, &other.0) {
+            (Repr::Empty(_), Repr::Empty(_)) => true,
+            (Repr::Shared(a), Repr::Shared(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 }
 
 impl<T: Clone> SharedList<T> {
     /// The items, copied out only when the list is still shared.
     pub fn into_vec(self) -> Vec<T> {
-        Arc::unwrap_or_clone(self.0)
+        match self.0 {
+            Repr::Empty(items) => items,
+            Repr::Shared(items) => Arc::unwrap_or_clone(items),
+        }
     }
 }
 
 impl<T> Clone for SharedList<T> {
     /// Another handle on the same list (a reference count).
     fn clone(&self) -> Self {
-        Self(Arc::clone(&self.0))
+        match &self.0 {
+            Repr::Empty(_) => Self::new(),
+            Repr::Shared(items) => Self(Repr::Shared(Arc::clone(items))),
+        }
     }
 }
 
@@ -66,7 +88,10 @@ impl<T> Deref for SharedList<T> {
 
     #[inline]
     fn deref(&self) -> &Vec<T> {
-        &self.0
+        match &self.0 {
+            Repr::Empty(items) => items,
+            Repr::Shared(items) => items,
+        }
     }
 }
 
@@ -74,13 +99,24 @@ impl<T: Clone> DerefMut for SharedList<T> {
     /// The list to change: copied first when another handle shares it.
     #[inline]
     fn deref_mut(&mut self) -> &mut Vec<T> {
-        Arc::make_mut(&mut self.0)
+        if let Repr::Empty(_) = self.0 {
+            // what is changed is shared from now on, so `Empty` stays empty
+            self.0 = Repr::Shared(Arc::new(Vec::new()));
+        }
+        match &mut self.0 {
+            Repr::Shared(items) => Arc::make_mut(items),
+            Repr::Empty(_) => unreachable!("moved to `Shared` above"),
+        }
     }
 }
 
 impl<T> From<Vec<T>> for SharedList<T> {
     fn from(items: Vec<T>) -> Self {
-        Self(Arc::new(items))
+        if items.is_empty() {
+            Self::new()
+        } else {
+            Self(Repr::Shared(Arc::new(items)))
+        }
     }
 }
 
@@ -92,7 +128,7 @@ impl<T: Clone> From<SharedList<T>> for Vec<T> {
 
 impl<T> FromIterator<T> for SharedList<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-        Self(Arc::new(iter.into_iter().collect()))
+        Self::from(iter.into_iter().collect::<Vec<T>>())
     }
 }
 
@@ -101,7 +137,7 @@ impl<'a, T> IntoIterator for &'a SharedList<T> {
     type IntoIter = std::slice::Iter<'a, T>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.iter()
     }
 }
 
@@ -116,7 +152,7 @@ impl<T: Clone> IntoIterator for SharedList<T> {
 
 impl<T: PartialEq> PartialEq for SharedList<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.ptr_eq(other) || self.0 == other.0
+        self.ptr_eq(other) || **self == **other
     }
 }
 
@@ -124,31 +160,31 @@ impl<T: Eq> Eq for SharedList<T> {}
 
 impl<T: PartialEq> PartialEq<Vec<T>> for SharedList<T> {
     fn eq(&self, other: &Vec<T>) -> bool {
-        *self.0 == *other
+        **self == *other
     }
 }
 
 impl<T: PartialEq> PartialEq<[T]> for SharedList<T> {
     fn eq(&self, other: &[T]) -> bool {
-        self.0.as_slice() == other
+        self.as_slice() == other
     }
 }
 
 impl<T: PartialEq, const N: usize> PartialEq<[T; N]> for SharedList<T> {
     fn eq(&self, other: &[T; N]) -> bool {
-        self.0.as_slice() == other
+        self.as_slice() == other
     }
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for SharedList<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        (**self).fmt(f)
     }
 }
 
 impl<T: Serialize> Serialize for SharedList<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        (**self).serialize(serializer)
     }
 }
 
@@ -178,5 +214,24 @@ mod tests {
         assert_eq!(serde_json::to_string(&b).unwrap(), "[9,3,4]");
         assert_eq!(serde_json::from_str::<SharedList<u32>>("[9,3,4]").unwrap(), b);
         assert_eq!(b.into_iter().sum::<u32>(), 16);
+    }
+
+    #[test]
+    fn an_empty_list_is_one_list_until_a_change_and_a_change_is_its_own() {
+        let a: SharedList<u32> = SharedList::default();
+        let mut b = a.clone();
+        assert!(a.ptr_eq(&b) && a.ptr_eq(&Vec::new().into()) && a.ptr_eq(&std::iter::empty().collect()));
+        b.push(1);
+        assert!(!a.ptr_eq(&b));
+        assert!(a.is_empty(), "the other handle sees no change");
+        assert_eq!(b, [1]);
+        let c = b.clone();
+        assert!(c.ptr_eq(&b), "a changed list is shared by its clones");
+        b.clear();
+        assert!(b.is_empty() && !b.ptr_eq(&c));
+        assert_eq!(c, [1]);
+        assert_eq!(a, b);
+        assert_eq!(format!("{a:?}"), "[]");
+        assert_eq!(SharedList::<u32>::new().into_vec(), Vec::<u32>::new());
     }
 }
