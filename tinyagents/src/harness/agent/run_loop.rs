@@ -1003,9 +1003,12 @@ where
                 (result, Some(events))
             }
         };
-        let id = result.call_id.clone();
-        self.stack.run_after_tool(ctx, state, &mut result).await?;
-        self.answers_its_call(&id, &result.call_id, HookKind::AfterTool)?;
+        if self.stack.has(HookKind::AfterTool) {
+            // no hook, no change of the id: no copy of it to compare
+            let id = result.call_id.clone();
+            self.stack.run_after_tool(ctx, state, &mut result).await?;
+            self.answers_its_call(&id, &result.call_id, HookKind::AfterTool)?;
+        }
         if let Some(events) = events {
             events.close(&result);
         }
