@@ -349,6 +349,23 @@ impl<Ctx> RunContext<Ctx> {
         FlowMut { ctx: self }
     }
 
+    /// Asks the loop to stop or pause, as the middleware design writes it
+    /// (`RunContext::request_control`): the same request as
+    /// [`flow_mut().request_control`](FlowMut::request_control), where the
+    /// strongest request of a turn wins.
+    ///
+    /// ```
+    /// use tinyagents::harness::context::{MiddlewareControl, RunConfig, RunContext};
+    ///
+    /// let mut ctx = RunContext::new(RunConfig::new("r"), ());
+    /// ctx.request_control(MiddlewareControl::StopWithFinal("done".into()));
+    /// ctx.request_control(MiddlewareControl::Interrupt { node: None, message: "approve?".into() });
+    /// assert!(matches!(ctx.flow().pending_control(), Some(MiddlewareControl::Interrupt { .. })));
+    /// ```
+    pub fn request_control(&mut self, control: MiddlewareControl) {
+        self.flow_mut().request_control(control);
+    }
+
     /// The run's per-run locals facet: state of any type shared by every
     /// part of the run, and the parent run's ([`Locals`]).
     #[inline]
