@@ -202,11 +202,7 @@ where
                 parent_run_id: ctx.config().parent_run_id.clone(),
                 depth: ctx.depth(),
             });
-        if self.stack.has(HookKind::PreCompact) {
-            // the stack a compacting middleware dispatches `pre_compact`
-            // through; with no such hook there is nothing to dispatch
-            self.stack.drive(ctx);
-        }
+        self.stack.drive(ctx);
         let mut run = AgentRun::new(ctx.run_id().clone());
         run.messages = messages;
         run
@@ -682,20 +678,31 @@ where
         Ok(batch.into_calls())
     }
 
-    /// The error when a review of a tool batch hands back another batch than
-    /// the one it was given (`*batch = PreparedBatch::new(…)`): its calls
-    /// would not be the model's, each answered once, so the run stops.
-    fn replaced_batch(&self, hook: HookKind) -> TinyAgentsError {
+    /// The run's error for a hook that broke a rule of the loop: `rule` (what
+    /// happened, why the run stops, the fix), then the middleware that
+    /// implement `hook`, named as the error's source.
+    fn hook_misuse(&self, hook: HookKind, rule: std::fmt::Arguments<'_>) -> TinyAgentsError {
         let who = self.stack.implementors(hook);
         TinyAgentsError::middleware(
             who.join(", "),
             format!(
-                "a review of the tool batch (`{}`) replaced the batch it was given with another: the calls of \
+                "{rule} `{hook}` is implemented by: {}",
+                crate::config::suggest::list(who.iter().copied())
+            ),
+        )
+    }
+
+    /// The error when a review of a tool batch hands back another batch than
+    /// the one it was given (`*batch = PreparedBatch::new(…)`): its calls
+    /// would not be the model's, each answered once, so the run stops.
+    fn replaced_batch(&self, hook: HookKind) -> TinyAgentsError {
+        self.hook_misuse(
+            hook,
+            format_args!(
+                "a review of the tool batch (`{hook}`) replaced the batch it was given with another: the calls of \
                  the model's reply each get exactly one result, so a review may only reject calls or rewrite \
                  their arguments on the batch it was given (`reject`, `reject_with`, `set_arguments`); the run \
-                 stops here. The hook is implemented by: {}",
-                hook.as_str(),
-                who.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                 stops here."
             ),
         )
     }
@@ -782,15 +789,12 @@ where
         }
         if batch.rewritten() {
             // after every `before_tool`, a rewrite would run unjudged by the guards
-            let who = self.stack.implementors(HookKind::OnPreparedToolCalls);
-            return Err(TinyAgentsError::middleware(
-                who.join(", "),
-                format!(
+            return Err(self.hook_misuse(
+                HookKind::OnPreparedToolCalls,
+                format_args!(
                     "a review of the prepared tool calls rewrote a call's arguments (`PreparedBatch::set_arguments`), \
                      after every `before_tool` hook had judged them: the rewrite would run unjudged, so the run \
-                     stops here; rewrite in `on_tool_batch` or `before_tool`, or reject the call. \
-                     `on_prepared_tool_calls` is implemented by: {}",
-                    who.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                     stops here; rewrite in `on_tool_batch` or `before_tool`, or reject the call."
                 ),
             ));
         }
@@ -942,14 +946,12 @@ where
         if id == now {
             return Ok(());
         }
-        let who = self.stack.implementors(hook);
-        Err(TinyAgentsError::middleware(
-            who.join(", "),
-            format!(
+        Err(self.hook_misuse(
+            hook,
+            format_args!(
                 "tool call `{id}` came back from `{hook}` with the call id `{now}`: a call's id is the model's, and \
                  its result must carry it (every call is answered by exactly one result); leave `call_id`/`id` as \
-                 they are (a cached answer copies the content, not the id). `{hook}` is implemented by: {}",
-                who.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                 they are (a cached answer copies the content, not the id)."
             ),
         ))
     }
