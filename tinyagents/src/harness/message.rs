@@ -115,16 +115,9 @@ impl MessageId {
     }
 }
 
-/// Writes `msg-N` at the end of `buf` ("msg-" and at most 20 digits) without
-/// `format!`, and returns where it starts.
-fn id_start(n: u64, buf: &mut [u8; 24]) -> u8 {
-    let len = id_text(n, buf).len();
-    // at most 24 bytes
-    u8::try_from(buf.len() - len).unwrap_or(0)
-}
-
-/// `msg-N` written into `buf` ("msg-" and at most 20 digits), without `format!`.
-fn id_text(mut n: u64, buf: &mut [u8; 24]) -> &str {
+/// Writes `msg-N` at the end of `buf` ("msg-" and at most 20 digits, ASCII
+/// only) without `format!`, and returns where it starts.
+fn id_start(mut n: u64, buf: &mut [u8; 24]) -> u8 {
     let mut at = buf.len();
     loop {
         at -= 1;
@@ -136,17 +129,20 @@ fn id_text(mut n: u64, buf: &mut [u8; 24]) -> &str {
     }
     at -= 4;
     buf[at..at + 4].copy_from_slice(b"msg-");
-    std::str::from_utf8(&buf[at..]).expect("ASCII digits")
+    // `at` is within the 24 bytes
+    at as u8
 }
 
 #[cfg(test)]
 mod id_tests {
-    use super::{id_text, MessageId};
+    use super::{id_start, MessageId};
 
     #[test]
     fn ids_read_as_format_would_write_them() {
         for n in [0, 1, 9, 10, 1234567890, u64::MAX] {
-            assert_eq!(id_text(n, &mut [0; 24]), format!("msg-{n}"));
+            let mut buf = [0; 24];
+            let start = usize::from(id_start(n, &mut buf));
+            assert_eq!(std::str::from_utf8(&buf[start..]).unwrap(), format!("msg-{n}"));
         }
         let (a, b) = (MessageId::generate(), MessageId::generate());
         let num = |id: &MessageId| id.as_str().strip_prefix("msg-").unwrap().parse::<u64>().unwrap();

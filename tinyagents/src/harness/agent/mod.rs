@@ -153,24 +153,23 @@ where
     /// (before `before_agent`), naming the tool and the middleware.
     fn merge_tools(&mut self) {
         self.tool_conflict = None;
-        if self.stack.contributed_tools().next().is_none() {
-            self.tools = self.own_tools.clone();
-            self.schemas = self.tools.schemas().into();
-            return;
-        }
-        let mut merged = (*self.own_tools).clone();
-        for (owner, tool) in self.stack.contributed_tools() {
-            if merged.register_arc(tool.clone()).is_err() {
-                self.tool_conflict = Some(TinyAgentsError::config(format!(
-                    "middleware `{owner}` contributes a tool named `{}`, but the agent's own tools (`with_tools`) \
-                     have one too; tool names must be unique — drop it from the agent's tools, since the \
-                     middleware provides it",
-                    tool.schema().name
-                )));
-                break;
+        self.tools = if self.stack.contributed_tools().next().is_none() {
+            self.own_tools.clone()
+        } else {
+            let mut merged = (*self.own_tools).clone();
+            for (owner, tool) in self.stack.contributed_tools() {
+                if merged.register_arc(tool.clone()).is_err() {
+                    self.tool_conflict = Some(TinyAgentsError::config(format!(
+                        "middleware `{owner}` contributes a tool named `{}`, but the agent's own tools (`with_tools`) \
+                         have one too; tool names must be unique — drop it from the agent's tools, since the \
+                         middleware provides it",
+                        tool.schema().name
+                    )));
+                    break;
+                }
             }
-        }
-        self.tools = Arc::new(merged);
+            Arc::new(merged)
+        };
         self.schemas = self.tools.schemas().into();
     }
 

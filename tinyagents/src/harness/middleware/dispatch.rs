@@ -285,10 +285,13 @@ where
 {
     /// Makes this stack the one `ctx`'s run is driven by, so that middleware
     /// can dispatch a hook through it ([`of_run`](Self::of_run)); the agent
-    /// does this when a run begins, if its stack has a `pre_compact` hook
-    /// (the one hook dispatched this way). The first stack installed stays.
+    /// does this when a run begins. The first stack installed stays. A stack
+    /// with no `pre_compact` hook (the one hook dispatched this way) has
+    /// nothing to dispatch, and is not installed (a run stays free of it).
     pub fn drive(self: &std::sync::Arc<Self>, ctx: &RunContext<C>) {
-        ctx.locals().local_with(|| RunStack(self.clone()));
+        if self.has(HookKind::PreCompact) {
+            ctx.locals().local_with(|| RunStack(self.clone()));
+        }
     }
 
     /// The stack `ctx`'s run is driven by, when one was installed with [`drive`](Self::drive).
