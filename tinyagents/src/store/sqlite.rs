@@ -24,7 +24,8 @@ use crate::harness::error::{Result, TinyAgentsError};
 /// `synchronous = FULL`, and every write is one `IMMEDIATE` transaction, so
 /// a process killed mid-write (or a power cut) leaves the file at its last
 /// committed checkpoint. Writers from several processes wait for each other
-/// up to 10 seconds (`busy_timeout`), then fail.
+/// up to 10 seconds (`busy_timeout`), then fail; so do processes that open
+/// one new file at the same moment.
 ///
 /// Calls run on tokio's blocking pool (`spawn_blocking`), one connection
 /// per store, so the async runtime is never blocked on the disk.
@@ -74,24 +75,29 @@ impl SqliteStore {
         let (p, s) = (path.clone(), shown.clone());
         let conn = tokio::task::spawn_blocking(move || -> Result<Connection> {
             let failed = |e: rusqlite::Error| {
+                let fix = if is_busy(&e) {
+                    format!(
+                        "another connection held the file locked for {} s; find the process that holds it \
+                         (`fuser {}`) and open the store again",
+                        BUSY_TIMEOUT.as_secs(),
+                        p.display()
+                    )
+                } else {
+                    "check the path and its permissions".to_owned()
+                };
                 TinyAgentsError::config(format!(
-                    "store url `{s}` (feature `sqlite`): cannot open the store: {e}; check the path and its permissions"
+                    "store url `{s}` (feature `sqlite`): cannot open the store: {e}; {fix}"
                 ))
             };
             let conn = Connection::open(&p).map_err(failed)?;
-            conn.busy_timeout(Duration::from_secs(10)).map_err(failed)?;
-            let mode: String = conn
-                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-                .map_err(failed)?;
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;
+            let mode = until_not_busy(|| prepare(&conn)).map_err(failed)?;
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(TinyAgentsError::config(format!(
                     "store url `{s}` (feature `sqlite`): the file cannot use write-ahead logging (journal mode \
                      `{mode}`); put it on a local file system"
                 )));
             }
-            conn.execute_batch("PRAGMA synchronous = FULL;").map_err(failed)?;
-            conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} COMMIT;"))
-                .map_err(failed)?;
             Ok(conn)
         })
         .await
@@ -155,17 +161,70 @@ impl SqliteStore {
         let thread = thread_id.to_owned();
         let offset = i64::try_from(keep.max(1) - 1).unwrap_or(i64::MAX);
         self.with(move |conn, shown| {
-            let n = conn
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| failed(shown, "pruning a thread", e))?;
+            let n = tx
                 .execute(
                     "DELETE FROM tinyagents_checkpoints WHERE thread_id = ?1 AND seq < (
                         SELECT seq FROM tinyagents_checkpoints WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
                     params![thread, offset],
                 )
                 .map_err(|e| failed(shown, "pruning a thread", e))?;
+            tx.commit().map_err(|e| failed(shown, "pruning a thread", e))?;
             Ok(n as u64)
         })
         .await
     }
+}
+
+/// How long a statement waits for another process's lock before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Puts a newly opened file in WAL mode with `synchronous = FULL` and
+/// creates the tables when missing; returns the journal mode the file is in.
+fn prepare(conn: &Connection) -> rusqlite::Result<String> {
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Ok(mode);
+    }
+    conn.execute_batch("PRAGMA synchronous = FULL;")?;
+    conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} COMMIT;"))
+        .inspect_err(|_| {
+            let _ = conn.execute_batch("ROLLBACK;");
+        })?;
+    Ok(mode)
+}
+
+/// Runs `step` again while SQLite answers "busy" or "locked", for up to
+/// [`BUSY_TIMEOUT`] in all.
+///
+/// The busy timeout covers a statement that waits for a lock, but not a
+/// connection that holds a read lock and needs a write lock another
+/// connection also wants: SQLite fails one of them at once rather than let
+/// both wait forever. Switching a fresh file to WAL is such a step, so
+/// processes that open one new file together would otherwise see "database
+/// is locked" although nothing is wrong; the step is safe to repeat whole.
+fn until_not_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match step() {
+            Err(e) if is_busy(&e) && std::time::Instant::now() + pause < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether SQLite refused because another connection holds a lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 fn failed(shown: &str, what: &str, e: rusqlite::Error) -> TinyAgentsError {

@@ -254,6 +254,63 @@ mod sqlite {
         ledger_suite(open().await).await;
     }
 
+    /// The variable that makes this test binary an opener for the test below.
+    const OPENER: &str = "TINYAGENTS_TEST_SQLITE_OPENER";
+
+    /// Processes that start together open one fresh file together: the
+    /// switch to WAL and the schema need the file to themselves, and
+    /// SQLite answers "database is locked" at once to the losers (its busy
+    /// handler is not asked for every lock an opening takes). Every opener
+    /// must wait its turn instead: 8 processes on each of 10 fresh files.
+    /// (Threads of one process would not show it: SQLite's locks between
+    /// connections of one process are its own, not the file system's.)
+    #[test]
+    fn sqlite_openers_of_one_fresh_file_at_once_all_succeed() {
+        if let Ok(path) = std::env::var(OPENER) {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            if let Err(e) = rt.block_on(SqliteStore::open(&path)) {
+                eprintln!("opener failed: {e}");
+                std::process::exit(3);
+            }
+            return;
+        }
+        let me = std::env::current_exe().unwrap();
+        for round in 0..10 {
+            let path = std::env::temp_dir()
+                .join(unique(&format!("store-open-race-{round}")))
+                .with_extension("db");
+            let openers: Vec<_> = (0..8)
+                .map(|_| {
+                    std::process::Command::new(&me)
+                        .args([
+                            "--exact",
+                            "stores::sql::sqlite::sqlite_openers_of_one_fresh_file_at_once_all_succeed",
+                        ])
+                        .args(["--nocapture", "--test-threads=1"])
+                        .env(OPENER, &path)
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            let failed: Vec<String> = openers
+                .into_iter()
+                .map(|c| c.wait_with_output().unwrap())
+                .filter(|o| !o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+                .collect();
+            for ext in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+            }
+            assert!(
+                failed.is_empty(),
+                "round {round}: {} of 8 openers failed: {failed:?}",
+                failed.len()
+            );
+        }
+    }
+
     #[tokio::test]
     async fn sqlite_opens_in_wal_mode_and_names_a_bad_path() {
         let db = open().await;
