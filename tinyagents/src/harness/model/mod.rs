@@ -24,7 +24,7 @@ pub use request::{
 };
 pub use response::{FinishReason, ModelResponse, Usage};
 pub use scripted::{ScriptedModel, ScriptedTurn};
-pub use shared_list::SharedList;
+pub use shared_list::{ListMark, SharedList};
 
 use crate::harness::error::Result;
 

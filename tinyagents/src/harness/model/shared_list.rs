@@ -37,7 +37,51 @@ enum Repr<T> {
     /// allocated: a change first moves the list to [`Repr::Shared`]).
     Empty(Vec<T>),
     /// Items behind a reference count.
-    Shared(Arc<Vec<T>>),
+    Shared(Arc<Body<T>>),
+}
+
+/// The items of a shared list and the list's identity, which
+/// [`SharedList::appended_since`] compares.
+struct Body<T> {
+    items: Vec<T>,
+    /// Unique among the lists of the process: a copy and any change other
+    /// than appending take a new one.
+    id: u64,
+}
+
+impl<T: Clone> Clone for Body<T> {
+    fn clone(&self) -> Self {
+        Self {
+            items: self.items.clone(),
+            id: next_id(),
+        }
+    }
+}
+
+/// A list identity never given before (0 is the empty list's).
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A list as it was at one moment: its identity and length
+/// ([`SharedList::mark`]). Holds no item, so keeping one shares nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListMark {
+    id: u64,
+    len: usize,
+}
+
+impl ListMark {
+    /// The list's length when marked.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the list was empty when marked.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 impl<T> SharedList<T> {
@@ -55,6 +99,83 @@ impl<T> SharedList<T> {
             _ => false,
         }
     }
+
+    /// This list as it is now, to ask later what was appended since
+    /// ([`appended_since`](Self::appended_since)).
+    pub fn mark(&self) -> ListMark {
+        match &self.0 {
+            Repr::Empty(_) => ListMark::default(),
+            Repr::Shared(body) => ListMark {
+                id: body.id,
+                len: body.items.len(),
+            },
+        }
+    }
+
+    /// `Some(n)` when this is the list `mark` was taken of and it was only
+    /// appended to since ([`push`](Self::push), [`extend`](Self::extend)):
+    /// its first `n` items (`n` = [`ListMark::len`]) are the same values,
+    /// and what follows is new. `None` when it is another list, or was
+    /// changed otherwise (through `&mut Vec`, which may change any item):
+    /// then compare the items. An empty mark is the start of every list.
+    ///
+    /// It lets a middleware that rewrites a growing history handle only
+    /// what each turn added, without comparing the history it already saw:
+    ///
+    /// ```
+    /// use tinyagents::harness::model::SharedList;
+    ///
+    /// let mut history: SharedList<u32> = vec![1, 2].into();
+    /// let mark = history.mark();
+    /// history.push(3);
+    /// assert_eq!(history.appended_since(&mark), Some(2)); // items 2.. are new
+    /// history[0] = 9; // any other change
+    /// assert_eq!(history.appended_since(&mark), None);
+    /// ```
+    pub fn appended_since(&self, mark: &ListMark) -> Option<usize> {
+        if mark.id == 0 && mark.len == 0 {
+            return Some(0);
+        }
+        match &self.0 {
+            Repr::Shared(body) if body.id == mark.id && body.items.len() >= mark.len => Some(mark.len),
+            _ => None,
+        }
+    }
+}
+
+impl<T: Clone> SharedList<T> {
+    /// The items to append to (copied first when shared), keeping the
+    /// list's identity ([`appended_since`](Self::appended_since)).
+    fn tail(&mut self) -> &mut Vec<T> {
+        if let Repr::Empty(_) = self.0 {
+            self.0 = Repr::Shared(Arc::new(Body {
+                items: Vec::new(),
+                id: next_id(),
+            }));
+        }
+        match &mut self.0 {
+            Repr::Shared(body) => &mut Arc::make_mut(body).items,
+            Repr::Empty(_) => unreachable!("moved to `Shared` above"),
+        }
+    }
+
+    /// Appends `item` (the list is copied first when shared). Appending
+    /// keeps the list's identity: see [`appended_since`](Self::appended_since).
+    pub fn push(&mut self, item: T) {
+        self.tail().push(item);
+    }
+
+    /// Appends `items` (the list is copied first when shared), keeping its
+    /// identity as [`push`](Self::push) does.
+    pub fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        self.tail().extend(items);
+    }
+}
+
+impl<T: Clone> Extend<T> for SharedList<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        self.tail().extend(items);
+    }
 }
 
 impl<T: Clone> SharedList<T> {
@@ -62,7 +183,10 @@ impl<T: Clone> SharedList<T> {
     pub fn into_vec(self) -> Vec<T> {
         match self.0 {
             Repr::Empty(items) => items,
-            Repr::Shared(items) => Arc::unwrap_or_clone(items),
+            Repr::Shared(body) => match Arc::try_unwrap(body) {
+                Ok(body) => body.items,
+                Err(shared) => shared.items.clone(),
+            },
         }
     }
 }
@@ -90,7 +214,7 @@ impl<T> Deref for SharedList<T> {
     fn deref(&self) -> &Vec<T> {
         match &self.0 {
             Repr::Empty(items) => items,
-            Repr::Shared(items) => items,
+            Repr::Shared(body) => &body.items,
         }
     }
 }
@@ -99,13 +223,16 @@ impl<T: Clone> DerefMut for SharedList<T> {
     /// The list to change: copied first when another handle shares it.
     #[inline]
     fn deref_mut(&mut self) -> &mut Vec<T> {
-        if let Repr::Empty(_) = self.0 {
-            // what is changed is shared from now on, so `Empty` stays empty
-            self.0 = Repr::Shared(Arc::new(Vec::new()));
-        }
+        // what is changed is shared from now on, so `Empty` stays empty;
+        // any item may change, so the list takes a new identity
+        self.tail();
         match &mut self.0 {
-            Repr::Shared(items) => Arc::make_mut(items),
-            Repr::Empty(_) => unreachable!("moved to `Shared` above"),
+            Repr::Shared(body) => {
+                let body = Arc::get_mut(body).expect("unique after `tail`");
+                body.id = next_id();
+                &mut body.items
+            }
+            Repr::Empty(_) => unreachable!("moved to `Shared` by `tail`"),
         }
     }
 }
@@ -115,7 +242,7 @@ impl<T> From<Vec<T>> for SharedList<T> {
         if items.is_empty() {
             Self::new()
         } else {
-            Self(Repr::Shared(Arc::new(items)))
+            Self(Repr::Shared(Arc::new(Body { items, id: next_id() })))
         }
     }
 }
@@ -141,6 +268,16 @@ impl<'a, T> IntoIterator for &'a SharedList<T> {
     }
 }
 
+impl<'a, T: Clone> IntoIterator for &'a mut SharedList<T> {
+    type Item = &'a mut T;
+    type IntoIter = std::slice::IterMut<'a, T>;
+
+    /// The items to change: the list is copied first when shared.
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
 impl<T: Clone> IntoIterator for SharedList<T> {
     type Item = T;
     type IntoIter = std::vec::IntoIter<T>;
@@ -161,6 +298,12 @@ impl<T: Eq> Eq for SharedList<T> {}
 impl<T: PartialEq> PartialEq<Vec<T>> for SharedList<T> {
     fn eq(&self, other: &Vec<T>) -> bool {
         **self == *other
+    }
+}
+
+impl<T: PartialEq> PartialEq<SharedList<T>> for Vec<T> {
+    fn eq(&self, other: &SharedList<T>) -> bool {
+        *self == **other
     }
 }
 
@@ -214,6 +357,37 @@ mod tests {
         assert_eq!(serde_json::to_string(&b).unwrap(), "[9,3,4]");
         assert_eq!(serde_json::from_str::<SharedList<u32>>("[9,3,4]").unwrap(), b);
         assert_eq!(b.into_iter().sum::<u32>(), 16);
+    }
+
+    #[test]
+    fn only_appending_to_the_same_list_keeps_its_mark() {
+        let mut a: SharedList<u32> = SharedList::new();
+        let empty = a.mark();
+        a.push(1);
+        assert_eq!(a.appended_since(&empty), Some(0), "an empty mark starts every list");
+        let m = a.mark();
+        a.extend([2, 3]);
+        Extend::extend(&mut a, [4]);
+        assert_eq!(a.appended_since(&m), Some(1));
+        // a shared list appended to is a copy: another list
+        let b = a.clone();
+        let mut c = a.clone();
+        c.push(5);
+        assert_eq!(c.appended_since(&a.mark()), None);
+        assert_eq!(b.appended_since(&a.mark()), Some(4), "a clone is the same list");
+        // a change through `&mut Vec`, even one that appends, or a truncation
+        let m = a.mark();
+        drop(b);
+        a.as_mut_slice()[0] = 9;
+        assert_eq!(a.appended_since(&m), None);
+        let m = a.mark();
+        a.truncate(1);
+        a.push(7);
+        assert_eq!(a.appended_since(&m), None);
+        // a list made anew with the same items is another list
+        let same: SharedList<u32> = a.to_vec().into();
+        assert_eq!(same.appended_since(&a.mark()), None);
+        assert_eq!(same, a);
     }
 
     #[test]
