@@ -18,9 +18,10 @@ static ALLOC: dhat::Alloc = dhat::Alloc;
 /// tool list, 78 before an empty list, a top-level run's restrictions and
 /// sink, its compression log and its stack's run local were made without
 /// allocating, a reply's call ids were checked without a set and a result
-/// with no `after_tool` hook kept no copy of its id. The goal is 30, see
-/// `docs/PERFORMANCE.md`.
-const BUDGET: u64 = 67;
+/// with no `after_tool` hook kept no copy of its id, 67 before a request
+/// shared the run's history instead of a copy of its list. The goal is 30,
+/// see `docs/PERFORMANCE.md`.
+const BUDGET: u64 = 66;
 
 /// A middleware with two no-op plain hooks, as in the bench.
 struct Noop;

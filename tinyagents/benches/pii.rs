@@ -143,7 +143,7 @@ fn main() {
     // default on a run's first model call (a fresh run: nothing remembered)
     // and on later calls (verdicts remembered).
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let request = ModelRequest::new(histories[1].iter().map(Message::user).collect());
+    let request = ModelRequest::new(histories[1].iter().map(Message::user).collect::<Vec<_>>());
     let turn = |h: &mut MiddlewareHarness| {
         let r = request.clone();
         let start = Instant::now();

@@ -38,6 +38,14 @@ impl From<Vec<Message>> for AgentInput {
     }
 }
 
+/// A run's history, to go on from it (`run.messages` of a finished run:
+/// copied only when something else still shares it).
+impl From<crate::harness::model::SharedList<Message>> for AgentInput {
+    fn from(messages: crate::harness::model::SharedList<Message>) -> Self {
+        Self(messages.into_vec())
+    }
+}
+
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -57,8 +65,11 @@ pub enum StopReason {
 pub struct AgentRun {
     /// The run's id.
     pub run_id: Arc<str>,
-    /// The whole conversation, input included.
-    pub messages: Vec<Message>,
+    /// The whole conversation, input included (each model request shares it
+    /// until a middleware changes the request's copy: see [`SharedList`]).
+    ///
+    /// [`SharedList`]: crate::harness::model::SharedList
+    pub messages: crate::harness::model::SharedList<Message>,
     /// The final assistant message.
     pub final_message: Option<Message>,
     /// Structured output, when a middleware produced and validated one.
@@ -79,7 +90,7 @@ impl AgentRun {
     pub fn new(run_id: Arc<str>) -> Self {
         Self {
             run_id,
-            messages: Vec::new(),
+            messages: crate::harness::model::SharedList::new(),
             final_message: None,
             structured_output: None,
             usage: Usage::default(),

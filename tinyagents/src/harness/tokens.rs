@@ -33,7 +33,9 @@ pub trait TokenCounter: Send + Sync {
     /// message depends on nothing but the message: then a message's count
     /// is kept with it (shared by its clones, dropped when it changes) and
     /// not computed again when the same history is measured turn after turn.
-    /// Two counters that may count differently must not return the same key.
+    /// Two counters that may count differently must not return the same key,
+    /// and a counter with a key counts a request as its overhead plus its
+    /// messages (see [`count_request`](Self::count_request)).
     /// `None` (the default): counts are never kept.
     fn memo_key(&self) -> Option<u64> {
         None
@@ -54,8 +56,9 @@ pub trait TokenCounter: Send + Sync {
         messages.iter().map(|m| self.count_message(m)).sum()
     }
 
-    /// Tokens in a whole request: system segments, tool schemas and messages.
-    fn count_request(&self, request: &ModelRequest) -> u64 {
+    /// Tokens in a request's system segments and tool schemas: what
+    /// [`count_request`](Self::count_request) adds to its messages.
+    fn count_overhead(&self, request: &ModelRequest) -> u64 {
         let system: u64 = request.system.iter().map(|s| self.count_text(&s.text)).sum();
         let tools: u64 = request
             .tools
@@ -64,7 +67,17 @@ pub trait TokenCounter: Send + Sync {
                 self.count_text(&t.name) + self.count_text(&t.description) + self.count_text(&t.parameters.to_string())
             })
             .sum();
-        system + tools + self.count_messages(&request.messages)
+        system + tools
+    }
+
+    /// Tokens in a whole request: system segments, tool schemas and
+    /// messages. A counter with a [`memo_key`](Self::memo_key) must keep
+    /// this the sum of [`count_overhead`](Self::count_overhead) and
+    /// [`count_messages`](Self::count_messages) (as it is unless
+    /// overridden): middleware that measure a growing history turn after
+    /// turn add only what each turn appended.
+    fn count_request(&self, request: &ModelRequest) -> u64 {
+        self.count_overhead(request) + self.count_messages(&request.messages)
     }
 }
 

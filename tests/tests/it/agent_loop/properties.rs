@@ -173,7 +173,7 @@ impl Middleware<(), Ctx> for Observed {
         self.chaos.apply(ctx, None)
     }
     async fn after_agent(&self, _: &mut RunContext<Ctx>, _: &(), run: &mut AgentRun) -> Result<()> {
-        *self.seen.0.lock().unwrap() = Some(run.messages.clone());
+        *self.seen.0.lock().unwrap() = Some(run.messages.to_vec());
         Ok(())
     }
 }
@@ -245,7 +245,7 @@ fn run_scenario(s: &Scenario) -> std::result::Result<(), TestCaseError> {
 
     // the transcript: the run's, or the one after_agent saw when it failed
     let (messages, failed) = match &result {
-        Ok(run) => (run.messages.clone(), None),
+        Ok(run) => (run.messages.to_vec(), None),
         Err(e) => (seen.0.lock().unwrap().clone().unwrap_or_default(), Some(e.clone())),
     };
     let violations = check_transcript(&messages);

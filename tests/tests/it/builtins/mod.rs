@@ -12,6 +12,7 @@ mod delta_compression;
 mod dynamic_prompt;
 mod dynamic_tool_selection;
 mod human_in_the_loop;
+mod incremental_edits;
 mod limits;
 mod logging;
 mod message_trim;

@@ -497,7 +497,7 @@ async fn at_tool_large_arguments_reach_the_tool_whole_and_the_model_a_stand_in()
         json!({"content": big()}),
         "the tool still gets them whole"
     );
-    let mut request = ModelRequest::new(run.messages.clone());
+    let mut request = ModelRequest::new(run.messages.to_vec());
     stack.run_before_model(&mut ctx, &(), &mut request).await.unwrap();
     let shown = request
         .messages

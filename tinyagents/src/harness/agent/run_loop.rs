@@ -204,7 +204,7 @@ where
             });
         self.stack.drive(ctx);
         let mut run = AgentRun::new(ctx.run_id().clone());
-        run.messages = messages;
+        run.messages = messages.into();
         run
     }
 

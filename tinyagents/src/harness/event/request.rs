@@ -81,7 +81,7 @@ impl RequestLog {
         };
         match &mut self.previous {
             Some(p) => {
-                p.messages.clone_from(&request.messages);
+                p.messages.clone_from(&*request.messages);
                 if let Some(s) = &delta.system {
                     p.system.clone_from(s);
                 }
@@ -91,7 +91,7 @@ impl RequestLog {
             }
             None => {
                 self.previous = Some(Previous {
-                    messages: request.messages.clone(),
+                    messages: request.messages.to_vec(),
                     system: request.system.clone(),
                     tools: request.tools.clone(),
                 });

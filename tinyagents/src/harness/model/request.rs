@@ -160,8 +160,9 @@ pub struct ModelRequest(Box<ModelRequestFields>);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequestFields {
-    /// The conversation, oldest first.
-    pub messages: Vec<Message>,
+    /// The conversation, oldest first (shared with the run's history until
+    /// changed: see [`SharedList`]).
+    pub messages: SharedList<Message>,
     /// The system prompt, as ordered segments (shared with the agent's until
     /// changed).
     pub system: SharedList<PromptSegment>,
@@ -257,7 +258,7 @@ impl ModelRequest {
     /// A request with these messages.
     pub fn new(messages: Vec<Message>) -> Self {
         ModelRequestFields {
-            messages,
+            messages: messages.into(),
             ..ModelRequestFields::default()
         }
         .into()

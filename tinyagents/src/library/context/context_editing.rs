@@ -8,7 +8,7 @@ use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{AddrMap, Message, MessageId, Role};
-use crate::harness::model::ModelRequest;
+use crate::harness::model::{ListMark, ModelRequest, SharedList};
 use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -77,12 +77,64 @@ struct Edits {
     by_message: AddrMap<Edit>,
     /// The ids recorded as cleared (in provenance) in this run.
     recorded: HashSet<MessageId>,
-    /// The last request's clearable tool results, in order: place, the
-    /// original's address (kept alive by its edit) and what replaced it. A
-    /// request whose first tool results are the same messages at the same
-    /// places (a history that grew by a turn) has them by place, without a
-    /// lookup per message.
-    last: Vec<(usize, usize, Option<Message>)>,
+    /// What the last request brought, kept for the next (see [`Grown`]).
+    last: Grown,
+}
+
+/// The last request's messages and what was handed on for them, so a
+/// request that is the same history grown by a turn costs what it added:
+/// the request arrives as the run's history (one shared list), and what
+/// goes on is the list handed on last time, extended in place (this run
+/// state is its only other holder once the model call is over).
+#[derive(Default)]
+struct Grown {
+    /// The last request's messages, in order (kept, so their addresses are
+    /// not reused while compared).
+    seen: Vec<Message>,
+    /// The last request's list: when this one is that list appended to,
+    /// `seen` is its start without comparing a message.
+    mark: ListMark,
+    /// The places of the tool results in `seen`.
+    tools: Vec<usize>,
+    /// The tokens of `seen`'s messages (kept only with a counter that
+    /// memoises: [`TokenCounter::memo_key`]).
+    tokens: u64,
+    /// What was handed on for `seen` when it was over the trigger, and how
+    /// many of `tools` are cleared in it (the oldest ones).
+    out: Option<(SharedList<Message>, usize)>,
+}
+
+impl Grown {
+    /// Takes in `input`: forgets what differs from what was seen (all of it
+    /// when an earlier message changed) and appends what is new; returns
+    /// the first new place.
+    fn take_in(&mut self, input: &SharedList<Message>, counter: Option<&dyn TokenCounter>) -> usize {
+        let same = match input.appended_since(&self.mark) {
+            Some(n) if n == self.seen.len() => n,
+            _ => self
+                .seen
+                .iter()
+                .zip(input.iter())
+                .take_while(|(a, b)| a.addr() == b.addr())
+                .count(),
+        };
+        if same < self.seen.len() {
+            // an earlier message changed or went: start over from the start
+            *self = Self::default();
+        }
+        let from = self.seen.len();
+        for (i, m) in input.iter().enumerate().skip(from) {
+            if m.role == Role::Tool {
+                self.tools.push(i);
+            }
+            if let Some(counter) = counter {
+                self.tokens += counter.count_message(m);
+            }
+            self.seen.push(m.clone());
+        }
+        self.mark = input.mark();
+        from
+    }
 }
 
 /// One tool result's verdict.
@@ -147,126 +199,169 @@ impl ContextEditingMiddleware {
 impl ContextEditingMiddleware {
     #[before_model]
     fn edit<C>(&self, ctx: &mut RunContext<C>, mine: &mut Edits, request: &mut ModelRequest) -> Result<()> {
+        if self.config.clear_at_least == 0 {
+            self.edit_grown(ctx, mine, request);
+            Ok(())
+        } else {
+            mine.last = Grown::default();
+            self.edit_each(ctx, mine, request)
+        }
+    }
+}
+
+impl ContextEditingMiddleware {
+    /// The cleared form of the tool result `m` and its tokens before and
+    /// after (`None`: never cleared), and whether it was judged just now.
+    fn verdict<'a>(&self, by_message: &'a mut AddrMap<Edit>, m: &Message) -> (&'a Edit, bool) {
+        let c = &self.config;
+        let mut first_seen = false;
+        let edit = by_message.entry(m.addr()).or_insert_with(|| {
+            first_seen = true;
+            let cleared = if m.text() == c.placeholder || m.name.as_ref().is_some_and(|n| c.exclude_tools.contains(n)) {
+                None
+            } else {
+                let mut cleared = m.clone();
+                let old = self.counter.count_message(&cleared);
+                cleared.set_text(c.placeholder.clone());
+                let new = self.counter.count_message(&cleared);
+                Some((cleared, old, new))
+            };
+            Edit {
+                _original: m.clone(),
+                cleared,
+            }
+        });
+        (edit, first_seen)
+    }
+
+    /// Every clearable result cleared (`clear_at_least = 0`), in a list kept
+    /// from turn to turn: a turn clears only the results that became
+    /// clearable and counts only the messages that are new.
+    fn edit_grown<C>(&self, ctx: &mut RunContext<C>, mine: &mut Edits, request: &mut ModelRequest) {
+        let c = &self.config;
+        let memo = self.counter.memo_key().map(|_| &*self.counter);
+        let mut last = std::mem::take(&mut mine.last);
+        let from = last.take_in(&request.messages, memo);
+        let tokens = match memo {
+            Some(counter) => counter.count_overhead(request) + last.tokens,
+            None => self.counter.count_request(request),
+        };
+        if tokens <= c.trigger_tokens {
+            // under the trigger the request goes as it came
+            last.out = None;
+            mine.last = last;
+            return;
+        }
+        let clearable = last.tools.len().saturating_sub(c.keep as usize);
+        let (mut out, done) = match last.out.take() {
+            // what was handed on last time, extended by what is new
+            Some((mut out, done)) if done <= clearable => {
+                out.extend(request.messages[from..].iter().cloned());
+                (out, done)
+            }
+            _ => (request.messages.clone(), 0),
+        };
+        let mut p = CompressionProvenance::new("context_editing", Self::POLICY);
+        for &i in &last.tools[done..clearable] {
+            self.clear(mine, &mut out, i, &mut p);
+        }
+        let before = (!p.source_message_ids.is_empty()).then(|| cache::fingerprint(request));
+        request.messages = out.clone();
+        if let Some(before) = before {
+            record(ctx, p, before, request);
+        }
+        // Edits of messages no longer in the request go (checked when they
+        // outnumber the request's tool results twice, so the cost is spread thin).
+        if mine.by_message.len() > 2 * last.tools.len() + 64 {
+            let keep: HashSet<usize> = last.tools.iter().map(|&i| last.seen[i].addr()).collect();
+            mine.by_message.retain(|addr, _| keep.contains(addr));
+        }
+        last.out = Some((out, clearable));
+        mine.last = last;
+    }
+
+    /// Clears results oldest first until `clear_at_least` tokens were
+    /// reclaimed: each turn from the start, as what one result reclaims
+    /// decides whether the next is cleared.
+    fn edit_each<C>(&self, ctx: &mut RunContext<C>, mine: &mut Edits, request: &mut ModelRequest) -> Result<()> {
         let c = &self.config;
         if self.counter.count_request(request) <= c.trigger_tokens {
             return Ok(());
         }
-        let tool_positions: Vec<usize> = request
-            .messages
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.role == Role::Tool)
-            .map(|(i, _)| i)
+        let tools: Vec<usize> = (0..request.messages.len())
+            .filter(|&i| request.messages[i].role == Role::Tool)
             .collect();
-        let clearable = tool_positions.len().saturating_sub(c.keep as usize);
+        let clearable = tools.len().saturating_sub(c.keep as usize);
         let before = cache::fingerprint(request);
         let mut p = CompressionProvenance::new("context_editing", Self::POLICY);
         let mut reclaimed: u64 = 0;
-        let mut cleared_any = false;
-        let mut cleared_calls = HashSet::new();
-        let last = std::mem::take(&mut mine.last);
-        // The first clearable results, unchanged since the last request: as
-        // they were then (their provenance is recorded; `clear_at_least`
-        // stops by what each clears, so it goes the long way).
-        let mut known = 0;
-        if c.clear_at_least == 0 {
-            while known < last.len()
-                && known < clearable
-                && tool_positions[known] == last[known].0
-                && request.messages[last[known].0].addr() == last[known].1
-            {
-                known += 1;
-            }
-        }
-        let mut now = last;
-        now.truncate(known);
-        for (i, _, cleared) in &now {
-            if let Some(cleared) = cleared {
-                let m = &mut request.messages[*i];
-                *m = cleared.clone();
-                cleared_any = true;
-                if c.clear_tool_inputs
-                    && let Some(call) = &m.tool_call_id
-                {
-                    cleared_calls.insert(call.clone());
-                }
-            }
-        }
-        for &i in &tool_positions[known..clearable] {
-            if c.clear_at_least > 0 && reclaimed >= c.clear_at_least {
+        for &i in &tools[..clearable] {
+            if reclaimed >= c.clear_at_least {
                 break;
             }
-            let m = &mut request.messages[i];
-            let addr = m.addr();
-            let mut first_seen = false;
-            let edit = match mine.by_message.get_mut(&addr) {
-                Some(edit) => edit,
-                None => {
-                    let original = m.clone();
-                    let cleared =
-                        if m.text() == c.placeholder || m.name.as_ref().is_some_and(|n| c.exclude_tools.contains(n)) {
-                            None
-                        } else {
-                            let mut cleared = m.clone();
-                            let old = self.counter.count_message(&cleared);
-                            cleared.set_text(c.placeholder.clone());
-                            let new = self.counter.count_message(&cleared);
-                            Some((cleared, old, new))
-                        };
-                    first_seen = true;
-                    mine.by_message.entry(addr).or_insert(Edit {
-                        _original: original,
-                        cleared,
-                    })
-                }
-            };
-            now.push((i, addr, edit.cleared.as_ref().map(|(m, _, _)| m.clone())));
-            let Some((cleared, old, new)) = &edit.cleared else {
-                continue;
-            };
-            *m = cleared.clone();
-            cleared_any = true;
-            reclaimed += old.saturating_sub(*new);
-            if c.clear_tool_inputs
-                && let Some(call) = &m.tool_call_id
-            {
-                cleared_calls.insert(call.clone());
-            }
-            // Provenance names each result once in the run: when it is first
-            // cleared (a message seen before was already looked up here).
-            if first_seen && mine.recorded.insert(m.id.clone()) {
-                p.original_tokens += old;
-                p.compressed_tokens += new;
-                p.source_message_ids.push(m.id.clone());
-                if let Some(call) = &m.tool_call_id {
-                    p.source_artifact_ids.push(call.clone());
-                }
-            }
+            reclaimed += self.clear(mine, &mut request.messages, i, &mut p);
         }
-        // Edits of messages no longer in the request go (checked when they
-        // outnumber the request's messages twice, so the cost is spread thin).
-        if mine.by_message.len() > 2 * now.len() + 64 {
-            let keep: HashSet<usize> = now.iter().map(|(_, addr, _)| *addr).collect();
+        if mine.by_message.len() > 2 * tools.len() + 64 {
+            let keep: HashSet<usize> = tools.iter().map(|&i| request.messages[i].addr()).collect();
             mine.by_message.retain(|addr, _| keep.contains(addr));
         }
-        mine.last = now;
-        if !cleared_any {
-            return Ok(());
-        }
-        if c.clear_tool_inputs {
-            for m in request.messages.iter_mut() {
-                // copied only when one of its calls' results was cleared
-                if m.tool_calls.iter().any(|t| cleared_calls.contains(&t.id)) {
-                    for call in m.tool_calls.iter_mut().filter(|t| cleared_calls.contains(&t.id)) {
-                        call.arguments = serde_json::json!({});
-                    }
-                }
-            }
-        }
         if !p.source_message_ids.is_empty() {
-            p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
-            crate::harness::compression::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+            record(ctx, p, before, request);
         }
         Ok(())
+    }
+
+    /// Puts the cleared form of the tool result at `list[i]` in its place
+    /// (with `clear_tool_inputs`, its call's arguments too) and names it in
+    /// `p` the first time it is cleared in the run; returns the tokens it
+    /// reclaims (0 for a result never cleared).
+    fn clear(&self, mine: &mut Edits, list: &mut [Message], i: usize, p: &mut CompressionProvenance) -> u64 {
+        let (edit, first_seen) = self.verdict(&mut mine.by_message, &list[i]);
+        let Some((cleared, old, new)) = &edit.cleared else {
+            return 0;
+        };
+        list[i] = cleared.clone();
+        if self.config.clear_tool_inputs
+            && let Some(call) = &cleared.tool_call_id
+        {
+            clear_call_input(&mut list[..i], call);
+        }
+        // Provenance names each result once in the run: when it is first
+        // cleared (a message seen before was already looked up here).
+        if first_seen && mine.recorded.insert(cleared.id.clone()) {
+            p.original_tokens += old;
+            p.compressed_tokens += new;
+            p.source_message_ids.push(cleared.id.clone());
+            if let Some(call) = &cleared.tool_call_id {
+                p.source_artifact_ids.push(call.clone());
+            }
+        }
+        old.saturating_sub(*new)
+    }
+}
+
+/// Records what this call cleared for the first time, with the request's
+/// prefix before (`before`) and after.
+fn record<C>(
+    ctx: &mut RunContext<C>,
+    mut p: CompressionProvenance,
+    before: cache::PrefixFingerprint,
+    request: &ModelRequest,
+) {
+    p.prompt_segment_ids = request.system.iter().map(|s| s.id.clone()).collect();
+    crate::harness::compression::record(ctx, p.with_prefix(before, cache::fingerprint(request)));
+}
+
+/// Replaces with `{}` the arguments of the call `call` in the latest
+/// assistant message of `before` that asked for it.
+fn clear_call_input(before: &mut [Message], call: &str) {
+    if let Some(m) = before
+        .iter_mut()
+        .rev()
+        .find(|m| m.role == Role::Assistant && m.tool_calls.iter().any(|t| t.id == call))
+    {
+        for t in m.tool_calls.iter_mut().filter(|t| t.id == call) {
+            t.arguments = serde_json::json!({});
+        }
     }
 }

@@ -222,7 +222,7 @@ impl MessageTrimMiddleware {
                 dropped.push(m);
             }
         }
-        request.messages = kept;
+        request.messages = kept.into();
         // Recorded when the cut moves, naming the messages dropped for the
         // first time in this run (each message is named once in the run).
         {

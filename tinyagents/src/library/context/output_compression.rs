@@ -254,10 +254,15 @@ impl OutputCompressionMiddleware {
         if b.arguments.is_empty() {
             return;
         }
-        for m in request.messages.iter_mut() {
-            // copied only when one of its calls' arguments was compressed
-            if m.tool_calls.iter().any(|t| b.arguments.contains_key(&t.id)) {
-                for call in m.tool_calls.iter_mut() {
+        for i in 0..request.messages.len() {
+            // the list and the message are copied only when one of its
+            // calls' arguments was compressed
+            if request.messages[i]
+                .tool_calls
+                .iter()
+                .any(|t| b.arguments.contains_key(&t.id))
+            {
+                for call in request.messages[i].tool_calls.iter_mut() {
                     if let Some((_, stand_in)) = b.arguments.get(&call.id) {
                         call.arguments = stand_in.clone();
                     }
@@ -317,8 +322,10 @@ impl OutputCompressionMiddleware {
         let before = cache::fingerprint(request);
         let mut records = Vec::new();
         for &i in &tool_positions[..eligible] {
-            let m = &mut request.messages[i];
-            let tokens = self.counter.count_message(m);
+            // read first: the list (often the run's shared history) is
+            // copied only when a result is replaced
+            let mut m = request.messages[i].clone();
+            let tokens = self.counter.count_message(&m);
             if tokens <= self.config.max_tokens {
                 continue;
             }
@@ -339,7 +346,7 @@ impl OutputCompressionMiddleware {
                         Some(summary) => summary,
                         None => {
                             let made =
-                                summarize_charged(ctx, summarizer.as_ref(), std::slice::from_ref(&*m), None).await?;
+                                summarize_charged(ctx, summarizer.as_ref(), std::slice::from_ref(&m), None).await?;
                             ctx.locals()
                                 .local::<Summaries>()
                                 .0
@@ -362,8 +369,9 @@ impl OutputCompressionMiddleware {
                 m.tool_call_id.clone(),
                 id,
                 tokens,
-                self.counter.count_message(m),
+                self.counter.count_message(&m),
             ));
+            request.messages[i] = m;
         }
         if records.is_empty() {
             return Ok(());

@@ -8,7 +8,7 @@ use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::event::AgentEvent;
 use crate::harness::message::{Message, MessageId, Role};
-use crate::harness::model::ModelRequest;
+use crate::harness::model::{ListMark, ModelRequest};
 use crate::harness::provenance::{CompactionPlan, CompressionProvenance};
 use crate::harness::tokens::TokenCounter;
 
@@ -53,6 +53,9 @@ struct SummaryState {
     seen: Vec<Message>,
     /// The system messages among `seen`.
     seen_system: Vec<Message>,
+    /// The list the last compaction read: when a request's list is that
+    /// one appended to, it starts with `seen` without comparing a message.
+    mark: ListMark,
 }
 
 /// How the run's previous summary relates to the messages to summarise now.
@@ -125,10 +128,13 @@ where
     let known = summary.0.as_ref().filter(|p| {
         !p.seen.is_empty()
             && p.seen.len() <= cut - head
-            && messages[head..head + p.seen.len()]
-                .iter()
-                .zip(&p.seen)
-                .all(|(m, s)| Message::ptr_eq(m, s))
+            && (messages
+                .appended_since(&p.mark)
+                .is_some_and(|n| n >= head + p.seen.len())
+                || messages[head..head + p.seen.len()]
+                    .iter()
+                    .zip(&p.seen)
+                    .all(|(m, s)| Message::ptr_eq(m, s)))
     });
     // `old` is read from `read_from`: the older non-system messages after
     // the `base` covered ones that are known without reading them.
@@ -216,7 +222,8 @@ where
     // when nothing was): the state's `seen` grows by it.
     let seen_now: Vec<Message> = messages[read_from..cut].to_vec();
     let seen_system_now: Vec<Message> = seen_now.iter().filter(|m| m.role == Role::System).cloned().collect();
-    request.messages = rebuilt;
+    let mark = messages.mark();
+    request.messages = rebuilt.into();
 
     let is_fresh = fresh.is_some();
     if let Some((covered, previous, message)) = fresh {
@@ -241,6 +248,7 @@ where
             message: message.clone(),
             seen: Vec::new(),
             seen_system: Vec::new(),
+            mark: ListMark::default(),
         });
         entry.covered.truncate(covered);
         entry.covered.extend(newly.iter().map(|m| m.id.clone()));
@@ -254,6 +262,7 @@ where
             entry.seen = seen_now;
             entry.seen_system = seen_system_now;
         }
+        entry.mark = mark;
     }
     Ok(Some(Compaction {
         replaced,

@@ -15,7 +15,9 @@ use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::event::{AgentEvent, EventKind};
 use crate::harness::message::{AddrHasher, AddrMap, ContentPart, Message, Role};
 use crate::harness::middleware::{MiddlewareModelOutcome, MiddlewareToolOutcome, ModelHandler, RunState, ToolHandler};
-use crate::harness::model::{DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse};
+use crate::harness::model::{
+    DeltaContent, FinishReason, ListMark, ModelDelta, ModelRequest, ModelResponse, SharedList,
+};
 use crate::harness::run::AgentRun;
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 use tinyagents_pii::{
@@ -231,22 +233,32 @@ fn tool_result_key(call_id: &str) -> u64 {
 /// first), so a message at a known address is exactly the one scanned. An
 /// edited, replaced, new or reloaded message has other fields, and is scanned
 /// (fail closed). When something was replaced, the verdict holds the scrubbed
-/// message (put in the request's place each turn: a reference count) and the
-/// counts. Verdicts of messages no longer in the request are dropped (once
-/// they are as many as the request's messages). The leading messages that sit
-/// where they sat in the previous request are known by place (one address
-/// comparison each), so a turn costs a lookup only for what is new.
-/// One registration's verdicts, and the last request it saw.
+/// message and the counts. Verdicts of messages no longer in the request are
+/// dropped (once they are as many as the request's messages).
+///
+/// The leading messages that sit where they sat in the previous request are
+/// known by place (one address comparison each), and what this middleware
+/// handed on for them is kept: the request it gets is the run's history
+/// (one shared list), and the one it hands on is its own last output
+/// extended by what is new, so a turn costs what the history added, not its
+/// length.
 #[derive(Default)]
 struct InstanceVerdicts {
     by_message: AddrMap<Verdict>,
     /// The addresses of the last request's messages, in order (each one kept
-    /// alive by its verdict): a request that starts with the same messages —
-    /// a history that grew by a turn — has those verdicts at hand by place,
-    /// without a lookup per message.
+    /// alive by its verdict).
     last: Vec<usize>,
-    /// The places in `last` whose message was replaced, with the replacement.
-    last_scrubbed: Vec<(usize, Message, PiiCounts)>,
+    /// The last request's list: when this one is that list appended to,
+    /// `last` is its start without comparing a message.
+    mark: ListMark,
+    /// What was handed on for `last` when any message of it was replaced
+    /// (the same length; `None`: the request went on as it came).
+    out: Option<SharedList<Message>>,
+    /// The places in `last` whose message was replaced, in order, with what
+    /// was found there.
+    replaced: Vec<(usize, PiiCounts)>,
+    /// The sum of `replaced`'s counts (what each request reports).
+    found: PiiCounts,
 }
 
 /// What one message held when it was scanned.
@@ -752,8 +764,15 @@ impl PiiMiddleware {
         }
         let mut counts = PiiCounts::new();
         if !self.remember {
-            for message in &mut request.messages {
-                self.scrub_request_message(message, &mut counts)?;
+            for i in 0..request.messages.len() {
+                // a copy is scanned, so the shared history is copied only when a value is replaced
+                let mut copy = request.messages[i].clone();
+                let mut found = PiiCounts::new();
+                self.scrub_request_message(&mut copy, &mut found)?;
+                if !found.is_empty() {
+                    request.messages[i] = copy;
+                    merge(&mut counts, found);
+                }
             }
             report(ctx, "request", &counts);
             return Ok(());
@@ -761,67 +780,87 @@ impl PiiMiddleware {
         let mine = &mut pii.verdicts;
         // Taken now, put back only when every message was judged (an error
         // leaves no stale places behind).
-        let last = std::mem::take(&mut mine.last);
-        let last_scrubbed = std::mem::take(&mut mine.last_scrubbed);
-        let messages = &mut request.messages;
-        // The leading messages at the places and addresses of last time's.
-        let same = last
-            .iter()
-            .zip(messages.iter())
-            .take_while(|(a, m)| **a == m.addr())
-            .count();
-        let mut now = last;
-        now.truncate(same);
-        let mut scrubbed_now = Vec::new();
-        for (i, scrubbed, found) in last_scrubbed {
-            if i < same {
-                messages[i] = scrubbed.clone();
-                merge_ref(&mut counts, &found);
-                scrubbed_now.push((i, scrubbed, found));
+        let mut last = std::mem::take(&mut mine.last);
+        let mut out = mine.out.take();
+        let mut replaced = std::mem::take(&mut mine.replaced);
+        let mut found_all = std::mem::take(&mut mine.found);
+        let mark = std::mem::take(&mut mine.mark);
+        let input = &request.messages;
+        // The leading messages at the places and addresses of last time's:
+        // all of them when the history was only appended to.
+        let same = match input.appended_since(&mark) {
+            Some(n) if n == last.len() => n,
+            _ => last
+                .iter()
+                .zip(input.iter())
+                .take_while(|(a, m)| **a == m.addr())
+                .count(),
+        };
+        last.truncate(same);
+        if replaced.last().is_some_and(|(i, _)| *i >= same) {
+            replaced.retain(|(i, _)| *i < same);
+            found_all = PiiCounts::new();
+            for (_, found) in &replaced {
+                merge_ref(&mut found_all, found);
             }
         }
-        for (i, message) in messages.iter_mut().enumerate().skip(same) {
-            now.push(message.addr());
-            if let Some(v) = mine.by_message.get(&message.addr()) {
-                if let Some(hit) = &v.scrubbed {
-                    let (scrubbed, found) = &**hit;
-                    scrubbed_now.push((i, scrubbed.clone(), found.clone()));
-                    *message = scrubbed.clone();
-                    merge_ref(&mut counts, found);
+        if replaced.is_empty() {
+            out = None;
+        } else if let Some(o) = out.as_mut().filter(|o| o.len() > same) {
+            o.truncate(same);
+        }
+        for (i, message) in input.iter().enumerate().skip(same) {
+            last.push(message.addr());
+            let scrubbed = match mine.by_message.get(&message.addr()) {
+                Some(v) => v.scrubbed.as_ref().map(|hit| (hit.0.clone(), hit.1.clone())),
+                None => {
+                    // Not seen: scan a copy (the message itself stays shared).
+                    let mut copy = message.clone();
+                    let mut found = PiiCounts::new();
+                    self.scrub_request_message(&mut copy, &mut found)?;
+                    let scrubbed = (!found.is_empty()).then_some((copy, found));
+                    mine.by_message.insert(
+                        message.addr(),
+                        Verdict {
+                            _scanned: message.clone(),
+                            scrubbed: scrubbed.clone().map(Box::new),
+                        },
+                    );
+                    scrubbed
                 }
-                continue;
-            }
-            // Not seen: scan it (a copy is made only of what is scanned).
-            let scanned = message.clone();
-            let mut found = PiiCounts::new();
-            self.scrub_request_message(message, &mut found)?;
-            let scrubbed = if found.is_empty() {
-                // nothing replaced: keep sharing the history's message
-                *message = scanned.clone();
-                None
-            } else {
-                scrubbed_now.push((i, message.clone(), found.clone()));
-                Some(Box::new((message.clone(), found.clone())))
             };
-            mine.by_message.insert(
-                scanned.addr(),
-                Verdict {
-                    _scanned: scanned,
-                    scrubbed,
-                },
-            );
-            merge(&mut counts, found);
+            match scrubbed {
+                Some((scrubbed, found)) => {
+                    // the first replacement of the run copies what came before it, once
+                    out.get_or_insert_with(|| input[..i].iter().cloned().collect())
+                        .push(scrubbed);
+                    merge_ref(&mut found_all, &found);
+                    replaced.push((i, found));
+                }
+                None => {
+                    if let Some(o) = &mut out {
+                        o.push(message.clone());
+                    }
+                }
+            }
         }
         // Verdicts of messages no longer in the request go (checked when the
         // map has grown past twice the request, so the cost is spread thin).
-        if mine.by_message.len() > 2 * now.len() + 64 {
+        if mine.by_message.len() > 2 * last.len() + 64 {
             let keep: std::collections::HashSet<usize, std::hash::BuildHasherDefault<AddrHasher>> =
-                now.iter().copied().collect();
+                last.iter().copied().collect();
             mine.by_message.retain(|addr, _| keep.contains(addr));
         }
-        mine.last = now;
-        mine.last_scrubbed = scrubbed_now;
+        mine.mark = request.messages.mark();
+        if let Some(o) = &out {
+            request.messages = o.clone();
+        }
+        mine.last = last;
+        mine.out = out;
+        mine.replaced = replaced;
+        let counts = found_all;
         report(ctx, "request", &counts);
+        mine.found = counts;
         Ok(())
     }
 

@@ -1222,7 +1222,7 @@ impl HumanInTheLoopMiddleware {
                 requests: pending.unwrap_or_default(),
                 children,
                 completed,
-                messages,
+                messages: messages.into_vec(),
                 reply,
             };
             drop(s);
