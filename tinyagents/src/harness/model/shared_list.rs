@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A list shared by clones until one changes it (copy on write): the agent's
-/// tool schemas and system prompt go into every [`ModelRequest`] as a
-/// reference count, and a middleware that filters them (`retain`, `push`, …,
-/// through `DerefMut`) copies the list first, so no other request sees the
-/// change.
+/// A list shared by clones until one changes it (copy on write): the run's
+/// history, the agent's tool schemas and its system prompt go into every
+/// [`ModelRequest`] as a reference count, and a middleware that changes
+/// them (`retain`, `push`, indexing, …, through `DerefMut`) copies the list
+/// first, so neither the history nor another request sees the change. A
+/// middleware that rewrites the messages every turn can keep what it handed
+/// on and extend it: see [`appended_since`](Self::appended_since).
 ///
 /// It reads as a `Vec` (`len`, `iter`, indexing, `for t in &list`), compares
 /// with a `Vec` or an array, and is built from one with `.into()`.
