@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use super::AgentEvent;
 use crate::harness::message::Message;
-use crate::harness::model::{ModelParams, ModelRequest, PromptSegment, ResponseFormat, SharedList, ToolChoice};
+use crate::harness::model::{
+    ListMark, ModelParams, ModelRequest, PromptSegment, ResponseFormat, SharedList, ToolChoice,
+};
 use crate::harness::tool::ToolSchema;
 
 /// One model request as a change to the run's previous request (see the
@@ -49,7 +51,12 @@ pub(crate) struct RequestLog {
 
 #[derive(Debug, Clone)]
 struct Previous {
+    /// The previous request's messages (each a reference count).
     messages: Vec<Message>,
+    /// Its list: a request whose list is that one appended to keeps every
+    /// message of it, known without comparing them (a turn costs what it
+    /// added, however long the run).
+    mark: ListMark,
     system: SharedList<PromptSegment>,
     tools: SharedList<ToolSchema>,
 }
@@ -60,11 +67,15 @@ impl RequestLog {
     pub(crate) fn event(&mut self, run_id: Arc<str>, step: u32, attempt: u32, request: &ModelRequest) -> AgentEvent {
         let (kept, system, tools) = match &self.previous {
             Some(p) => (
-                p.messages
-                    .iter()
-                    .zip(&request.messages)
-                    .take_while(|(a, b)| a == b)
-                    .count(),
+                match request.messages.appended_since(&p.mark) {
+                    Some(n) if n == p.messages.len() => n,
+                    _ => p
+                        .messages
+                        .iter()
+                        .zip(request.messages.iter())
+                        .take_while(|(a, b)| a == b)
+                        .count(),
+                },
                 (p.system != request.system).then(|| request.system.clone()),
                 (p.tools != request.tools).then(|| request.tools.clone()),
             ),
@@ -81,7 +92,9 @@ impl RequestLog {
         };
         match &mut self.previous {
             Some(p) => {
-                p.messages.clone_from(&*request.messages);
+                p.messages.truncate(kept);
+                p.messages.extend(request.messages[kept..].iter().cloned());
+                p.mark = request.messages.mark();
                 if let Some(s) = &delta.system {
                     p.system.clone_from(s);
                 }
@@ -92,6 +105,7 @@ impl RequestLog {
             None => {
                 self.previous = Some(Previous {
                     messages: request.messages.to_vec(),
+                    mark: request.messages.mark(),
                     system: request.system.clone(),
                     tools: request.tools.clone(),
                 });
@@ -142,5 +156,29 @@ mod tests {
         assert_eq!(d.kept, 0);
         assert_eq!(d.messages, third.messages);
         assert_eq!(d.system.as_ref().map(|s| &s[..]), Some(&third.system[..]));
+    }
+
+    #[test]
+    fn a_history_appended_in_place_keeps_its_messages_and_a_change_is_seen() {
+        let mut log = RequestLog::default();
+        let run: Arc<str> = Arc::from("r");
+        let mut history: SharedList<Message> = vec![Message::user("a"), Message::assistant("b")].into();
+        let request = |h: &SharedList<Message>| {
+            let mut r = ModelRequest::default();
+            r.messages = h.clone();
+            r
+        };
+        let d = delta(log.event(run.clone(), 1, 1, &request(&history)));
+        assert_eq!((d.kept, d.messages.len()), (0, 2));
+        // the run's history grows in place (no request holds it any more)
+        history.push(Message::user("c"));
+        let d = delta(log.event(run.clone(), 2, 1, &request(&history)));
+        assert_eq!((d.kept, d.messages.clone()), (2, vec![history[2].clone()]));
+        // an earlier message changed in place: the log compares and sends from there
+        history[1] = Message::assistant("B");
+        history.push(Message::user("d"));
+        let d = delta(log.event(run, 3, 1, &request(&history)));
+        assert_eq!(d.kept, 1);
+        assert_eq!(d.messages, history[1..].to_vec());
     }
 }
