@@ -4,7 +4,8 @@
 //! and response types and the same innermost call. Prints ns per layer and
 //! the ratio (target: no slower than tower).
 //!
-//! Run: `cargo bench -p tinyagents --bench onion`.
+//! Run: `cargo bench -p tinyagents --bench onion` (`-- --profile-onion` runs
+//! only our depth-50 model onion, for `perf record`).
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented fn
 
@@ -78,6 +79,58 @@ fn stack(depth: usize) -> MiddlewareStack<()> {
         stack.add(Layer(format!("layer-{i}"))).unwrap();
     }
     stack
+}
+
+// ----- the floor: a dyn onion and nothing else -------------------------------
+
+/// The least a layer of an onion of trait objects can cost: an
+/// `async_trait` method (one boxed future, as every wrap layer has) that
+/// passes the request, the context and the state on, with none of the
+/// stack's per-layer work (event bracket, panic guard, jump check).
+#[async_trait]
+trait FloorLayer: Send + Sync {
+    async fn wrap(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        rest: &[Box<dyn FloorLayer>],
+    ) -> Result<ModelResponse>;
+}
+
+struct FloorPass;
+
+#[async_trait]
+impl FloorLayer for FloorPass {
+    async fn wrap(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        rest: &[Box<dyn FloorLayer>],
+    ) -> Result<ModelResponse> {
+        floor_next(ctx, state, request, rest).await
+    }
+}
+
+async fn floor_next(
+    ctx: &mut RunContext,
+    state: &(),
+    request: ModelRequest,
+    rest: &[Box<dyn FloorLayer>],
+) -> Result<ModelResponse> {
+    match rest.split_first() {
+        Some((layer, rest)) => layer.wrap(ctx, state, request, rest).await,
+        None => Ok(response()),
+    }
+}
+
+fn floor(depth: usize) -> Vec<Box<dyn FloorLayer>> {
+    (0..depth).map(|_| Box::new(FloorPass) as Box<dyn FloorLayer>).collect()
+}
+
+fn floor_model(layers: &[Box<dyn FloorLayer>], ctx: &mut RunContext) {
+    ready(floor_next(ctx, &(), ModelRequest::default(), layers)).unwrap();
 }
 
 // ----- the tower equivalent --------------------------------------------------
@@ -179,6 +232,9 @@ fn print_ratios() {
         (median_ns(iters, || tower_model_call(&mut tm50)) - median_ns(iters, || tower_model_call(&mut tm0))) / 50.0;
     let tower_t =
         (median_ns(iters, || tower_tool_call(&mut tt50)) - median_ns(iters, || tower_tool_call(&mut tt0))) / 50.0;
+    let (f0, f50) = (floor(0), floor(50));
+    let floor_m =
+        (median_ns(iters, || floor_model(&f50, &mut ctx)) - median_ns(iters, || floor_model(&f0, &mut ctx))) / 50.0;
     println!(
         "  model: tinyagents {ours_m:7.1}  tower {tower_m:7.1}  ratio {:.2} (target <= 1.0)",
         ours_m / tower_m
@@ -187,11 +243,26 @@ fn print_ratios() {
         "  tool:  tinyagents {ours_t:7.1}  tower {tower_t:7.1}  ratio {:.2} (target <= 1.0)",
         ours_t / tower_t
     );
+    println!(
+        "  the floor, a model layer of a dyn onion doing nothing but pass on (one boxed future): {floor_m:7.1}; \
+         tinyagents adds {:.1} (the event bracket, panic guard and jump check), {:.2}x the floor",
+        ours_m - floor_m,
+        ours_m / floor_m
+    );
 }
 
 criterion_group!(benches, bench_onions);
 
 fn main() {
+    // `--profile-onion`: only our depth-50 model onion, for a profiler (`perf record`)
+    if std::env::args().any(|a| a == "--profile-onion") {
+        let mut ctx: RunContext = RunContext::new(RunConfig::new("bench"), ());
+        let s = stack(50);
+        for _ in 0..200_000 {
+            ours_model(&s, &mut ctx);
+        }
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
     if !quick_mode() {

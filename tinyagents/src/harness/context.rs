@@ -475,12 +475,19 @@ impl<Ctx> RunContext<Ctx> {
     /// replaced only when a jump was asked for, so the common case never
     /// moves it (a moved `Result` costs a store-forwarding stall per hook).
     #[inline(always)]
-    pub(crate) fn check_jump_in_place(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: &mut Result<()>) {
+    pub(crate) fn check_jump_in_place<T>(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: &mut Result<T>) {
         debug_assert_eq!(self.jump_unclaimed, matches!(&self.jump, Some(j) if j.by.is_none()));
         if self.jump_unclaimed {
-            let taken = std::mem::replace(outcome, Ok(()));
-            *outcome = self.claim_jump(middleware, allowed, taken);
+            self.claim_jump_in_place(middleware, allowed, outcome);
         }
+    }
+
+    /// [`claim_jump`](Self::claim_jump) on an outcome in place (cold: only
+    /// when a jump was asked for).
+    #[cold]
+    fn claim_jump_in_place<T>(&mut self, middleware: &Arc<str>, allowed: JumpSet, outcome: &mut Result<T>) {
+        let taken = std::mem::replace(outcome, Err(TinyAgentsError::Cancelled { reason: String::new() }));
+        *outcome = self.claim_jump(middleware, allowed, taken);
     }
 
     /// A jump was asked for by the hook that just returned: keep it if

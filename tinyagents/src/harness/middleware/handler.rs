@@ -1,6 +1,10 @@
 //! The `next` handles passed to wrap middleware: [`ModelHandler`] and [`ToolHandler`].
 
-use super::invoke::{catch, outcome_of, Bracket, Slot};
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+
+use super::invoke::{outcome_of, panic_error, Bracket, Slot};
 use super::{HookKind, Middleware, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelBaseCall, ToolBaseCall};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
@@ -62,8 +66,17 @@ macro_rules! handler {
                 let next = Self { layers: rest, base: self.base };
                 let mut bracket = Bracket::open(ctx, &slot.name, $hook);
                 slot.enter(ctx);
-                let (res, panicked) = catch(Middleware::$method(&*slot.mw, ctx, state, input, next), &slot.name, $hook).await;
-                let res = ctx.checked_jump(&slot.name, slot.jumps, res);
+                // The layer's result is checked and labelled in place: it is
+                // moved once, out to the caller.
+                let mut panicked = false;
+                let mut res = AssertUnwindSafe(Middleware::$method(&*slot.mw, ctx, state, input, next))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|payload| {
+                        panicked = true;
+                        Err(panic_error(&slot.name, $hook, payload))
+                    });
+                ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
                 bracket.close(outcome_of(&res, panicked));
                 res
             }
