@@ -150,7 +150,7 @@ pub struct ModelRequest(Box<ModelRequestFields>);
 /// use tinyagents::harness::model::{ModelRequest, ModelRequestFields};
 ///
 /// let request: ModelRequest = ModelRequestFields {
-///     messages: vec![Message::user("hi")],
+///     messages: vec![Message::user("hi")].into(),
 ///     model: Some("small".into()),
 ///     ..ModelRequestFields::default()
 /// }
