@@ -10,7 +10,7 @@ use crate::harness::cache;
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
 use crate::harness::message::{Message, MessageId, Role};
-use crate::harness::model::ModelRequest;
+use crate::harness::model::{ModelRequest, SharedList};
 use crate::harness::provenance::CompressionProvenance;
 use crate::harness::tokens::{default_counter, TokenCounter};
 use tinyagents_macros::{middleware, MiddlewareConfig};
@@ -170,8 +170,13 @@ fn keep_mask(messages: &[Message], strategy: TrimStrategy, counter: &dyn TokenCo
 /// let messages = [Message::system("Be brief."), Message::user("a"), Message::assistant("b"), Message::user("c")];
 /// let kept = trim_messages(&messages, TrimStrategy::LastMessages(1), &*default_counter());
 /// assert_eq!(kept, [messages[0].clone(), messages[3].clone()]);
+///
+/// // what the middleware does with a request
+/// let mut request = ModelRequest::new(messages.to_vec());
+/// request.messages = trim_messages(&request.messages, TrimStrategy::LastMessages(1), &*default_counter());
+/// assert_eq!(request.messages.len(), 2);
 /// ```
-pub fn trim_messages(messages: &[Message], strategy: TrimStrategy, counter: &dyn TokenCounter) -> Vec<Message> {
+pub fn trim_messages(messages: &[Message], strategy: TrimStrategy, counter: &dyn TokenCounter) -> SharedList<Message> {
     let keep = keep_mask(messages, strategy, counter);
     messages
         .iter()
