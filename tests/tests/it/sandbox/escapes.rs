@@ -9,7 +9,7 @@ use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use sandbox_support::{processes_with, sandbox_available, sh, Workspace};
+use sandbox_support::{marker, processes_with, sandbox_available, sh, Workspace};
 use tinyagents::sandbox::{Sandbox, SandboxCommand, SandboxLimits, SandboxMode, SandboxPolicy, Termination};
 
 /// One escape attempt of the corpus and how "stopped" is checked.
@@ -235,7 +235,10 @@ async fn fork_bomb_is_held_at_the_process_limit() {
     // that passes the limit fails, and the shell stops.
     let out = sh(
         &sandbox,
-        "i=0; while [ $i -lt 200 ]; do i=$((i+1)); sleep 987011 & echo $i > count; done; echo all-forked",
+        &format!(
+            "i=0; while [ $i -lt 200 ]; do i=$((i+1)); sleep {} & echo $i > count; done; echo all-forked",
+            marker(11)
+        ),
     )
     .await;
     let count: u32 = std::fs::read_to_string(ws.root.join("count"))
@@ -250,7 +253,7 @@ async fn fork_bomb_is_held_at_the_process_limit() {
         out.render()
     );
     assert!(out.stderr_text().to_lowercase().contains("fork"), "{}", out.render());
-    assert!(processes_with("987011").is_empty(), "sleepers outlived the call");
+    assert!(processes_with(&marker(11)).is_empty(), "sleepers outlived the call");
     println!("process-limit escapes tried: 1, stopped: 1");
 }
 
@@ -282,32 +285,39 @@ async fn setsid_cannot_outlive_the_timeout() {
     let started = Instant::now();
     let out = sh(
         &sandbox,
-        "(setsid sleep 987021 || sleep 987021) & nohup sleep 987022 >/dev/null 2>&1 & \
-         sh -c 'sleep 987023 &' ; exec sleep 987024",
+        &format!(
+            "(setsid sleep {a} || sleep {a}) & nohup sleep {b} >/dev/null 2>&1 & \
+             sh -c 'sleep {c} &' ; exec sleep {d}",
+            a = marker(21),
+            b = marker(22),
+            c = marker(23),
+            d = marker(24)
+        ),
     )
     .await;
     assert_eq!(out.termination, Termination::TimedOut, "{}", out.render());
     assert!(started.elapsed() < Duration::from_secs(15));
-    for marker in ["987021", "987022", "987023", "987024"] {
+    for marker in [marker(21), marker(22), marker(23), marker(24)] {
         assert!(
-            processes_with(marker).is_empty(),
+            processes_with(&marker).is_empty(),
             "`sleep {marker}` outlived the timeout"
         );
     }
     // A daemon left behind by a command that exits at once dies too.
-    let out = sh(&sandbox, "sh -c 'sleep 987025 &'; echo detached").await;
+    let out = sh(&sandbox, &format!("sh -c 'sleep {} &'; echo detached", marker(25))).await;
     assert!(out.success(), "{}", out.render());
     assert!(
-        processes_with("987025").is_empty(),
+        processes_with(&marker(25)).is_empty(),
         "a background process outlived its call"
     );
     // setsid(2), setpgid(2), four escapers past the timeout, one daemon after exit, a dropped call.
     // A caller that gives up (a timeout around the call) drops the run: the
     // tree is killed then too.
-    let dropped = tokio::time::timeout(Duration::from_millis(500), sh(&sandbox, "sleep 987026 & sleep 987027")).await;
+    let line = format!("sleep {} & sleep {}", marker(26), marker(27));
+    let dropped = tokio::time::timeout(Duration::from_millis(500), sh(&sandbox, &line)).await;
     assert!(dropped.is_err());
     assert!(
-        processes_with("987026").is_empty() && processes_with("987027").is_empty(),
+        processes_with(&marker(26)).is_empty() && processes_with(&marker(27)).is_empty(),
         "a dropped call left processes"
     );
     println!("process-tree escapes tried: 8, stopped: 8");

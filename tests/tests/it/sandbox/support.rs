@@ -121,6 +121,13 @@ pub async fn sh_or_refusal(sandbox: &Sandbox, line: &str) -> Result<String, Stri
         .map_err(|e| e.to_string())
 }
 
+/// A number for `sleep` that no other test process uses (`n` < 100 names
+/// it within this one): what [`processes_with`] looks for, so two test runs
+/// on one machine never see each other's sleepers.
+pub fn marker(n: u32) -> String {
+    format!("98{:07}{n:02}", std::process::id() % 10_000_000)
+}
+
 /// The pids of live (non-zombie) processes whose command line contains `needle`.
 pub fn processes_with(needle: &str) -> Vec<u32> {
     let mut found = Vec::new();

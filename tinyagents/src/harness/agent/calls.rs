@@ -94,7 +94,7 @@ where
                                 delta: released.clone(),
                             });
                         }
-                        acc.push(&released);
+                        acc.push_owned(released);
                     }
                 }
                 if delta.is_suppressed() {
@@ -107,7 +107,7 @@ where
                         delta: delta.clone(),
                     });
                 }
-                acc.push(&delta);
+                acc.push_owned(delta);
             }
             let mut response = acc.finish()?;
             response.model = Some(model.id().to_owned());

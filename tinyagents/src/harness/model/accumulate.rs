@@ -12,6 +12,15 @@ struct PartialCall {
     arguments: String,
 }
 
+/// Appends `piece` to `to`, taking it whole when `to` is still empty.
+fn append(to: &mut String, piece: String) {
+    if to.is_empty() {
+        *to = piece;
+    } else {
+        to.push_str(&piece);
+    }
+}
+
 /// Folds a stream of [`ModelDelta`]s into the [`ModelResponse`] they describe.
 ///
 /// ```
@@ -61,10 +70,52 @@ impl ResponseAccumulator {
         Self::default()
     }
 
-    /// Adds one delta. Suppressed deltas are ignored.
+    /// Adds one delta. Suppressed deltas are ignored. (A caller that owns
+    /// the delta and is done with it gives it whole:
+    /// [`push_owned`](Self::push_owned) moves its text in.)
     pub fn push(&mut self, delta: &ModelDelta) {
-        if delta.is_suppressed() {
+        self.push_owned(delta.clone());
+    }
+
+    /// Adds one delta it may take apart: a piece that starts a text, a
+    /// tool call's id, name or arguments is moved in, not copied (the agent
+    /// loop's path, where the delta is not used after).
+    ///
+    /// ```
+    /// use tinyagents::harness::model::{ModelDelta, ResponseAccumulator};
+    ///
+    /// let mut acc = ResponseAccumulator::new();
+    /// acc.push_owned(ModelDelta::text("Hel"));
+    /// acc.push(&ModelDelta::text("lo"));
+    /// assert_eq!(acc.finish().unwrap().message.text(), "Hello");
+    /// ```
+    pub fn push_owned(&mut self, delta: ModelDelta) {
+        if self.refuses(&delta) {
             return;
+        }
+        match delta.content {
+            DeltaContent::Text { text } => append(&mut self.text, text),
+            DeltaContent::Reasoning { text } => append(&mut self.reasoning, text),
+            DeltaContent::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            } => self.call_piece(index, id, name, arguments),
+            DeltaContent::Usage { usage } => {
+                self.usage += usage;
+                self.usage_reported = true;
+            }
+            DeltaContent::Finish { reason } => self.finish = Some(reason),
+        }
+    }
+
+    /// Whether `delta` is not added: suppressed, or content after the finish
+    /// delta (a reply ends at its finish delta: what comes after would
+    /// reach the reply without passing what judged it as finished).
+    fn refuses(&mut self, delta: &ModelDelta) -> bool {
+        if delta.is_suppressed() {
+            return true;
         }
         if self.finish.is_some()
             && matches!(
@@ -72,43 +123,30 @@ impl ResponseAccumulator {
                 DeltaContent::Text { .. } | DeltaContent::Reasoning { .. } | DeltaContent::ToolCall { .. }
             )
         {
-            // a reply ends at its finish delta: what comes after would reach
-            // the reply without passing what judged it as finished
             self.after_finish = true;
+            return true;
+        }
+        false
+    }
+
+    /// A piece of tool call `index`.
+    fn call_piece(&mut self, index: u32, id: Option<String>, name: Option<String>, arguments: String) {
+        let i = index as usize;
+        if index >= Self::MAX_TOOL_CALLS || i > self.calls.len() + 1 {
+            self.bad_index.get_or_insert((index, self.calls.len()));
             return;
         }
-        match &delta.content {
-            DeltaContent::Text { text } => self.text.push_str(text),
-            DeltaContent::Reasoning { text } => self.reasoning.push_str(text),
-            DeltaContent::ToolCall {
-                index,
-                id,
-                name,
-                arguments,
-            } => {
-                let i = *index as usize;
-                if *index >= Self::MAX_TOOL_CALLS || i > self.calls.len() + 1 {
-                    self.bad_index.get_or_insert((*index, self.calls.len()));
-                    return;
-                }
-                if self.calls.len() <= i {
-                    self.calls.resize_with(i + 1, PartialCall::default);
-                }
-                let call = &mut self.calls[i];
-                if id.is_some() {
-                    call.id.clone_from(id);
-                }
-                if name.is_some() {
-                    call.name.clone_from(name);
-                }
-                call.arguments.push_str(arguments);
-            }
-            DeltaContent::Usage { usage } => {
-                self.usage += *usage;
-                self.usage_reported = true;
-            }
-            DeltaContent::Finish { reason } => self.finish = Some(reason.clone()),
+        if self.calls.len() <= i {
+            self.calls.resize_with(i + 1, PartialCall::default);
         }
+        let call = &mut self.calls[i];
+        if id.is_some() {
+            call.id = id;
+        }
+        if name.is_some() {
+            call.name = name;
+        }
+        append(&mut call.arguments, arguments);
     }
 
     /// The text accumulated so far.

@@ -323,7 +323,7 @@ impl Summarizer for ModelSummarizer {
         let mut stream = self.model.stream(&request).await?;
         let mut acc = ResponseAccumulator::new();
         while let Some(delta) = stream.next().await {
-            acc.push(&delta?);
+            acc.push_owned(delta?);
         }
         let response = acc.finish()?;
         Ok(Summary {

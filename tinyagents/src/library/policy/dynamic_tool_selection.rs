@@ -182,7 +182,7 @@ impl DynamicToolSelectionMiddleware {
                 if let DeltaContent::Usage { usage } = &delta.content {
                     streamed += *usage;
                 }
-                acc.push(&delta);
+                acc.push_owned(delta);
             }
             Ok::<_, TinyAgentsError>(())
         }
