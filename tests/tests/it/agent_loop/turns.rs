@@ -376,3 +376,66 @@ async fn writes_to_one_file_under_different_spellings_keep_the_models_order() {
         .unwrap();
     assert_eq!(*log.lock().unwrap(), ["src/b.rs", "./src/a.rs", "src/../src/a.rs"]);
 }
+
+/// Rewrites every request's messages every way a middleware can: an item
+/// replaced, one appended, the list cut, changed in place through
+/// `iter_mut`, and the whole list replaced.
+struct Rewriter;
+
+#[async_trait]
+impl Middleware<()> for Rewriter {
+    fn hooks(&self) -> HookSet {
+        HookSet::BEFORE_MODEL
+    }
+    async fn before_model(&self, _: &mut RunContext, _: &(), request: &mut ModelRequest) -> Result<()> {
+        request.messages[0] = Message::user("replaced");
+        request.messages.push(Message::user("appended"));
+        for m in &mut request.messages {
+            m.set_text("rewritten in place");
+        }
+        request.messages.truncate(1);
+        let mut other = request.clone();
+        other.messages = vec![Message::user("a whole new list")].into();
+        Ok(())
+    }
+}
+
+/// A request shares the run's history (one reference count, not a copy):
+/// whatever a middleware does to the request's messages, the history, the
+/// next request and the transcript handed back keep what the run said.
+#[tokio::test]
+async fn what_a_middleware_does_to_a_request_never_reaches_the_history() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let model = {
+        let seen = seen.clone();
+        ScriptedModel::from_fn(move |req| {
+            seen.lock()
+                .unwrap()
+                .push(req.messages.iter().map(|m| m.text().into_owned()).collect::<Vec<_>>());
+            if req.messages.len() == 1 && seen.lock().unwrap().len() == 1 {
+                ScriptedTurn::tool_call("ls", json!({}))
+            } else {
+                ScriptedTurn::text("done")
+            }
+        })
+    };
+    let ls = RecordingTool::new("ls").returning("a b");
+    let agent = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(ls).unwrap())
+        .with_stack(MiddlewareStack::new().with(Rewriter).unwrap());
+    let run = agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "hello")
+        .await
+        .unwrap();
+    // the model saw the rewritten request each time
+    assert_eq!(*seen.lock().unwrap(), vec![vec!["rewritten in place".to_owned()]; 2]);
+    // and the history is what was said
+    let texts: Vec<String> = run.messages.iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(texts[0], "hello");
+    assert_eq!(texts[2], "a b");
+    assert_eq!(texts.last().map(String::as_str), Some("done"));
+    assert_eq!(run.messages.len(), 4, "{texts:?}");
+    assert!(texts
+        .iter()
+        .all(|t| !t.contains("rewritten") && !t.contains("replaced") && !t.contains("appended")));
+}
