@@ -179,3 +179,28 @@ async fn a_history_appended_to_extends_the_list_handed_on_last_turn() {
     assert_eq!(out.appended_since(&last.unwrap()), None);
     assert_eq!(out[1].text(), "changed");
 }
+
+/// Over the trigger with nothing to clear (a long chat without tool
+/// results), `context_editing` hands the request on as it came and keeps no
+/// handle on it: the run's history is then appended to in place, not copied
+/// each turn. So is it under `pii` while nothing is found.
+#[tokio::test]
+async fn nothing_to_rewrite_keeps_no_handle_on_the_history() {
+    let long = "words ".repeat(400);
+    let mut history: SharedList<Message> = vec![Message::user(long.clone())].into();
+    let mut edit = MiddlewareHarness::<(), ()>::new(editing());
+    let mut pii = MiddlewareHarness::<(), ()>::new(PiiMiddleware::new(PiiStrategy::Redact));
+    for n in 0..6 {
+        for harness in [&mut edit, &mut pii] {
+            let out = handed_on(harness, &history).await;
+            assert!(out.ptr_eq(&history), "turn {n}: handed on as it came");
+        }
+        let mark = history.mark();
+        history.push(Message::assistant(format!("reply {n}: {long}")));
+        assert_eq!(
+            history.appended_since(&mark),
+            Some(mark.len()),
+            "turn {n}: appended in place"
+        );
+    }
+}

@@ -99,9 +99,12 @@ struct Grown {
     /// The tokens of `seen`'s messages (kept only with a counter that
     /// memoises: [`TokenCounter::memo_key`]).
     tokens: u64,
-    /// What was handed on for `seen` when it was over the trigger, and how
-    /// many of `tools` are cleared in it (the oldest ones).
-    out: Option<(SharedList<Message>, usize)>,
+    /// How many of `tools` (the oldest) were judged while over the trigger.
+    done: usize,
+    /// What was handed on for `seen` once a result of it was cleared
+    /// (`None`: the request went on as it came, and no handle on the
+    /// history is kept, so the loop appends to it in place).
+    out: Option<SharedList<Message>>,
 }
 
 impl Grown {
@@ -248,27 +251,30 @@ impl ContextEditingMiddleware {
         };
         if tokens <= c.trigger_tokens {
             // under the trigger the request goes as it came
-            last.out = None;
+            (last.out, last.done) = (None, 0);
             mine.last = last;
             return;
         }
         let clearable = last.tools.len().saturating_sub(c.keep as usize);
-        let (mut out, done) = match last.out.take() {
-            // what was handed on last time, extended by what is new
-            Some((mut out, done)) if done <= clearable => {
-                out.extend(request.messages[from..].iter().cloned());
-                (out, done)
-            }
-            _ => (request.messages.clone(), 0),
-        };
-        let mut p = CompressionProvenance::new("context_editing", Self::POLICY);
-        for &i in &last.tools[done..clearable] {
-            self.clear(mine, &mut out, i, &mut p);
+        // what was handed on last time, extended by what is new
+        if let Some(out) = &mut last.out {
+            out.extend(request.messages[from..].iter().cloned());
         }
-        let before = (!p.source_message_ids.is_empty()).then(|| cache::fingerprint(request));
-        request.messages = out.clone();
-        if let Some(before) = before {
-            record(ctx, p, before, request);
+        let mut p = CompressionProvenance::new("context_editing", Self::POLICY);
+        for &i in &last.tools[last.done.min(clearable)..clearable] {
+            if let Some((cleared, _)) = self.cleared(mine, &last.seen[i], &mut p) {
+                // the first result cleared copies the request's list, once
+                let out = last.out.get_or_insert_with(|| request.messages.clone());
+                self.put(out, i, cleared);
+            }
+        }
+        last.done = clearable;
+        if let Some(out) = &last.out {
+            let before = (!p.source_message_ids.is_empty()).then(|| cache::fingerprint(request));
+            request.messages = out.clone();
+            if let Some(before) = before {
+                record(ctx, p, before, request);
+            }
         }
         // Edits of messages no longer in the request go (checked when they
         // outnumber the request's tool results twice, so the cost is spread thin).
@@ -276,7 +282,6 @@ impl ContextEditingMiddleware {
             let keep: HashSet<usize> = last.tools.iter().map(|&i| last.seen[i].addr()).collect();
             mine.by_message.retain(|addr, _| keep.contains(addr));
         }
-        last.out = Some((out, clearable));
         mine.last = last;
     }
 
@@ -299,7 +304,11 @@ impl ContextEditingMiddleware {
             if reclaimed >= c.clear_at_least {
                 break;
             }
-            reclaimed += self.clear(mine, &mut request.messages, i, &mut p);
+            let m = request.messages[i].clone();
+            if let Some((cleared, reclaims)) = self.cleared(mine, &m, &mut p) {
+                self.put(&mut request.messages, i, cleared);
+                reclaimed += reclaims;
+            }
         }
         if mine.by_message.len() > 2 * tools.len() + 64 {
             let keep: HashSet<usize> = tools.iter().map(|&i| request.messages[i].addr()).collect();
@@ -311,21 +320,12 @@ impl ContextEditingMiddleware {
         Ok(())
     }
 
-    /// Puts the cleared form of the tool result at `list[i]` in its place
-    /// (with `clear_tool_inputs`, its call's arguments too) and names it in
-    /// `p` the first time it is cleared in the run; returns the tokens it
-    /// reclaims (0 for a result never cleared).
-    fn clear(&self, mine: &mut Edits, list: &mut [Message], i: usize, p: &mut CompressionProvenance) -> u64 {
-        let (edit, first_seen) = self.verdict(&mut mine.by_message, &list[i]);
-        let Some((cleared, old, new)) = &edit.cleared else {
-            return 0;
-        };
-        list[i] = cleared.clone();
-        if self.config.clear_tool_inputs
-            && let Some(call) = &cleared.tool_call_id
-        {
-            clear_call_input(&mut list[..i], call);
-        }
+    /// The cleared form of the tool result `m` and the tokens clearing it
+    /// reclaims (`None`: never cleared), named in `p` the first time it is
+    /// cleared in the run.
+    fn cleared(&self, mine: &mut Edits, m: &Message, p: &mut CompressionProvenance) -> Option<(Message, u64)> {
+        let (edit, first_seen) = self.verdict(&mut mine.by_message, m);
+        let (cleared, old, new) = edit.cleared.as_ref()?;
         // Provenance names each result once in the run: when it is first
         // cleared (a message seen before was already looked up here).
         if first_seen && mine.recorded.insert(cleared.id.clone()) {
@@ -336,7 +336,18 @@ impl ContextEditingMiddleware {
                 p.source_artifact_ids.push(call.clone());
             }
         }
-        old.saturating_sub(*new)
+        Some((cleared.clone(), old.saturating_sub(*new)))
+    }
+
+    /// Puts the cleared result at place `i` of `list` (with
+    /// `clear_tool_inputs`, its call's arguments too).
+    fn put(&self, list: &mut [Message], i: usize, cleared: Message) {
+        if self.config.clear_tool_inputs
+            && let Some(call) = &cleared.tool_call_id
+        {
+            clear_call_input(&mut list[..i], call);
+        }
+        list[i] = cleared;
     }
 }
 
