@@ -4,7 +4,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
 
-use super::invoke::{outcome_of, panic_error, Bracket, Slot};
+use super::invoke::{outcome_of, unpanicked, Bracket, Slot};
 use super::{HookKind, Middleware, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelBaseCall, ToolBaseCall};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
@@ -69,13 +69,10 @@ macro_rules! handler {
                 // The layer's result is checked and labelled in place: it is
                 // moved once, out to the caller.
                 let mut panicked = false;
-                let mut res = AssertUnwindSafe(Middleware::$method(&*slot.mw, ctx, state, input, next))
+                let caught = AssertUnwindSafe(Middleware::$method(&*slot.mw, ctx, state, input, next))
                     .catch_unwind()
-                    .await
-                    .unwrap_or_else(|payload| {
-                        panicked = true;
-                        Err(panic_error(&slot.name, $hook, payload))
-                    });
+                    .await;
+                let mut res = unpanicked(caught, &slot.name, $hook, &mut panicked);
                 ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
                 bracket.close(outcome_of(&res, panicked));
                 res

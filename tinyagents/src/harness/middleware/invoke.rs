@@ -140,10 +140,25 @@ pub(crate) fn panic_error(name: &str, hook: HookKind, payload: Box<dyn Any + Sen
 /// result and whether it panicked.
 #[inline]
 pub(crate) async fn catch<T>(fut: impl Future<Output = Result<T>>, name: &str, hook: HookKind) -> (Result<T>, bool) {
-    match AssertUnwindSafe(fut).catch_unwind().await {
-        Ok(r) => (r, false),
-        Err(payload) => (Err(panic_error(name, hook, payload)), true),
-    }
+    let mut panicked = false;
+    let res = unpanicked(AssertUnwindSafe(fut).catch_unwind().await, name, hook, &mut panicked);
+    (res, panicked)
+}
+
+/// A hook's caught output (`catch_unwind`'s), a panic turned into its
+/// classified error and flagged in `panicked`. The wrap handler calls it on
+/// the layer's output in place, so the result is not moved through a tuple.
+#[inline(always)]
+pub(crate) fn unpanicked<T>(
+    caught: std::thread::Result<Result<T>>,
+    name: &str,
+    hook: HookKind,
+    panicked: &mut bool,
+) -> Result<T> {
+    caught.unwrap_or_else(|payload| {
+        *panicked = true;
+        Err(panic_error(name, hook, payload))
+    })
 }
 
 /// Runs a synchronous hook body, turning a panic into a classified error.

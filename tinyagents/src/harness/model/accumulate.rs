@@ -74,7 +74,9 @@ impl ResponseAccumulator {
     /// the delta and is done with it gives it whole:
     /// [`push_owned`](Self::push_owned) moves its text in.)
     pub fn push(&mut self, delta: &ModelDelta) {
-        self.push_owned(delta.clone());
+        if !self.refuses(delta) {
+            self.add(delta.content.clone());
+        }
     }
 
     /// Adds one delta it may take apart: a piece that starts a text, a
@@ -90,10 +92,14 @@ impl ResponseAccumulator {
     /// assert_eq!(acc.finish().unwrap().message.text(), "Hello");
     /// ```
     pub fn push_owned(&mut self, delta: ModelDelta) {
-        if self.refuses(&delta) {
-            return;
+        if !self.refuses(&delta) {
+            self.add(delta.content);
         }
-        match delta.content {
+    }
+
+    /// Adds a delta's content (one [`refuses`](Self::refuses) let through).
+    fn add(&mut self, content: DeltaContent) {
+        match content {
             DeltaContent::Text { text } => append(&mut self.text, text),
             DeltaContent::Reasoning { text } => append(&mut self.reasoning, text),
             DeltaContent::ToolCall {

@@ -115,7 +115,7 @@ impl<T> SharedList<T> {
     }
 
     /// `Some(n)` when this is the list `mark` was taken of and it was only
-    /// appended to since ([`push`](Self::push), [`extend`](Self::extend)):
+    /// appended to since ([`push`](Self::push), `extend`):
     /// its first `n` items (`n` = [`ListMark::len`]) are the same values,
     /// and what follows is new. `None` when it is another list, or was
     /// changed otherwise (through `&mut Vec`, which may change any item):
@@ -146,9 +146,9 @@ impl<T> SharedList<T> {
 }
 
 impl<T: Clone> SharedList<T> {
-    /// The items to append to (copied first when shared), keeping the
-    /// list's identity ([`appended_since`](Self::appended_since)).
-    fn tail(&mut self) -> &mut Vec<T> {
+    /// The body to change, this handle's own (copied first when shared; a
+    /// copy is another list). An empty list gets a body now.
+    fn body_mut(&mut self) -> &mut Body<T> {
         if let Repr::Empty(_) = self.0 {
             self.0 = Repr::Shared(Arc::new(Body {
                 items: Vec::new(),
@@ -156,27 +156,24 @@ impl<T: Clone> SharedList<T> {
             }));
         }
         match &mut self.0 {
-            Repr::Shared(body) => &mut Arc::make_mut(body).items,
+            Repr::Shared(body) => Arc::make_mut(body),
             Repr::Empty(_) => unreachable!("moved to `Shared` above"),
         }
     }
 
     /// Appends `item` (the list is copied first when shared). Appending
-    /// keeps the list's identity: see [`appended_since`](Self::appended_since).
+    /// keeps the list's identity: see [`appended_since`](Self::appended_since);
+    /// so does `extend` ([`Extend`]).
     pub fn push(&mut self, item: T) {
-        self.tail().push(item);
-    }
-
-    /// Appends `items` (the list is copied first when shared), keeping its
-    /// identity as [`push`](Self::push) does.
-    pub fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
-        self.tail().extend(items);
+        self.body_mut().items.push(item);
     }
 }
 
 impl<T: Clone> Extend<T> for SharedList<T> {
+    /// Appends `items` (the list is copied first when shared), keeping its
+    /// identity as [`push`](SharedList::push) does.
     fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
-        self.tail().extend(items);
+        self.body_mut().items.extend(items);
     }
 }
 
@@ -227,15 +224,9 @@ impl<T: Clone> DerefMut for SharedList<T> {
     fn deref_mut(&mut self) -> &mut Vec<T> {
         // what is changed is shared from now on, so `Empty` stays empty;
         // any item may change, so the list takes a new identity
-        self.tail();
-        match &mut self.0 {
-            Repr::Shared(body) => {
-                let body = Arc::get_mut(body).expect("unique after `tail`");
-                body.id = next_id();
-                &mut body.items
-            }
-            Repr::Empty(_) => unreachable!("moved to `Shared` by `tail`"),
-        }
+        let body = self.body_mut();
+        body.id = next_id();
+        &mut body.items
     }
 }
 

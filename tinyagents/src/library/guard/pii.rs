@@ -858,9 +858,8 @@ impl PiiMiddleware {
         mine.last = last;
         mine.out = out;
         mine.replaced = replaced;
-        let counts = found_all;
-        report(ctx, "request", &counts);
-        mine.found = counts;
+        report(ctx, "request", &found_all);
+        mine.found = found_all;
         Ok(())
     }
 
