@@ -2,21 +2,34 @@
 //! `run_wrapped_*` against an equivalent tower stack of boxed layers (each
 //! layer a `BoxCloneService` whose future is boxed), with the same request
 //! and response types and the same innermost call. Prints ns per layer and
-//! the ratio (target: no slower than tower).
+//! the ratio (target: no slower than tower), at depth 50 and 10. (Each tower
+//! layer clones the service inside it, and a `BoxCloneService` clones its
+//! whole inner chain, so tower's figure grows with the depth.)
 //!
-//! Run: `cargo bench -p tinyagents --bench onion` (`-- --profile-onion` runs
-//! only our depth-50 model onion, for `perf record`).
+//! Beside them, two floors for a model layer of an onion of trait objects:
+//! one that only passes on (one boxed future a layer), and one that also
+//! catches a panic of the layer inside it, as the stack must for every
+//! layer. A deep onion pays the allocator's slower path for its boxes
+//! (glibc's per-thread cache keeps seven blocks of a size; past it, blocks
+//! over 120 bytes take the slower path), so a layer costs more at depth 50
+//! than at 10.
+//!
+//! Run: `cargo bench -p tinyagents --bench onion` (`-- --ratios` prints only
+//! the per-layer figures; `-- --profile-onion` runs only our depth-50 model
+//! onion, for `perf record`).
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented fn
 
 mod common;
 
+use std::panic::AssertUnwindSafe;
 use std::task::Poll;
 
 use async_trait::async_trait;
 use common::{median_ns, quick_mode, ready};
 use criterion::{criterion_group, Criterion};
 use futures::future::BoxFuture;
+use futures::FutureExt;
 use tinyagents::harness::middleware::{ModelBaseCall, ToolBaseCall};
 use tinyagents::prelude::*;
 use tower::util::BoxCloneService;
@@ -86,50 +99,63 @@ fn stack(depth: usize) -> MiddlewareStack<()> {
 /// The least a layer of an onion of trait objects can cost: an
 /// `async_trait` method (one boxed future, as every wrap layer has) that
 /// passes the request, the context and the state on, with none of the
-/// stack's per-layer work (event bracket, panic guard, jump check).
+/// stack's per-layer work (event bracket, panic guard, jump check). With
+/// `GUARD`, a panic of the layer inside also becomes an error this layer
+/// sees, as the stack's handler does for every layer (`DESIGN.md`: a panic
+/// inside a hook is caught and becomes a classified error).
 #[async_trait]
-trait FloorLayer: Send + Sync {
+trait FloorLayer<const GUARD: bool>: Send + Sync {
     async fn wrap(
         &self,
         ctx: &mut RunContext,
         state: &(),
         request: ModelRequest,
-        rest: &[Box<dyn FloorLayer>],
+        rest: &[Box<dyn FloorLayer<GUARD>>],
     ) -> Result<ModelResponse>;
 }
 
 struct FloorPass;
 
 #[async_trait]
-impl FloorLayer for FloorPass {
+impl<const GUARD: bool> FloorLayer<GUARD> for FloorPass {
     async fn wrap(
         &self,
         ctx: &mut RunContext,
         state: &(),
         request: ModelRequest,
-        rest: &[Box<dyn FloorLayer>],
+        rest: &[Box<dyn FloorLayer<GUARD>>],
     ) -> Result<ModelResponse> {
         floor_next(ctx, state, request, rest).await
     }
 }
 
-async fn floor_next(
+async fn floor_next<const GUARD: bool>(
     ctx: &mut RunContext,
     state: &(),
     request: ModelRequest,
-    rest: &[Box<dyn FloorLayer>],
+    rest: &[Box<dyn FloorLayer<GUARD>>],
 ) -> Result<ModelResponse> {
-    match rest.split_first() {
-        Some((layer, rest)) => layer.wrap(ctx, state, request, rest).await,
-        None => Ok(response()),
+    let Some((layer, rest)) = rest.split_first() else {
+        return Ok(response());
+    };
+    let inner = layer.wrap(ctx, state, request, rest);
+    if GUARD {
+        AssertUnwindSafe(inner)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| Err(TinyAgentsError::validation("the layer panicked")))
+    } else {
+        inner.await
     }
 }
 
-fn floor(depth: usize) -> Vec<Box<dyn FloorLayer>> {
-    (0..depth).map(|_| Box::new(FloorPass) as Box<dyn FloorLayer>).collect()
+fn floor<const GUARD: bool>(depth: usize) -> Vec<Box<dyn FloorLayer<GUARD>>> {
+    (0..depth)
+        .map(|_| Box::new(FloorPass) as Box<dyn FloorLayer<GUARD>>)
+        .collect()
 }
 
-fn floor_model(layers: &[Box<dyn FloorLayer>], ctx: &mut RunContext) {
+fn floor_model<const GUARD: bool>(layers: &[Box<dyn FloorLayer<GUARD>>], ctx: &mut RunContext) {
     ready(floor_next(ctx, &(), ModelRequest::default(), layers)).unwrap();
 }
 
@@ -218,37 +244,59 @@ fn bench_onions(c: &mut Criterion) {
     }
 }
 
+/// Median ns per layer of an onion: (depth `d` − depth 0) / `d`.
+fn per_layer(d: usize, mut at: impl FnMut(usize) -> f64) -> f64 {
+    (at(d) - at(0)) / d as f64
+}
+
 fn print_ratios() {
     let mut ctx: RunContext = RunContext::new(RunConfig::new("bench"), ());
-    println!("\nper wrap layer (median ns; (depth 50 - depth 0) / 50):");
-    let (s0, s50) = (stack(0), stack(50));
-    let (mut tm0, mut tm50, mut tt0, mut tt50) = (tower_model(0), tower_model(50), tower_tool(0), tower_tool(50));
     let iters = 20_000;
-    let ours_m =
-        (median_ns(iters, || ours_model(&s50, &mut ctx)) - median_ns(iters, || ours_model(&s0, &mut ctx))) / 50.0;
-    let ours_t =
-        (median_ns(iters, || ours_tool(&s50, &mut ctx)) - median_ns(iters, || ours_tool(&s0, &mut ctx))) / 50.0;
-    let tower_m =
-        (median_ns(iters, || tower_model_call(&mut tm50)) - median_ns(iters, || tower_model_call(&mut tm0))) / 50.0;
-    let tower_t =
-        (median_ns(iters, || tower_tool_call(&mut tt50)) - median_ns(iters, || tower_tool_call(&mut tt0))) / 50.0;
-    let (f0, f50) = (floor(0), floor(50));
-    let floor_m =
-        (median_ns(iters, || floor_model(&f50, &mut ctx)) - median_ns(iters, || floor_model(&f0, &mut ctx))) / 50.0;
-    println!(
-        "  model: tinyagents {ours_m:7.1}  tower {tower_m:7.1}  ratio {:.2} (target <= 1.0)",
-        ours_m / tower_m
-    );
-    println!(
-        "  tool:  tinyagents {ours_t:7.1}  tower {tower_t:7.1}  ratio {:.2} (target <= 1.0)",
-        ours_t / tower_t
-    );
-    println!(
-        "  the floor, a model layer of a dyn onion doing nothing but pass on (one boxed future): {floor_m:7.1}; \
-         tinyagents adds {:.1} (the event bracket, panic guard and jump check), {:.2}x the floor",
-        ours_m - floor_m,
-        ours_m / floor_m
-    );
+    for depth in [50usize, 10] {
+        println!("\nper wrap layer at depth {depth} (median ns; (depth {depth} - depth 0) / {depth}):");
+        let ours_m = per_layer(depth, |d| {
+            let s = stack(d);
+            median_ns(iters, || ours_model(&s, &mut ctx))
+        });
+        let ours_t = per_layer(depth, |d| {
+            let s = stack(d);
+            median_ns(iters, || ours_tool(&s, &mut ctx))
+        });
+        let tower_m = per_layer(depth, |d| {
+            let mut svc = tower_model(d);
+            median_ns(iters, || tower_model_call(&mut svc))
+        });
+        let tower_t = per_layer(depth, |d| {
+            let mut svc = tower_tool(d);
+            median_ns(iters, || tower_tool_call(&mut svc))
+        });
+        let floor_m = per_layer(depth, |d| {
+            let f = floor::<false>(d);
+            median_ns(iters, || floor_model(&f, &mut ctx))
+        });
+        let guarded_m = per_layer(depth, |d| {
+            let f = floor::<true>(d);
+            median_ns(iters, || floor_model(&f, &mut ctx))
+        });
+        println!(
+            "  model: tinyagents {ours_m:7.1}  tower {tower_m:7.1}  ratio {:.2} (target <= 1.0)",
+            ours_m / tower_m
+        );
+        println!(
+            "  tool:  tinyagents {ours_t:7.1}  tower {tower_t:7.1}  ratio {:.2} (target <= 1.0)",
+            ours_t / tower_t
+        );
+        println!(
+            "  floors of a model layer of a dyn onion (one boxed future a layer): passing on {floor_m:7.1}; \
+             passing on and catching the inner layer's panic {guarded_m:7.1}"
+        );
+        println!(
+            "  tinyagents is {:.2}x the guarded floor: {:.1} ns a layer over it (the event bracket, the jump check, \
+             the state slot, and a bigger boxed future)",
+            ours_m / guarded_m,
+            ours_m - guarded_m
+        );
+    }
 }
 
 criterion_group!(benches, bench_onions);
@@ -261,6 +309,11 @@ fn main() {
         for _ in 0..200_000 {
             ours_model(&s, &mut ctx);
         }
+        return;
+    }
+    // `--ratios`: only the per-layer printout, not criterion's groups
+    if std::env::args().any(|a| a == "--ratios") {
+        print_ratios();
         return;
     }
     benches();
