@@ -317,6 +317,51 @@ async fn cancelling_a_run_drops_a_stalled_model_stream_at_once() {
     canceller.await.unwrap();
 }
 
+#[tokio::test]
+async fn a_cancelled_run_takes_no_more_deltas_from_a_stream_that_never_waits() {
+    // A model whose stream always has a delta ready (a thousand, so a loop
+    // that missed the cancellation ends and fails here rather than hangs):
+    // the loop never waits on it, so only a check per delta can see the
+    // cancellation.
+    struct Endless;
+    #[async_trait]
+    impl ChatModel for Endless {
+        fn id(&self) -> &str {
+            "endless"
+        }
+        async fn stream(&self, _: &ModelRequest) -> Result<tinyagents::harness::model::ModelStream> {
+            use futures::StreamExt;
+            Ok(futures::stream::repeat_with(|| Ok(ModelDelta::text("x")))
+                .take(1000)
+                .boxed())
+        }
+    }
+    /// Cancels the run at its third delta.
+    struct CancelAtThird(Arc<std::sync::atomic::AtomicUsize>);
+    #[middleware(name = "cancel_at_third")]
+    impl CancelAtThird {
+        #[on_model_delta]
+        fn delta(&self, ctx: &mut RunContext, _delta: &mut ModelDelta) -> Result<()> {
+            if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == 3 {
+                ctx.flow().cancellation().cancel();
+            }
+            Ok(())
+        }
+    }
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut stack = MiddlewareStack::empty();
+    stack.add(CancelAtThird(seen.clone())).unwrap();
+    let agent: Agent<()> = Agent::new(Endless).with_stack(stack);
+    let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_cancellation(tokio_util_token());
+    let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Cancelled, "{err}");
+    assert_eq!(
+        seen.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "no delta is taken after the one whose hook cancelled the run"
+    );
+}
+
 fn tokio_util_token() -> tinyagents::harness::context::CancellationToken {
     tinyagents::harness::context::CancellationToken::new()
 }

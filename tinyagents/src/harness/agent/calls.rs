@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 
 use async_trait::async_trait;
 use futures::{FutureExt, StreamExt};
@@ -72,12 +73,20 @@ where
             let mut acc = ResponseAccumulator::new();
             let forward = ctx.events().wants(EventKind::ModelDelta);
             loop {
-                // A stalled stream is dropped (closing its connection) as soon as the run is cancelled.
-                let item = tokio::select! {
-                    biased;
-                    () = &mut cancel => return Err(cancelled()),
-                    item = stream.next() => item,
-                };
+                // A cancelled run takes no more items; a stalled stream is
+                // dropped (closing its connection) as soon as the run is
+                // cancelled. The cancellation future is polled only while
+                // the stream has nothing ready: a ready item costs one check
+                // of the token, not a poll of its waiter list.
+                if token.is_cancelled() {
+                    return Err(cancelled());
+                }
+                let item = std::future::poll_fn(|cx| match stream.poll_next_unpin(cx) {
+                    Poll::Ready(item) => Poll::Ready(Some(item)),
+                    Poll::Pending => cancel.as_mut().poll(cx).map(|()| None),
+                })
+                .await;
+                let Some(item) = item else { return Err(cancelled()) };
                 let Some(item) = item else { break };
                 let mut delta = item?;
                 if let crate::harness::model::DeltaContent::Usage { usage } = &delta.content {
