@@ -200,7 +200,37 @@ impl ChatModel for ScriptedModel {
             ScriptedTurn::Fail(err) => return Err(err),
             ScriptedTurn::FailAfter(deltas, err) => (deltas, Some(err)),
         };
-        let stream = futures::stream::iter(deltas.into_iter().map(Ok).chain(tail.map(Err)));
-        Ok(stream.boxed())
+        Ok(Replay {
+            deltas: deltas.into_iter(),
+            tail,
+        }
+        .boxed())
+    }
+}
+
+/// A scripted turn's stream: its deltas, then its error if it has one. (One
+/// stream rather than adaptors over an iterator: each delta moves out of the
+/// list once, not once per adaptor.)
+struct Replay {
+    deltas: std::vec::IntoIter<ModelDelta>,
+    tail: Option<TinyAgentsError>,
+}
+
+impl futures::Stream for Replay {
+    type Item = Result<ModelDelta>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<ModelDelta>>> {
+        std::task::Poll::Ready(match self.deltas.next() {
+            Some(delta) => Some(Ok(delta)),
+            None => self.tail.take().map(Err),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.deltas.len() + usize::from(self.tail.is_some());
+        (n, Some(n))
     }
 }
