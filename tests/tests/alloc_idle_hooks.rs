@@ -11,7 +11,9 @@
 //! * a run whose stack keeps no run state (`run_state = T`) never makes a
 //!   run state table: its first dispatch on a fresh context allocates nothing;
 //! * a plain DSL hook taking `&mut T` run state allocates on its run's first
-//!   call only (the table, its cell, the value's box), then nothing.
+//!   call only (the table, its cell, the value's box), then nothing;
+//! * a wrap layer allocates exactly one block, its boxed future: an onion of
+//!   ten pass-through layers allocates ten blocks more than no onion.
 //!
 //! `harness = false`: one `main`, so no other test thread allocates meanwhile.
 
@@ -69,6 +71,16 @@ fn counted(calls: &mut u32, request: &mut ModelRequest) -> Result<()> {
     *calls += 1;
     request.params.max_tokens = Some(*calls);
     Ok(())
+}
+
+/// The innermost call of a model onion: an answer at once.
+struct Answer;
+
+#[async_trait]
+impl tinyagents::harness::middleware::ModelBaseCall<()> for Answer {
+    async fn call(&self, _: &mut RunContext, _: &(), _: ModelRequest) -> Result<ModelResponse> {
+        Ok(ModelResponse::text("ok"))
+    }
 }
 
 const NAMES: [&str; 10] = ["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"];
@@ -171,7 +183,35 @@ fn main() {
         }
     });
 
+    // Ten wrap layers that proceed once (the trait's default `wrap_model`),
+    // against no layer around the same innermost call.
+    let mut wraps: MiddlewareStack<()> = MiddlewareStack::empty();
+    for name in NAMES {
+        wraps.add(Only(HookSet::WRAP_MODEL, name)).unwrap();
+    }
+    let no_wraps: MiddlewareStack<()> = MiddlewareStack::empty();
+    ready(wraps.run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &Answer)).unwrap();
+    ready(no_wraps.run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &Answer)).unwrap();
+    let onion_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            let out = ready(wraps.run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &Answer)).unwrap();
+            assert_eq!(out.message.text(), "ok");
+        }
+    });
+    let bare_blocks = blocks_during(|| {
+        for _ in 0..1000 {
+            ready(no_wraps.run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &Answer)).unwrap();
+        }
+    });
+
     let mut failures = Vec::new();
+    if onion_blocks != bare_blocks + 10 * 1000 {
+        failures.push(format!(
+            "1000 passes through ten wrap layers allocated {} blocks more than without them (expected exactly \
+             10000: one boxed future a layer)",
+            onion_blocks as i64 - bare_blocks as i64
+        ));
+    }
     if fresh_plain_blocks != context_blocks {
         failures.push(format!(
             "a fresh context's first dispatch through a stack without run state allocated {} blocks beyond the \
@@ -226,14 +266,14 @@ fn main() {
     assert_eq!(request.params.max_tokens, Some(64), "the plain hook ran");
 
     if failures.is_empty() {
-        println!("test result: ok. 7 passed; 0 failed");
+        println!("test result: ok. 8 passed; 0 failed");
     } else {
         for f in &failures {
             eprintln!("FAILED: {f}");
         }
         println!(
             "test result: FAILED. {} passed; {} failed",
-            7 - failures.len(),
+            8 - failures.len(),
             failures.len()
         );
         std::process::exit(1);
