@@ -75,18 +75,18 @@ where
             loop {
                 // A cancelled run takes no more items; a stalled stream is
                 // dropped (closing its connection) as soon as the run is
-                // cancelled. The cancellation future is polled only while
-                // the stream has nothing ready: a ready item costs one check
-                // of the token, not a poll of its waiter list.
+                // cancelled (the cancellation comes out as the item's error,
+                // returned below). The cancellation future is polled only
+                // while the stream has nothing ready: a ready item costs one
+                // check of the token, not a poll of its waiter list.
                 if token.is_cancelled() {
                     return Err(cancelled());
                 }
                 let item = std::future::poll_fn(|cx| match stream.poll_next_unpin(cx) {
-                    Poll::Ready(item) => Poll::Ready(Some(item)),
-                    Poll::Pending => cancel.as_mut().poll(cx).map(|()| None),
+                    Poll::Pending => cancel.as_mut().poll(cx).map(|()| Some(Err(cancelled()))),
+                    ready => ready,
                 })
                 .await;
-                let Some(item) = item else { return Err(cancelled()) };
                 let Some(item) = item else { break };
                 let mut delta = item?;
                 if let crate::harness::model::DeltaContent::Usage { usage } = &delta.content {
