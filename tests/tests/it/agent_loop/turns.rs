@@ -319,23 +319,10 @@ async fn cancelling_a_run_drops_a_stalled_model_stream_at_once() {
 
 #[tokio::test]
 async fn a_cancelled_run_takes_no_more_deltas_from_a_stream_that_never_waits() {
-    // A model whose stream always has a delta ready (a thousand, so a loop
-    // that missed the cancellation ends and fails here rather than hangs):
-    // the loop never waits on it, so only a check per delta can see the
-    // cancellation.
-    struct Endless;
-    #[async_trait]
-    impl ChatModel for Endless {
-        fn id(&self) -> &str {
-            "endless"
-        }
-        async fn stream(&self, _: &ModelRequest) -> Result<tinyagents::harness::model::ModelStream> {
-            use futures::StreamExt;
-            Ok(futures::stream::repeat_with(|| Ok(ModelDelta::text("x")))
-                .take(1000)
-                .boxed())
-        }
-    }
+    // A scripted turn of a thousand deltas: its stream always has one ready,
+    // so the loop never waits on it and only a check per delta can see the
+    // cancellation (a loop that missed it ends and fails here, not hangs).
+    let endless = ScriptedModel::new([ScriptedTurn::Deltas(vec![ModelDelta::text("x"); 1000])]);
     /// Cancels the run at its third delta.
     struct CancelAtThird(Arc<std::sync::atomic::AtomicUsize>);
     #[middleware(name = "cancel_at_third")]
@@ -351,7 +338,7 @@ async fn a_cancelled_run_takes_no_more_deltas_from_a_stream_that_never_waits() {
     let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut stack = MiddlewareStack::empty();
     stack.add(CancelAtThird(seen.clone())).unwrap();
-    let agent: Agent<()> = Agent::new(Endless).with_stack(stack);
+    let agent: Agent<()> = Agent::new(endless).with_stack(stack);
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_cancellation(tokio_util_token());
     let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Cancelled, "{err}");
