@@ -20,10 +20,12 @@ static ALLOC: dhat::Alloc = dhat::Alloc;
 /// allocating, a reply's call ids were checked without a set and a result
 /// with no `after_tool` hook kept no copy of its id, 67 before a request
 /// shared the run's history instead of a copy of its list, 66 before the
-/// loop's accumulator took a delta's strings instead of copying them. The
-/// goal is 30,
-/// see `docs/PERFORMANCE.md`.
-const BUDGET: u64 = 63;
+/// loop's accumulator took a delta's strings instead of copying them, 63
+/// before the scripted model cut a reply into deltas as they are read (no
+/// list of them, the last piece of a text and a call's id, name and second
+/// half of its arguments moved out of the reply). The goal is 30, see
+/// `docs/PERFORMANCE.md`.
+const BUDGET: u64 = 56;
 
 /// A middleware with two no-op plain hooks, as in the bench.
 struct Noop;

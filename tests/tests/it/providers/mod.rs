@@ -1,4 +1,5 @@
-//! The model providers against loopback servers (and fakellm): wire formats, bounds, secrets, redirects, typed output.
+//! The model providers against loopback servers (and fakellm): wire formats, bounds, secrets, redirects, typed output;
+//! and the scripted model's replay.
 
 mod anthropic;
 mod bounds;
@@ -6,6 +7,7 @@ mod client;
 mod fakellm;
 mod openai;
 mod redirects;
+mod scripted;
 mod secrets;
 mod stack;
 #[cfg(feature = "providers")]

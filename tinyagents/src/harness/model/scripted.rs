@@ -1,12 +1,13 @@
 //! [`ScriptedModel`]: a fake [`ChatModel`] that replays scripted replies as delta streams.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use super::{ChatModel, DeltaContent, ModelDelta, ModelRequest, ModelResponse, ModelStream};
+use super::{ChatModel, DeltaContent, FinishReason, ModelDelta, ModelRequest, ModelResponse, ModelStream, Usage};
 use crate::harness::error::{Result, TinyAgentsError};
 use crate::harness::message::ContentPart;
 use crate::harness::tool::ToolCall;
@@ -131,45 +132,13 @@ impl ScriptedModel {
         self.requests.lock().expect("scripted model lock").len()
     }
 
-    /// The deltas a [`ScriptedTurn::Reply`] of `response` streams.
+    /// The deltas a [`ScriptedTurn::Reply`] of `response` streams: its text
+    /// and reasoning split after each space, each tool call's arguments (as
+    /// compact JSON) split in two, then usage (when reported) and the finish
+    /// reason.
     pub fn deltas_for(response: &ModelResponse) -> Vec<ModelDelta> {
-        let mut out = Vec::new();
-        for part in &response.message.content {
-            match part {
-                ContentPart::Reasoning { text } => out.extend(split_words(text).map(ModelDelta::reasoning)),
-                ContentPart::Text { text } => out.extend(split_words(text).map(ModelDelta::text)),
-                _ => {}
-            }
-        }
-        for (i, call) in response.message.tool_calls.iter().enumerate() {
-            let args = call.arguments.to_string();
-            let mid = args
-                .char_indices()
-                .nth(args.chars().count() / 2)
-                .map_or(args.len(), |(b, _)| b);
-            out.push(ModelDelta::new(DeltaContent::ToolCall {
-                index: i as u32,
-                id: Some(call.id.clone()),
-                name: Some(call.name.clone()),
-                arguments: args[..mid].to_string(),
-            }));
-            out.push(ModelDelta::new(DeltaContent::ToolCall {
-                index: i as u32,
-                id: None,
-                name: None,
-                arguments: args[mid..].to_string(),
-            }));
-        }
-        if response.usage_reported {
-            out.push(ModelDelta::usage(response.usage));
-        }
-        out.push(ModelDelta::finish(response.finish_reason.clone()));
-        out
+        ReplyDeltas::new(response.clone()).collect()
     }
-}
-
-fn split_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split_inclusive(' ').map(str::to_string)
 }
 
 #[async_trait]
@@ -195,16 +164,141 @@ impl ChatModel for ScriptedModel {
             }
         };
         let (deltas, tail) = match turn {
-            ScriptedTurn::Reply(response) => (Self::deltas_for(&response), None),
-            ScriptedTurn::Deltas(deltas) => (deltas, None),
+            ScriptedTurn::Reply(response) => (Deltas::Reply(ReplyDeltas::new(response)), None),
+            ScriptedTurn::Deltas(deltas) => (Deltas::Listed(deltas.into_iter()), None),
             ScriptedTurn::Fail(err) => return Err(err),
-            ScriptedTurn::FailAfter(deltas, err) => (deltas, Some(err)),
+            ScriptedTurn::FailAfter(deltas, err) => (Deltas::Listed(deltas.into_iter()), Some(err)),
         };
-        Ok(Replay {
-            deltas: deltas.into_iter(),
-            tail,
+        Ok(Replay { deltas, tail }.boxed())
+    }
+}
+
+/// Where a replayed stream's deltas come from.
+enum Deltas {
+    /// A reply, cut into deltas as the stream is read.
+    Reply(ReplyDeltas),
+    /// Deltas scripted one by one.
+    Listed(std::vec::IntoIter<ModelDelta>),
+}
+
+impl Iterator for Deltas {
+    type Item = ModelDelta;
+
+    fn next(&mut self) -> Option<ModelDelta> {
+        match self {
+            Self::Reply(reply) => reply.next(),
+            Self::Listed(deltas) => deltas.next(),
         }
-        .boxed())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Self::Reply(reply) => (usize::from(reply.finish.is_some()), None),
+            Self::Listed(deltas) => deltas.size_hint(),
+        }
+    }
+}
+
+/// A reply's deltas, cut from the reply as they are taken (no list of them
+/// is built): each piece of text is copied out once, and the last piece of
+/// each text, each call's id and name and the second half of its arguments
+/// move out of the reply without a copy.
+struct ReplyDeltas {
+    parts: std::vec::IntoIter<ContentPart>,
+    /// The text part being cut: its text, where the next piece starts, and
+    /// whether it is reasoning.
+    text: Option<(String, usize, bool)>,
+    calls: std::iter::Enumerate<std::vec::IntoIter<ToolCall>>,
+    /// The second half of a call's arguments: the call's index and the text.
+    rest: Option<(u32, String)>,
+    usage: Option<Usage>,
+    finish: Option<FinishReason>,
+}
+
+impl ReplyDeltas {
+    fn new(response: ModelResponse) -> Self {
+        let data = response.message.into_data();
+        Self {
+            parts: data.content.into_iter(),
+            text: None,
+            calls: data.tool_calls.into_iter().enumerate(),
+            rest: None,
+            usage: response.usage_reported.then_some(response.usage),
+            finish: Some(response.finish_reason),
+        }
+    }
+
+    /// The next piece of the text part being cut: up to and with its next
+    /// space, or the rest of it (moved out, not copied).
+    fn next_piece(&mut self) -> Option<ModelDelta> {
+        let (text, start, reasoning) = self.text.as_mut()?;
+        let reasoning = *reasoning;
+        let piece = match text[*start..].find(' ').map(|space| *start + space + 1) {
+            Some(end) if end < text.len() => {
+                let piece = text[*start..end].to_owned();
+                *start = end;
+                piece
+            }
+            _ => {
+                let (mut text, start, _) = self.text.take()?;
+                text.drain(..start);
+                text
+            }
+        };
+        Some(if reasoning {
+            ModelDelta::reasoning(piece)
+        } else {
+            ModelDelta::text(piece)
+        })
+    }
+}
+
+impl Iterator for ReplyDeltas {
+    type Item = ModelDelta;
+
+    fn next(&mut self) -> Option<ModelDelta> {
+        loop {
+            if let Some(piece) = self.next_piece() {
+                return Some(piece);
+            }
+            match self.parts.next() {
+                Some(ContentPart::Text { text }) if !text.is_empty() => self.text = Some((text, 0, false)),
+                Some(ContentPart::Reasoning { text }) if !text.is_empty() => self.text = Some((text, 0, true)),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        if let Some((index, arguments)) = self.rest.take() {
+            return Some(ModelDelta::new(DeltaContent::ToolCall {
+                index,
+                id: None,
+                name: None,
+                arguments,
+            }));
+        }
+        if let Some((i, call)) = self.calls.next() {
+            let index = i as u32;
+            let mut arguments = String::with_capacity(64);
+            // Writing JSON into a `String` cannot fail.
+            let _ = write!(arguments, "{}", call.arguments);
+            let mid = arguments
+                .char_indices()
+                .nth(arguments.chars().count() / 2)
+                .map_or(arguments.len(), |(b, _)| b);
+            let first = arguments[..mid].to_owned();
+            arguments.drain(..mid);
+            self.rest = Some((index, arguments));
+            return Some(ModelDelta::new(DeltaContent::ToolCall {
+                index,
+                id: Some(call.id),
+                name: Some(call.name),
+                arguments: first,
+            }));
+        }
+        if let Some(usage) = self.usage.take() {
+            return Some(ModelDelta::usage(usage));
+        }
+        self.finish.take().map(ModelDelta::finish)
     }
 }
 
@@ -212,7 +306,7 @@ impl ChatModel for ScriptedModel {
 /// stream rather than adaptors over an iterator: each delta moves out of the
 /// list once, not once per adaptor.)
 struct Replay {
-    deltas: std::vec::IntoIter<ModelDelta>,
+    deltas: Deltas,
     tail: Option<TinyAgentsError>,
 }
 
@@ -230,7 +324,8 @@ impl futures::Stream for Replay {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.deltas.len() + usize::from(self.tail.is_some());
-        (n, Some(n))
+        let tail = usize::from(self.tail.is_some());
+        let (low, high) = self.deltas.size_hint();
+        (low + tail, high.map(|n| n + tail))
     }
 }
