@@ -113,6 +113,125 @@ async fn an_unknown_tool_and_a_failing_tool_become_error_results() {
     assert!(tool_texts[1].contains("disk full"), "{tool_texts:?}");
 }
 
+/// Logs every error shown to `on_error`; with `wraps`, it also wraps the
+/// model and tool calls, passing them on unchanged.
+struct SeesErrors {
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+    wraps: bool,
+}
+
+#[async_trait]
+impl Middleware<()> for SeesErrors {
+    fn hooks(&self) -> HookSet {
+        if self.wraps {
+            HookSet::ON_ERROR | HookSet::WRAP_MODEL | HookSet::WRAP_TOOL
+        } else {
+            HookSet::ON_ERROR
+        }
+    }
+    async fn on_error(&self, _: &mut RunContext, _: &(), error: &TinyAgentsError) -> Result<()> {
+        self.seen.lock().unwrap().push(format!("{}: {error}", error.kind()));
+        Ok(())
+    }
+}
+
+/// What a run of `turns` with a failing and an unknown tool showed: the
+/// errors `on_error` saw, each tool message (call id, tool, text), and the
+/// run's error, with or without pass-through wrap layers around the calls.
+async fn failures_seen(
+    turns: Vec<ScriptedTurn>,
+    wraps: bool,
+) -> (Vec<String>, Vec<(String, String, String)>, Option<String>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let model = Arc::new(ScriptedModel::new(turns));
+    let mut stack = MiddlewareStack::empty();
+    stack
+        .add(SeesErrors {
+            seen: seen.clone(),
+            wraps,
+        })
+        .unwrap();
+    assert_eq!(stack.has(HookKind::WrapTool), wraps);
+    let agent = Agent::from_shared(model.clone())
+        .with_tools(
+            ToolRegistry::new()
+                .with(RecordingTool::new("bad").failing("disk full"))
+                .unwrap(),
+        )
+        .with_stack(stack);
+    let run = agent.run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "x").await;
+    let tool_messages = model
+        .requests()
+        .last()
+        .map(|r| {
+            r.messages
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .map(|m| {
+                    (
+                        m.tool_call_id.clone().unwrap_or_default(),
+                        m.name.clone().unwrap_or_default(),
+                        m.text().into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let seen = seen.lock().unwrap().clone();
+    (seen, tool_messages, run.err().map(|e| e.to_string()))
+}
+
+#[tokio::test]
+async fn failed_calls_are_answered_and_shown_to_on_error_alike_with_and_without_a_wrap_layer() {
+    // Without a wrap layer the loop runs the model and the tool calls in
+    // place (no onion); what the run shows must be what the onion shows.
+    let tools_fail = || {
+        vec![
+            ScriptedTurn::tool_calls(vec![
+                ToolCall::new("1", "nope", json!({})),
+                ToolCall::new("2", "bad", json!({})),
+            ]),
+            ScriptedTurn::text("recovered"),
+        ]
+    };
+    let bare = failures_seen(tools_fail(), false).await;
+    assert_eq!(bare, failures_seen(tools_fail(), true).await);
+    let (seen, answers, error) = bare;
+    assert_eq!(error, None);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].starts_with("tool: ") && seen[0].contains("no tool named `nope`"),
+        "{seen:?}"
+    );
+    assert!(
+        seen[1].starts_with("tool: ") && seen[1].contains("disk full"),
+        "{seen:?}"
+    );
+    assert_eq!(answers.len(), 2);
+    assert_eq!((answers[0].0.as_str(), answers[0].1.as_str()), ("1", "nope"));
+    assert!(answers[0]
+        .2
+        .contains("there is no tool named `nope`; the tools are: bad"));
+    assert_eq!((answers[1].0.as_str(), answers[1].1.as_str()), ("2", "bad"));
+    assert!(answers[1].2.contains("disk full"));
+
+    let model_fails = || {
+        vec![ScriptedTurn::Fail(TinyAgentsError::model(
+            "the provider is down",
+            false,
+        ))]
+    };
+    let bare = failures_seen(model_fails(), false).await;
+    assert_eq!(bare, failures_seen(model_fails(), true).await);
+    let (seen, _, error) = bare;
+    assert!(error.is_some_and(|e| e.contains("the provider is down")));
+    assert_eq!(seen.len(), 1, "the model's error is shown to on_error once: {seen:?}");
+    assert!(
+        seen[0].starts_with("model: ") && seen[0].contains("the provider is down"),
+        "{seen:?}"
+    );
+}
+
 /// Rejects every second call of a batch in the batch review.
 struct RejectOdd;
 

@@ -35,6 +35,19 @@ where
     C: Send + Sync + 'static,
 {
     async fn call(&self, ctx: &mut RunContext<C>, state: &S, request: ModelRequest) -> Result<ModelResponse> {
+        self.run(ctx, state, request).await
+    }
+}
+
+impl<S, C> ModelCall<'_, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// The call itself. The loop awaits it in place when the stack has no
+    /// wrap layer (no boxed future); the onion calls it through
+    /// [`ModelBaseCall`].
+    pub(super) async fn run(&self, ctx: &mut RunContext<C>, state: &S, request: ModelRequest) -> Result<ModelResponse> {
         if ctx.flow().is_cancelled() {
             return Err(TinyAgentsError::cancelled("the run was cancelled before a model call"));
         }
@@ -251,6 +264,62 @@ where
     C: Send + Sync + 'static,
 {
     async fn call(&self, ctx: &mut RunContext<C>, state: &S, call: ToolCall) -> Result<ToolResult> {
+        self.run(ctx, state, call).await.map_err(|failed| failed.error)
+    }
+}
+
+/// A tool call that failed, with the id and name it moved out of the call
+/// (so its error can answer it without a copy of them).
+pub(super) struct FailedCall {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) error: TinyAgentsError,
+}
+
+impl FailedCall {
+    /// The error as the call's result.
+    pub(super) fn into_result(self) -> ToolResult {
+        let message = self.error.to_string();
+        ToolResult {
+            call_id: self.id,
+            name: self.name,
+            content: message.clone(),
+            error: Some(message),
+            data: None,
+        }
+    }
+}
+
+impl<S, C> ToolCallBase<'_, S, C>
+where
+    S: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    /// The call itself. The loop awaits it in place when the stack has no
+    /// wrap layer (no boxed future, and a failure hands back the call's id
+    /// and name); the onion calls it through [`ToolBaseCall`].
+    pub(super) async fn run(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: ToolCall,
+    ) -> std::result::Result<ToolResult, FailedCall> {
+        match self.checked(ctx, &call).await {
+            Ok(tool) => self.output(ctx, state, call, tool).await,
+            Err(error) => Err(FailedCall {
+                id: call.id,
+                name: call.name,
+                error,
+            }),
+        }
+    }
+
+    /// The call's tool, once the runtime's last gates let the call through.
+    async fn checked(
+        &self,
+        ctx: &mut RunContext<C>,
+        call: &ToolCall,
+    ) -> Result<&'_ Arc<dyn crate::harness::tool::Tool>> {
         if ctx.flow().is_cancelled() {
             return Err(TinyAgentsError::cancelled("the run was cancelled before a tool call"));
         }
@@ -273,9 +342,20 @@ where
                 call.id, call.name
             ))
         };
-        ctx.policy().check_call(&call, Some(&tool.policy())).map_err(refused)?;
-        ctx.policy().check_call_async(&call).await.map_err(refused)?;
+        ctx.policy().check_call(call, Some(&tool.policy())).map_err(refused)?;
+        ctx.policy().check_call_async(call).await.map_err(refused)?;
         ctx.use_approval(&call.id).map_err(refused)?;
+        Ok(tool)
+    }
+
+    /// Runs `tool` with progress through the delta hooks.
+    async fn output(
+        &self,
+        ctx: &mut RunContext<C>,
+        state: &S,
+        call: ToolCall,
+        tool: &Arc<dyn crate::harness::tool::Tool>,
+    ) -> std::result::Result<ToolResult, FailedCall> {
         let stack = &self.agent.stack;
         let wants_deltas = stack.has(HookKind::OnToolDelta) || ctx.events().wants(EventKind::ToolDelta);
         let (tx, mut rx) = if wants_deltas {
@@ -285,8 +365,8 @@ where
             (None, None)
         };
         // The call is this layer's own: its arguments move into the tool and
-        // its id and name into the result, nothing is copied but the id the
-        // tool's context keeps.
+        // its id and name into the result (or the failure), nothing is copied
+        // but the id the tool's context keeps.
         let ToolCall { id, name, arguments } = call;
         let cx = ToolContext::new(id.clone(), ctx.as_parent(), tx);
         // A panicking tool is the tool's failure (a classified `Tool` error
@@ -295,34 +375,42 @@ where
             .catch_unwind()
             .map(|out| out.unwrap_or_else(|payload| Err(tool_panicked(&name, &*payload))));
         tokio::pin!(fut);
-        let output = loop {
-            let Some(rx_ref) = rx.as_mut() else { break fut.await };
-            tokio::select! {
-                biased;
-                out = &mut fut => {
-                    // Deliver progress sent just before the tool returned.
-                    while let Ok(mut d) = rx_ref.try_recv() {
+        let output = async {
+            loop {
+                let Some(rx_ref) = rx.as_mut() else { break fut.await };
+                tokio::select! {
+                    biased;
+                    out = &mut fut => {
+                        // Deliver progress sent just before the tool returned.
+                        while let Ok(mut d) = rx_ref.try_recv() {
+                            stack.run_on_tool_delta(ctx, state, &mut d).await?;
+                            forward_tool_delta(ctx, d);
+                        }
+                        break out;
+                    }
+                    Some(mut d) = rx_ref.recv() => {
                         stack.run_on_tool_delta(ctx, state, &mut d).await?;
                         forward_tool_delta(ctx, d);
                     }
-                    break out;
-                }
-                Some(mut d) = rx_ref.recv() => {
-                    stack.run_on_tool_delta(ctx, state, &mut d).await?;
-                    forward_tool_delta(ctx, d);
                 }
             }
-        }?;
-        if let Some(usage) = output.usage {
-            ctx.add_usage(usage);
         }
-        Ok(ToolResult {
-            call_id: id,
-            name,
-            content: output.content,
-            error: None,
-            data: output.data,
-        })
+        .await;
+        match output {
+            Ok(output) => {
+                if let Some(usage) = output.usage {
+                    ctx.add_usage(usage);
+                }
+                Ok(ToolResult {
+                    call_id: id,
+                    name,
+                    content: output.content,
+                    error: None,
+                    data: output.data,
+                })
+            }
+            Err(error) => Err(FailedCall { id, name, error }),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::calls::{ModelCall, ToolCallBase, ToolCallEvents};
+use super::calls::{FailedCall, ModelCall, ToolCallBase, ToolCallEvents};
 use super::schedule::{conflict_groups, declared_access};
 use super::{Agent, AgentInput, AgentRun, StopReason};
 use crate::harness::compression;
@@ -330,10 +330,15 @@ where
             Next::Continue | Next::Model => {}
         }
 
-        let mut response = self
-            .stack
-            .run_wrapped_model(ctx, state, request, &ModelCall { agent: self })
-            .await?;
+        let base = ModelCall { agent: self };
+        let mut response = if self.stack.has(HookKind::WrapModel) {
+            self.stack.run_wrapped_model(ctx, state, request, &base).await?
+        } else {
+            // No wrap layer: the call runs in this future (not boxed behind
+            // the trait), and its error is shown to `on_error` as the onion's is.
+            let res = base.run(ctx, state, request).await;
+            self.stack.shown_to_on_error(ctx, state, res).await?
+        };
         self.stack.run_after_model(ctx, state, &mut response).await?;
         run.messages.push(response.message.clone());
         run.final_message = Some(response.message.clone());
@@ -981,26 +986,32 @@ where
             }
             Prepared::Ready(call) => {
                 let events = ToolCallEvents::open(ctx, &call.id, &call.name, &call.arguments);
-                let (id, name) = (call.id.clone(), call.name.clone());
                 ctx.counters_mut().tool_calls += 1;
-                let result = match self
-                    .stack
-                    .run_wrapped_tool(ctx, state, call, &ToolCallBase { agent: self })
-                    .await
-                {
-                    Ok(r) => {
-                        self.answers_its_call(&id, &r.call_id, HookKind::WrapTool)?;
-                        r
+                let base = ToolCallBase { agent: self };
+                let answered = if self.stack.has(HookKind::WrapTool) {
+                    let (id, name) = (call.id.clone(), call.name.clone());
+                    match self.stack.run_wrapped_tool(ctx, state, call, &base).await {
+                        Ok(r) => {
+                            self.answers_its_call(&id, &r.call_id, HookKind::WrapTool)?;
+                            Ok(r)
+                        }
+                        Err(error) => Err(FailedCall { id, name, error }),
                     }
-                    Err(e) if self.tool_errors.to_result(&e) => ToolResult {
-                        call_id: id,
-                        name,
-                        content: e.to_string(),
-                        error: Some(e.to_string()),
-                        data: None,
-                    },
+                } else {
+                    // No wrap layer: the call runs in this future (not boxed
+                    // behind the trait) and answers itself; its error is
+                    // shown to `on_error` as the onion's is.
+                    let answered = base.run(ctx, state, call).await;
+                    if let Err(failed) = &answered {
+                        self.stack.run_on_error(ctx, state, &failed.error).await;
+                    }
+                    answered
+                };
+                let result = match answered {
+                    Ok(r) => r,
+                    Err(failed) if self.tool_errors.to_result(&failed.error) => failed.into_result(),
                     // The run ends with this error; the guard still ends the call's events.
-                    Err(e) => return Err(e),
+                    Err(failed) => return Err(failed.error),
                 };
                 (result, Some(events))
             }

@@ -766,13 +766,16 @@ where
         base: &(dyn ModelBaseCall<S, C> + '_),
     ) -> Result<ModelResponse> {
         let res = ModelHandler::new(&self.model, base).run(ctx, state, request).await;
-        match res {
-            Ok(outcome) => Ok(outcome.into_response()),
-            Err(e) => {
-                self.run_on_error(ctx, state, &e).await;
-                Err(e)
-            }
+        self.shown_to_on_error(ctx, state, res.map(|outcome| outcome.into_response()))
+            .await
+    }
+
+    /// `res`, with its error (one that escaped an onion) first shown to every `on_error`.
+    pub(crate) async fn shown_to_on_error<T>(&self, ctx: &mut RunContext<C>, state: &S, res: Result<T>) -> Result<T> {
+        if let Err(e) = &res {
+            self.run_on_error(ctx, state, e).await;
         }
+        res
     }
 
     /// Runs the tool onion around `base`; see [`run_wrapped_model`](Self::run_wrapped_model).
@@ -784,13 +787,8 @@ where
         base: &(dyn ToolBaseCall<S, C> + '_),
     ) -> Result<ToolResult> {
         let res = ToolHandler::new(&self.tool, base).run(ctx, state, call).await;
-        match res {
-            Ok(outcome) => Ok(outcome.into_result()),
-            Err(e) => {
-                self.run_on_error(ctx, state, &e).await;
-                Err(e)
-            }
-        }
+        self.shown_to_on_error(ctx, state, res.map(|outcome| outcome.into_result()))
+            .await
     }
 
     /// The jump targets every registered middleware may request, united.
