@@ -418,7 +418,28 @@ async fn cancelling_a_run_drops_a_stalled_model_stream_at_once() {
             Ok(first.chain(futures::stream::pending()).boxed())
         }
     }
-    let agent: Agent<()> = Agent::new(Stalls);
+    ends_when_cancelled_after_five_seconds(Agent::new(Stalls)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_a_run_drops_a_model_call_that_never_starts_its_stream_at_once() {
+    // A model whose call never answers: no stream, not even headers.
+    struct NeverAnswers;
+    #[async_trait]
+    impl ChatModel for NeverAnswers {
+        fn id(&self) -> &str {
+            "never-answers"
+        }
+        async fn stream(&self, _: &ModelRequest) -> Result<tinyagents::harness::model::ModelStream> {
+            std::future::pending().await
+        }
+    }
+    ends_when_cancelled_after_five_seconds(Agent::new(NeverAnswers)).await;
+}
+
+/// Runs `agent` under a token cancelled after five (paused-clock) seconds:
+/// the run must end `Cancelled` then, not at some idle timeout.
+async fn ends_when_cancelled_after_five_seconds(agent: Agent<()>) {
     let token = tokio_util_token();
     let mut ctx = RunContext::new(RunConfig::new("r"), ()).with_cancellation(token.clone());
     let canceller = tokio::spawn(async move {
@@ -426,7 +447,11 @@ async fn cancelling_a_run_drops_a_stalled_model_stream_at_once() {
         token.cancel();
     });
     let start = tokio::time::Instant::now();
-    let err = agent.run(&mut ctx, &(), "go").await.unwrap_err();
+    // bounded, so a run that never ends fails here (the paused clock jumps to it)
+    let err = tokio::time::timeout(Duration::from_secs(60), agent.run(&mut ctx, &(), "go"))
+        .await
+        .expect("the run ends when cancelled")
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Cancelled);
     assert_eq!(
         start.elapsed(),

@@ -74,15 +74,19 @@ where
         let result = AssertUnwindSafe(async {
             let cancelled = || TinyAgentsError::cancelled("the run was cancelled during a model call");
             let token = ctx.flow().cancellation().clone();
-            // One cancellation future for the whole call, registered once
-            // and polled beside every step (not a fresh one per delta).
+            // One cancellation future for the whole call, polled only while
+            // the model has nothing ready (so a call whose start and deltas
+            // are ready never registers with the token): the run was checked
+            // for cancellation on entry, and each delta checks it again.
             let cancel = token.cancelled();
             tokio::pin!(cancel);
-            let mut stream = tokio::select! {
-                biased;
-                () = &mut cancel => return Err(cancelled()),
-                stream = model.stream(&request) => stream?,
-            };
+            let mut start = model.stream(&request);
+            let mut stream = std::future::poll_fn(|cx| match start.as_mut().poll(cx) {
+                Poll::Pending => cancel.as_mut().poll(cx).map(|()| Err(cancelled())),
+                ready => ready,
+            })
+            .await?;
+            drop(start);
             let mut acc = ResponseAccumulator::new();
             let forward = ctx.events().wants(EventKind::ModelDelta);
             loop {
