@@ -1,6 +1,7 @@
 //! The scripted model's replay of a reply: the exact deltas it streams, and
-//! that accumulating them gives the reply back.
+//! that accumulating them gives the reply back (for any reply: a property).
 
+use proptest::prelude::*;
 use serde_json::json;
 use tinyagents::harness::message::{ContentPart, MessageData, MessageId};
 use tinyagents::harness::model::{ChatModel, DeltaContent, FinishReason, ModelDelta, ResponseAccumulator, StreamExt};
@@ -104,4 +105,78 @@ async fn a_reply_shared_with_the_script_is_replayed_without_changing_it() {
         .await;
     assert_eq!(streamed, ScriptedModel::deltas_for(&rich_reply()));
     assert_eq!(kept, rich_reply().message);
+}
+
+/// Text with the characters the cutting cares about: spaces (runs of them,
+/// leading and trailing), multi-byte characters, nothing at all.
+fn text() -> impl Strategy<Value = String> {
+    "[a-z é☃  ]{0,20}"
+}
+
+/// A reply of any shape: a reasoning part, text parts, tool calls whose
+/// argument strings hold quotes, backslashes and multi-byte characters, and
+/// usage reported or not.
+fn reply() -> impl Strategy<Value = ModelResponse> {
+    (
+        text(),
+        proptest::collection::vec(text(), 0..4),
+        proptest::collection::vec(("[a-z]{1,6}", "[a-zé☃ \"\\\\{}]{0,12}"), 0..4),
+        proptest::option::of((0u64..1000, 0u64..1000)),
+    )
+        .prop_map(|(reasoning, texts, calls, usage)| {
+            let mut content = vec![ContentPart::Reasoning { text: reasoning }];
+            content.extend(texts.into_iter().map(ContentPart::text));
+            let tool_calls = calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, (key, value))| ToolCall::new(format!("c{i}"), "t", json!({ key: value })))
+                .collect();
+            ModelResponse {
+                message: Message::from(MessageData {
+                    id: MessageId::new("m"),
+                    role: Role::Assistant,
+                    content,
+                    tool_calls,
+                    tool_call_id: None,
+                    name: None,
+                }),
+                usage: usage.map_or_else(Usage::default, |(i, o)| Usage::new(i, o)),
+                usage_reported: usage.is_some(),
+                finish_reason: FinishReason::Stop,
+                model: None,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn any_reply_streams_in_whole_words_and_accumulates_back_to_itself(reply in reply()) {
+        let deltas = ScriptedModel::deltas_for(&reply);
+        for d in &deltas {
+            if let DeltaContent::Text { text } | DeltaContent::Reasoning { text } = &d.content {
+                // a piece is never empty, and only the last piece of a part
+                // may end without its space
+                prop_assert!(!text.is_empty());
+                let body = text.strip_suffix(' ').unwrap_or(text);
+                prop_assert!(!body.contains(' '), "a piece holds one word: {text:?}");
+            }
+        }
+        prop_assert_eq!(deltas.last(), Some(&ModelDelta::finish(FinishReason::Stop)));
+        let mut acc = ResponseAccumulator::new();
+        for delta in deltas {
+            acc.push_owned(delta);
+        }
+        let back = acc.finish().unwrap();
+        prop_assert_eq!(back.message.text(), reply.message.text());
+        prop_assert_eq!(back.message.reasoning(), reply.message.reasoning());
+        prop_assert_eq!(&back.message.tool_calls, &reply.message.tool_calls);
+        prop_assert_eq!(back.usage, reply.usage);
+        prop_assert_eq!(back.usage_reported, reply.usage_reported);
+    }
 }
