@@ -1,5 +1,6 @@
 //! The innermost layers the agent supplies to the onions: the streamed model
-//! call and the tool call.
+//! call and the tool call. With no wrap layer there is no onion, and the
+//! loop awaits them in place.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
