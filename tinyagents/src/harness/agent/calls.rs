@@ -284,14 +284,7 @@ pub(super) struct FailedCall {
 impl FailedCall {
     /// The error as the call's result.
     pub(super) fn into_result(self) -> ToolResult {
-        let message = self.error.to_string();
-        ToolResult {
-            call_id: self.id,
-            name: self.name,
-            content: message.clone(),
-            error: Some(message),
-            data: None,
-        }
+        ToolResult::error_for(self.id, self.name, self.error.to_string())
     }
 }
 

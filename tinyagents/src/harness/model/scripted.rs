@@ -278,8 +278,9 @@ impl Iterator for ReplyDeltas {
         }
         if let Some((i, call)) = self.calls.next() {
             let index = i as u32;
+            // room for small arguments without growing; writing JSON into
+            // a `String` cannot fail
             let mut arguments = String::with_capacity(64);
-            // Writing JSON into a `String` cannot fail.
             let _ = write!(arguments, "{}", call.arguments);
             let mid = arguments
                 .char_indices()

@@ -125,10 +125,15 @@ impl ToolResult {
 
     /// An error result for `call`: the model sees `message`.
     pub fn error(call: &ToolCall, message: impl Into<String>) -> Self {
-        let message = message.into();
+        Self::error_for(call.id.clone(), call.name.clone(), message.into())
+    }
+
+    /// An error result for the call `call_id` to `name`, taking them as
+    /// they are (for the loop, which holds them owned).
+    pub(crate) fn error_for(call_id: String, name: String, message: String) -> Self {
         Self {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
+            call_id,
+            name,
             content: message.clone(),
             error: Some(message),
             data: None,
