@@ -29,7 +29,6 @@ use async_trait::async_trait;
 use common::{median_ns, quick_mode, ready};
 use criterion::{criterion_group, Criterion};
 use futures::future::BoxFuture;
-use futures::FutureExt;
 use tinyagents::harness::middleware::{ModelBaseCall, ToolBaseCall};
 use tinyagents::prelude::*;
 use tower::util::BoxCloneService;
@@ -140,10 +139,7 @@ async fn floor_next<const GUARD: bool>(
     };
     let inner = layer.wrap(ctx, state, request, rest);
     if GUARD {
-        AssertUnwindSafe(inner)
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| Err(TinyAgentsError::validation("the layer panicked")))
+        Guarded { fut: inner }.await
     } else {
         inner.await
     }
@@ -157,6 +153,38 @@ fn floor<const GUARD: bool>(depth: usize) -> Vec<Box<dyn FloorLayer<GUARD>>> {
 
 fn floor_model<const GUARD: bool>(layers: &[Box<dyn FloorLayer<GUARD>>], ctx: &mut RunContext) {
     ready(floor_next(ctx, &(), ModelRequest::default(), layers)).unwrap();
+}
+
+/// The cheapest panic guard for a layer's boxed future: each poll runs inside
+/// `catch_unwind` and writes its output in place, and the panic's path is out
+/// of line (the stack's own guard, `Unpanicking`, is built the same way;
+/// `FutureExt::catch_unwind`, which moves each output through its return,
+/// costs a layer 5 to 10 ns more).
+struct Guarded<F> {
+    fut: F,
+}
+
+impl<F, T> std::future::Future for Guarded<F>
+where
+    F: std::future::Future<Output = Result<T>> + Unpin,
+{
+    type Output = Result<T>;
+    #[inline]
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Result<T>> {
+        let fut = std::pin::Pin::new(&mut self.get_mut().fut);
+        let mut out = Poll::Pending;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| out = fut.poll(cx))) {
+            Ok(()) => out,
+            Err(p) => Poll::Ready(Err(panicked(p))),
+        }
+    }
+}
+
+/// A caught panic as the error the layer outside sees.
+#[cold]
+#[inline(never)]
+fn panicked(_: Box<dyn std::any::Any + Send>) -> TinyAgentsError {
+    TinyAgentsError::validation("the layer panicked")
 }
 
 // ----- the tower equivalent --------------------------------------------------

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use tinyagents::prelude::*;
 use tinyagents::testing::{model_base, trace, CollectingSink};
 use tinyagents_tests::{assert_balanced, Log, Recorder};
@@ -170,4 +172,130 @@ async fn an_agent_run_that_fails_reports_balanced_events_and_run_completed_with_
     assert_eq!(t.last().map(String::as_str), Some("run_completed error:validation"));
     // after_agent still saw the failed run
     assert!(log.lines().contains(&"a:after_agent".to_owned()));
+}
+
+/// A wrap layer that panics on its first pass, model and tool, and only
+/// after its future has already been polled once (so the guard must hold on
+/// every poll, not only the first).
+struct PanicsOnce(std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl Middleware<()> for PanicsOnce {
+    fn name(&self) -> &str {
+        "flaky"
+    }
+    fn hooks(&self) -> HookSet {
+        HookSet::WRAP_MODEL | HookSet::WRAP_TOOL
+    }
+    async fn wrap_model(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        tokio::task::yield_now().await;
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            panic!("flaky panics in wrap_model on purpose");
+        }
+        next.run(ctx, state, request).await
+    }
+    async fn wrap_tool(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        call: ToolCall,
+        next: ToolHandler<'_, ()>,
+    ) -> Result<MiddlewareToolOutcome> {
+        tokio::task::yield_now().await;
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            panic!("flaky panics in wrap_tool on purpose");
+        }
+        next.run(ctx, state, call).await
+    }
+}
+
+/// A wrap layer that calls the rest of the onion again once when it fails,
+/// recording the error kind it saw.
+struct RetryOnce(Log);
+
+#[async_trait]
+impl Middleware<()> for RetryOnce {
+    fn name(&self) -> &str {
+        "retry"
+    }
+    fn hooks(&self) -> HookSet {
+        HookSet::WRAP_MODEL | HookSet::WRAP_TOOL
+    }
+    async fn wrap_model(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        request: ModelRequest,
+        next: ModelHandler<'_, ()>,
+    ) -> Result<MiddlewareModelOutcome> {
+        match next.run(ctx, state, request.clone()).await {
+            Err(e) => {
+                self.0.push(format!("retry saw {}", e.kind().as_str()));
+                next.run(ctx, state, request).await
+            }
+            ok => ok,
+        }
+    }
+    async fn wrap_tool(
+        &self,
+        ctx: &mut RunContext,
+        state: &(),
+        call: ToolCall,
+        next: ToolHandler<'_, ()>,
+    ) -> Result<MiddlewareToolOutcome> {
+        match next.run(ctx, state, call.clone()).await {
+            Err(e) => {
+                self.0.push(format!("retry saw {}", e.kind().as_str()));
+                next.run(ctx, state, call).await
+            }
+            ok => ok,
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_outer_wrap_layer_sees_an_inner_layers_panic_as_an_error_and_retries_past_it() {
+    use tinyagents::testing::tool_base;
+    let log = Log::default();
+    let mut stack = MiddlewareStack::<()>::empty();
+    stack.add(RetryOnce(log.clone())).unwrap();
+    stack.add(PanicsOnce(Default::default())).unwrap();
+    let sink = Arc::new(CollectingSink::new());
+    let mut ctx = ctx_with(&sink);
+
+    let model = model_base(|_| Ok(ModelResponse::text("answered")));
+    let response = stack
+        .run_wrapped_model(&mut ctx, &(), ModelRequest::default(), &model)
+        .await
+        .expect("the retry gets past the panic");
+    assert_eq!(response.message.text(), "answered");
+
+    let mut stack = MiddlewareStack::<()>::empty();
+    stack.add(RetryOnce(log.clone())).unwrap();
+    stack.add(PanicsOnce(Default::default())).unwrap();
+    let call = ToolCall::new("c1", "t", serde_json::json!({}));
+    let tool = tool_base(|call| Ok(ToolResult::ok(&call, "ran")));
+    let result = stack
+        .run_wrapped_tool(&mut ctx, &(), call, &tool)
+        .await
+        .expect("the retry gets past the panic");
+    assert_eq!(result.content, "ran");
+
+    assert_eq!(
+        log.lines(),
+        ["retry saw middleware_panic", "retry saw middleware_panic"]
+    );
+    let t = trace(&sink.events());
+    assert_balanced(&t);
+    for hook in ["wrap_model", "wrap_tool"] {
+        assert!(t.contains(&format!("completed flaky.{hook} panicked")), "{t:#?}");
+        assert!(t.contains(&format!("completed flaky.{hook} ok")), "{t:#?}");
+        assert!(t.contains(&format!("completed retry.{hook} ok")), "{t:#?}");
+    }
 }

@@ -1,10 +1,6 @@
 //! The `next` handles passed to wrap middleware: [`ModelHandler`] and [`ToolHandler`].
 
-use std::panic::AssertUnwindSafe;
-
-use futures::FutureExt;
-
-use super::invoke::{outcome_of, unpanicked, Bracket, Slot};
+use super::invoke::{outcome_of, Bracket, Slot, Unpanicking};
 use super::{HookKind, Middleware, MiddlewareModelOutcome, MiddlewareToolOutcome, ModelBaseCall, ToolBaseCall};
 use crate::harness::context::RunContext;
 use crate::harness::error::Result;
@@ -69,10 +65,13 @@ macro_rules! handler {
                 // The layer's result is checked and labelled in place: it is
                 // moved once, out to the caller.
                 let mut panicked = false;
-                let caught = AssertUnwindSafe(Middleware::$method(&*slot.mw, ctx, state, input, next))
-                    .catch_unwind()
-                    .await;
-                let mut res = unpanicked(caught, &slot.name, $hook, &mut panicked);
+                let mut res = Unpanicking {
+                    fut: Middleware::$method(&*slot.mw, ctx, state, input, next),
+                    name: &slot.name,
+                    hook: $hook,
+                    panicked: &mut panicked,
+                }
+                .await;
                 ctx.check_jump_in_place(&slot.name, slot.jumps, &mut res);
                 bracket.close(outcome_of(&res, panicked));
                 res
