@@ -58,7 +58,9 @@ struct Pending {
 /// the hook's future was dropped before it finished. Costs two mask checks
 /// when the sink wants neither event.
 pub(crate) struct Bracket {
-    pending: Option<Pending>,
+    /// Boxed, so a bracket no one watches is one null word in the hook's
+    /// future (a wrap layer's future holds one across its whole pass).
+    pending: Option<Box<Pending>>,
     hook: HookKind,
 }
 
@@ -72,10 +74,12 @@ impl Bracket {
                 hook,
             });
         }
-        let pending = ctx.events().wants(EventKind::MiddlewareCompleted).then(|| Pending {
-            sink: ctx.events().sink().clone(),
-            run_id: ctx.run_id().clone(),
-            name: name.clone(),
+        let pending = ctx.events().wants(EventKind::MiddlewareCompleted).then(|| {
+            Box::new(Pending {
+                sink: ctx.events().sink().clone(),
+                run_id: ctx.run_id().clone(),
+                name: name.clone(),
+            })
         });
         Self { pending, hook }
     }
