@@ -241,7 +241,11 @@ impl LedgerStore for MemoryLedger {
 /// unrecorded when the last clone is dropped is logged as a `tracing`
 /// error naming the key and the amount. A settle whose answer was lost after
 /// the store applied it is recorded again: an outage can count a call twice,
-/// never zero times.
+/// never zero times. The same holds when the caller drops the work mid-way
+/// (a deadline around a run or around `flush`, a cancelled run): an amount
+/// counts as unrecorded from before the store is asked until the store
+/// confirms it, and an attempt dropped before it settled is kept as settled
+/// at its reservation, as an attempt of unknown cost is.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -284,51 +288,125 @@ fn usd_check(what: &str, usd: f64) -> Result<()> {
     Ok(())
 }
 
-/// Settles a [`SharedBudget`] could not record, per ledger key: the units
-/// still held and the units spent, applied to the store on its next answer.
+/// Settles a [`SharedBudget`] has not seen the store take, per ledger key:
+/// those it could not record (kept, applied on the store's next answer) and
+/// those on their way to the store now (in flight). An amount leaves only
+/// when the store confirms it: a settle whose future is dropped mid-way (a
+/// caller's deadline, a cancelled run) puts its amount back among the kept
+/// ([`InFlight`]'s drop), so it is never lost to a cancellation.
 #[derive(Debug, Default)]
-struct Unrecorded(Mutex<HashMap<String, Pending>>);
+struct Unrecorded(Mutex<HashMap<String, Entry>>);
 
-/// One key's unrecorded settles, summed (a settle is additive).
+/// One key's unrecorded settles.
 #[derive(Debug, Default, Clone, Copy)]
+struct Entry {
+    /// Not taken by the store; recorded by the next operation on the key.
+    kept: Pending,
+    /// Sent to the store, not yet confirmed.
+    in_flight: Pending,
+}
+
+/// Settles summed (a settle is additive).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 struct Pending {
     reserved: u64,
     actual: u64,
 }
 
+impl Pending {
+    fn plus(self, other: Pending) -> Pending {
+        Pending {
+            reserved: self.reserved.saturating_add(other.reserved).min(MAX_LEDGER_UNITS),
+            actual: self.actual.saturating_add(other.actual).min(MAX_LEDGER_UNITS),
+        }
+    }
+
+    fn minus(self, other: Pending) -> Pending {
+        Pending {
+            reserved: self.reserved.saturating_sub(other.reserved),
+            actual: self.actual.saturating_sub(other.actual),
+        }
+    }
+
+    fn is_zero(self) -> bool {
+        self == Pending::default()
+    }
+}
+
 impl Unrecorded {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Keeps a settle of `key` the store did not take.
-    fn keep(&self, key: &str, pending: Pending) {
+    /// Sends `pending` of `key` on its way to the store: it counts as
+    /// unrecorded until [`InFlight::confirm`].
+    fn send<'a>(&'a self, key: &'a str, pending: Pending) -> InFlight<'a> {
         let mut map = self.lock();
         let entry = map.entry(key.to_owned()).or_default();
-        entry.reserved = entry.reserved.saturating_add(pending.reserved).min(MAX_LEDGER_UNITS);
-        entry.actual = entry.actual.saturating_add(pending.actual).min(MAX_LEDGER_UNITS);
+        entry.in_flight = entry.in_flight.plus(pending);
+        InFlight {
+            unrecorded: self,
+            key,
+            pending,
+            confirmed: false,
+        }
     }
 
-    /// Takes `key`'s unrecorded settles out (to record them; [`keep`](Self::keep) them again on failure).
-    fn take(&self, key: &str) -> Option<Pending> {
-        self.lock().remove(key)
+    /// Sends everything kept for `key` on its way to the store (`None` when
+    /// nothing is kept).
+    fn send_kept<'a>(&'a self, key: &'a str) -> Option<InFlight<'a>> {
+        let mut map = self.lock();
+        let entry = map.get_mut(key)?;
+        let pending = std::mem::take(&mut entry.kept);
+        if pending.is_zero() {
+            return None;
+        }
+        entry.in_flight = entry.in_flight.plus(pending);
+        Some(InFlight {
+            unrecorded: self,
+            key,
+            pending,
+            confirmed: false,
+        })
     }
 
+    /// Keeps a settle of `key` the store has not taken (nothing for a zero one).
+    fn keep(&self, key: &str, pending: Pending) {
+        if pending.is_zero() {
+            return;
+        }
+        let mut map = self.lock();
+        let entry = map.entry(key.to_owned()).or_default();
+        entry.kept = entry.kept.plus(pending);
+    }
+
+    /// The keys with settles kept (to record on a flush).
     fn keys(&self) -> Vec<String> {
-        self.lock().keys().cloned().collect()
+        self.lock()
+            .iter()
+            .filter(|(_, e)| !e.kept.is_zero())
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
+    /// Units spent and not yet confirmed by the store, kept or in flight.
     fn nanos(&self) -> u64 {
-        self.lock().values().fold(0u64, |n, p| n.saturating_add(p.actual))
+        self.lock().values().fold(0u64, |n, e| {
+            n.saturating_add(e.kept.actual).saturating_add(e.in_flight.actual)
+        })
     }
 }
 
 impl Drop for Unrecorded {
     fn drop(&mut self) {
-        for (key, pending) in self.lock().iter() {
+        for (key, entry) in self.lock().iter() {
+            let actual = entry.kept.plus(entry.in_flight).actual;
+            if actual == 0 {
+                continue;
+            }
             tracing::error!(
                 key = %key,
-                unrecorded_usd = pending.actual as f64 / NANOS_PER_USD,
+                unrecorded_usd = actual as f64 / NANOS_PER_USD,
                 "a shared budget was dropped with spend its store never recorded (the store could not answer); \
                  the amount is lost from the shared total: call `SharedBudget::flush` before exiting"
             );
@@ -336,11 +414,72 @@ impl Drop for Unrecorded {
     }
 }
 
-/// What one admitted attempt holds on a [`SharedBudget`].
+/// A settle on its way to the store. [`confirm`](Self::confirm) when the
+/// store took it; dropped unconfirmed (the store refused, or the awaiting
+/// future was dropped), its amount goes back among the kept, to be recorded
+/// by the next operation on the key.
+struct InFlight<'a> {
+    unrecorded: &'a Unrecorded,
+    key: &'a str,
+    pending: Pending,
+    confirmed: bool,
+}
+
+impl InFlight<'_> {
+    /// The store took the settle: the amount leaves the process's count.
+    fn confirm(mut self) {
+        self.confirmed = true;
+        let mut map = self.unrecorded.lock();
+        if let Some(entry) = map.get_mut(self.key) {
+            entry.in_flight = entry.in_flight.minus(self.pending);
+            if entry.kept.is_zero() && entry.in_flight.is_zero() {
+                map.remove(self.key);
+            }
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.confirmed {
+            return;
+        }
+        let mut map = self.unrecorded.lock();
+        let entry = map.entry(self.key.to_owned()).or_default();
+        entry.in_flight = entry.in_flight.minus(self.pending);
+        entry.kept = entry.kept.plus(self.pending);
+        if entry.kept.is_zero() && entry.in_flight.is_zero() {
+            map.remove(self.key);
+        }
+    }
+}
+
+/// What one admitted attempt holds on a [`SharedBudget`]. Dropped without
+/// [`SharedBudget::settle`] (the attempt's future was dropped mid-call: a
+/// deadline, a cancelled run), its cost is unknown, so it is kept as settled
+/// at its reservation, as a failed attempt without usage is, and recorded by
+/// the next operation on the key; the store would otherwise hold the
+/// reservation until the key expires and then forget it.
 #[derive(Debug)]
 pub(crate) struct SharedHold {
     key: String,
     nanos: u64,
+    /// Where an unsettled hold goes when dropped (`None` once settled).
+    unrecorded: Option<Arc<Unrecorded>>,
+}
+
+impl Drop for SharedHold {
+    fn drop(&mut self) {
+        if let Some(unrecorded) = self.unrecorded.take() {
+            unrecorded.keep(
+                &self.key,
+                Pending {
+                    reserved: self.nanos,
+                    actual: self.nanos,
+                },
+            );
+        }
+    }
 }
 
 impl SharedBudget {
@@ -421,8 +560,9 @@ impl SharedBudget {
     }
 
     /// The US dollars this process spent under any key of this budget that
-    /// the store has not recorded yet (a settle failed): recorded by the next
-    /// operation on the key, or by [`flush`](Self::flush).
+    /// the store has not confirmed yet (a settle failed, was dropped, or is on
+    /// its way): recorded by the next operation on the key, or by
+    /// [`flush`](Self::flush).
     pub fn unrecorded_usd(&self) -> f64 {
         self.unrecorded.nanos() as f64 / NANOS_PER_USD
     }
@@ -443,26 +583,27 @@ impl SharedBudget {
         first.map_or(Ok(()), Err)
     }
 
-    /// Applies `key`'s unrecorded settles to the store, keeping them on failure.
+    /// Applies `key`'s unrecorded settles to the store, keeping them on
+    /// failure and when this future is dropped before the store answers.
     async fn record_unrecorded(&self, key: &str) -> Result<()> {
-        let Some(pending) = self.unrecorded.take(key) else {
+        let Some(sent) = self.unrecorded.send_kept(key) else {
             return Ok(());
         };
-        match self
-            .ledger
-            .settle(key, pending.reserved, pending.actual, self.ttl)
-            .await
-        {
-            Ok(_) => Ok(()),
+        let Pending { reserved, actual } = sent.pending;
+        match self.ledger.settle(key, reserved, actual, self.ttl).await {
+            Ok(_) => {
+                sent.confirm();
+                Ok(())
+            }
             Err(e) => {
-                self.unrecorded.keep(key, pending);
+                drop(sent);
                 Err(TinyAgentsError::middleware(
                     "limits",
                     format!(
                         "the shared budget store still cannot record ${:.9} spent under `{key}` by earlier calls \
                          ({e}); the amount is kept in this process and no paid request is sent until the store \
                          takes it: bring the store back",
-                        pending.actual as f64 / NANOS_PER_USD
+                        actual as f64 / NANOS_PER_USD
                     ),
                 ))
             }
@@ -484,7 +625,11 @@ impl SharedBudget {
             .await
             .map_err(|e| self.unavailable(&key, e))?;
         match answer {
-            Reservation::Admitted(_) => Ok(SharedHold { key, nanos }),
+            Reservation::Admitted(_) => Ok(SharedHold {
+                key,
+                nanos,
+                unrecorded: Some(self.unrecorded.clone()),
+            }),
             Reservation::Refused(t) => Err(TinyAgentsError::limit(
                 "max_price_usd",
                 format!(
@@ -503,18 +648,26 @@ impl SharedBudget {
     /// Settles an attempt at `usd` (`None`: its cost is unknown, so it is
     /// charged its reservation). A settle the store does not take is kept
     /// (see "Spend is never dropped" on [`SharedBudget`]) and fails the attempt.
-    pub(crate) async fn settle(&self, hold: SharedHold, usd: Option<f64>) -> Result<()> {
+    pub(crate) async fn settle(&self, mut hold: SharedHold, usd: Option<f64>) -> Result<()> {
+        // From here the in-flight settle below answers for the hold.
+        hold.unrecorded = None;
         let actual = usd.map_or(hold.nanos, usd_to_nanos);
+        // Counted as unrecorded before the store is asked, so a caller that
+        // drops this future mid-way keeps the amount rather than losing it.
+        let sent = self.unrecorded.send(
+            &hold.key,
+            Pending {
+                reserved: hold.nanos,
+                actual,
+            },
+        );
         match self.ledger.settle(&hold.key, hold.nanos, actual, self.ttl).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                sent.confirm();
+                Ok(())
+            }
             Err(e) => {
-                self.unrecorded.keep(
-                    &hold.key,
-                    Pending {
-                        reserved: hold.nanos,
-                        actual,
-                    },
-                );
+                drop(sent);
                 Err(TinyAgentsError::middleware(
                     "limits",
                     format!(

@@ -1,6 +1,8 @@
 //! A shared budget whose store goes down mid-call never drops the call's
 //! cost: the settle that fails keeps it in the process, every paid request
 //! is refused until the store takes it, and the next operation records it.
+//! A store that hangs instead, and a caller's deadline that drops the settle
+//! (or the record of kept spend) mid-way, loses nothing either.
 //! (The same across real processes and real servers:
 //! `tests/tests/store_processes.rs`, `outage_*`.)
 
@@ -15,15 +17,20 @@ use tinyagents::store::{LedgerStore, LedgerTotals, MemoryLedger, Reservation, Sh
 
 use super::support::charging_input;
 
-/// A ledger that answers like `MemoryLedger` while up and fails while down.
+/// A ledger that answers like `MemoryLedger` while up, fails while down,
+/// and never answers while it hangs (a store behind a partition).
 #[derive(Default)]
 struct Switched {
     inner: MemoryLedger,
     down: AtomicBool,
+    hang: AtomicBool,
 }
 
 impl Switched {
-    fn check(&self) -> tinyagents::Result<()> {
+    async fn check(&self) -> tinyagents::Result<()> {
+        if self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         if self.down.load(Ordering::SeqCst) {
             Err(TinyAgentsError::middleware("test ledger", "connection refused"))
         } else {
@@ -35,17 +42,22 @@ impl Switched {
 #[async_trait]
 impl LedgerStore for Switched {
     async fn reserve(&self, key: &str, cap: u64, amount: u64, ttl: Duration) -> tinyagents::Result<Reservation> {
-        self.check()?;
+        self.check().await?;
         self.inner.reserve(key, cap, amount, ttl).await
     }
     async fn settle(&self, key: &str, reserved: u64, actual: u64, ttl: Duration) -> tinyagents::Result<LedgerTotals> {
-        self.check()?;
+        self.check().await?;
         self.inner.settle(key, reserved, actual, ttl).await
     }
     async fn totals(&self, key: &str) -> tinyagents::Result<LedgerTotals> {
-        self.check()?;
+        self.check().await?;
         self.inner.totals(key).await
     }
+}
+
+/// A store that stops answering (hangs) instead of failing.
+fn hang(ledger: &Switched, on: bool) {
+    ledger.hang.store(on, Ordering::SeqCst);
 }
 
 /// One call: 1000 input tokens at $30 per million.
@@ -58,6 +70,8 @@ struct Setup {
     calls: Arc<AtomicU32>,
     /// When set, the model takes the store down while it answers.
     cut_mid_call: Arc<AtomicBool>,
+    /// When set, the model makes the store hang while it answers.
+    hang_mid_call: Arc<AtomicBool>,
 }
 
 fn setup(reserve_usd: f64) -> Setup {
@@ -68,12 +82,20 @@ fn setup(reserve_usd: f64) -> Setup {
         .unwrap();
     let limits = charging_input(budget.clone());
     let calls = Arc::new(AtomicU32::new(0));
-    let cut_mid_call = Arc::new(AtomicBool::new(false));
-    let (counted, cut, store) = (calls.clone(), cut_mid_call.clone(), ledger.clone());
+    let (cut_mid_call, hang_mid_call) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (counted, cut, hangs, store) = (
+        calls.clone(),
+        cut_mid_call.clone(),
+        hang_mid_call.clone(),
+        ledger.clone(),
+    );
     let model = ScriptedModel::from_fn(move |_| {
         counted.fetch_add(1, Ordering::SeqCst);
         if cut.swap(false, Ordering::SeqCst) {
             store.down.store(true, Ordering::SeqCst);
+        }
+        if hangs.swap(false, Ordering::SeqCst) {
+            hang(&store, true);
         }
         ModelResponse::text("ok").with_usage(Usage::new(1000, 0)).into()
     });
@@ -84,6 +106,7 @@ fn setup(reserve_usd: f64) -> Setup {
         agent,
         calls,
         cut_mid_call,
+        hang_mid_call,
     }
 }
 
@@ -185,4 +208,134 @@ async fn budget_dropped_with_kept_spend_logs_an_error_naming_the_key_and_amount(
         !captured.events().iter().any(|e| e.message().contains("never recorded")),
         "nothing kept, nothing logged"
     );
+}
+
+/// The caller's deadline: long enough for everything but a hung store.
+const DEADLINE: Duration = Duration::from_secs(5);
+
+#[tokio::test(start_paused = true)]
+async fn budget_settle_dropped_by_a_deadline_while_the_store_hangs_keeps_the_cost() {
+    let s = setup(0.0);
+    // The store stops answering while the model answers: the call is paid,
+    // its settle hangs, and the caller's deadline drops the run.
+    s.hang_mid_call.store(true, Ordering::SeqCst);
+    assert!(
+        tokio::time::timeout(DEADLINE, run(&s.agent)).await.is_err(),
+        "the settle hangs"
+    );
+    assert_eq!(s.calls.load(Ordering::SeqCst), 1);
+    assert!(
+        (s.budget.unrecorded_usd() - 0.03).abs() < 1e-12,
+        "the paid call's cost is kept: {}",
+        s.budget.unrecorded_usd()
+    );
+
+    hang(&s.ledger, false);
+    s.budget.flush().await.unwrap();
+    let t = totals(&s.ledger).await;
+    assert_eq!((t.spent, t.held), (CALL_NANOS, 0), "recorded once, nothing left held");
+    assert_eq!(s.budget.unrecorded_usd(), 0.0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn budget_flush_dropped_by_a_deadline_while_the_store_hangs_keeps_the_cost() {
+    let s = setup(0.0);
+    s.cut_mid_call.store(true, Ordering::SeqCst);
+    run(&s.agent).await.unwrap_err();
+    assert!((s.budget.unrecorded_usd() - 0.03).abs() < 1e-12);
+
+    s.ledger.down.store(false, Ordering::SeqCst);
+    hang(&s.ledger, true);
+    assert!(
+        tokio::time::timeout(DEADLINE, s.budget.flush()).await.is_err(),
+        "flush hangs"
+    );
+    assert!(
+        (s.budget.unrecorded_usd() - 0.03).abs() < 1e-12,
+        "a dropped flush keeps what it was recording: {}",
+        s.budget.unrecorded_usd()
+    );
+
+    hang(&s.ledger, false);
+    s.budget.flush().await.unwrap();
+    assert_eq!(totals(&s.ledger).await.spent, CALL_NANOS, "recorded exactly once");
+    assert_eq!(s.budget.unrecorded_usd(), 0.0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn budget_run_dropped_while_recording_kept_spend_keeps_it_and_the_next_run_records_it() {
+    let s = setup(0.0);
+    s.cut_mid_call.store(true, Ordering::SeqCst);
+    run(&s.agent).await.unwrap_err();
+    s.ledger.down.store(false, Ordering::SeqCst);
+
+    // The next run records the kept spend first; the store hangs, and the
+    // run is dropped by its deadline before any paid request.
+    hang(&s.ledger, true);
+    assert!(tokio::time::timeout(DEADLINE, run(&s.agent)).await.is_err());
+    assert_eq!(
+        s.calls.load(Ordering::SeqCst),
+        1,
+        "nothing was sent while the record hung"
+    );
+    assert!((s.budget.unrecorded_usd() - 0.03).abs() < 1e-12);
+
+    hang(&s.ledger, false);
+    run(&s.agent).await.unwrap();
+    assert_eq!(s.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        totals(&s.ledger).await.spent,
+        2 * CALL_NANOS,
+        "both paid calls recorded, once each"
+    );
+    assert_eq!(s.budget.unrecorded_usd(), 0.0);
+}
+
+/// A model whose stream sends one delta, then stalls: a call the caller's
+/// deadline drops mid-stream, its cost unknown.
+struct Stalls;
+
+#[async_trait]
+impl ChatModel for Stalls {
+    fn id(&self) -> &str {
+        "stalls"
+    }
+    async fn stream(&self, _: &ModelRequest) -> tinyagents::Result<tinyagents::harness::model::ModelStream> {
+        use futures::StreamExt;
+        let first = futures::stream::iter([Ok(ModelDelta::text("thinking…"))]);
+        Ok(first.chain(futures::stream::pending()).boxed())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn budget_attempt_dropped_mid_call_is_settled_at_its_reservation_not_held_until_expiry() {
+    let ledger = Arc::new(Switched::default());
+    let budget = SharedBudget::new(ledger.clone(), "team", 10.0)
+        .unwrap()
+        .reserve_usd(0.05)
+        .unwrap();
+    let agent = Agent::new(Stalls).with_stack(MiddlewareStack::new().with(charging_input(budget.clone())).unwrap());
+    assert!(
+        tokio::time::timeout(DEADLINE, run(&agent)).await.is_err(),
+        "the call stalls"
+    );
+    assert_eq!(
+        totals(&ledger).await.held,
+        50_000_000,
+        "the reservation is still held on the store"
+    );
+    assert!(
+        (budget.unrecorded_usd() - 0.05).abs() < 1e-12,
+        "the dropped attempt is kept at its reservation: {}",
+        budget.unrecorded_usd()
+    );
+
+    budget.flush().await.unwrap();
+    let t = totals(&ledger).await;
+    assert_eq!(
+        (t.spent, t.held),
+        (50_000_000, 0),
+        "charged its reservation, and the hold released"
+    );
+    assert_eq!(budget.unrecorded_usd(), 0.0);
 }
