@@ -219,13 +219,20 @@ impl Redactor {
     }
 
     /// Every string of a JSON value [redacted](Self::redact) in place
-    /// (object keys too); the value stays valid JSON.
+    /// (object keys too), and every number whose text holds a secret (a
+    /// numeric token or PIN) replaced by its redacted text as a string; the
+    /// value stays valid JSON.
     pub fn redact_json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
         match value {
             Value::String(s) => {
                 if let Cow::Owned(clean) = self.redact(s) {
                     *s = clean;
+                }
+            }
+            Value::Number(n) => {
+                if let Cow::Owned(clean) = self.redact(&n.to_string()) {
+                    *value = Value::String(clean);
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
@@ -532,6 +539,30 @@ mod tests {
         let mut v = serde_json::json!({"a": ["\ttabbed-secret-value"], "tabbed-secret-value": 1});
         r.redact_json(&mut v);
         assert_eq!(v, serde_json::json!({"a": ["\t***"], "***": 1}));
+    }
+
+    #[test]
+    fn a_secret_in_a_json_number_is_masked_as_a_string() {
+        let r = Redactor::new();
+        r.add("839201745512");
+        let mut v = serde_json::json!({
+            "token": 839201745512u64,
+            "negative": -839201745512i64,
+            "float": 839201745512.5,
+            "nested": [[1, 839201745512u64]],
+            "other": 4821,
+        });
+        r.redact_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "token": "***",
+                "negative": "-***",
+                "float": "***.5",
+                "nested": [[1, "***"]],
+                "other": 4821,
+            })
+        );
     }
 
     #[test]
