@@ -15,5 +15,6 @@ mod pii_scan;
 mod pii_streams;
 mod pii_support;
 mod protected_table;
+mod rt_findings;
 mod shell_fs_guard;
 mod workspace;
