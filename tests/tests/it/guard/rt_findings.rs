@@ -255,3 +255,48 @@ async fn rt_git_pathspec_glob_reaches_protected_paths() {
         "an admitted pathspec glob removed the protected CI workflow from HEAD: {tree}\n{texts:?}"
     );
 }
+
+/// FINDING 7b (guard, `workspace` profile): the same class at the guard's
+/// level. The writing git subcommands (`rm`, `restore`, `mv`) return before
+/// `revisions_and_paths`, so the pathspec-magic refusal documented for git
+/// (`:(top)`, `:/`) never applies to them, and a directory pathspec is not
+/// walked for protected entries the way `cp -r` is: `vendor` reaches
+/// `vendor/x/.github/workflows/ci.yml`, `:(glob)**/ci.yml` and `'*.yml'` reach
+/// `.github/workflows/ci.yml`. Each is admitted; the plain path is refused.
+#[test]
+fn rt_git_write_pathspecs_reaching_protected_paths_are_admitted() {
+    use tinyagents::sandbox::SandboxMode;
+    let ws = Workspace::new("rt-pathspec-guard");
+    repo(&ws.root);
+    let root = ws.root.canonicalize().unwrap();
+    for dir in [".github/workflows", "vendor/x/.github/workflows"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        std::fs::write(root.join(dir).join("ci.yml"), "on: push\n").unwrap();
+    }
+    git(&root, &["add", "-A"]);
+    let guard = ShellFsGuardMiddleware::workspace();
+    let judge = |command: &str| {
+        guard
+            .plan_call(
+                &ToolCall::new("c", "shell", json!({ "command": command })),
+                Some(&WorkspaceDescriptor::new(&root).with_sandbox(SandboxMode::Required)),
+            )
+            .map(drop)
+    };
+    assert!(judge("git rm -q --cached .github/workflows/ci.yml").is_err(), "control");
+    assert!(judge("git rm -q --cached hello.txt").is_ok(), "control: ordinary removal");
+    let admitted: Vec<&str> = [
+        "git rm -q --cached -- '*.yml'",
+        "git rm -q --cached ':(glob)**/ci.yml'",
+        "git rm -r -q --cached vendor",
+        "git restore -s HEAD -- vendor",
+        "git restore -s HEAD -- '*.yml'",
+    ]
+    .into_iter()
+    .filter(|c| judge(c).is_ok())
+    .collect();
+    assert!(
+        admitted.is_empty(),
+        "pathspecs that reach protected paths were admitted: {admitted:#?}"
+    );
+}
