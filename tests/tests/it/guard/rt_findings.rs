@@ -300,3 +300,41 @@ fn rt_git_write_pathspecs_reaching_protected_paths_are_admitted() {
         "pathspecs that reach protected paths were admitted: {admitted:#?}"
     );
 }
+
+/// FINDING 8 (guard, DEFAULT profile, end to end: arbitrary command
+/// execution in the sandbox from read-only-looking commands). The check
+/// that git will use a `.git` inside the root and not a bare-looking
+/// directory (`repository_inside_root`) runs at check time, before any
+/// stage of the pipeline runs. Earlier stages of the same pipeline can make
+/// the cwd a bare repository (`mkdir refs`, `cat H > HEAD`; `config` and
+/// `objects/` were written by earlier admitted calls: `config` is only
+/// protected as `.git/config`), and the git stage, started a moment later,
+/// discovers it. Its `config` sets `core.alternateRefsCommand`, which the
+/// admitted `git log --alternate-refs` runs through the shell; it is not
+/// among the `-c` overrides of the safe mode. Every call below is admitted
+/// by the default guard; `pwned` is created by the command git ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rt_pipeline_makes_a_bare_repo_after_the_check_and_git_runs_its_config() {
+    if !sandbox_available("rt_pipeline_makes_a_bare_repo_after_the_check_and_git_runs_its_config") {
+        return;
+    }
+    let ws = Workspace::new("rt-bare-race");
+    repo(&ws.root);
+    git(&ws.root, &["add", "hello.txt"]);
+    git(&ws.root, &["-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "init"]);
+    let calls = [
+        ("", "mkdir -p sub/objects/info"),
+        ("", "printf '[core]\\n\\talternateRefsCommand = touch pwned #\\n' > sub/config"),
+        ("", "echo ../../.git/objects > sub/objects/info/alternates"),
+        ("", "echo 'ref: refs/heads/main' > sub/H"),
+        ("sub", "mkdir refs | cat H > HEAD | git log --alternate-refs --oneline"),
+    ];
+    let texts = sandbox_support::model_runs(&ws, &calls).await;
+    for (call, text) in calls.iter().zip(&texts) {
+        assert!(!text.contains("guard refused"), "{}: refused, the attack needs it admitted: {text}", call.1);
+    }
+    assert!(
+        !ws.root.join("sub/pwned").exists(),
+        "git ran `core.alternateRefsCommand` from a bare repository made after the guard's check: {texts:#?}"
+    );
+}
