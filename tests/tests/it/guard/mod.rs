@@ -4,6 +4,7 @@ mod copy_landing;
 mod corpus;
 mod escapes;
 mod file_tools;
+mod git_writes;
 mod one_parse;
 mod one_parse_attacks;
 mod patch_tool;

@@ -208,6 +208,37 @@ fn admitted_plans_carry_the_safe_modes() {
     }
     assert_eq!(p.stages()[1].argv()[..2], ["sed", "--sandbox"]);
     assert_eq!(p.cwd(), ws.root.canonicalize().unwrap());
+    // git is pinned to the repository the guard judged, and its keys that
+    // name programs are overridden
+    let root = ws.root.canonicalize().unwrap();
+    for switch in [
+        format!("--git-dir={}", root.join(".git").display()),
+        format!("--work-tree={}", root.display()),
+        "safe.bareRepository=explicit".to_owned(),
+        "core.alternateRefsCommand=true".to_owned(),
+        "gpg.program=false".to_owned(),
+    ] {
+        assert!(git.contains(&switch), "{switch} in {git:?}");
+    }
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    let in_sub = ShellFsGuardMiddleware::new()
+        .plan_call(
+            &ToolCall::new("c", "shell", json!({ "command": "git status", "cwd": "sub" })),
+            Some(&WorkspaceDescriptor::new(&root)),
+        )
+        .unwrap()
+        .unwrap();
+    let pinned = format!("--git-dir={}", root.join(".git").display());
+    assert!(
+        in_sub.stages()[0].argv().contains(&pinned),
+        "{:?}",
+        in_sub.stages()[0].argv()
+    );
+    // `git --version` needs no repository
+    assert!(plan(&root, "git --version").unwrap().stages()[0]
+        .argv()
+        .iter()
+        .all(|a| !a.starts_with("--git-dir")));
     let err = plan(&ws.root, "sed '/[/a]/e' f").unwrap_err();
     assert!(err.contains("`e` command"), "{err}");
 }
