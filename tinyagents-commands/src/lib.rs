@@ -35,6 +35,7 @@
 
 mod commands;
 mod error;
+mod git_state;
 mod judge;
 mod path_check;
 mod plan;
