@@ -35,6 +35,7 @@
 
 mod commands;
 mod error;
+mod git_state;
 mod judge;
 mod path_check;
 mod plan;
@@ -51,7 +52,7 @@ pub use judge::{
 pub use path_check::{
     confine, confine_from, confine_glob, lexical as path_lexical, protected_hit, DEFAULT_PROTECTED_PATHS,
 };
-pub use plan::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan, GIT_NO_DRIVERS, SAFE_MODES};
+pub use plan::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan, GIT_LITERAL_PATHSPECS, GIT_NO_DRIVERS, SAFE_MODES};
 pub use runner::{Sandbox, SandboxCommand, SandboxOutput, Termination};
 pub use sandbox::{
     availability, landlock_abi, SandboxLimits, SandboxMode, SandboxPolicy, SandboxRule, PROTECTED_PATHS,

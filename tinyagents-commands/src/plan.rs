@@ -69,9 +69,15 @@ pub struct PlanStage {
 impl PlanStage {
     /// A stage running `argv` (the program's safe mode injected) with these
     /// redirections. Refused when the safe mode cannot be guaranteed.
-    pub(crate) fn new(argv: Vec<String>, redirects: Vec<PlanRedirect>) -> Result<Self, String> {
+    /// `repository`: for git, the git directory and work tree the guard
+    /// judged, which git is pinned to.
+    pub(crate) fn new(
+        argv: Vec<String>,
+        redirects: Vec<PlanRedirect>,
+        repository: Option<(&Path, &Path)>,
+    ) -> Result<Self, String> {
         Ok(Self {
-            argv: safe_argv(argv)?,
+            argv: safe_argv(argv, repository)?,
             redirects,
         })
     }
@@ -168,9 +174,46 @@ pub const SAFE_MODES: &[(&str, &[&str])] = &[
             "protocol.file.allow=never",
             "-c",
             "core.sshCommand=false",
+            "-c",
+            "protocol.allow=never",
+            // git never takes a directory for a bare repository by discovery
+            // (the executor names the repository with `--git-dir` anyway)
+            "-c",
+            "safe.bareRepository=explicit",
+            // programs other keys name: alternate refs (`git log
+            // --alternate-refs`, run through the shell), the password prompt,
+            // signature programs, the proxy of `git://`
+            "-c",
+            "core.alternateRefsCommand=true",
+            "-c",
+            "core.askPass=",
+            "-c",
+            "core.gitProxy=",
+            "-c",
+            "gpg.program=false",
+            "-c",
+            "gpg.openpgp.program=false",
+            "-c",
+            "gpg.x509.program=false",
+            "-c",
+            "gpg.ssh.program=false",
+            "-c",
+            "gpg.ssh.defaultKeyCommand=false",
+            "-c",
+            "log.showSignature=false",
+            // no background `git gc`/`git maintenance` outliving the call
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "maintenance.auto=false",
         ],
     ),
 ];
+
+/// The git subcommands that write (the `workspace` profile's): git runs them
+/// with `--literal-pathspecs`, so an operand is the very path the guard
+/// judged, never a glob or pathspec magic reaching others.
+pub const GIT_LITERAL_PATHSPECS: &[&str] = &["add", "commit", "checkout", "switch", "restore", "rm", "mv", "stash"];
 
 /// Git subcommands that can run an external diff or text-conversion driver,
 /// and the switches that turn them off, inserted right after the subcommand
@@ -182,6 +225,7 @@ pub const GIT_NO_DRIVERS: &[(&str, &[&str])] = &[
     ("log", &["--no-ext-diff", "--no-textconv"]),
     ("show", &["--no-ext-diff", "--no-textconv"]),
     ("stash list", &["--no-ext-diff", "--no-textconv"]),
+    ("stash show", &["--no-ext-diff", "--no-textconv"]),
     ("blame", &["--no-textconv"]),
     ("annotate", &["--no-textconv"]),
     ("grep", &["--no-textconv"]),
@@ -191,10 +235,13 @@ pub const GIT_NO_DRIVERS: &[(&str, &[&str])] = &[
 const GIT_GLOBAL_WITH_VALUE: &[&str] = &["-c", "-C", "--config-env", "--git-dir", "--work-tree", "--namespace"];
 
 /// `argv` with its program's safe mode: [`SAFE_MODES`] after the program
-/// name, and for git [`GIT_NO_DRIVERS`] after the subcommand. A git argv
-/// that sets configuration itself is refused (a later `-c` would undo an
-/// override).
-pub(crate) fn safe_argv(argv: Vec<String>) -> Result<Vec<String>, String> {
+/// name, and for git the repository the guard judged (`repository`:
+/// `--git-dir` and `--work-tree`, so git discovers nothing at run time),
+/// `--literal-pathspecs` for the writing subcommands
+/// ([`GIT_LITERAL_PATHSPECS`]) and [`GIT_NO_DRIVERS`] after the subcommand.
+/// A git argv that sets configuration or names a repository itself is
+/// refused (a later `-c` would undo an override).
+pub(crate) fn safe_argv(argv: Vec<String>, repository: Option<(&Path, &Path)>) -> Result<Vec<String>, String> {
     let Some(program) = argv.first() else {
         return Err("an empty stage".to_owned());
     };
@@ -208,6 +255,20 @@ pub(crate) fn safe_argv(argv: Vec<String>) -> Result<Vec<String>, String> {
         out.extend(argv[1..].iter().cloned());
         return Ok(out);
     }
+    if let Some((git_dir, work_tree)) = repository {
+        let (Some(git_dir), Some(work_tree)) = (git_dir.to_str(), work_tree.to_str()) else {
+            return Err("the repository's path is not UTF-8, so git cannot be pinned to it".to_owned());
+        };
+        out.push(format!("--git-dir={git_dir}"));
+        out.push(format!("--work-tree={work_tree}"));
+    }
+    let first_sub = argv[1..]
+        .iter()
+        .position(|a| !a.starts_with('-'))
+        .map(|p| argv[p + 1].as_str());
+    if first_sub.is_some_and(|s| GIT_LITERAL_PATHSPECS.contains(&s)) {
+        out.push("--literal-pathspecs".to_owned());
+    }
     let mut i = 1;
     while let Some(a) = argv.get(i) {
         if !a.starts_with('-') {
@@ -217,6 +278,11 @@ pub(crate) fn safe_argv(argv: Vec<String>) -> Result<Vec<String>, String> {
             return Err(format!(
                 "`git {a}` sets configuration, which would undo the overrides git runs with (core.fsmonitor, \
                  hooks, pagers): drop it"
+            ));
+        }
+        if ["--git-dir", "--work-tree", "-C"].contains(&a.split_once('=').map_or(a.as_str(), |(n, _)| n)) {
+            return Err(format!(
+                "`git {a}` names the repository, which the guard pins to the one it judged: drop it"
             ));
         }
         out.push(a.clone());
@@ -258,19 +324,37 @@ mod tests {
     #[test]
     fn programs_get_their_safe_mode_whatever_was_written() {
         assert_eq!(
-            safe_argv(v(&["sed", "-n", "p"])).unwrap()[..2],
+            safe_argv(v(&["sed", "-n", "p"]), None).unwrap()[..2],
             v(&["sed", "--sandbox"])
         );
-        let git = safe_argv(v(&["git", "--no-pager", "diff", "HEAD"])).unwrap();
+        let git = safe_argv(v(&["git", "--no-pager", "diff", "HEAD"]), None).unwrap();
         let sub = git.iter().position(|a| a == "diff").unwrap();
         assert_eq!(git[sub + 1..], v(&["--no-ext-diff", "--no-textconv", "HEAD"]));
-        let stash = safe_argv(v(&["git", "stash", "list", "-p"])).unwrap();
+        let stash = safe_argv(v(&["git", "stash", "list", "-p"]), None).unwrap();
         let sub = stash.iter().position(|a| a == "list").unwrap();
         assert_eq!(stash[sub + 1..], v(&["--no-ext-diff", "--no-textconv", "-p"]));
         assert!(git.iter().any(|a| a == "core.fsmonitor=false"));
-        assert!(safe_argv(v(&["git", "-c", "core.fsmonitor=x", "status"])).is_err());
-        assert!(safe_argv(v(&["git", "-ccore.pager=x", "status"])).is_err());
-        assert_eq!(safe_argv(v(&["ls", "-l"])).unwrap(), v(&["ls", "-l"]));
-        assert_eq!(safe_argv(v(&["rg", "x"])).unwrap(), v(&["rg", "--no-config", "x"]));
+        assert!(safe_argv(v(&["git", "-c", "core.fsmonitor=x", "status"]), None).is_err());
+        assert!(safe_argv(v(&["git", "-ccore.pager=x", "status"]), None).is_err());
+        assert_eq!(safe_argv(v(&["ls", "-l"]), None).unwrap(), v(&["ls", "-l"]));
+        assert_eq!(
+            safe_argv(v(&["rg", "x"]), None).unwrap(),
+            v(&["rg", "--no-config", "x"])
+        );
+        // pinned to the repository judged; literal pathspecs for the writing subcommands
+        let (dir, tree) = (std::path::Path::new("/w/.git"), std::path::Path::new("/w"));
+        let rm = safe_argv(v(&["git", "rm", "--cached", "x"]), Some((dir, tree))).unwrap();
+        let sub = rm.iter().position(|a| a == "rm").unwrap();
+        for global in ["--git-dir=/w/.git", "--work-tree=/w", "--literal-pathspecs"] {
+            assert!(rm[..sub].iter().any(|a| a == global), "{global} in {rm:?}");
+        }
+        let log = safe_argv(v(&["git", "log", "--", "*.rs"]), Some((dir, tree))).unwrap();
+        assert!(!log.iter().any(|a| a == "--literal-pathspecs"), "{log:?}");
+        for named in ["--git-dir=/x", "--work-tree=/x", "-C"] {
+            assert!(safe_argv(v(&["git", named, "status"]), None).is_err(), "{named}");
+        }
+        let show = safe_argv(v(&["git", "stash", "show", "-p"]), None).unwrap();
+        let sub = show.iter().position(|a| a == "show").unwrap();
+        assert_eq!(show[sub + 1..], v(&["--no-ext-diff", "--no-textconv", "-p"]));
     }
 }

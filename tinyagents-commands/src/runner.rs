@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tinyagents_sandbox::{Confinement, ConfinementSpec, ProtectedChanges};
 
 use crate::error::{Result, SandboxError};
+use crate::git_state::GitState;
 use crate::plan::{PlanRedirect, RedirectTarget, ShellPlan};
 use crate::sandbox::{SandboxMode, SandboxPolicy};
 
@@ -237,7 +238,7 @@ const NO_READ_ONLY_MOUNTS: &str = "sandbox required, but this machine cannot giv
 
 /// The refusal of a run that created or replaced protected paths (undone),
 /// or after which they could not all be checked.
-fn protected_created(program: &str, root: &Path, changes: &ProtectedChanges) -> SandboxError {
+fn protected_created(program: &str, root: &Path, changes: &ProtectedChanges) -> String {
     let name = |p: &PathBuf| format!("`{}`", p.strip_prefix(root).unwrap_or(p).display());
     let mut parts = Vec::new();
     if !changes.removed.is_empty() {
@@ -261,7 +262,7 @@ fn protected_created(program: &str, root: &Path, changes: &ProtectedChanges) -> 
             names.join("; ")
         ));
     }
-    tool_error(parts.join(". "))
+    parts.join(". ")
 }
 
 impl Sandbox {
@@ -589,6 +590,23 @@ impl Sandbox {
             }
             SandboxMode::Preferred => Confinement::prepare(&self.spec(temp.path())).ok(),
         };
+        // The index and refs of the root repository, which the run may not
+        // change where a protected path is concerned (checked after it).
+        let git_before = match &confinement {
+            Some(_) if self.policy.root_writable => {
+                let patterns: Vec<String> = (self.policy.protected_paths.iter())
+                    .chain(&self.policy.pinned_paths)
+                    .cloned()
+                    .collect();
+                GitState::take(&self.root, &patterns).map_err(|e| {
+                    tool_error(format!(
+                        "cannot run `{program}`: the sandbox records the repository's index and refs before a run \
+                         (to undo a staged or committed protected path), and cannot: {e}"
+                    ))
+                })?
+            }
+            _ => None,
+        };
         let pipe = || std::io::pipe().map_err(|e| tool_error(format!("cannot make a pipe: {e}")));
         let null = || -> Result<OwnedFd> {
             std::fs::File::open("/dev/null")
@@ -800,8 +818,16 @@ impl Sandbox {
             .map(Confinement::restore_protected)
             .unwrap_or_default();
         drop(confinement);
+        let git_undone = git_before.as_ref().and_then(|g| g.check_and_restore(temp.path()).err());
         if !undone.is_empty() {
-            return Err(protected_created(&program, &self.root, &undone));
+            let mut err = protected_created(&program, &self.root, &undone);
+            if let Some(git) = git_undone {
+                err = format!("{err}. `{program}`: {git}");
+            }
+            return Err(tool_error(err));
+        }
+        if let Some(git) = git_undone {
+            return Err(tool_error(format!("`{program}`: {git}")));
         }
         drop(temp);
         let termination = match outcome {

@@ -485,10 +485,22 @@ fn check_stage(
         });
     }
     commands::check(spec, &argv, &cx)?;
+    // git runs against the repository the guard judged, whatever an earlier
+    // stage of the pipeline makes of the directories on the way
+    let repository = match command {
+        "git" => commands::git::pinned_repository(&argv, &cx)?,
+        _ => None,
+    };
     let mut run = Vec::with_capacity(argv.len() + 1);
     run.push(command.to_owned());
     run.extend(argv);
-    PlanStage::new(run, planned)
+    PlanStage::new(
+        run,
+        planned,
+        repository
+            .as_ref()
+            .map(|r| (r.git_dir.as_path(), r.work_tree.as_path())),
+    )
 }
 
 /// The words an unquoted glob word becomes, each confined: its matches, or

@@ -9,7 +9,9 @@
 //! inside the root: a directory that git would take for a bare repository
 //! (whose config could name programs) is refused.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use crate::path_check::protected_hit;
 
 use super::{check_parsed, flag, getopt, opt, req, Ctx, Operands, Opt, Parse, Parsed, Spec, Val, BASE, WHEN};
 
@@ -168,6 +170,10 @@ const DIFF_DENY: &[(&str, &str)] = &[
     ("--upload-pack", "it runs a program"),
     ("--follow-symlinks", "it follows symlinks out of the repository"),
     ("--filters", "it runs filter programs from the configuration"),
+    (
+        "--alternate-refs",
+        "it reads the refs of other repositories (the alternates) through a command the configuration names",
+    ),
 ];
 
 const GREP_DENY: &[(&str, &str)] = &[
@@ -213,7 +219,6 @@ const LOG_OPTS: &[Opt] = &[
         "--all",
         "--not",
         "--reflog",
-        "--alternate-refs",
         "--single-worktree",
         "-g",
         "--walk-reflogs",
@@ -1081,6 +1086,7 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
                 return Err(sub_cx.refuse(extra, "`git checkout -b NAME` takes at most one start point"));
             }
         }
+        write_pathspecs(spec, &parsed, &args[..i], &sub_cx)?;
         return repository_inside_root(cx);
     }
     if let Some(format) = parsed
@@ -1117,6 +1123,99 @@ fn parse(_spec: &'static Spec, args: &[String], cx: &Ctx<'_>) -> Result<(), Stri
     }
     revisions_and_paths(spec, &parsed, &sub_cx)?;
     repository_inside_root(cx)
+}
+
+/// The subcommands whose operands are pathspecs naming what they write
+/// (to the work tree or the index); `checkout -b`, `switch`, `stash
+/// apply`/`drop` take revisions and stash names.
+const PATHSPEC_WRITERS: &[&str] = &[
+    "git add",
+    "git commit",
+    "git restore",
+    "git rm",
+    "git mv",
+    "git stash push",
+];
+
+/// Operands of the writing subcommands are judged as the literal paths git
+/// reads with `--literal-pathspecs` (the executor's safe mode): no pathspec
+/// magic, no glob characters (git would match them across `/`), no global
+/// option that changes how pathspecs are read; a directory that `rm`,
+/// `restore` or `mv` would act on must hold no protected entry (walked as a
+/// tree `cp -r` copies). An operand of `add`/`commit`/`stash push` writes
+/// the index: one naming a protected path, or a path under one, is refused
+/// (a directory a protected entry lies in is admitted — `git add .` — the
+/// sandbox keeps protected files as they were, and checks what the run
+/// changed in the index and the refs afterwards).
+fn write_pathspecs(spec: &Spec, parsed: &Parsed, globals: &[String], cx: &Ctx<'_>) -> Result<(), String> {
+    if !PATHSPEC_WRITERS.contains(&spec.name) {
+        return Ok(());
+    }
+    if let Some(g) = globals.iter().find(|g| {
+        matches!(
+            g.as_str(),
+            "--glob-pathspecs" | "--noglob-pathspecs" | "--icase-pathspecs"
+        )
+    }) {
+        return Err(cx.refuse(
+            g,
+            "a writing git subcommand reads its pathspecs literally (the guard judges each as the path it names): \
+             drop this option",
+        ));
+    }
+    for op in &parsed.operands {
+        if op.starts_with(':') {
+            return Err(cx.refuse(
+                op,
+                "pathspec magic (`:(glob)`, `:/`, `:!`) reaches paths the guard does not judge: name the paths \
+                 plainly",
+            ));
+        }
+        if op.contains(['*', '?', '[', '\\']) {
+            return Err(cx.refuse(
+                op,
+                "git reads this as a pattern matching paths in any directory (across `/`), which the guard does \
+                 not judge: name the paths plainly (an unquoted shell glob is expanded and each match judged)",
+            ));
+        }
+        if matches!(spec.name, "git rm" | "git restore" | "git mv") {
+            let path = cx.read(op)?;
+            if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                cx.tree_not_protected(op, &path)?;
+            }
+        } else {
+            staged_not_protected(op, cx)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses staging a protected path (or one under it): `git add
+/// sub/.mvn/jvm.config` writes it into the index, from where a commit and a
+/// later checkout put it in place outside the sandbox.
+fn staged_not_protected(op: &str, cx: &Ctx<'_>) -> Result<(), String> {
+    let path = cx.read(op)?;
+    let Some(hit) = protected_hit(cx.root, &path, cx.protected) else {
+        return Ok(());
+    };
+    let rel = path
+        .strip_prefix(cx.root)
+        .unwrap_or(&path)
+        .to_string_lossy()
+        .to_lowercase();
+    let entry = hit.trim_matches('/').to_lowercase();
+    // a directory an entry with `/` lies in (`.`, `sub/.mvn` for `.mvn/jvm.config`)
+    if entry.contains('/') && !format!("/{rel}/").contains(&format!("/{entry}/")) {
+        return Ok(());
+    }
+    Err(cx.refuse(
+        op,
+        format!(
+            "it stages `{hit}` (or a path under it) in the index, configuration that programs execute \
+             (protected_paths), which a commit and a later checkout would put in place: make that change \
+             yourself, outside the agent"
+        ),
+    ))
 }
 
 /// Operands before `--` are revisions or paths: a name that exists (from
@@ -1173,7 +1272,7 @@ fn verifies_signatures(format: &str) -> bool {
 /// git keeps submodules and worktrees, and where no command may write): a
 /// gitlink anywhere else may be the model's own, naming a repository whose
 /// config runs programs.
-fn gitlink_inside_a_repository(cx: &Ctx<'_>, dir: &Path, dot_git: &Path) -> Result<(), String> {
+fn gitlink_inside_a_repository(cx: &Ctx<'_>, dir: &Path, dot_git: &Path) -> Result<PathBuf, String> {
     let refuse = |why: String| {
         Err(format!(
             "`{}` is a gitlink {why}: git would use that repository, whose config can name programs to run; refused",
@@ -1211,7 +1310,7 @@ fn gitlink_inside_a_repository(cx: &Ctx<'_>, dir: &Path, dot_git: &Path) -> Resu
         None
     });
     if inside == Some(true) {
-        Ok(())
+        Ok(target)
     } else {
         refuse(format!(
             "to `{}`, which is not inside a `.git` directory of the workspace",
@@ -1221,6 +1320,31 @@ fn gitlink_inside_a_repository(cx: &Ctx<'_>, dir: &Path, dot_git: &Path) -> Resu
 }
 
 fn repository_inside_root(cx: &Ctx<'_>) -> Result<(), String> {
+    find_repository(cx).map(drop)
+}
+
+/// The repository git runs against, as the guard judged it: its git
+/// directory and its work tree (both canonical, inside the root). The
+/// executor pins git to exactly these (`--git-dir`, `--work-tree`), so a
+/// directory made a bare repository after the check (by an earlier stage of
+/// the same pipeline) is never discovered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Repository {
+    pub(crate) git_dir: PathBuf,
+    pub(crate) work_tree: PathBuf,
+}
+
+/// The repository an admitted git argv runs against: `None` for `git
+/// --version` (no repository), else the one [`repository_inside_root`] admits.
+pub(crate) fn pinned_repository(argv: &[String], cx: &Ctx<'_>) -> Result<Option<Repository>, String> {
+    let first = argv.iter().find(|a| !GLOBAL_FLAGS.contains(&a.as_str()));
+    if first.is_some_and(|a| a == "--version") {
+        return Ok(None);
+    }
+    find_repository(cx).map(Some)
+}
+
+fn find_repository(cx: &Ctx<'_>) -> Result<Repository, String> {
     let mut dir: &Path = cx.cwd;
     loop {
         // git's own test (`is_git_directory`): a `HEAD`, and `objects` and
@@ -1240,8 +1364,18 @@ fn repository_inside_root(cx: &Ctx<'_>) -> Result<(), String> {
         let dot_git = dir.join(".git");
         match dot_git.symlink_metadata() {
             // a repository's own directory: the guard never lets a command write under `.git`
-            Ok(meta) if meta.is_dir() => return Ok(()),
-            Ok(meta) if meta.is_file() => return gitlink_inside_a_repository(cx, dir, &dot_git),
+            Ok(meta) if meta.is_dir() => {
+                return Ok(Repository {
+                    git_dir: dot_git,
+                    work_tree: dir.to_path_buf(),
+                })
+            }
+            Ok(meta) if meta.is_file() => {
+                return gitlink_inside_a_repository(cx, dir, &dot_git).map(|git_dir| Repository {
+                    git_dir,
+                    work_tree: dir.to_path_buf(),
+                })
+            }
             Ok(_) => {
                 return Err(format!(
                     "`{}` is neither a directory nor a file (a symlink?): git would follow it to a repository the \

@@ -27,7 +27,7 @@ mod echo;
 mod false_;
 mod file;
 mod find;
-mod git;
+pub(crate) mod git;
 mod grep;
 mod head;
 mod jq;

@@ -74,7 +74,8 @@ pub(crate) use admitted::{judged_otherwise, AdmittedPlans};
 pub use shell::{ShellRules, ShellTool};
 pub use tinyagents_commands::{
     availability, landlock_abi, PlanRedirect, PlanStage, RedirectTarget, Sandbox, SandboxCommand, SandboxError,
-    SandboxLimits, SandboxMode, SandboxOutput, SandboxPolicy, ShellPlan, Termination, GIT_NO_DRIVERS, SAFE_MODES,
+    SandboxLimits, SandboxMode, SandboxOutput, SandboxPolicy, ShellPlan, Termination, GIT_LITERAL_PATHSPECS,
+    GIT_NO_DRIVERS, SAFE_MODES,
 };
 
 use crate::TinyAgentsError;

@@ -208,8 +208,75 @@ fn admitted_plans_carry_the_safe_modes() {
     }
     assert_eq!(p.stages()[1].argv()[..2], ["sed", "--sandbox"]);
     assert_eq!(p.cwd(), ws.root.canonicalize().unwrap());
+    // git is pinned to the repository the guard judged, and its keys that
+    // name programs are overridden
+    let root = ws.root.canonicalize().unwrap();
+    for switch in [
+        format!("--git-dir={}", root.join(".git").display()),
+        format!("--work-tree={}", root.display()),
+        "safe.bareRepository=explicit".to_owned(),
+        "core.alternateRefsCommand=true".to_owned(),
+        "gpg.program=false".to_owned(),
+    ] {
+        assert!(git.contains(&switch), "{switch} in {git:?}");
+    }
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    let in_sub = ShellFsGuardMiddleware::new()
+        .plan_call(
+            &ToolCall::new("c", "shell", json!({ "command": "git status", "cwd": "sub" })),
+            Some(&WorkspaceDescriptor::new(&root)),
+        )
+        .unwrap()
+        .unwrap();
+    let pinned = format!("--git-dir={}", root.join(".git").display());
+    assert!(
+        in_sub.stages()[0].argv().contains(&pinned),
+        "{:?}",
+        in_sub.stages()[0].argv()
+    );
+    // `git --version` needs no repository
+    assert!(plan(&root, "git --version").unwrap().stages()[0]
+        .argv()
+        .iter()
+        .all(|a| !a.starts_with("--git-dir")));
     let err = plan(&ws.root, "sed '/[/a]/e' f").unwrap_err();
     assert!(err.contains("`e` command"), "{err}");
+}
+
+/// A linked worktree (a `.git` gitlink into the repository's
+/// `.git/worktrees`) is pinned too: git runs with that git directory and
+/// the worktree's own top, from any directory below it, and runs there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_in_a_linked_worktree_is_pinned_to_its_git_directory() {
+    if !sandbox_available("git_in_a_linked_worktree_is_pinned_to_its_git_directory") {
+        return;
+    }
+    let ws = Workspace::new("plan-worktree");
+    sandbox_support::committed_repo(&ws.root);
+    sandbox_support::git(&ws.root, &["worktree", "add", "-q", "wt"]);
+    let root = ws.root.canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("wt/deep")).unwrap();
+    let p = ShellFsGuardMiddleware::new()
+        .plan_call(
+            &ToolCall::new(
+                "c",
+                "shell",
+                json!({ "command": "git rev-parse --show-toplevel", "cwd": "wt/deep" }),
+            ),
+            Some(&WorkspaceDescriptor::new(&root)),
+        )
+        .unwrap()
+        .unwrap();
+    let argv = p.stages()[0].argv();
+    let git_dir = format!("--git-dir={}", root.join(".git/worktrees/wt").display());
+    let work_tree = format!("--work-tree={}", root.join("wt").display());
+    assert!(argv.contains(&git_dir) && argv.contains(&work_tree), "{argv:?}");
+    let texts = model_runs(&ws, &[("wt/deep", "git rev-parse --show-toplevel --show-prefix")]).await;
+    let expected = format!("--- stdout ---\n{}\ndeep/\n", root.join("wt").display());
+    assert!(
+        texts[0].starts_with("exit status 0") && texts[0].contains(&expected),
+        "{texts:?}"
+    );
 }
 
 /// The `workspace` profile: with the sandbox required, a coding agent

@@ -7,8 +7,6 @@
 
 use crate::sandbox::support as sandbox_support;
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -18,28 +16,7 @@ use tinyagents::middleware::{ShellFsGuardMiddleware, ToolPolicyMiddleware};
 use tinyagents::prelude::*;
 use tinyagents::sandbox::{SandboxMode, SandboxPolicy, ShellTool};
 
-use sandbox_support::{sandbox_available, Workspace};
-
-fn git(root: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgSign=false",
-        ])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use sandbox_support::{git, sandbox_available, Workspace};
 
 /// Runs `commands` (one model turn each) through `ShellTool` under `policy`,
 /// behind `stack` and a strict `tool_policy`; returns each result text.
@@ -169,6 +146,82 @@ async fn git_diffing_subcommands_run_no_text_conversion_program() {
     );
     assert!(texts[1].contains("refused") && texts[1].contains("-v"), "{texts:?}");
     assert!(texts[2].starts_with("exit status 0"), "{texts:?}");
+}
+
+/// The guard's check that git uses a `.git` inside the root, and not a
+/// directory it would take for a bare repository, runs before any stage of
+/// the pipeline: earlier stages made `sub` a bare repository (`refs`,
+/// `HEAD`; its `config`, naming `core.alternateRefsCommand`, and `objects`
+/// were written by earlier admitted calls) and the git stage, started a
+/// moment later, discovered it, and `git log --alternate-refs` ran the
+/// command through the shell. git now runs pinned to the repository the
+/// guard judged (`--git-dir`, `--work-tree`), whatever the pipeline makes
+/// of the directories on the way; `--alternate-refs` is refused and the
+/// key overridden in the safe mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_runs_in_the_repository_the_guard_judged_not_one_a_pipeline_makes() {
+    if !sandbox_available("git_runs_in_the_repository_the_guard_judged_not_one_a_pipeline_makes") {
+        return;
+    }
+    let ws = Workspace::new("bare-race");
+    sandbox_support::committed_repo(&ws.root);
+    let calls = [
+        ("", "mkdir -p sub/objects/info"),
+        (
+            "",
+            "printf '[core]\\n\\talternateRefsCommand = touch pwned #\\n\\tfsmonitor = touch pwned-fsmonitor #\\n' > sub/config",
+        ),
+        ("", "echo ../../.git/objects > sub/objects/info/alternates"),
+        ("", "echo 'ref: refs/heads/main' > sub/H"),
+        ("sub", "mkdir refs | cat H > HEAD | git rev-parse --absolute-git-dir"),
+        ("", "git log --alternate-refs --oneline"),
+    ];
+    let texts = sandbox_support::model_runs(&ws, &calls).await;
+    for (call, text) in calls.iter().zip(&texts).take(5) {
+        assert!(text.starts_with("exit status 0"), "{}: {text}", call.1);
+    }
+    let git_dir = ws.root.canonicalize().unwrap().join(".git");
+    assert!(
+        texts[4].contains(&format!("{}\n", git_dir.display())),
+        "git used another repository than the one the guard judged: {}",
+        texts[4]
+    );
+    assert!(
+        texts[5].contains("refused") && texts[5].contains("alternates"),
+        "{}",
+        texts[5]
+    );
+    for pwned in ["pwned", "sub/pwned", "pwned-fsmonitor", "sub/pwned-fsmonitor"] {
+        assert!(!ws.root.join(pwned).exists(), "{pwned}: {texts:#?}");
+    }
+}
+
+/// `git stash show -p` diffs a stash like `git log -p`, and ran without
+/// `--no-ext-diff`/`--no-textconv`: the repository's text-conversion
+/// program ran (workspace profile, which admits `git stash show`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_stash_show_runs_no_text_conversion_program() {
+    if !sandbox_available("git_stash_show_runs_no_text_conversion_program") {
+        return;
+    }
+    let ws = Workspace::new("stash-show-textconv");
+    sandbox_support::committed_repo(&ws.root);
+    std::fs::write(ws.root.join("hello.txt"), "changed\n").unwrap();
+    git(&ws.root, &["stash", "-q"]);
+    git(&ws.root, &["config", "diff.tc.textconv", "touch pwned-textconv; cat"]);
+    git(&ws.root, &["config", "diff.external", "touch pwned-external; true"]);
+    std::fs::create_dir_all(ws.root.join(".git/info")).unwrap();
+    std::fs::write(ws.root.join(".git/info/attributes"), "* diff=tc\n").unwrap();
+    let calls = [("", "git stash show -p"), ("", "git stash show --stat")];
+    let texts = sandbox_support::model_runs_with(&ws, ShellFsGuardMiddleware::workspace(), &calls).await;
+    for pwned in ["pwned-textconv", "pwned-external"] {
+        assert!(!ws.root.join(pwned).exists(), "{pwned} ran: {texts:?}");
+    }
+    assert!(
+        texts[0].starts_with("exit status 0") && texts[0].contains("+changed"),
+        "{texts:?}"
+    );
+    assert!(texts[1].starts_with("exit status 0"), "{texts:?}");
 }
 
 /// Rewrites call `c0`'s command after the guard judged it (as a

