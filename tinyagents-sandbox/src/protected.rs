@@ -78,6 +78,8 @@ pub const PROTECTED_PATHS: &[ProtectedPath] = &[
     row(".git/modules", "git", "submodules' repositories, with their own config and hooks"),
     row(".git/worktrees", "git", "linked worktrees' git directories, with their own config"),
     row(".gitattributes", "git", "selects filter, diff and merge drivers (commands) per path"),
+    row(".git/info/attributes", "git", "selects filter, diff and merge drivers (commands) per path, like `.gitattributes`"),
+    row(".git/rebase-merge", "git (`rebase --continue`)", "a rebase's todo list: its `exec` lines run through the shell when the rebase goes on"),
     row(".gitmodules", "git", "submodule URLs and `update = !command`"),
     row(".githooks", "git (`core.hooksPath`)", "a common hooks directory"),
     row(".husky", "husky (npm install, git hooks)", "git hook scripts"),

@@ -198,31 +198,6 @@ async fn rt_build_script_commits_a_ci_workflow_past_the_undo() {
     );
 }
 
-/// FINDING 6 (sandbox table, `workspace` profile). `.git/info/attributes`
-/// selects filter, diff and merge drivers exactly like `.gitattributes`
-/// (protected, read-only in the sandbox), but `.git` is only pinned, so a
-/// build script can create it and it outlives the run (e.g. `* filter=lfs`
-/// or a driver from the user's global config then runs on the user's next
-/// `git status`/`checkout`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rt_build_script_writes_git_info_attributes() {
-    if !sandbox_available("rt_build_script_writes_git_info_attributes") {
-        return;
-    }
-    let ws = Workspace::new("rt-info-attributes");
-    repo(&ws.root);
-    std::fs::write(
-        ws.root.join("build.sh"),
-        "mkdir -p .git/info\nprintf '* filter=x diff=x merge=x\\n' > .git/info/attributes\necho built\n",
-    )
-    .unwrap();
-    let texts = model_runs_with(&ws, ShellFsGuardMiddleware::workspace(), &[("", "sh build.sh")]).await;
-    assert!(
-        !ws.root.join(".git/info/attributes").exists(),
-        "`.git/info/attributes` (same power as the protected `.gitattributes`) outlived the sandbox: {texts:?}"
-    );
-}
-
 /// FINDING 7 (guard, `workspace` profile, end to end). git reads operands of
 /// `rm`/`restore` as *pathspecs* — globs that match across `/` — while the
 /// guard confines and protection-checks them as literal file names: `'*.yml'`
