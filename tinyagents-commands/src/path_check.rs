@@ -61,8 +61,8 @@ pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, Stri
 
 /// The configuration programs execute, refused to writes by default: an
 /// entry without `/` matches any path component (case-insensitively, as on
-/// case-insensitive file systems), an entry with `/` matches that path
-/// relative to the root and everything under it. Derived from the table
+/// case-insensitive file systems), an entry with `/` matches that path at
+/// any depth and everything under it ([`protected_hit`]). Derived from the table
 /// [`PROTECTED_PATHS`](tinyagents_sandbox::protected::PROTECTED_PATHS) (each row names the program that
 /// runs the file), which the sandbox enforces too.
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = tinyagents_sandbox::protected::PATTERNS;
@@ -438,7 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn protected_entries_match_components_case_insensitively_and_paths_from_the_root() {
+    fn protected_entries_match_at_any_depth_case_insensitively() {
         let root = Path::new("/w");
         let p = protected();
         for hit in [
@@ -467,12 +467,17 @@ mod tests {
         let rooted = vec!["scripts/hooks".to_owned()];
         assert!(protected_hit(root, Path::new("/w/scripts/hooks/x"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/scripts/hooks"), &rooted).is_some());
-        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks"), &rooted).is_none());
+        // at any depth, as the sandbox places it
+        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks/x"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/scripts/hooksx"), &rooted).is_none());
+        assert!(protected_hit(root, Path::new("/w/hooks"), &rooted).is_none());
         // a directory a path-shaped entry lies in: a tree moved there creates it
         assert!(protected_hit(root, Path::new("/w/scripts"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/a/scripts"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/scriptsx"), &rooted).is_none());
+        assert!(protected_hit(root, Path::new("/w/scripts/x"), &rooted).is_none());
     }
 
     #[test]

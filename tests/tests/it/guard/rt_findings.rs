@@ -104,36 +104,6 @@ fn rt_replacing_a_symlink_at_a_protected_name_is_admitted() {
     }
 }
 
-/// FINDING 3 (guard). Protected entries with a `/` (`.mvn/jvm.config`,
-/// `.mvn/wrapper`, `gradle/wrapper`, `.claude/settings.json`,
-/// `.yarn/releases`, `mise/config.toml`) are matched by the guard only from
-/// the workspace root, while the sandbox protects them at any depth — and a
-/// `cwd` of `sub` makes the very same relative path unprotected to the guard.
-/// Maven, the Gradle wrapper and Claude Code read these from the project
-/// directory they run in, which is often a subdirectory.
-#[test]
-fn rt_slash_entries_are_unprotected_below_the_root_and_from_a_cwd() {
-    let ws = Workspace::new("rt-slash-depth");
-    let root = ws.root.canonicalize().unwrap();
-    std::fs::create_dir_all(root.join("sub/.mvn/wrapper")).unwrap();
-    std::fs::create_dir_all(root.join("sub/gradle/wrapper")).unwrap();
-    // control: at the root the guard refuses
-    std::fs::create_dir_all(root.join(".mvn")).unwrap();
-    assert!(verdict(&root, None, "echo -Xx > .mvn/jvm.config").is_err());
-    for (cwd, command) in [
-        (Some("sub"), "echo -Xx > .mvn/jvm.config"),
-        (Some("sub"), "touch gradle/wrapper/gradle-wrapper.properties"),
-        (None, "echo -Xx > sub/.mvn/jvm.config"),
-        (None, "touch sub/.mvn/wrapper/maven-wrapper.properties"),
-    ] {
-        let v = verdict(&root, cwd, command);
-        assert!(
-            v.is_err(),
-            "`{command}` (cwd {cwd:?}) writes a protected path the sandbox protects at any depth, but the guard admitted it"
-        );
-    }
-}
-
 /// FINDING 4 (guard + sandbox, end to end, `workspace` profile, only
 /// guard-admitted commands). The sandbox's undo removes a protected file
 /// from the work tree after the run, but not from the git *index*: an

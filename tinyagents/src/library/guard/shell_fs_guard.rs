@@ -223,7 +223,7 @@ pub struct ShellFsGuardConfig {
     /// The command profile: `default` (what the allow list admits: reading commands and plain file edits, as strict where no sandbox confines the run) or `workspace` (also `git add/commit/checkout -b/switch/stash/restore/rm/mv`, `make`, `sh SCRIPT`, `cargo`, `npm run SCRIPT`, only where the run's workspace requires the OS sandbox, which is then the enforcement).
     #[config(default = "default".to_owned())]
     pub profile: String,
-    /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path from the root, and writes to the directories it lies in). Empty: no protection.
+    /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path at any depth, as the sandbox places it, and writes to the directories it would lie in). Empty: no protection.
     #[config(default = strings(DEFAULT_PROTECTED_PATHS))]
     pub protected_paths: Vec<String>,
 }
