@@ -390,23 +390,41 @@ fn too_many_to_walk(start: &Path) -> String {
     )
 }
 
-/// Finds the first entry under `start` (not following symlinks) whose name
-/// is protected: copying or moving such a tree writes protected files. Each
-/// directory listed and each entry read is charged to `walk`.
-pub(crate) fn find_protected_inside(
+/// Walks the tree at `start` (canonical) as a copy or move of it would
+/// write it at `landing` (the resolved path the tree becomes) and returns
+/// the first entry whose landed path is protected ([`protected_hit`]: at or
+/// under an entry, at any depth): `(the entry under start, the hit)`. With
+/// `follow`, symlinks to directories are walked as the copy would (`cp -L`);
+/// a symlink is also judged by its own name, as a directory a pattern
+/// would lie in (`.mvn` for `.mvn/jvm.config`). Each directory
+/// listed and each entry read is charged to `walk`.
+pub(crate) fn find_protected_landing<'a>(
+    root: &Path,
     start: &Path,
-    protected: &[String],
+    landing: &Path,
+    protected: &'a [String],
+    follow: bool,
     walk: &WalkBudget,
-) -> Result<Option<PathBuf>, String> {
-    let names: Vec<String> = protected
+) -> Result<Option<(PathBuf, &'a str)>, String> {
+    let patterns: Vec<(&'a str, Vec<String>)> = protected
         .iter()
-        .filter(|p| !p.trim_matches('/').contains('/'))
-        .map(|p| p.to_lowercase())
+        .filter_map(|p| tinyagents_sandbox::protected::pattern_parts(p).map(|parts| (p.as_str(), parts)))
         .collect();
-    let mut stack = vec![start.to_path_buf()];
-    while let Some(dir) = stack.pop() {
+    let Ok(landed) = landing.strip_prefix(root) else {
+        return Ok(None);
+    };
+    let base: Vec<String> = landed
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+        .collect();
+    let mut stack = vec![(start.to_path_buf(), base)];
+    let mut seen = std::collections::HashSet::new();
+    while let Some((dir, parts)) = stack.pop() {
         if !walk.charge(1) {
             return Err(too_many_to_walk(start));
+        }
+        if !seen.insert(dir.clone()) {
+            continue;
         }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -416,11 +434,37 @@ pub(crate) fn find_protected_inside(
                 return Err(too_many_to_walk(start));
             }
             let path = entry.path();
-            if names.contains(&entry.file_name().to_string_lossy().to_lowercase()) {
-                return Ok(Some(path));
+            let name = entry.file_name().to_string_lossy().to_lowercase();
+            if let Some((hit, _)) = patterns
+                .iter()
+                .find(|(_, e)| tinyagents_sandbox::protected::ends_with_pattern(&parts, &name, e))
+            {
+                return Ok(Some((path, hit)));
             }
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                stack.push(path);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            // a symlink copied as it is lands at a name a pattern may lie
+            // in (`.mvn` -> a directory holding `jvm.config`): it creates the
+            // pattern where the walk cannot see
+            if meta.file_type().is_symlink()
+                && let Some((hit, _)) = patterns.iter().find(|(_, e)| {
+                    (1..e.len()).any(|j| tinyagents_sandbox::protected::ends_with_pattern(&parts, &name, &e[..j]))
+                })
+            {
+                return Ok(Some((path, hit)));
+            }
+            let next = if meta.is_dir() {
+                Some(path)
+            } else if follow && meta.file_type().is_symlink() {
+                std::fs::canonicalize(&path).ok().filter(|t| t.is_dir())
+            } else {
+                None
+            };
+            if let Some(next) = next {
+                let mut below = parts.clone();
+                below.push(name);
+                stack.push((next, below));
             }
         }
     }
