@@ -20,14 +20,48 @@ pub fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
 /// [`confine`] for a path relative to `base` (a canonical directory under
 /// the root: the working directory a command runs in).
 pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, String> {
+    confine_named(root, base, raw).map(|named| named.resolved)
+}
+
+/// A path a write names, confined ([`confine_named`]): where it lands, and
+/// the names it acts on on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedPath {
+    /// The path with every symlink resolved: what a write through it changes.
+    pub resolved: PathBuf,
+    /// For each symlink met on the way, the link's own path with the rest
+    /// of the path joined to it (`.envrc` for `.envrc` -> `env.txt`): what
+    /// a write that replaces the link (`mv`, `cp --remove-destination`,
+    /// `touch -h`) changes, and the name the written file means to the
+    /// programs that read it.
+    pub links: Vec<PathBuf>,
+}
+
+impl NamedPath {
+    /// The protected entry of `protected` the write hits, by its resolved
+    /// path or by the name of any symlink on the way ([`protected_hit`]).
+    pub fn protected_hit<'a>(&self, root: &Path, protected: &'a [String]) -> Option<&'a str> {
+        std::iter::once(&self.resolved)
+            .chain(&self.links)
+            .find_map(|path| protected_hit(root, path, protected))
+    }
+}
+
+/// [`confine_from`], also keeping the name of every symlink met
+/// ([`NamedPath::links`]): a write is judged by both (a symlink at a
+/// protected name is replaced by `mv` onto it, and what is written through
+/// it is what the name means).
+pub fn confine_named(root: &Path, base: &Path, raw: &str) -> Result<NamedPath, String> {
     lexical(raw)?;
     let mut current = if Path::new(raw).is_absolute() {
         PathBuf::from("/")
     } else {
         base.to_path_buf()
     };
+    let comps: Vec<Component<'_>> = Path::new(raw).components().collect();
+    let mut links = Vec::new();
     let mut exists = true;
-    for comp in Path::new(raw).components() {
+    for (i, comp) in comps.iter().enumerate() {
         match comp {
             Component::Prefix(_) => return Err("a path prefix".to_owned()),
             Component::RootDir => current = PathBuf::from("/"),
@@ -44,6 +78,7 @@ pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, Stri
                 }
                 match std::fs::symlink_metadata(&current) {
                     Ok(meta) if meta.file_type().is_symlink() => {
+                        links.push(lexical_join(&current, &comps[i + 1..]));
                         current = std::fs::canonicalize(&current)
                             .map_err(|_| format!("`{raw}` goes through a symlink that cannot be resolved"))?;
                     }
@@ -56,7 +91,25 @@ pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, Stri
     if !current.starts_with(root) {
         return Err(format!("`{raw}` resolves outside the workspace root"));
     }
-    Ok(current)
+    Ok(NamedPath {
+        resolved: current,
+        links,
+    })
+}
+
+/// `base` with `rest` joined lexically (`..` drops a component).
+fn lexical_join(base: &Path, rest: &[Component<'_>]) -> PathBuf {
+    let mut out = base.to_path_buf();
+    for comp in rest {
+        match comp {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(part) => out.push(part),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The configuration programs execute, refused to writes by default: an

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::path_check::{check_followed, confine_from, find_protected_landing, protected_hit, WalkBudget};
+use crate::path_check::{check_followed, confine_from, confine_named, find_protected_landing, WalkBudget};
 
 mod basename;
 mod cargo;
@@ -374,7 +374,9 @@ impl Ctx<'_> {
         confine_from(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a path it reads: {e}")))
     }
 
-    /// Confines a path the program writes: refused in read-only mode and under a protected path.
+    /// Confines a path the program writes: refused in read-only mode and
+    /// under a protected path, judged by where it resolves and by the name
+    /// of every symlink on the way ([`NamedPath`](crate::path_check::NamedPath)).
     pub(crate) fn write(&self, arg: &str, via: &str) -> Result<PathBuf, String> {
         if arg == "/dev/null" {
             return Ok(PathBuf::from("/dev/null"));
@@ -385,12 +387,12 @@ impl Ctx<'_> {
                 format!("{via} writes this path, and the guard is read-only (fix: run a command that only reads)"),
             ));
         }
-        let path =
-            confine_from(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a path it writes: {e}")))?;
-        if let Some(hit) = protected_hit(self.root, &path, self.protected) {
+        let named =
+            confine_named(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a path it writes: {e}")))?;
+        if let Some(hit) = named.protected_hit(self.root, self.protected) {
             return Err(self.protected_refusal(arg, hit));
         }
-        Ok(path)
+        Ok(named.resolved)
     }
 
     /// Confines a directory the program writes into; refused in read-only
@@ -455,7 +457,8 @@ impl Ctx<'_> {
             arg,
             format!(
                 "it writes under `{hit}`, or the directory `{hit}` lies in (a tree moved or copied there would \
-                 create it): configuration that programs execute (protected_paths, matched at any depth); make that change yourself, or remove `{hit}` from \
+                 create it), or replaces a symlink standing at that name: configuration that programs execute \
+                 (protected_paths, matched at any depth); make that change yourself, or remove `{hit}` from \
                  `protected_paths` for this workspace"
             ),
         )

