@@ -120,7 +120,8 @@ pub struct CommandPolicy {
     /// Admit pipelines whose every stage passes (chaining stays refused). Default: on.
     pub allow_pipes: bool,
     /// Paths writes may not touch (an entry without `/` matches any path
-    /// component, case-insensitively; with `/`, that path from the root).
+    /// component, case-insensitively; with `/`, that path at any depth, as the
+    /// sandbox places it).
     /// Default: [`DEFAULT_PROTECTED_PATHS`]. Empty: no protection.
     pub protected: Vec<String>,
     /// The `workspace` profile: also `git add/commit/checkout -b/switch/...`,

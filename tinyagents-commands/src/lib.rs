@@ -16,6 +16,7 @@
 //!   namespace with the protected paths read-only, limits), its whole
 //!   process tree gone when the call returns.
 //! * **Confine** the paths a file tool names: [`confine`], [`confine_from`],
+//!   [`confine_named`] (a write judged by every symlink name on its way too),
 //!   [`confine_glob`], and [`protected_hit`] against the table of
 //!   configuration programs execute ([`PROTECTED_PATHS`]).
 //!
@@ -50,7 +51,8 @@ pub use judge::{
     DEFAULT_ALLOW_COMMANDS, DEFAULT_DENY_COMMANDS,
 };
 pub use path_check::{
-    confine, confine_from, confine_glob, lexical as path_lexical, protected_hit, DEFAULT_PROTECTED_PATHS,
+    confine, confine_from, confine_glob, confine_named, lexical as path_lexical, protected_hit, NamedPath,
+    DEFAULT_PROTECTED_PATHS,
 };
 pub use plan::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan, GIT_LITERAL_PATHSPECS, GIT_NO_DRIVERS, SAFE_MODES};
 pub use runner::{Sandbox, SandboxCommand, SandboxOutput, Termination};

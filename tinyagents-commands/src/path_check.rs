@@ -20,14 +20,48 @@ pub fn confine(root: &Path, raw: &str) -> Result<PathBuf, String> {
 /// [`confine`] for a path relative to `base` (a canonical directory under
 /// the root: the working directory a command runs in).
 pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, String> {
+    confine_named(root, base, raw).map(|named| named.resolved)
+}
+
+/// A path a write names, confined ([`confine_named`]): where it lands, and
+/// the names it acts on on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedPath {
+    /// The path with every symlink resolved: what a write through it changes.
+    pub resolved: PathBuf,
+    /// For each symlink met on the way, the link's own path with the rest
+    /// of the path joined to it (`.envrc` for `.envrc` -> `env.txt`): what
+    /// a write that replaces the link (`mv`, `cp --remove-destination`,
+    /// `touch -h`) changes, and the name the written file means to the
+    /// programs that read it.
+    pub links: Vec<PathBuf>,
+}
+
+impl NamedPath {
+    /// The protected entry of `protected` the write hits, by its resolved
+    /// path or by the name of any symlink on the way ([`protected_hit`]).
+    pub fn protected_hit<'a>(&self, root: &Path, protected: &'a [String]) -> Option<&'a str> {
+        std::iter::once(&self.resolved)
+            .chain(&self.links)
+            .find_map(|path| protected_hit(root, path, protected))
+    }
+}
+
+/// [`confine_from`], also keeping the name of every symlink met
+/// ([`NamedPath::links`]): a write is judged by both (a symlink at a
+/// protected name is replaced by `mv` onto it, and what is written through
+/// it is what the name means).
+pub fn confine_named(root: &Path, base: &Path, raw: &str) -> Result<NamedPath, String> {
     lexical(raw)?;
     let mut current = if Path::new(raw).is_absolute() {
         PathBuf::from("/")
     } else {
         base.to_path_buf()
     };
+    let comps: Vec<Component<'_>> = Path::new(raw).components().collect();
+    let mut links = Vec::new();
     let mut exists = true;
-    for comp in Path::new(raw).components() {
+    for (i, comp) in comps.iter().enumerate() {
         match comp {
             Component::Prefix(_) => return Err("a path prefix".to_owned()),
             Component::RootDir => current = PathBuf::from("/"),
@@ -44,6 +78,7 @@ pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, Stri
                 }
                 match std::fs::symlink_metadata(&current) {
                     Ok(meta) if meta.file_type().is_symlink() => {
+                        links.push(lexical_join(&current, &comps[i + 1..]));
                         current = std::fs::canonicalize(&current)
                             .map_err(|_| format!("`{raw}` goes through a symlink that cannot be resolved"))?;
                     }
@@ -56,13 +91,31 @@ pub fn confine_from(root: &Path, base: &Path, raw: &str) -> Result<PathBuf, Stri
     if !current.starts_with(root) {
         return Err(format!("`{raw}` resolves outside the workspace root"));
     }
-    Ok(current)
+    Ok(NamedPath {
+        resolved: current,
+        links,
+    })
+}
+
+/// `base` with `rest` joined lexically (`..` drops a component).
+fn lexical_join(base: &Path, rest: &[Component<'_>]) -> PathBuf {
+    let mut out = base.to_path_buf();
+    for comp in rest {
+        match comp {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(part) => out.push(part),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The configuration programs execute, refused to writes by default: an
 /// entry without `/` matches any path component (case-insensitively, as on
-/// case-insensitive file systems), an entry with `/` matches that path
-/// relative to the root and everything under it. Derived from the table
+/// case-insensitive file systems), an entry with `/` matches that path at
+/// any depth and everything under it ([`protected_hit`]). Derived from the table
 /// [`PROTECTED_PATHS`](tinyagents_sandbox::protected::PROTECTED_PATHS) (each row names the program that
 /// runs the file), which the sandbox enforces too.
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = tinyagents_sandbox::protected::PATTERNS;
@@ -390,23 +443,41 @@ fn too_many_to_walk(start: &Path) -> String {
     )
 }
 
-/// Finds the first entry under `start` (not following symlinks) whose name
-/// is protected: copying or moving such a tree writes protected files. Each
-/// directory listed and each entry read is charged to `walk`.
-pub(crate) fn find_protected_inside(
+/// Walks the tree at `start` (canonical) as a copy or move of it would
+/// write it at `landing` (the resolved path the tree becomes) and returns
+/// the first entry whose landed path is protected ([`protected_hit`]: at or
+/// under an entry, at any depth): `(the entry under start, the hit)`. With
+/// `follow`, symlinks to directories are walked as the copy would (`cp -L`);
+/// a symlink is also judged by its own name, as a directory a pattern
+/// would lie in (`.mvn` for `.mvn/jvm.config`). Each directory
+/// listed and each entry read is charged to `walk`.
+pub(crate) fn find_protected_landing<'a>(
+    root: &Path,
     start: &Path,
-    protected: &[String],
+    landing: &Path,
+    protected: &'a [String],
+    follow: bool,
     walk: &WalkBudget,
-) -> Result<Option<PathBuf>, String> {
-    let names: Vec<String> = protected
+) -> Result<Option<(PathBuf, &'a str)>, String> {
+    let patterns: Vec<(&'a str, Vec<String>)> = protected
         .iter()
-        .filter(|p| !p.trim_matches('/').contains('/'))
-        .map(|p| p.to_lowercase())
+        .filter_map(|p| tinyagents_sandbox::protected::pattern_parts(p).map(|parts| (p.as_str(), parts)))
         .collect();
-    let mut stack = vec![start.to_path_buf()];
-    while let Some(dir) = stack.pop() {
+    let Ok(landed) = landing.strip_prefix(root) else {
+        return Ok(None);
+    };
+    let base: Vec<String> = landed
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+        .collect();
+    let mut stack = vec![(start.to_path_buf(), base)];
+    let mut seen = std::collections::HashSet::new();
+    while let Some((dir, parts)) = stack.pop() {
         if !walk.charge(1) {
             return Err(too_many_to_walk(start));
+        }
+        if !seen.insert(dir.clone()) {
+            continue;
         }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -416,11 +487,37 @@ pub(crate) fn find_protected_inside(
                 return Err(too_many_to_walk(start));
             }
             let path = entry.path();
-            if names.contains(&entry.file_name().to_string_lossy().to_lowercase()) {
-                return Ok(Some(path));
+            let name = entry.file_name().to_string_lossy().to_lowercase();
+            if let Some((hit, _)) = patterns
+                .iter()
+                .find(|(_, e)| tinyagents_sandbox::protected::ends_with_pattern(&parts, &name, e))
+            {
+                return Ok(Some((path, hit)));
             }
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                stack.push(path);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            // a symlink copied as it is lands at a name a pattern may lie
+            // in (`.mvn` -> a directory holding `jvm.config`): it creates the
+            // pattern where the walk cannot see
+            if meta.file_type().is_symlink()
+                && let Some((hit, _)) = patterns.iter().find(|(_, e)| {
+                    (1..e.len()).any(|j| tinyagents_sandbox::protected::ends_with_pattern(&parts, &name, &e[..j]))
+                })
+            {
+                return Ok(Some((path, hit)));
+            }
+            let next = if meta.is_dir() {
+                Some(path)
+            } else if follow && meta.file_type().is_symlink() {
+                std::fs::canonicalize(&path).ok().filter(|t| t.is_dir())
+            } else {
+                None
+            };
+            if let Some(next) = next {
+                let mut below = parts.clone();
+                below.push(name);
+                stack.push((next, below));
             }
         }
     }
@@ -438,7 +535,7 @@ mod tests {
     }
 
     #[test]
-    fn protected_entries_match_components_case_insensitively_and_paths_from_the_root() {
+    fn protected_entries_match_at_any_depth_case_insensitively() {
         let root = Path::new("/w");
         let p = protected();
         for hit in [
@@ -467,12 +564,17 @@ mod tests {
         let rooted = vec!["scripts/hooks".to_owned()];
         assert!(protected_hit(root, Path::new("/w/scripts/hooks/x"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/scripts/hooks"), &rooted).is_some());
-        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks"), &rooted).is_none());
+        // at any depth, as the sandbox places it
+        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/a/scripts/hooks/x"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/scripts/hooksx"), &rooted).is_none());
+        assert!(protected_hit(root, Path::new("/w/hooks"), &rooted).is_none());
         // a directory a path-shaped entry lies in: a tree moved there creates it
         assert!(protected_hit(root, Path::new("/w/scripts"), &rooted).is_some());
+        assert!(protected_hit(root, Path::new("/w/a/scripts"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w"), &rooted).is_some());
         assert!(protected_hit(root, Path::new("/w/scriptsx"), &rooted).is_none());
+        assert!(protected_hit(root, Path::new("/w/scripts/x"), &rooted).is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use crate::commands::{self, intrinsic_refusal, Ctx};
-use crate::path_check::{confine_from, expand_glob, protected_hit, WalkBudget, EXPANSION_LIMIT};
+use crate::path_check::{confine_from, confine_named, expand_glob, WalkBudget, EXPANSION_LIMIT};
 use crate::plan::{PlanRedirect, PlanStage, RedirectTarget, ShellPlan};
 
 /// The longest command line judged.
@@ -562,14 +562,16 @@ fn check_redirect(fd: Option<u32>, op: &str, target: &Word, rules: &ShellRules<'
              output comes back to you anyway)"
         ));
     }
-    let path = confine_from(rules.root, rules.cwd, &target.text)
+    let named = confine_named(rules.root, rules.cwd, &target.text)
         .map_err(|e| format!("the redirection `{shown}` is refused: {e}"))?;
-    if writes && let Some(hit) = protected_hit(rules.root, &path, rules.protected) {
+    if writes && let Some(hit) = named.protected_hit(rules.root, rules.protected) {
         return Err(format!(
-            "the redirection `{shown}` writes under `{hit}`, configuration that programs execute \
-                 (protected_paths); make that change yourself, or remove `{hit}` from `protected_paths`"
+            "the redirection `{shown}` writes under `{hit}` (or through a symlink standing at that name), \
+             configuration that programs execute (protected_paths, matched at any depth); make that change \
+             yourself, or remove `{hit}` from `protected_paths`"
         ));
     }
+    let path = named.resolved;
     Ok(match op {
         "<" => RedirectTarget::Read(path),
         ">>" => RedirectTarget::Append(path),

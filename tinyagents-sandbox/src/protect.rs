@@ -14,9 +14,8 @@
 //! `repo.git/config`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirEntryExt, MetadataExt, PermissionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::{ProtectedChanges, Protection, SetupError};
 
@@ -51,16 +50,10 @@ impl Patterns {
     /// protected. A pattern matches the path's last components, at any
     /// depth; read-only wins over pinned.
     fn rule(&self, dir: &[String], name: &std::ffi::OsStr) -> Option<bool> {
-        let name = name.as_bytes();
+        let name = name.to_string_lossy();
         let mut out = None;
         for (parts, read_only) in &self.rows {
-            let Some((last, head)) = parts.split_last() else {
-                continue;
-            };
-            if last.as_bytes().eq_ignore_ascii_case(name)
-                && head.len() <= dir.len()
-                && dir[dir.len() - head.len()..] == head[..]
-            {
+            if crate::protected::ends_with_pattern(dir, &name, parts) {
                 if *read_only {
                     return Some(true);
                 }
@@ -126,17 +119,9 @@ impl Protect {
         let mut patterns = Patterns::default();
         for (list, read_only) in [(&spec.read_only, true), (&spec.pinned, false)] {
             for p in list {
-                let path = Path::new(p.trim_matches('/'));
-                let parts: Option<Vec<String>> = path
-                    .components()
-                    .map(|c| match c {
-                        Component::Normal(n) => Some(lower(n)),
-                        _ => None,
-                    })
-                    .collect();
-                match parts {
-                    Some(parts) if !parts.is_empty() => patterns.rows.push((parts, read_only)),
-                    _ => {
+                match crate::protected::pattern_parts(p) {
+                    Some(parts) => patterns.rows.push((parts, read_only)),
+                    None => {
                         return Err(SetupError::Path {
                             path: PathBuf::from(p),
                             detail: "a protected pattern must be a relative path without `.` or `..` (such as \

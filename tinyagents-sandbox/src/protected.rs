@@ -41,9 +41,9 @@ pub enum SandboxRule {
 /// One row of the table: a path, the program that executes or loads it, and why that runs code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProtectedPath {
-    /// The path: for the guard, without `/` a name matched at any depth, with
-    /// `/` that path from the root; the sandbox matches every pattern at any
-    /// depth (`.git/config` is also `vendor/x/.git/config`).
+    /// The path, matched at any depth by the guard and the sandbox alike
+    /// ([`ends_with_pattern`]: `.git/config` is also `vendor/x/.git/config`,
+    /// `.mvn/jvm.config` also `sub/.mvn/jvm.config`).
     pub pattern: &'static str,
     /// The programs that execute or load it on their own.
     pub program: &'static str,
@@ -78,6 +78,8 @@ pub const PROTECTED_PATHS: &[ProtectedPath] = &[
     row(".git/modules", "git", "submodules' repositories, with their own config and hooks"),
     row(".git/worktrees", "git", "linked worktrees' git directories, with their own config"),
     row(".gitattributes", "git", "selects filter, diff and merge drivers (commands) per path"),
+    row(".git/info/attributes", "git", "selects filter, diff and merge drivers (commands) per path, like `.gitattributes`"),
+    row(".git/rebase-merge", "git (`rebase --continue`)", "a rebase's todo list: its `exec` lines run through the shell when the rebase goes on"),
     row(".gitmodules", "git", "submodule URLs and `update = !command`"),
     row(".githooks", "git (`core.hooksPath`)", "a common hooks directory"),
     row(".husky", "husky (npm install, git hooks)", "git hook scripts"),
@@ -216,11 +218,50 @@ pub fn markdown_table() -> String {
     out
 }
 
+/// A pattern's components, lower-cased (ASCII, as every pattern is):
+/// `None` for an empty pattern or one holding `.` or `..`. The one reading
+/// of a pattern, the sandbox's and the guard's.
+///
+/// ```
+/// use tinyagents_sandbox::protected::pattern_parts;
+///
+/// assert_eq!(pattern_parts("/.mvn/JVM.config/").unwrap(), [".mvn", "jvm.config"]);
+/// assert!(pattern_parts("a/../b").is_none());
+/// ```
+pub fn pattern_parts(pattern: &str) -> Option<Vec<String>> {
+    let parts: Vec<String> = pattern
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    (!parts.is_empty() && !parts.iter().any(|p| p == "." || p == "..")).then_some(parts)
+}
+
+/// Whether the path whose components are `dir` then `name` ends with the
+/// pattern `parts` (lower-cased, [`pattern_parts`]), comparing ASCII case
+/// blind: where a pattern stands, at any depth (`.mvn/jvm.config` is also
+/// `sub/.mvn/jvm.config`). The one placement rule: the sandbox applies it
+/// to every entry it walks, [`protected_hit`] to every prefix of a path.
+pub fn ends_with_pattern<S: AsRef<str>>(dir: &[S], name: &str, parts: &[String]) -> bool {
+    let Some((last, head)) = parts.split_last() else {
+        return false;
+    };
+    last.eq_ignore_ascii_case(name)
+        && head.len() <= dir.len()
+        && dir[dir.len() - head.len()..]
+            .iter()
+            .zip(head)
+            .all(|(d, h)| d.as_ref().eq_ignore_ascii_case(h))
+}
+
 /// The protected entry of `protected` (the guard's list, or the patch
-/// tool's) that `resolved`, a path under `root`, falls under, if any: an
-/// entry without `/` matches any path component, case-insensitively; an
-/// entry with `/` matches that path from the root, everything under it, and
-/// the directories it lies in.
+/// tool's) that `resolved`, a path under `root`, falls under, if any. Every
+/// entry is placed at any depth, as the sandbox places it
+/// ([`ends_with_pattern`]), compared case-insensitively: the path is the
+/// entry, or lies under it (`sub/.mvn/jvm.config`, `a/.git/hooks/x`). An
+/// entry with `/` also hits a directory it would lie in — a path ending with
+/// a leading part of it (`x/.mvn`, `gradle`), or the root itself — where a
+/// tree moved or copied would create it.
 pub fn protected_hit<'a>(
     root: &std::path::Path,
     resolved: &std::path::Path,
@@ -231,23 +272,25 @@ pub fn protected_hit<'a>(
         .components()
         .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
         .collect();
-    let joined = parts.join("/");
-    protected.iter().map(String::as_str).find(|entry| {
-        let e = entry.trim_matches('/').to_lowercase();
-        if e.is_empty() {
-            return false;
-        }
-        if e.contains('/') {
-            // the entry itself, a path under it, or a directory it lies in:
-            // a tree moved or copied there (`mv x/scripts .`) creates it
-            joined == e
-                || joined.starts_with(&format!("{e}/"))
-                || joined.is_empty()
-                || e.starts_with(&format!("{joined}/"))
-        } else {
-            parts.contains(&e)
-        }
-    })
+    protected
+        .iter()
+        .map(String::as_str)
+        .find(|entry| pattern_parts(entry).is_some_and(|e| parts_hit(&parts, &e, true)))
+}
+
+/// Whether the path `parts` (lower-cased components from the root) is the
+/// pattern `e` or lies under it, at any depth; with `lies_in`, also whether
+/// it is a directory the pattern would lie in ([`protected_hit`]).
+pub fn parts_hit(parts: &[String], e: &[String], lies_in: bool) -> bool {
+    let under = (1..=parts.len()).any(|n| ends_with_pattern(&parts[..n - 1], &parts[n - 1], e));
+    under
+        || (lies_in
+            && e.len() > 1
+            && (parts.is_empty()
+                || (1..e.len()).any(|j| {
+                    let (dir, name) = parts.split_at(parts.len() - 1);
+                    ends_with_pattern(dir, &name[0], &e[..j])
+                })))
 }
 
 /// Characters that look like `.` or `/` but are not, and invisible or

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::path_check::{check_followed, confine_from, find_protected_inside, protected_hit, WalkBudget};
+use crate::path_check::{check_followed, confine_from, confine_named, find_protected_landing, WalkBudget};
 
 mod basename;
 mod cargo;
@@ -374,7 +374,9 @@ impl Ctx<'_> {
         confine_from(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a path it reads: {e}")))
     }
 
-    /// Confines a path the program writes: refused in read-only mode and under a protected path.
+    /// Confines a path the program writes: refused in read-only mode and
+    /// under a protected path, judged by where it resolves and by the name
+    /// of every symlink on the way ([`NamedPath`](crate::path_check::NamedPath)).
     pub(crate) fn write(&self, arg: &str, via: &str) -> Result<PathBuf, String> {
         if arg == "/dev/null" {
             return Ok(PathBuf::from("/dev/null"));
@@ -385,10 +387,12 @@ impl Ctx<'_> {
                 format!("{via} writes this path, and the guard is read-only (fix: run a command that only reads)"),
             ));
         }
-        let path =
-            confine_from(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a path it writes: {e}")))?;
-        self.not_protected(arg, &path)?;
-        Ok(path)
+        let named =
+            confine_named(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a path it writes: {e}")))?;
+        if let Some(hit) = named.protected_hit(self.root, self.protected) {
+            return Err(self.protected_refusal(arg, hit));
+        }
+        Ok(named.resolved)
     }
 
     /// Confines a directory the program writes into; refused in read-only
@@ -406,11 +410,19 @@ impl Ctx<'_> {
         confine_from(self.root, self.cwd, arg).map_err(|e| self.refuse(arg, format!("a directory it writes into: {e}")))
     }
 
-    /// Judges where a copy or move lands: with a target directory (`-t DIR`,
-    /// or a last operand naming an existing directory, unless `-T`), each
-    /// source's name joined to it (`cp f .` writes `./f`, refused only when
-    /// that is protected); otherwise `dest` itself.
-    pub(crate) fn landing(&self, parsed: &Parsed, sources: &[String], dest: Option<&str>) -> Result<(), String> {
+    /// Judges where a copy or move lands and returns, for each source, the
+    /// resolved path it becomes: with a target directory (`-t DIR`, or a
+    /// last operand naming an existing directory, unless `-T`), the
+    /// source's last component joined to it (`cp f .` writes `./f`, refused
+    /// only when that is protected; `cp -r stuff/. .mvn` writes the contents
+    /// of `stuff` into `.mvn` itself: the last component is taken as
+    /// written, never normalised away); otherwise `dest` itself.
+    pub(crate) fn landing(
+        &self,
+        parsed: &Parsed,
+        sources: &[String],
+        dest: Option<&str>,
+    ) -> Result<Vec<PathBuf>, String> {
         let no_target = parsed.has(&["-T", "--no-target-directory"]);
         let dir = match parsed.values(&["-t", "--target-directory"]).last() {
             Some(dir) => Some(dir),
@@ -420,40 +432,36 @@ impl Ctx<'_> {
             None => None,
         };
         let Some(dir) = dir else {
-            if let Some(dest) = dest {
-                self.write(dest, "the destination")?;
-            }
-            return Ok(());
+            let Some(dest) = dest else {
+                return Ok(Vec::new());
+            };
+            let landed = self.write(dest, "the destination")?;
+            return Ok(sources.iter().map(|_| landed.clone()).collect());
         };
         self.target_dir(dir, "the destination")?;
+        let mut out = Vec::new();
         for src in sources {
-            match Path::new(src).file_name().and_then(|n| n.to_str()) {
-                Some(name) => {
-                    let landed = format!("{}/{name}", dir.trim_end_matches('/'));
-                    self.write(&landed, "the destination")?;
-                }
-                // `.`, `..`: no name to join; the directory itself is judged
-                None => {
-                    self.write(dir, "the destination")?;
-                }
-            }
+            // the last component as the program takes it: trailing slashes
+            // dropped, `.` and `..` kept (`stuff/.` is the contents of `stuff`)
+            let trimmed = src.trim_end_matches('/');
+            let name = trimmed.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(".");
+            let landed = format!("{}/{name}", dir.trim_end_matches('/'));
+            out.push(self.write(&landed, "the destination")?);
         }
-        Ok(())
+        Ok(out)
     }
 
-    /// Refuses a resolved write target under a protected path.
-    pub(crate) fn not_protected(&self, arg: &str, path: &Path) -> Result<(), String> {
-        if let Some(hit) = protected_hit(self.root, path, self.protected) {
-            return Err(self.refuse(
-                arg,
-                format!(
-                    "it writes under `{hit}`, or the directory `{hit}` lies in (a tree moved or copied there \
-                     would create it), configuration that programs execute (protected_paths); make that change \
-                     yourself, or remove `{hit}` from `protected_paths` for this workspace"
-                ),
-            ));
-        }
-        Ok(())
+    /// The refusal of a write under the protected entry `hit`.
+    pub(crate) fn protected_refusal(&self, arg: &str, hit: &str) -> String {
+        self.refuse(
+            arg,
+            format!(
+                "it writes under `{hit}`, or the directory `{hit}` lies in (a tree moved or copied there would \
+                 create it), or replaces a symlink standing at that name: configuration that programs execute \
+                 (protected_paths, matched at any depth); make that change yourself, or remove `{hit}` from \
+                 `protected_paths` for this workspace"
+            ),
+        )
     }
 
     /// Refuses when following symlinks from `start` (canonical) would leave the root.
@@ -462,16 +470,37 @@ impl Ctx<'_> {
             .map_err(|e| self.refuse(via, format!("it follows symlinks, and {e} (fix: drop `{via}`)")))
     }
 
-    /// Refuses when copying the tree at `start` would write a protected entry.
-    pub(crate) fn tree_not_protected(&self, arg: &str, start: &Path) -> Result<(), String> {
-        match find_protected_inside(start, self.protected, self.walk).map_err(|e| self.refuse(arg, e))? {
-            Some(hit) => Err(self.refuse(
-                arg,
-                format!(
-                    "the tree holds `{}`, configuration that programs execute (protected_paths)",
-                    hit.strip_prefix(self.root).unwrap_or(&hit).display()
-                ),
-            )),
+    /// Refuses when the tree at `start` (canonical), copied or moved to
+    /// `landing` (its resolved path afterwards; `start` itself for the
+    /// entries a move takes away), would write a protected entry. With
+    /// `follow`, symlinks to directories are walked (`cp -L`).
+    pub(crate) fn tree_not_protected(
+        &self,
+        arg: &str,
+        start: &Path,
+        landing: &Path,
+        follow: bool,
+    ) -> Result<(), String> {
+        match find_protected_landing(self.root, start, landing, self.protected, follow, self.walk)
+            .map_err(|e| self.refuse(arg, e))?
+        {
+            Some((entry, hit)) => {
+                let shown = |p: &Path| p.strip_prefix(self.root).unwrap_or(p).display().to_string();
+                let rel = entry.strip_prefix(start).unwrap_or(&entry);
+                let landed = landing.join(rel);
+                let what = if landed == entry {
+                    format!("it takes away `{}`", shown(&entry))
+                } else {
+                    format!("`{}` lands at `{}`", shown(&entry), shown(&landed))
+                };
+                Err(self.refuse(
+                    arg,
+                    format!(
+                        "the tree holds protected configuration: {what}, under `{hit}` (protected_paths, matched at \
+                         any depth); copy or move the other entries by name, or make that change yourself"
+                    ),
+                ))
+            }
             None => Ok(()),
         }
     }
@@ -715,7 +744,13 @@ pub(crate) fn check_parsed(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result
                 reads.push(cx.read(op)?);
             }
             let dest = (!target_dir).then(|| ops.last().map(String::as_str)).flatten();
-            cx.landing(parsed, &ops[..sources], dest)?;
+            let landed = cx.landing(parsed, &ops[..sources], dest)?;
+            if parsed.opts.iter().any(|g| g.opt.fx == Fx::Recursive) {
+                let follow = parsed.opts.iter().any(|g| g.opt.fx == Fx::Follows);
+                for ((op, start), landing) in ops.iter().zip(&reads).zip(&landed) {
+                    cx.tree_not_protected(op, start, landing, follow)?;
+                }
+            }
         }
         Operands::MoveLike => {
             let target_dir = parsed.has(&["-t", "--target-directory"]);
@@ -724,11 +759,19 @@ pub(crate) fn check_parsed(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result
             } else {
                 ops.len().saturating_sub(1)
             };
+            let mut moved = Vec::new();
             for op in &ops[..sources] {
-                cx.write(op, "the operand")?;
+                moved.push(cx.write(op, "the operand")?);
             }
             let dest = (!target_dir).then(|| ops.last().map(String::as_str)).flatten();
-            cx.landing(parsed, &ops[..sources], dest)?;
+            let landed = cx.landing(parsed, &ops[..sources], dest)?;
+            // a moved directory takes its whole tree away and puts it where it lands
+            for ((op, start), landing) in ops.iter().zip(&moved).zip(&landed) {
+                if start.is_dir() {
+                    cx.tree_not_protected(op, start, start, false)?;
+                    cx.tree_not_protected(op, start, landing, false)?;
+                }
+            }
         }
         Operands::InOut => {
             if ops.len() > 2 {
@@ -748,11 +791,6 @@ pub(crate) fn check_parsed(spec: &Spec, parsed: &Parsed, cx: &Ctx<'_>) -> Result
         }
         for start in &reads {
             cx.follows(start, g.name)?;
-        }
-    }
-    if parsed.opts.iter().any(|g| g.opt.fx == Fx::Recursive) {
-        for (start, op) in reads.iter().zip(ops) {
-            cx.tree_not_protected(op, start)?;
         }
     }
     if let Some(check) = spec.check {

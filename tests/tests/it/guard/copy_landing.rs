@@ -4,6 +4,8 @@
 //! refuses them when it is (`x/.envrc` into the root, a tree named
 //! `gradle` that `gradle/wrapper` lies in, a file into `.git/hooks`).
 
+use crate::sandbox::support::verdict;
+
 use serde_json::json;
 use tinyagents::harness::workspace::WorkspaceDescriptor;
 use tinyagents::middleware::ShellFsGuardMiddleware;
@@ -67,4 +69,77 @@ fn copies_and_moves_into_a_directory_are_judged_where_they_land() {
     let err = ro.check_call(&sh("cp x/a.txt ."), Some(&d)).unwrap_err();
     assert!(err.contains("read-only"), "{err}");
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A source ending in `/.` (`stuff/.`, `stuff/./`, `stuff/.//`) is its
+/// contents: `cp -r stuff/. .mvn` writes `.mvn/jvm.config`, not
+/// `.mvn/stuff`. The guard joins the last component as written (Rust's
+/// `Path::file_name` dropped the `.`) and walks every copied or moved tree
+/// to where it lands, slash entries included; a moved directory is also
+/// judged by what it takes away.
+#[test]
+fn a_directory_s_contents_are_judged_where_they_land() {
+    let ws = crate::sandbox::support::Workspace::new("cp-dot");
+    let root = ws.root.canonicalize().unwrap();
+    for dir in [
+        ".mvn",
+        "stuff",
+        "sub/.mvn",
+        "holder/.mvn",
+        "cfg",
+        "links",
+        "deref",
+        "other",
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join("stuff/jvm.config"), "-javaagent:evil.jar\n").unwrap();
+    std::fs::write(root.join("holder/.mvn/jvm.config"), "-javaagent:evil.jar\n").unwrap();
+    std::fs::write(root.join("cfg/jvm.config"), "-javaagent:evil.jar\n").unwrap();
+    std::os::unix::fs::symlink("../cfg", root.join("links/.mvn")).unwrap();
+    std::os::unix::fs::symlink("../holder", root.join("deref/h")).unwrap();
+    assert!(
+        verdict(&root, "cp stuff/jvm.config .mvn").is_err(),
+        "control: the plain landing"
+    );
+    for command in [
+        "cp -r stuff/. .mvn",
+        "cp -r -t .mvn stuff/.",
+        "cp -a stuff/./ .mvn/",
+        "cp -r stuff/.// .mvn",
+        "cp -r --target-directory=.mvn stuff/.",
+        "cp -r stuff/. sub/.mvn",
+        "cp -rT stuff .mvn",
+        "cp -rT stuff sub/.mvn",
+        // a tree holding a slash entry, wherever it lands
+        "cp -r holder/. other",
+        "cp -r holder other",
+        "cp -r -t other holder",
+        "cp -rT holder other",
+        // a symlink copied as it is, at a name a slash entry lies in
+        "cp -r links/. other",
+        // `-L` copies what the links point to
+        "cp -rL deref other",
+        // a moved tree: what it takes away and where it lands
+        "mv holder other",
+        "mv -t other holder",
+        "mv -T holder other/new",
+        "mv stuff/. .mvn",
+    ] {
+        let v = verdict(&root, command);
+        assert!(
+            v.as_ref().is_err_and(|e| e.contains("protected_paths")),
+            "`{command}` writes or takes away protected configuration: {v:?}"
+        );
+    }
+    for command in [
+        "cp -r stuff/. other",
+        "cp -r stuff other",
+        "cp -a stuff/./ other/",
+        "mv stuff other",
+        "cp -r deref other",
+    ] {
+        let v = verdict(&root, command);
+        assert!(v.is_ok(), "`{command}` refused: {v:?}");
+    }
 }

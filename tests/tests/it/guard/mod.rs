@@ -16,6 +16,5 @@ mod pii_scan;
 mod pii_streams;
 mod pii_support;
 mod protected_table;
-mod rt_findings;
 mod shell_fs_guard;
 mod workspace;

@@ -106,6 +106,14 @@ async fn protected_paths_that_do_not_exist_cannot_be_created() {
             ".git/hooks",
         ),
         ("echo /tmp/elsewhere > .git/commondir", ".git/commondir"),
+        (
+            "mkdir -p .git/info && printf '* filter=x diff=x merge=x\\n' > .git/info/attributes",
+            ".git/info/attributes",
+        ),
+        (
+            "mkdir .git/rebase-merge && echo 'exec touch pwned' > .git/rebase-merge/git-rebase-todo",
+            ".git/rebase-merge",
+        ),
         ("echo x > e && mv e .envrc", ".envrc"),
         ("rm .npmrc && echo 'script-shell=./x.sh' > .npmrc", ".npmrc"),
         ("mkdir -p a && echo x > a/b && mv a .devcontainer", ".devcontainer"),
@@ -302,5 +310,55 @@ async fn ordinary_commits_stay_and_unstaging_a_protected_path_is_undone() {
     assert!(
         index_paths(&ws.root).iter().any(|p| p == ".github/workflows/ci.yml"),
         "{texts:#?}"
+    );
+}
+
+/// A build script the `workspace` profile admits (`sh build.sh`) writes
+/// `.git/info/attributes` (filter, diff and merge drivers, like the
+/// protected `.gitattributes`) and a rebase todo list with an `exec` line
+/// (run by the person's next `git rebase --continue`): both are rows of the
+/// table, so neither outlives the run, and the call fails naming them.
+/// (`.git` is only pinned, writable beneath: `.git/info/attributes` had no
+/// row, and outlived the sandbox.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_script_cannot_leave_git_attributes_or_a_rebase_todo() {
+    if !sandbox_available("a_build_script_cannot_leave_git_attributes_or_a_rebase_todo") {
+        return;
+    }
+    let (ws, _) = repo("info-attributes");
+    for (user, key) in [("agent", "user.name"), ("agent@example.com", "user.email")] {
+        let ok = std::process::Command::new("git")
+            .args(["config", key, user])
+            .current_dir(&ws.root)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git config");
+    }
+    std::fs::write(
+        ws.root.join("build.sh"),
+        "mkdir -p .git/info .git/rebase-merge\n\
+         printf '* filter=x diff=x merge=x\\n' > .git/info/attributes\n\
+         echo 'exec touch pwned' > .git/rebase-merge/git-rebase-todo\n\
+         echo built\n",
+    )
+    .unwrap();
+    let texts = sandbox_support::model_runs_with(
+        &ws,
+        tinyagents::middleware::ShellFsGuardMiddleware::workspace(),
+        &[("", "sh build.sh")],
+    )
+    .await;
+    assert!(
+        !ws.root.join(".git/info/attributes").exists(),
+        "`.git/info/attributes` (the power of the protected `.gitattributes`) outlived the sandbox: {texts:?}"
+    );
+    assert!(
+        !ws.root.join(".git/rebase-merge").exists(),
+        "a rebase todo list outlived the sandbox: {texts:?}"
+    );
+    assert!(
+        texts[0].contains(".git/info/attributes") && texts[0].contains("removed"),
+        "the call fails naming what it removed: {texts:?}"
     );
 }

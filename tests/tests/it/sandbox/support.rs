@@ -152,12 +152,21 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
 
 /// The default `shell_fs_guard`'s verdict on `command`, run in `root`.
 pub fn verdict(root: &Path, command: &str) -> Result<(), String> {
+    verdict_in(root, None, command)
+}
+
+/// [`verdict`] with the call's `cwd` (relative to the root) when given.
+pub fn verdict_in(root: &Path, cwd: Option<&str>, command: &str) -> Result<(), String> {
     use serde_json::json;
     use tinyagents::harness::workspace::WorkspaceDescriptor;
     use tinyagents::middleware::ShellFsGuardMiddleware;
     use tinyagents::prelude::ToolCall;
+    let mut args = json!({ "command": command });
+    if let Some(cwd) = cwd {
+        args["cwd"] = json!(cwd);
+    }
     ShellFsGuardMiddleware::new().check_call(
-        &ToolCall::new("c", "shell", json!({ "command": command })),
+        &ToolCall::new("c", "shell", args),
         Some(&WorkspaceDescriptor::new(root)),
     )
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tinyagents_macros::{middleware, MiddlewareConfig};
 
 use tinyagents_commands::{
-    confine, confine_from, confine_glob, intrinsic_refusal, is_specified, judge, protected_hit, resolve_root,
+    confine, confine_from, confine_glob, confine_named, intrinsic_refusal, is_specified, judge, resolve_root,
     specified_commands, CommandPolicy, Verdict, DEFAULT_ALLOW_COMMANDS, DEFAULT_DENY_COMMANDS, DEFAULT_PROTECTED_PATHS,
 };
 
@@ -223,7 +223,7 @@ pub struct ShellFsGuardConfig {
     /// The command profile: `default` (what the allow list admits: reading commands and plain file edits, as strict where no sandbox confines the run) or `workspace` (also `git add/commit/checkout -b/switch/stash/restore/rm/mv`, `make`, `sh SCRIPT`, `cargo`, `npm run SCRIPT`, only where the run's workspace requires the OS sandbox, which is then the enforcement).
     #[config(default = "default".to_owned())]
     pub profile: String,
-    /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path from the root, and writes to the directories it lies in). Empty: no protection.
+    /// Paths writes may not touch: configuration that programs execute (an entry without `/` matches any path component, case-insensitively; with `/`, that path at any depth, as the sandbox places it, and writes to the directories it would lie in; a write is judged by every symlink name on its way too). Empty: no protection.
     #[config(default = strings(DEFAULT_PROTECTED_PATHS))]
     pub protected_paths: Vec<String>,
 }
@@ -719,9 +719,9 @@ impl ShellFsGuardMiddleware {
                     KeyKind::Text => {}
                     KeyKind::Path => {
                         *found += 1;
-                        let path = confine_from(root, cwd, raw).map_err(|e| format!("`{k}`: {e}"))?;
+                        confine_from(root, cwd, raw).map_err(|e| format!("`{k}`: {e}"))?;
                         if writes {
-                            self.not_protected(root, &path, k, raw)?;
+                            self.not_protected(root, cwd, k, raw)?;
                         }
                     }
                     KeyKind::Glob => {
@@ -737,9 +737,9 @@ impl ShellFsGuardMiddleware {
                         })?;
                         for target in targets {
                             *found += 1;
-                            let path = confine_from(root, cwd, &target)
+                            confine_from(root, cwd, &target)
                                 .map_err(|e| format!("`{k}`: the patch targets `{target}`: {e}"))?;
-                            self.not_protected(root, &path, k, &target)?;
+                            self.not_protected(root, cwd, k, &target)?;
                         }
                     }
                 }
@@ -757,19 +757,23 @@ impl ShellFsGuardMiddleware {
         raw: &str,
         writes: bool,
     ) -> std::result::Result<(), String> {
-        for (m, path) in confine_glob(root, cwd, raw).map_err(|e| format!("`{key}`: {e}"))? {
+        for (m, _) in confine_glob(root, cwd, raw).map_err(|e| format!("`{key}`: {e}"))? {
             if writes {
-                self.not_protected(root, &path, key, &m)?;
+                self.not_protected(root, cwd, key, &m)?;
             }
         }
         Ok(())
     }
 
-    fn not_protected(&self, root: &Path, path: &Path, key: &str, raw: &str) -> std::result::Result<(), String> {
-        match protected_hit(root, path, &self.config.protected_paths) {
+    /// Refuses a write to `raw` (relative to `cwd`) that hits a protected
+    /// path where it resolves or at the name of a symlink on its way.
+    fn not_protected(&self, root: &Path, cwd: &Path, key: &str, raw: &str) -> std::result::Result<(), String> {
+        let named = confine_named(root, cwd, raw).map_err(|e| format!("`{key}`: {e}"))?;
+        match named.protected_hit(root, &self.config.protected_paths) {
             Some(hit) => Err(format!(
-                "`{key}`: writing `{raw}` touches `{hit}`, configuration that programs execute (protected_paths); \
-                 make that change yourself, or remove `{hit}` from `protected_paths` for this workspace"
+                "`{key}`: writing `{raw}` touches `{hit}` (or a symlink standing at that name), configuration that \
+                 programs execute (protected_paths, matched at any depth); make that change yourself, or remove \
+                 `{hit}` from `protected_paths` for this workspace"
             )),
             None => Ok(()),
         }
@@ -825,9 +829,9 @@ impl ShellFsGuardMiddleware {
                     if read_only && access.mode == FileAccessMode::Write {
                         return Err(format!("it writes `{}` and the guard is read-only", access.path));
                     }
-                    let path = confine(&root, &access.path)?;
+                    confine(&root, &access.path)?;
                     if access.mode == FileAccessMode::Write {
-                        self.not_protected(&root, &path, "declared write", &access.path)?;
+                        self.not_protected(&root, &root, "declared write", &access.path)?;
                     }
                 }
                 Ok(())
