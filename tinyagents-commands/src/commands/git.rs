@@ -1181,7 +1181,7 @@ fn write_pathspecs(spec: &Spec, parsed: &Parsed, globals: &[String], cx: &Ctx<'_
         if matches!(spec.name, "git rm" | "git restore" | "git mv") {
             let path = cx.read(op)?;
             if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                cx.tree_not_protected(op, &path)?;
+                cx.tree_not_protected(op, &path, &path, false)?;
             }
         } else {
             staged_not_protected(op, cx)?;
