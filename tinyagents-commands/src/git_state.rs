@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::plan::SAFE_MODES;
+use crate::protected::{ends_with_pattern, pattern_parts};
 
 /// The most files under `refs/` recorded; past it the run is refused.
 const MAX_REF_FILES: usize = 100_000;
@@ -37,13 +38,6 @@ pub(crate) struct GitState {
     files: BTreeMap<PathBuf, Vec<u8>>,
 }
 
-fn components(path: &str) -> Vec<String> {
-    path.split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .map(str::to_ascii_lowercase)
-        .collect()
-}
-
 impl GitState {
     /// The state of `root/.git` (a real directory; a gitlink or no
     /// repository: `Ok(None)`) for the protected `patterns`. `Err` when it
@@ -53,11 +47,7 @@ impl GitState {
         if !git_dir.symlink_metadata().is_ok_and(|m| m.is_dir()) || patterns.is_empty() {
             return Ok(None);
         }
-        let patterns = patterns
-            .iter()
-            .map(|p| components(p))
-            .filter(|p| !p.is_empty())
-            .collect();
+        let patterns = patterns.iter().filter_map(|p| pattern_parts(p)).collect();
         let files = read_state(&git_dir)?;
         Ok(Some(Self {
             root: root.to_path_buf(),
@@ -68,13 +58,16 @@ impl GitState {
     }
 
     /// Whether the git path `path` (`/`-separated, from the work tree's top)
-    /// falls under a protected pattern: the pattern's components appear in
-    /// order anywhere in the path (a directory protects what it holds).
+    /// falls under a protected pattern placed at any depth, as the sandbox
+    /// places it ([`ends_with_pattern`]): it, or a directory it lies in,
+    /// ends with the pattern.
     fn protected(&self, path: &str) -> bool {
-        let parts = components(path);
-        self.patterns
-            .iter()
-            .any(|p| p.len() <= parts.len() && parts.windows(p.len()).any(|w| w == p.as_slice()))
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+        (0..parts.len()).any(|i| {
+            self.patterns
+                .iter()
+                .any(|p| ends_with_pattern(&parts[..i], parts[i], p))
+        })
     }
 
     /// After the run (no process of it left): `Ok` when the index and the
@@ -390,7 +383,10 @@ mod tests {
         let state = GitState {
             root: PathBuf::new(),
             git_dir: PathBuf::new(),
-            patterns: [".github", ".mvn/jvm.config"].iter().map(|p| components(p)).collect(),
+            patterns: [".github", ".mvn/jvm.config"]
+                .iter()
+                .filter_map(|p| pattern_parts(p))
+                .collect(),
             files: BTreeMap::new(),
         };
         assert!(state.protected(".github/workflows/ci.yml"));
