@@ -17,3 +17,4 @@ mod pii_support;
 mod protected_table;
 mod shell_fs_guard;
 mod workspace;
+mod rt_leak;
