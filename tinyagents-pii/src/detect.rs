@@ -4,7 +4,9 @@
 //!
 //! Detection runs on a *normalised* copy of the text (fullwidth forms folded
 //! to ASCII, every decimal digit of the Unicode database (General_Category
-//! Nd) to its ASCII digit, every space, line and paragraph separator (Zs, Zl,
+//! Nd) to its ASCII digit, every other compatibility character to what its
+//! NFKC form stands for (`𝐃` to `D`, `․` to `.`, `‥` to `..`, `ﬁ` to `fi`,
+//! `①` to `1`), every space, line and paragraph separator (Zs, Zl,
 //! Zp) to a space and NEL to a line break, format characters (Cf) and other
 //! invisible marks dropped, JSON escapes such as `\u0040` decoded), and each
 //! match is mapped back to the span of the original text it came from, which
@@ -1002,6 +1004,47 @@ fn fold(c: char) -> Option<char> {
     })
 }
 
+/// What one character becomes for detection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Folded {
+    /// Nothing: it renders as nothing.
+    Drop,
+    /// One character (itself, when nothing folds it).
+    One(char),
+    /// Several: a compatibility character standing for more than one
+    /// (`‥` for `..`, `ﬁ` for `fi`, `⑴` for `(1)`).
+    Many(String),
+}
+
+/// [`fold`], then the compatibility fold: a character the rules of `fold`
+/// leave as it is becomes what its compatibility form (NFKC, Unicode's
+/// normalisation form for "the same text, another look") stands for, each
+/// character of that folded again. So the mathematical alphanumerics
+/// (`𝐃𝐄89…`, `ghp_𝐚bc…`), the dot leaders (`4111․1111`, `example․com`),
+/// ligatures, circled, parenthesised and superscript digits read as the
+/// ASCII they look like.
+fn fold_full(c: char) -> Folded {
+    let Some(f) = fold(c) else { return Folded::Drop };
+    if f != c || c.is_ascii() {
+        return Folded::One(f);
+    }
+    static NFKC: icu_normalizer::ComposingNormalizerBorrowed<'static> =
+        icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
+    let mut buf = [0u8; 4];
+    let one: &str = c.encode_utf8(&mut buf);
+    let nfkc = NFKC.normalize(one);
+    if nfkc == one {
+        return Folded::One(c);
+    }
+    let folded: String = nfkc.chars().filter_map(fold).collect();
+    let mut chars = folded.chars();
+    match (chars.next(), chars.next()) {
+        (None, _) => Folded::Drop,
+        (Some(x), None) => Folded::One(x),
+        _ => Folded::Many(folded),
+    }
+}
+
 /// Decodes the JSON escape at the start of `s` (which starts with `\`): the character and its length.
 fn unescape(s: &str) -> Option<(char, usize)> {
     let b = s.as_bytes();
@@ -1044,7 +1087,7 @@ fn unescape(s: &str) -> Option<(char, usize)> {
 /// script, `…`, `é`, CJK). Then detection reads the text itself, with no
 /// copy and no offset map.
 fn folds_to_itself(text: &str) -> bool {
-    !text.contains('\\') && (text.is_ascii() || text.chars().all(|c| c.is_ascii() || fold(c) == Some(c)))
+    !text.contains('\\') && (text.is_ascii() || text.chars().all(|c| c.is_ascii() || fold_full(c) == Folded::One(c)))
 }
 
 fn normalise(text: &str) -> Normalised<'_> {
@@ -1130,11 +1173,16 @@ fn fold_pass(text: &str) -> (String, Vec<usize>, bool) {
             let c = rest.chars().next().expect("not at the end");
             (c, c.len_utf8())
         };
-        if let Some(f) = fold(c) {
-            for _ in 0..f.len_utf8() {
-                map.push(i);
+        match fold_full(c) {
+            Folded::Drop => {}
+            Folded::One(f) => {
+                map.extend(std::iter::repeat_n(i, f.len_utf8()));
+                out.push(f);
             }
-            out.push(f);
+            Folded::Many(f) => {
+                map.extend(std::iter::repeat_n(i, f.len()));
+                out.push_str(&f);
+            }
         }
         i += len;
     }
@@ -2227,7 +2275,8 @@ mod fold_tests {
                 .count()
         );
         assert!(runs >= 76, "{runs} runs of decimal digits");
-        // and nothing else folds to a digit
+        // and nothing else folds to a digit by `fold` (the compatibility fold
+        // after it spells circled and superscript digits as digits: see below)
         for c in ('\u{80}'..=char::MAX).filter(|&c| category(c) != G::DecimalNumber) {
             assert!(
                 !fold(c).is_some_and(|f| f.is_ascii_digit()),
@@ -2257,6 +2306,74 @@ mod fold_tests {
         assert!(
             spaces >= 18 && formats >= 160,
             "{spaces} separators, {formats} format characters"
+        );
+    }
+
+    /// The compatibility fold is a fixed point: what it gives folds to
+    /// itself, so one pass reads a text whole (and the offset map is one
+    /// source offset per byte it gives).
+    #[test]
+    fn the_full_fold_of_every_character_folds_to_itself() {
+        let mut changed = 0;
+        for c in '\u{80}'..=char::MAX {
+            let out = match fold_full(c) {
+                Folded::Drop => continue,
+                Folded::One(f) => f.to_string(),
+                Folded::Many(f) => f,
+            };
+            if out != c.to_string() {
+                changed += 1;
+            }
+            for d in out.chars() {
+                assert_eq!(fold_full(d), Folded::One(d), "U+{:04X} gives {out:?}", c as u32);
+            }
+        }
+        assert!(changed > 3000, "{changed} characters fold");
+    }
+
+    #[test]
+    fn compatibility_letters_digits_and_leaders_fold_to_ascii() {
+        // every Latin letter and digit of the mathematical alphanumerics
+        let mut letters = 0;
+        for u in (0x1D400..=0x1D6A3).chain(0x1D7CE..=0x1D7FF) {
+            let Some(c) = char::from_u32(u) else { continue };
+            if !(category(c) == G::UppercaseLetter
+                || category(c) == G::LowercaseLetter
+                || category(c) == G::DecimalNumber)
+            {
+                continue;
+            }
+            match fold_full(c) {
+                Folded::One(f) if f.is_ascii_alphanumeric() => letters += 1,
+                other => panic!("U+{u:04X} folds to {other:?}"),
+            }
+        }
+        assert!(letters >= 700, "{letters}");
+        for (c, want) in [
+            ('\u{2024}', "."),
+            ('\u{2025}', ".."),
+            ('\u{2026}', "..."),
+            ('\u{FE52}', "."),
+            ('\u{2460}', "1"),
+            ('\u{00B2}', "2"),
+            ('\u{FB01}', "fi"),
+            ('\u{1D400}', "A"),
+            ('\u{017F}', "s"),
+        ] {
+            let got = match fold_full(c) {
+                Folded::One(f) => f.to_string(),
+                Folded::Many(f) => f,
+                Folded::Drop => String::new(),
+            };
+            assert_eq!(got, want, "U+{:04X}", c as u32);
+        }
+        // a text that folds keeps each value's span in the original
+        let text = "a 4111\u{2025}1111\u{2025}1111\u{2025}1111 b";
+        let found = crate::scan(text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            &text[found[0].start..found[0].end],
+            "4111\u{2025}1111\u{2025}1111\u{2025}1111"
         );
     }
 

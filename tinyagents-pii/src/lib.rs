@@ -7,8 +7,10 @@
 //!   with.
 //! * Detection reads a *normalised* copy of the text (fullwidth forms folded
 //!   to ASCII, every decimal digit of the Unicode database to its ASCII
-//!   digit, separators to a space, format characters and other invisible
-//!   marks dropped, JSON escapes decoded), and each match is mapped back to
+//!   digit, other compatibility characters to what they stand for by NFKC:
+//!   mathematical alphanumerics, dot leaders, ligatures; separators to a
+//!   space, format characters and other invisible marks dropped, JSON
+//!   escapes decoded), and each match is mapped back to
 //!   the span of the original text it came from.
 //! * In a text that is a JSON document, a value inside a number turns the
 //!   number into a string when it is replaced, so the document stays valid;

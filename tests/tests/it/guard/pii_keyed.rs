@@ -440,6 +440,7 @@ fn a_key_with_invisible_or_fullwidth_characters_is_read_normalised() {
         "pass\u{AD}word",
         "api\u{200B}_key",
         "\u{FF50}\u{FF41}\u{FF53}\u{FF53}\u{FF57}\u{FF4F}\u{FF52}\u{FF44}",
+        "\u{1D429}\u{1D422}\u{1D427}",
         "to\u{2060}ken",
     ] {
         let doc = json!({ key: "hunter2" });
