@@ -677,3 +677,48 @@ fn an_iban_is_found_in_any_case_and_with_any_group_separator() {
         assert_eq!(redact(text), text);
     }
 }
+
+/// A secret registered with the process's redactor (an API key of a
+/// provider's configuration, `redactor().add(…)`) that no pattern knows is a
+/// `secret` to `pii` too: printed by a tool, it never reaches the model.
+#[tokio::test]
+async fn a_registered_secret_printed_by_a_tool_never_reaches_the_model() {
+    use tinyagents::harness::secrets::redactor;
+    let key = "9f3c2a7be41d4c0e8a5b6d7e1f203948";
+    redactor().add(key);
+    let printenv = RecordingTool::new("printenv").returning(format!("{key}\n"));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("printenv", json!({"name": "AZURE_OPENAI_API_KEY"})),
+        ScriptedTurn::text("done"),
+    ]));
+    let agent = pii_agent(model.clone(), printenv, PiiStrategy::Redact);
+    agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    let second = format!("{:?}", model.requests()[1].messages);
+    assert!(
+        !second.contains(key) && second.contains("[REDACTED_SECRET]"),
+        "{second}"
+    );
+    // a piece of it, in fullwidth letters, escaped in JSON, in a key
+    for text in [
+        format!("the key is {}...", &key[..20]),
+        "ｋｅｙ ９ｆ３ｃ２ａ７ｂｅ４１ｄ４ｃ０ｅ８ａ５ｂ６ｄ７ｅ１ｆ２０３９４８".to_owned(),
+        format!(r#"{{"k": "\u0039{}"}}"#, &key[1..]),
+    ] {
+        let out = redact(&text);
+        assert!(
+            !out.contains(&key[4..16]) && out.contains("[REDACTED_SECRET]"),
+            "{text} -> {out}"
+        );
+    }
+    let (value, counts) = PiiMiddleware::new(PiiStrategy::Redact)
+        .redact_value(&json!({ key: [key] }))
+        .unwrap();
+    assert!(!value.to_string().contains(&key[4..16]), "{value}");
+    assert_eq!(counts["secret"], 2);
+    // with `secret` off, registered secrets are not looked for either
+    let only_email = PiiMiddleware::new(PiiStrategy::Redact).only(["email"]).unwrap();
+    assert_eq!(only_email.redact_text(key).unwrap().0, key);
+}
