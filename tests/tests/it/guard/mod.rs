@@ -17,4 +17,3 @@ mod pii_support;
 mod protected_table;
 mod shell_fs_guard;
 mod workspace;
-mod rt_leak;
