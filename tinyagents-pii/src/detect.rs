@@ -4,7 +4,9 @@
 //!
 //! Detection runs on a *normalised* copy of the text (fullwidth forms folded
 //! to ASCII, every decimal digit of the Unicode database (General_Category
-//! Nd) to its ASCII digit, every space, line and paragraph separator (Zs, Zl,
+//! Nd) to its ASCII digit, every other compatibility character to what its
+//! NFKC form stands for (`𝐃` to `D`, `․` to `.`, `‥` to `..`, `ﬁ` to `fi`,
+//! `①` to `1`), every space, line and paragraph separator (Zs, Zl,
 //! Zp) to a space and NEL to a line break, format characters (Cf) and other
 //! invisible marks dropped, JSON escapes such as `\u0040` decoded), and each
 //! match is mapped back to the span of the original text it came from, which
@@ -52,6 +54,8 @@ enum Check {
     /// The values inside a match (spans relative to it): a greedy digit run
     /// may hold a card followed by its CVV or expiry.
     Windows(fn(&str, &mut Vec<(usize, usize)>)),
+    /// A key-context match is a value when this holds of its key (the capture group `k`).
+    Key(fn(&str) -> bool),
 }
 
 /// Which neighbours a value may not have (checked on the normalised text).
@@ -121,6 +125,22 @@ pub struct Detector {
     gate: Gate,
     /// What a whole text must hold for a value the check accepts.
     whole_gate: Gate,
+    /// Finds the values itself instead of the pattern (see [`finder`]).
+    find: Option<Find>,
+}
+
+/// A function that finds values in a text: it adds the byte span of each to
+/// the list (spans may overlap; they are merged).
+pub type FindFn = dyn Fn(&str, &mut Vec<(usize, usize)>) + Send + Sync;
+
+/// A [`finder`] detector's function.
+#[derive(Clone)]
+struct Find(std::sync::Arc<FindFn>);
+
+impl std::fmt::Debug for Find {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Find(..)")
+    }
 }
 
 fn luhn(digits: &[u8]) -> bool {
@@ -212,15 +232,21 @@ fn card_windows(run: &str, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// An IBAN: country letters, check digits, mod-97 remainder 1; the longest such prefix ending at a group.
+/// An IBAN: country letters, check digits, mod-97 remainder 1, in either
+/// case; the longest such prefix ending at a group (groups split by any of
+/// the pattern's separators).
 fn iban_windows(run: &str, out: &mut Vec<(usize, usize)>) {
-    let ends: Vec<usize> = run
-        .char_indices()
-        .filter(|&(i, _)| i + 1 == run.len() || run.as_bytes()[i + 1] == b' ')
-        .map(|(i, c)| i + c.len_utf8())
+    let b = run.as_bytes();
+    let ends: Vec<usize> = (0..b.len())
+        .filter(|&i| b[i].is_ascii_alphanumeric() && (i + 1 == b.len() || !b[i + 1].is_ascii_alphanumeric()))
+        .map(|i| i + 1)
         .collect();
     for &end in ends.iter().rev() {
-        let compact: Vec<u8> = run[..end].bytes().filter(|b| *b != b' ').collect();
+        let compact: Vec<u8> = run[..end]
+            .bytes()
+            .filter(u8::is_ascii_alphanumeric)
+            .map(|b| b.to_ascii_uppercase())
+            .collect();
         if !(15..=34).contains(&compact.len()) {
             continue;
         }
@@ -324,12 +350,14 @@ fn has_digit(value: &str) -> bool {
     value.bytes().any(|b| b.is_ascii_digit())
 }
 
-/// Key names whose string value is a secret whatever it looks like (compared
-/// lower-case with `_`, `-`, `.` and spaces removed, as a suffix).
+/// Key names whose string value is a secret whatever it looks like (the
+/// key's words, lower-case, joined, a trailing number dropped, compared as a
+/// suffix: `api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, `token2`).
 const SECRET_KEY_SUFFIXES: &[&str] = &[
     "password",
     "passwd",
     "passphrase",
+    "passcode",
     "secret",
     "apikey",
     "accesskey",
@@ -342,12 +370,45 @@ const SECRET_KEY_SUFFIXES: &[&str] = &[
     "secrets",
     "passwords",
     "apikeys",
+    "cookie",
+    "cookies",
+    "sessionid",
+    "sessionkey",
+    "sessid",
+    "pincode",
+    "pinnumber",
 ];
 
-/// Whether an object key names a secret (`api_key`, `clientSecret`, `AWS_SECRET_ACCESS_KEY`, …):
-/// a name (letters, digits, `_`, `-`, `.`, spaces; at most 64 bytes) ending in one of
-/// `SECRET_KEY_SUFFIXES`. A key holding a sentence or a replacement names nothing.
+/// Words that make a key secret-named wherever they stand in it
+/// (`password_confirmation`, `passwordRepeat`, `new_pwd_again`).
+const SECRET_KEY_WORDS: &[&str] = &["password", "passwords", "passwd", "passphrase", "pwd"];
+
+/// Short words that make a key secret-named only as its last word (a
+/// trailing number aside): `pass`, `db_pass`, `pin`, `card_pin`, but not
+/// `pass_rate`, `pin_count`, and never inside a word (`bypass`, `compass`,
+/// `passenger`, `spin`).
+const SECRET_KEY_LAST_WORDS: &[&str] = &["pass", "pin", "pins"];
+
+/// Whether an object key names a secret (`api_key`, `clientSecret`,
+/// `AWS_SECRET_ACCESS_KEY`, `password_confirmation`, `pwd`, `db_pass`, `pin`, …).
+///
+/// The key is normalised first, as text is for detection (fullwidth letters
+/// folded, soft hyphens and other invisible characters dropped, escapes
+/// decoded), then must be a name (letters, digits, `_`, `-`, `.`, spaces; at
+/// most 64 bytes: a key holding a sentence or a replacement names nothing).
+/// It is split into words as [`is_phone_key`] splits (`_-. `, camelCase,
+/// letters against digits); it names a secret when a word is one of
+/// `password`, `passwd`, `passphrase`, `pwd` wherever it stands, when its
+/// last word (a trailing number dropped) is `pass` or `pin`, or when its
+/// words joined end in a secret's name (`secret`, `token`, `apikey`,
+/// `accesskey`, `privatekey`, `credential(s)`, `authorization`, `cookie`,
+/// `sessionid`, `passcode`, `pincode`, …).
 pub fn is_secret_key(key: &str) -> bool {
+    if key.len() > KEYED_TEXT_BYTES {
+        return false;
+    }
+    let norm = normalise(key);
+    let key: &str = &norm.text;
     let name = key.len() <= 64
         && key
             .bytes()
@@ -355,12 +416,55 @@ pub fn is_secret_key(key: &str) -> bool {
     if !name {
         return false;
     }
-    let folded: String = key
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    SECRET_KEY_SUFFIXES.iter().any(|s| folded.ends_with(s))
+    let words = key_words(key);
+    if words.iter().any(|w| SECRET_KEY_WORDS.contains(&w.as_str())) {
+        return true;
+    }
+    // a number at the end (`password2`, `api_key_2`) names no other thing
+    let n = words
+        .iter()
+        .rposition(|w| !w.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(0, |i| i + 1);
+    let words = &words[..n];
+    if words
+        .last()
+        .is_some_and(|w| SECRET_KEY_LAST_WORDS.contains(&w.as_str()))
+    {
+        return true;
+    }
+    let joined = words.concat();
+    SECRET_KEY_SUFFIXES.iter().any(|s| joined.ends_with(s))
+}
+
+/// The words of a key, lower-case: split on every character not a letter or
+/// digit, at camelCase boundaries (`phoneNumber`, `SMSCode`) and between
+/// letters and digits (`password2`).
+fn key_words(key: &str) -> Vec<String> {
+    let chars: Vec<char> = key.chars().collect();
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            continue;
+        }
+        if let Some(&p) = i.checked_sub(1).and_then(|j| chars.get(j)) {
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_uppercase() && c.is_uppercase() && next_lower)
+                || (p.is_alphabetic() != c.is_alphabetic());
+            if boundary && !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        }
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }
 
 /// The words that make an object key name a phone (compared case-insensitively,
@@ -393,8 +497,10 @@ pub const KEYED_PHONE_DIGITS: std::ops::RangeInclusive<usize> = 7..=15;
 /// included) and [`is_phone_key`] accepts: a longer key names no phone.
 pub const KEYED_TEXT_BYTES: usize = 256;
 
-/// Whether an object key names a phone: split into words on `_`, `-`, `.`,
-/// spaces (any character not a letter or digit) and camelCase boundaries
+/// Whether an object key names a phone: normalised as text is for
+/// detection (fullwidth letters folded, invisible characters dropped), split
+/// into words on `_`, `-`, `.`, spaces (any character not a letter or digit)
+/// and camelCase boundaries
 /// (`phoneNumber`, `SMSCode`, `home_phone`, `mobile-no`, `tel`), one word is
 /// in [`PHONE_KEY_WORDS`] (so `hotel`, `cancel`, `cells_count` and
 /// `telemetry_id` name none). A key longer than [`KEYED_TEXT_BYTES`] names none.
@@ -402,33 +508,9 @@ pub fn is_phone_key(key: &str) -> bool {
     if key.len() > KEYED_TEXT_BYTES {
         return false;
     }
-    let chars: Vec<char> = key.chars().collect();
-    let mut word = String::new();
-    let mut hit = false;
-    let mut end_word = |word: &mut String| {
-        if !word.is_empty() {
-            hit |= PHONE_KEY_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word));
-            word.clear();
-        }
-    };
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_alphanumeric() {
-            end_word(&mut word);
-            continue;
-        }
-        if let Some(&p) = i.checked_sub(1).and_then(|j| chars.get(j)) {
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            let boundary = (p.is_lowercase() && c.is_uppercase())
-                || (p.is_uppercase() && c.is_uppercase() && next_lower)
-                || (p.is_alphabetic() != c.is_alphabetic());
-            if boundary {
-                end_word(&mut word);
-            }
-        }
-        word.push(c);
-    }
-    end_word(&mut word);
-    hit
+    key_words(&normalise(key).text)
+        .iter()
+        .any(|w| PHONE_KEY_WORDS.contains(&w.as_str()))
 }
 
 /// Whether a value under a phone key is a phone number. `number`: the value
@@ -560,11 +642,44 @@ const SECRET_SPECS: &[Spec] = &[
     ).gated(Gate::Run(40)),
 ];
 
-/// `password = …`, `"api_key": "…"`, `AWS_SECRET_ACCESS_KEY=…`: the value after a secret's name.
-const SECRET_CONTEXT: &str = r#"(?i:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|credentials?|authorization)["']?[ \t]*[:=][ \t]*["']?(?P<v>[^\s"',;<>{}\[\]()]{6,})"#;
+/// `password = …`, `"api_key": "…"`, `AWS_SECRET_ACCESS_KEY=…`, `Pwd=…`: the
+/// value after a secret's name. A quoted value is taken up to its closing
+/// quote (a passphrase holds spaces), at most 200 characters, never past a
+/// `"` (the text is normalised, so an escaped quote is a quote: a value in a
+/// JSON string never runs past the string's end), and never starting with
+/// what follows a JSON string's closing quote (white space, `,`, `:`, `}`,
+/// `]`: that quote closed the string `password=` stood in); a bare one up to
+/// white space or punctuation, six characters or more.
+const SECRET_CONTEXT: &str = concat!(
+    r#"(?i:password|passwd|passphrase|(?-u:\b)pwd|secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|credentials?|session[_-]?(?:id|key)|sessid)"#,
+    r#"["']?[ \t]*[:=][ \t]*"#,
+    r#"(?:"(?P<vd>[^"\s,:}\]][^"\r\n]{0,199})|'(?P<vs>[^'"\r\n]{1,200})|(?P<v>[^\s"',;<>{}\[\]()]{6,}))"#,
+);
 
-/// `"client_secret": "…"` in JSON text: the whole string value of a secret-named key, however short.
-const SECRET_JSON_CONTEXT: &str = r#""(?i:[A-Za-z0-9_.\- ]{0,40}(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|credentials?|authorization))"[ \t]*:[ \t]*"(?P<v>(?:[^"\\]|\\.)+)"#;
+/// `Authorization: Bearer …`, `Proxy-Authorization: Token …`: the credential
+/// after the header name and a leading auth scheme word (`Bearer`, `Basic`,
+/// `Token`, `Negotiate`, …; any one word followed by blanks), however it is
+/// spelt; without a scheme, the value itself.
+const AUTH_CONTEXT: &str = r#"(?i:authorization)["']?[ \t]*[:=][ \t]*["']?(?:[A-Za-z][A-Za-z0-9_-]{0,30}[ \t]+)?(?P<v>[^\s"',;<>{}\[\]()]{6,})"#;
+
+/// `Cookie: …` and `Set-Cookie: …` headers: every cookie on the line is a
+/// session's credential, so the whole value, to the end of the line (or a
+/// quote: the header written inside a JSON string).
+const COOKIE_CONTEXT: &str = r#"(?i:cookie)[ \t]*:[ \t]*(?P<v>[^\s"][^\r\n"]*)"#;
+
+/// The password in the user info of a URL of any scheme
+/// (`postgres://app:PASS@db`, `redis://:PASS@cache`, `amqp://u:PASS@mq`).
+/// The password runs to the last `@` before the host (one written without
+/// percent-encoding may hold an `@`).
+const URL_PASSWORD: &str = r#"[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s/?#@:"'<>]{0,256}:(?P<v>[^\s/?#"'<>]+)@"#;
+
+/// `"client_secret": "…"`, `"pin": 4821` in JSON text: the whole string value,
+/// however short, or the number, under a key [`is_secret_key`] accepts (the
+/// key group `k` is checked by it).
+const SECRET_JSON_CONTEXT: &str = concat!(
+    r#""(?P<k>[A-Za-z0-9_.\- ]{0,40}(?i:pass|pwd|secret|key|token|credential|authorization|pin|cookie|sess)[A-Za-z0-9_.\- ]{0,40})""#,
+    r#"[ \t]*:[ \t]*(?:"(?P<v>(?:[^"\\]|\\.)+)|(?P<vn>-?[0-9][0-9.eE+\-]*))"#,
+);
 
 fn spec_for(name: &str) -> Option<Spec> {
     let needs_digits = |n: usize| -> Needs {
@@ -604,8 +719,9 @@ fn spec_for(name: &str) -> Option<Spec> {
             false,
         )
         .gated(Gate::Card),
+        // either case, grouped by a space, tab, dot or dash (or not at all)
         "iban" => spec(
-            r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}",
+            r"[A-Za-z]{2}[0-9]{2}(?:[ \t.\-]?[A-Za-z0-9]{1,4}){3,8}",
             Check::Windows(iban_windows),
             Edge::Both,
             // two check digits: the rest may be letters
@@ -696,6 +812,7 @@ fn detector(name: &str, s: &Spec, group: bool) -> Detector {
             .iter()
             .find(|(n, _, _)| *n == name)
             .map(|&(_, pattern, check)| (compiled(pattern), check)),
+        find: None,
     }
 }
 
@@ -703,10 +820,16 @@ fn detector(name: &str, s: &Spec, group: bool) -> Detector {
 pub fn builtin(name: &str) -> Option<Vec<Detector>> {
     if name == "secret" {
         let mut out: Vec<Detector> = SECRET_SPECS.iter().map(|s| detector(name, s, false)).collect();
-        for pattern in [SECRET_CONTEXT, SECRET_JSON_CONTEXT] {
+        for (pattern, check, gate) in [
+            (SECRET_CONTEXT, Check::Any, Gate::KeyWord),
+            (SECRET_JSON_CONTEXT, Check::Key(is_secret_key), Gate::KeyWord),
+            (AUTH_CONTEXT, Check::Any, Gate::KeyWord),
+            (COOKIE_CONTEXT, Check::Any, Gate::KeyWord),
+            (URL_PASSWORD, Check::Any, Gate::Url),
+        ] {
             out.push(detector(
                 name,
-                &spec(pattern, Check::Any, Edge::Free, None, false).gated(Gate::KeyWord),
+                &spec(pattern, check, Edge::Free, None, false).gated(gate),
                 true,
             ));
         }
@@ -719,7 +842,13 @@ pub fn builtin(name: &str) -> Option<Vec<Detector>> {
 /// A detector from a user pattern.
 pub fn custom(name: &str, pattern: &str) -> Result<Detector, String> {
     let regex = Regex::new(pattern).map_err(|e| e.to_string())?;
-    Ok(Detector {
+    Ok(plain(name, regex, None))
+}
+
+/// A detector whose every match (of `regex`, or what `find` finds) is a
+/// value, with nothing around it checked and no gate.
+fn plain(name: &str, regex: Regex, find: Option<Find>) -> Detector {
+    Detector {
         name: name.to_owned(),
         regex,
         check: Check::Any,
@@ -730,7 +859,33 @@ pub fn custom(name: &str, pattern: &str) -> Result<Detector, String> {
         before: None,
         gate: Gate::Open,
         whole_gate: Gate::Open,
-    })
+        find,
+    }
+}
+
+/// A detector of type `name` whose values a function finds: a list of known
+/// values (the secrets a process holds, matched as its redactor matches
+/// them) rather than a pattern. It reads the normalised text, as every
+/// detector does, and the text as given too (a value that is not ASCII may
+/// fold to something else); every span it adds is a value. In a stream, a
+/// value must fit in the held-back characters to be seen whole, or be
+/// found by any long enough piece of it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tinyagents_pii::{finder, Engine, Strategy};
+///
+/// let known = finder("secret", Arc::new(|text: &str, out: &mut Vec<(usize, usize)>| {
+///     out.extend(text.match_indices("opensesame").map(|(at, m)| (at, at + m.len())));
+/// }));
+/// let engine = Engine::new(vec![known], Strategy::Redact);
+/// // found as written, and written in fullwidth letters
+/// let (text, _) = engine.redact("say opensesame or ｏｐｅｎｓｅｓａｍｅ").unwrap();
+/// assert_eq!(text, "say [REDACTED_SECRET] or [REDACTED_SECRET]");
+/// ```
+pub fn finder(name: &str, find: std::sync::Arc<FindFn>) -> Detector {
+    // the pattern is never run: one that matches nothing
+    plain(name, compiled(r"[^\s\S]"), Some(Find(find)))
 }
 
 /// The text detectors look at, and where each of its bytes came from.
@@ -849,6 +1004,47 @@ fn fold(c: char) -> Option<char> {
     })
 }
 
+/// What one character becomes for detection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Folded {
+    /// Nothing: it renders as nothing.
+    Drop,
+    /// One character (itself, when nothing folds it).
+    One(char),
+    /// Several: a compatibility character standing for more than one
+    /// (`‥` for `..`, `ﬁ` for `fi`, `⑴` for `(1)`).
+    Many(String),
+}
+
+/// [`fold`], then the compatibility fold: a character the rules of `fold`
+/// leave as it is becomes what its compatibility form (NFKC, Unicode's
+/// normalisation form for "the same text, another look") stands for, each
+/// character of that folded again. So the mathematical alphanumerics
+/// (`𝐃𝐄89…`, `ghp_𝐚bc…`), the dot leaders (`4111․1111`, `example․com`),
+/// ligatures, circled, parenthesised and superscript digits read as the
+/// ASCII they look like.
+fn fold_full(c: char) -> Folded {
+    let Some(f) = fold(c) else { return Folded::Drop };
+    if f != c || c.is_ascii() {
+        return Folded::One(f);
+    }
+    static NFKC: icu_normalizer::ComposingNormalizerBorrowed<'static> =
+        icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
+    let mut buf = [0u8; 4];
+    let one: &str = c.encode_utf8(&mut buf);
+    let nfkc = NFKC.normalize(one);
+    if nfkc == one {
+        return Folded::One(c);
+    }
+    let folded: String = nfkc.chars().filter_map(fold).collect();
+    let mut chars = folded.chars();
+    match (chars.next(), chars.next()) {
+        (None, _) => Folded::Drop,
+        (Some(x), None) => Folded::One(x),
+        _ => Folded::Many(folded),
+    }
+}
+
 /// Decodes the JSON escape at the start of `s` (which starts with `\`): the character and its length.
 fn unescape(s: &str) -> Option<(char, usize)> {
     let b = s.as_bytes();
@@ -891,7 +1087,7 @@ fn unescape(s: &str) -> Option<(char, usize)> {
 /// script, `…`, `é`, CJK). Then detection reads the text itself, with no
 /// copy and no offset map.
 fn folds_to_itself(text: &str) -> bool {
-    !text.contains('\\') && (text.is_ascii() || text.chars().all(|c| c.is_ascii() || fold(c) == Some(c)))
+    !text.contains('\\') && (text.is_ascii() || text.chars().all(|c| c.is_ascii() || fold_full(c) == Folded::One(c)))
 }
 
 fn normalise(text: &str) -> Normalised<'_> {
@@ -977,11 +1173,16 @@ fn fold_pass(text: &str) -> (String, Vec<usize>, bool) {
             let c = rest.chars().next().expect("not at the end");
             (c, c.len_utf8())
         };
-        if let Some(f) = fold(c) {
-            for _ in 0..f.len_utf8() {
-                map.push(i);
+        match fold_full(c) {
+            Folded::Drop => {}
+            Folded::One(f) => {
+                map.extend(std::iter::repeat_n(i, f.len_utf8()));
+                out.push(f);
             }
-            out.push(f);
+            Folded::Many(f) => {
+                map.extend(std::iter::repeat_n(i, f.len()));
+                out.push_str(&f);
+            }
         }
         i += len;
     }
@@ -1014,6 +1215,24 @@ fn edge_ok(edge: Edge, text: &str, start: usize, end: usize, number: bool) -> bo
         }
     }
 }
+
+/// Spans sorted and merged where they overlap or touch (non-empty ones only).
+fn merge_spans(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    spans.retain(|&(s, e)| s < e);
+    spans.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (s, e) in spans {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// The capture groups that hold a key-context detector's value (a pattern
+/// has one per way the value may be written: bare, double- or single-quoted, a number).
+const VALUE_GROUPS: [&str; 4] = ["v", "vd", "vs", "vn"];
 
 /// One candidate match in a haystack (original byte offsets).
 #[derive(Debug, Clone, Copy)]
@@ -1189,21 +1408,45 @@ impl Engine {
             Some(c) => d.needs.is_none_or(|f| f(c)),
         };
         for (i, d) in self.detectors.iter().enumerate() {
+            if let Some(Find(find)) = &d.find {
+                spans.clear();
+                find(rest, &mut spans);
+                let mut found: Vec<(usize, usize)> = spans
+                    .iter()
+                    .map(|&(s, e)| (norm.orig(from_n + s), norm.orig(from_n + e)))
+                    .collect();
+                if norm.map.is_some() {
+                    spans.clear();
+                    find(&hay[from..], &mut spans);
+                    found.extend(spans.iter().map(|&(s, e)| (from + s, from + e)));
+                }
+                out.extend(merge_spans(found).into_iter().map(|(s, e)| Candidate {
+                    start: s,
+                    end: e,
+                    hold_start: s,
+                    hold_end: e,
+                    detector: i,
+                    valid: true,
+                }));
+                continue;
+            }
             if !can_match(d) {
                 continue;
             }
             let mut at = from_n;
             while at <= text.len() {
-                let (ms, me, vs, ve) = if d.group {
+                let (ms, me, vs, ve, key) = if d.group {
                     let Some(caps) = d.regex.captures_at(text, at) else {
                         break;
                     };
                     let m = caps.get(0).expect("group 0 always matches");
-                    let v = caps.name("v").unwrap_or(m);
-                    (m.start(), m.end(), v.start(), v.end())
+                    // the value is the first of the value groups that took part
+                    let v = VALUE_GROUPS.iter().find_map(|g| caps.name(g)).unwrap_or(m);
+                    let key = caps.name("k").map(|k| (k.start(), k.end()));
+                    (m.start(), m.end(), v.start(), v.end(), key)
                 } else {
                     let Some(m) = d.regex.find_at(text, at) else { break };
-                    (m.start(), m.end(), m.start(), m.end())
+                    (m.start(), m.end(), m.start(), m.end(), None)
                 };
                 let step = |x: usize| x + text[x..].chars().next().map_or(1, char::len_utf8);
                 if ms == me {
@@ -1222,6 +1465,11 @@ impl Engine {
                         f(&text[ms..me], &mut spans);
                         for s in &mut spans {
                             *s = (s.0 + ms, s.1 + ms);
+                        }
+                    }
+                    Check::Key(f) => {
+                        if key.is_none_or(|(ks, ke)| f(&text[ks..ke])) {
+                            spans.push((vs, ve));
                         }
                     }
                 }
@@ -2027,7 +2275,8 @@ mod fold_tests {
                 .count()
         );
         assert!(runs >= 76, "{runs} runs of decimal digits");
-        // and nothing else folds to a digit
+        // and nothing else folds to a digit by `fold` (the compatibility fold
+        // after it spells circled and superscript digits as digits: see below)
         for c in ('\u{80}'..=char::MAX).filter(|&c| category(c) != G::DecimalNumber) {
             assert!(
                 !fold(c).is_some_and(|f| f.is_ascii_digit()),
@@ -2057,6 +2306,74 @@ mod fold_tests {
         assert!(
             spaces >= 18 && formats >= 160,
             "{spaces} separators, {formats} format characters"
+        );
+    }
+
+    /// The compatibility fold is a fixed point: what it gives folds to
+    /// itself, so one pass reads a text whole (and the offset map is one
+    /// source offset per byte it gives).
+    #[test]
+    fn the_full_fold_of_every_character_folds_to_itself() {
+        let mut changed = 0;
+        for c in '\u{80}'..=char::MAX {
+            let out = match fold_full(c) {
+                Folded::Drop => continue,
+                Folded::One(f) => f.to_string(),
+                Folded::Many(f) => f,
+            };
+            if out != c.to_string() {
+                changed += 1;
+            }
+            for d in out.chars() {
+                assert_eq!(fold_full(d), Folded::One(d), "U+{:04X} gives {out:?}", c as u32);
+            }
+        }
+        assert!(changed > 3000, "{changed} characters fold");
+    }
+
+    #[test]
+    fn compatibility_letters_digits_and_leaders_fold_to_ascii() {
+        // every Latin letter and digit of the mathematical alphanumerics
+        let mut letters = 0;
+        for u in (0x1D400..=0x1D6A3).chain(0x1D7CE..=0x1D7FF) {
+            let Some(c) = char::from_u32(u) else { continue };
+            if !(category(c) == G::UppercaseLetter
+                || category(c) == G::LowercaseLetter
+                || category(c) == G::DecimalNumber)
+            {
+                continue;
+            }
+            match fold_full(c) {
+                Folded::One(f) if f.is_ascii_alphanumeric() => letters += 1,
+                other => panic!("U+{u:04X} folds to {other:?}"),
+            }
+        }
+        assert!(letters >= 700, "{letters}");
+        for (c, want) in [
+            ('\u{2024}', "."),
+            ('\u{2025}', ".."),
+            ('\u{2026}', "..."),
+            ('\u{FE52}', "."),
+            ('\u{2460}', "1"),
+            ('\u{00B2}', "2"),
+            ('\u{FB01}', "fi"),
+            ('\u{1D400}', "A"),
+            ('\u{017F}', "s"),
+        ] {
+            let got = match fold_full(c) {
+                Folded::One(f) => f.to_string(),
+                Folded::Many(f) => f,
+                Folded::Drop => String::new(),
+            };
+            assert_eq!(got, want, "U+{:04X}", c as u32);
+        }
+        // a text that folds keeps each value's span in the original
+        let text = "a 4111\u{2025}1111\u{2025}1111\u{2025}1111 b";
+        let found = crate::scan(text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            &text[found[0].start..found[0].end],
+            "4111\u{2025}1111\u{2025}1111\u{2025}1111"
         );
     }
 

@@ -38,7 +38,7 @@ pub(crate) enum Gate {
     Url,
     /// Thirteen digits, each next one at most three of ` \t\r\n./-`, VT or FF away (cards).
     Card,
-    /// Two capital letters, then two digits (IBANs).
+    /// Two ASCII letters (either case), then two digits (IBANs).
     Iban,
     /// Two colons with at most four hex digits between them (IPv6).
     Colons,
@@ -63,8 +63,9 @@ pub(crate) enum Gate {
     /// Five dashes in a row (a PEM header).
     Dashes,
     /// A `:` or `=`, and one of a secret name's key words in any case (`pass`,
-    /// `secret`, `key`, `token`, `credential`, `authorization`): every secret
-    /// name the key-context patterns know holds one, and a `:` or `=` follows it.
+    /// `pwd`, `secret`, `key`, `token`, `credential`, `authorization`, `pin`,
+    /// `cookie`, `sess`): every secret name the key-context patterns know
+    /// holds one, and a `:` or `=` follows it.
     KeyWord,
 }
 
@@ -172,7 +173,7 @@ impl Digits {
             f.phone_digits |= phone >= 10 || plus.is_some_and(|p| p >= 7);
             f.card |= chain >= 13;
             f.dotted |= dots >= 3;
-            f.iban |= len >= 2 && s >= 2 && b[s - 1].is_ascii_uppercase() && b[s - 2].is_ascii_uppercase();
+            f.iban |= len >= 2 && s >= 2 && b[s - 1].is_ascii_alphabetic() && b[s - 2].is_ascii_alphabetic();
             if let (Some((s2, e2)), Some((s1, e1))) = (prev, prev2) {
                 f.ssn |= len >= 4
                     && joined(prev)
@@ -265,7 +266,8 @@ fn key_word(text: &str) -> bool {
     static WORDS: OnceLock<Regex> = OnceLock::new();
     WORDS
         .get_or_init(|| {
-            Regex::new(r"(?i:pass|secret|key|token|credential|authorization)").expect("the key-word gate compiles")
+            Regex::new(r"(?i:pass|pwd|secret|key|token|credential|authorization|pin|cookie|sess)")
+                .expect("the key-word gate compiles")
         })
         .is_match(text)
 }
@@ -369,7 +371,8 @@ mod tests {
         let f = Digits::of(b"card 4111 1111 1111 1111, AB12, 1.2.3.4, 415-555, +1, 1078-05-11203");
         assert!(f.card && f.iban && f.dotted && f.numbers && f.ssn);
         assert!(!Digits::of(b"4111 1111 111, 4111 x 1111 1111 1111").card);
-        assert!(!Digits::of(b"Ab12 A12 AB1").iban);
+        assert!(Digits::of(b"Ab12").iban);
+        assert!(!Digits::of(b"A12 AB1 A-12 \xc3\xa912").iban);
         assert!(!Digits::of(b"1.2.3 4, 1.2..3.4").dotted);
         assert!(!Digits::of(b"1 x, 41 -55, 4 12, 41, 55").numbers);
         assert!(!Digits::of(b"078-5-1120, 078-05-112, 78-05-1120, 078-05x1120").ssn);

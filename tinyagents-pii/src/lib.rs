@@ -7,12 +7,16 @@
 //!   with.
 //! * Detection reads a *normalised* copy of the text (fullwidth forms folded
 //!   to ASCII, every decimal digit of the Unicode database to its ASCII
-//!   digit, separators to a space, format characters and other invisible
-//!   marks dropped, JSON escapes decoded), and each match is mapped back to
+//!   digit, other compatibility characters to what they stand for by NFKC:
+//!   mathematical alphanumerics, dot leaders, ligatures; separators to a
+//!   space, format characters and other invisible marks dropped, JSON
+//!   escapes decoded), and each match is mapped back to
 //!   the span of the original text it came from.
 //! * In a text that is a JSON document, a value inside a number turns the
 //!   number into a string when it is replaced, so the document stays valid;
 //!   values of phone- and secret-named keys are read as such.
+//! * [`finder`] makes a detector of a list of known values (the secrets a
+//!   process holds) rather than a pattern.
 //! * [`StreamBuffer`] makes redacting a text cut into pieces (a model's
 //!   streamed reply) equal to redacting the whole text.
 //!
@@ -35,8 +39,8 @@ mod gate;
 mod strategy;
 
 pub use detect::{
-    builtin, custom, is_phone_key, is_secret_key, keyed_phone, Detector, Digest, Engine, Hold, PiiCounts, Stop,
-    StreamBuffer, BUILTIN_MAX_CHARS, KEYED_PHONE_DIGITS, KEYED_TEXT_BYTES, PHONE_KEY_WORDS, PII_TYPES,
+    builtin, custom, finder, is_phone_key, is_secret_key, keyed_phone, Detector, Digest, Engine, FindFn, Hold,
+    PiiCounts, Stop, StreamBuffer, BUILTIN_MAX_CHARS, KEYED_PHONE_DIGITS, KEYED_TEXT_BYTES, PHONE_KEY_WORDS, PII_TYPES,
 };
 pub use strategy::Strategy;
 

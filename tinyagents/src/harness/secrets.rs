@@ -181,14 +181,8 @@ impl Redactor {
     /// [`FRAGMENT`](Self::FRAGMENT) bytes or more of one, replaced by
     /// [`MASK`](Self::MASK). Borrowed when nothing was masked.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
-        let Some(matcher) = &state.matcher else {
-            return Cow::Borrowed(text);
-        };
-        let mut ranges: Vec<(usize, usize)> = matcher
-            .find_overlapping_iter(text)
-            .map(|m| (floor_char(text, m.start()), ceil_char(text, m.end())))
-            .collect();
+        let mut ranges = Vec::new();
+        self.find(text, &mut ranges);
         if ranges.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -216,6 +210,34 @@ impl Redactor {
         }
         out.push_str(&text[at..]);
         Cow::Owned(out)
+    }
+
+    /// Adds to `out` the byte span of every known secret, and of every run
+    /// of [`FRAGMENT`](Self::FRAGMENT) bytes or more of one, in `text`: what
+    /// [`redact`](Self::redact) masks (spans may overlap; each starts and
+    /// ends at a character boundary). The `pii` middleware's `secret` type
+    /// finds the same spans, so a registered secret a tool prints is
+    /// replaced before the model sees it.
+    ///
+    /// ```
+    /// use tinyagents::harness::secrets::redactor;
+    ///
+    /// redactor().add("4f1e9a0c7b2d4e8f9a1b3c5d7e9f0a2b");
+    /// let mut spans = Vec::new();
+    /// redactor().find("key=4f1e9a0c7b2d4e8f9a1b3c5d7e9f0a2b;", &mut spans);
+    /// assert_eq!(spans.iter().map(|s| s.0).min(), Some(4));
+    /// assert_eq!(spans.iter().map(|s| s.1).max(), Some(36));
+    /// ```
+    pub fn find(&self, text: &str, out: &mut Vec<(usize, usize)>) {
+        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let Some(matcher) = &state.matcher else {
+            return;
+        };
+        out.extend(
+            matcher
+                .find_overlapping_iter(text)
+                .map(|m| (floor_char(text, m.start()), ceil_char(text, m.end()))),
+        );
     }
 
     /// Every string of a JSON value [redacted](Self::redact) in place

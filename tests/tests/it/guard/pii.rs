@@ -505,3 +505,220 @@ async fn a_reply_s_numeric_card_reaches_neither_the_tool_nor_the_history() {
     let assistant = run.messages.iter().find(|m| !m.tool_calls.is_empty()).unwrap();
     assert_eq!(assistant.tool_calls[0].arguments, numbers_doc_redacted());
 }
+
+/// The password in a URL's user info, of any scheme (a connection string a
+/// tool prints from the environment), reaches neither the model nor the
+/// history; the user name, host and path stay.
+#[tokio::test]
+async fn the_password_of_a_connection_string_of_any_scheme_never_reaches_the_model() {
+    let env = RecordingTool::new("env").returning(
+        "DATABASE_URL=postgres://admin:Sup3rS3cretPass@db.internal:5432/app\n\
+         REDIS_URL=redis://:R3disS3cretPass@cache:6379/0\n\
+         AMQP_URL=amqp://guest:Amqp5ecretPass@rabbit:5672\n\
+         MONGO_URL=mongodb+srv://app:M0ngoS3cret@cluster0.example.net/db\n\
+         SMTP_URL=smtp://mailer:p@ss:w0rd@smtp.internal:587",
+    );
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("env", json!({})),
+        ScriptedTurn::text("done"),
+    ]));
+    let agent = pii_agent(model.clone(), env, PiiStrategy::Redact);
+    agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "show env")
+        .await
+        .unwrap();
+    let second = format!("{:?}", model.requests()[1].messages);
+    for pw in [
+        "Sup3rS3cretPass",
+        "R3disS3cretPass",
+        "Amqp5ecretPass",
+        "M0ngoS3cret",
+        "w0rd",
+        "p@ss",
+    ] {
+        assert!(!second.contains(pw), "{pw} reached the model: {second}");
+    }
+    // (`Sup3rS3cretPass@db.internal` is an email too, and the longer value wins)
+    assert!(second.contains("postgres://admin:[REDACTED_"), "{second}");
+    assert!(second.contains("redis://:[REDACTED_SECRET]@cache:6379/0"), "{second}");
+    assert!(
+        second.contains("amqp://guest:[REDACTED_SECRET]@rabbit:5672"),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_connection_string_without_a_password_is_left_alone() {
+    for text in [
+        "redis://cache:6379/0",
+        "postgres://app@db:5432/app",
+        "see sqlite://data/app.db",
+        "at 10:30 we met ann in the lobby",
+    ] {
+        assert_eq!(redact(text), text);
+    }
+    // a password given as a query value is a `password=` value
+    let out = redact("jdbc:postgresql://db/app?user=app&password=Qw3rtyPass");
+    assert_eq!(out, "jdbc:postgresql://db/app?user=app&password=[REDACTED_SECRET]");
+}
+
+/// A quoted value after a secret's name is taken whole, up to its closing
+/// quote: a passphrase holds spaces.
+#[test]
+fn a_quoted_passphrase_after_a_secret_name_is_replaced_whole() {
+    for (text, want) in [
+        (
+            r#"password = "correct horse battery staple""#,
+            r#"password = "[REDACTED_SECRET]""#,
+        ),
+        ("db_password: 'tr0ub4dor and 3'", "db_password: '[REDACTED_SECRET]'"),
+        (r#"secret="a b" and more"#, r#"secret="[REDACTED_SECRET]" and more"#),
+        ("API_KEY='x y z' # local", "API_KEY='[REDACTED_SECRET]' # local"),
+        ("Pwd=tr0ub4dor;Server=db", "Pwd=[REDACTED_SECRET];Server=db"),
+    ] {
+        assert_eq!(redact(text), want, "{text}");
+    }
+    // in JSON text the value stays inside its string, and the document parses
+    let doc = r#"{"note": "password=", "x": "y", "z": "password=\"a b\""}"#;
+    let out = redact(doc);
+    let parsed: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(parsed["x"], "y", "{out}");
+    assert!(!out.contains("a b"), "{out}");
+}
+
+/// `Authorization:` with an auth scheme: the credential after the scheme is
+/// replaced, digits or not, whatever the scheme.
+#[test]
+fn the_credential_after_an_auth_scheme_is_replaced_not_the_scheme() {
+    for (text, token) in [
+        (
+            "Authorization: Bearer abcdefghijklmnopqrstuvwxyzABCDEF",
+            "abcdefghijklmnopqrstuvwxyzABCDEF",
+        ),
+        (
+            "authorization: bearer abcdefghijklmnopqrstuvwxyz",
+            "abcdefghijklmnopqrstuvwxyz",
+        ),
+        (
+            "Proxy-Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l",
+            "YWxhZGRpbjpvcGVuc2VzYW1l",
+        ),
+        ("Authorization: Token abcdefghijklmnopqrst", "abcdefghijklmnopqrst"),
+        (
+            "Authorization: Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag",
+            "YIIGhgYGKwYBBQUCoIIGejCCBnag",
+        ),
+        (
+            "-H 'Authorization: Bearer abcdefghijklmnopqrst'",
+            "abcdefghijklmnopqrst",
+        ),
+        ("?authorization=abcdefghijklmnop&page=2", "abcdefghijklmnop"),
+    ] {
+        let out = redact(text);
+        assert!(!out.contains(token), "{text} -> {out}");
+    }
+    assert_eq!(
+        redact("Authorization: Bearer abcdefghijklmnopqrstuvwxyzABCDEF"),
+        "Authorization: Bearer [REDACTED_SECRET]"
+    );
+}
+
+/// Session cookies: the whole `Cookie:` / `Set-Cookie:` header value, and a
+/// session id after its name.
+#[test]
+fn session_cookies_and_session_ids_are_replaced() {
+    for (text, value) in [
+        (
+            "Cookie: sessionid=q8w7e6r5t4y3u2i1o0pASDFGHJ",
+            "q8w7e6r5t4y3u2i1o0pASDFGHJ",
+        ),
+        ("cookie: a=1; sid=Zx9Yw8Vu7Ts6", "Zx9Yw8Vu7Ts6"),
+        (
+            "Set-Cookie: session=Zm9vYmFyYmF6cXV4; Path=/; HttpOnly\nnext line",
+            "Zm9vYmFyYmF6cXV4",
+        ),
+        ("PHPSESSID=4kq0b3m7s1a9p2v8c6d5e4f3g2", "4kq0b3m7s1a9p2v8c6d5e4f3g2"),
+        ("session_id: abcdefghijkl", "abcdefghijkl"),
+        (r#"{"cookie": "sid=x1"}"#, "sid=x1"),
+    ] {
+        let out = redact(text);
+        assert!(!out.contains(value), "{text} -> {out}");
+    }
+    assert!(redact("Set-Cookie: s=abcdef\nnext line").ends_with("\nnext line"));
+    // prose about sessions and cookies is left alone
+    for text in [
+        "the session ended at noon",
+        "cookie jar: empty",
+        "a cookie: chocolate chip",
+    ] {
+        let out = redact(text);
+        assert!(out.contains("session") || out.contains("cookie"), "{out}");
+    }
+}
+
+/// An IBAN in lower or mixed case, grouped by spaces, dashes, dots or tabs.
+#[test]
+fn an_iban_is_found_in_any_case_and_with_any_group_separator() {
+    for text in [
+        "iban de89370400440532013000 please",
+        "iban de89 3704 0044 0532 0130 00 please",
+        "iban DE89-3704-0044-0532-0130-00 please",
+        "iban De89.3704.0044.0532.0130.00 please",
+        "iban DE89\t3704\t0044\t0532\t0130\t00 please",
+        "iban gb82 west 1234 5698 7654 32 please",
+    ] {
+        assert_eq!(redact(text), "iban [REDACTED_IBAN] please", "{text}");
+    }
+    // the check digits still decide
+    for text in [
+        "iban de88370400440532013000 please",
+        "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709",
+    ] {
+        assert_eq!(redact(text), text);
+    }
+}
+
+/// A secret registered with the process's redactor (an API key of a
+/// provider's configuration, `redactor().add(…)`) that no pattern knows is a
+/// `secret` to `pii` too: printed by a tool, it never reaches the model.
+#[tokio::test]
+async fn a_registered_secret_printed_by_a_tool_never_reaches_the_model() {
+    use tinyagents::harness::secrets::redactor;
+    let key = "9f3c2a7be41d4c0e8a5b6d7e1f203948";
+    redactor().add(key);
+    let printenv = RecordingTool::new("printenv").returning(format!("{key}\n"));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("printenv", json!({"name": "AZURE_OPENAI_API_KEY"})),
+        ScriptedTurn::text("done"),
+    ]));
+    let agent = pii_agent(model.clone(), printenv, PiiStrategy::Redact);
+    agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    let second = format!("{:?}", model.requests()[1].messages);
+    assert!(
+        !second.contains(key) && second.contains("[REDACTED_SECRET]"),
+        "{second}"
+    );
+    // a piece of it, in fullwidth letters, escaped in JSON, in a key
+    for text in [
+        format!("the key is {}...", &key[..20]),
+        "ｋｅｙ ９ｆ３ｃ２ａ７ｂｅ４１ｄ４ｃ０ｅ８ａ５ｂ６ｄ７ｅ１ｆ２０３９４８".to_owned(),
+        format!(r#"{{"k": "\u0039{}"}}"#, &key[1..]),
+    ] {
+        let out = redact(&text);
+        assert!(
+            !out.contains(&key[4..16]) && out.contains("[REDACTED_SECRET]"),
+            "{text} -> {out}"
+        );
+    }
+    let (value, counts) = PiiMiddleware::new(PiiStrategy::Redact)
+        .redact_value(&json!({ key: [key] }))
+        .unwrap();
+    assert!(!value.to_string().contains(&key[4..16]), "{value}");
+    assert_eq!(counts["secret"], 2);
+    // with `secret` off, registered secrets are not looked for either
+    let only_email = PiiMiddleware::new(PiiStrategy::Redact).only(["email"]).unwrap();
+    assert_eq!(only_email.redact_text(key).unwrap().0, key);
+}

@@ -290,3 +290,96 @@ mod invisible_characters {
         assert!(leaks.is_empty(), "{leaks:?}");
     }
 }
+
+/// Compatibility characters (NFKC) read as what they stand for, as the
+/// fullwidth forms and the decimal digits of every script do: a value
+/// written in mathematical alphanumerics, with dot leaders or ligatures, is
+/// found, and its span in the original text is replaced exactly.
+mod compatibility_forms {
+    use tinyagents::middleware::*;
+
+    fn redact(text: &str) -> String {
+        PiiMiddleware::new(PiiStrategy::Redact).redact_text(text).unwrap().0
+    }
+
+    /// `text` with each ASCII letter and digit written in the mathematical
+    /// alphanumerics block starting at `upper` (A), `lower` (a) and `digit` (0).
+    fn styled(text: &str, upper: u32, lower: u32, digit: Option<u32>) -> String {
+        text.chars()
+            .map(|c| {
+                let base = match c {
+                    'A'..='Z' => upper + (c as u32 - 'A' as u32),
+                    'a'..='z' => lower + (c as u32 - 'a' as u32),
+                    '0'..='9' => match digit {
+                        Some(d) => d + (c as u32 - '0' as u32),
+                        None => return c,
+                    },
+                    _ => return c,
+                };
+                char::from_u32(base).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn mathematical_letters_and_dot_leaders_do_not_hide_a_value() {
+        for (text, needle) in [
+            ("iban \u{1D403}\u{1D404}89370400440532013000", "0532"),
+            ("token ghp_\u{1D41A}bcdefghijklmnopqrstuvwxyz0123456789", "ijklmnop"),
+            ("card 4111\u{2024}1111\u{2024}1111\u{2024}1111", "1111"),
+            ("card 4111\u{2025}1111\u{2025}1111\u{2025}1111", "1111"),
+            ("card 4111\u{2026}1111\u{2026}1111\u{2026}1111", "1111"),
+            ("mail ann@example\u{2024}com", "ann@"),
+            ("mail ann\u{FE6B}example\u{FE52}com", "ann"),
+            ("host 192\u{2024}168\u{2024}1\u{2024}1 up", "168"),
+            // circled and superscript digits stand for digits too
+            ("card \u{2463}111 1111 1111 1111", "1111"),
+            ("call +\u{00B9} 415 555 2671", "555"),
+        ] {
+            let out = redact(text);
+            assert!(!out.contains(needle), "{text:?} -> {out:?}");
+        }
+    }
+
+    #[test]
+    fn every_mathematical_alphabet_reads_as_ascii() {
+        // bold, italic, bold italic, script bold, fraktur bold, sans, sans bold,
+        // sans italic, sans bold italic, monospace (digits where the block has them)
+        for (upper, lower, digit) in [
+            (0x1D400, 0x1D41A, Some(0x1D7CE)),
+            (0x1D5A0, 0x1D5BA, Some(0x1D7E2)),
+            (0x1D5D4, 0x1D5EE, Some(0x1D7EC)),
+            (0x1D608, 0x1D622, None),
+            (0x1D63C, 0x1D656, None),
+            (0x1D670, 0x1D68A, Some(0x1D7F6)),
+            (0x1D4D0, 0x1D4EA, None),
+            (0x1D56C, 0x1D586, None),
+        ] {
+            for (text, kind) in [
+                ("key AKIAIOSFODNN7EXAMPLE here", "[REDACTED_SECRET]"),
+                ("mail ann.lee@example.com now", "[REDACTED_EMAIL]"),
+                ("iban GB82 WEST 1234 5698 7654 32 now", "[REDACTED_IBAN]"),
+            ] {
+                let styled = styled(text, upper, lower, digit);
+                let out = redact(&styled);
+                assert!(out.contains(kind), "{styled:?} -> {out:?}");
+                // the words around it are kept as written
+                let last = styled.split(' ').next_back().unwrap();
+                assert!(out.ends_with(last), "{styled:?} -> {out:?}");
+            }
+        }
+    }
+
+    /// The fold changes what detection reads, never what is kept: prose in
+    /// compatibility characters with no value in it passes as it is.
+    #[test]
+    fn compatibility_characters_without_a_value_pass_unchanged() {
+        for text in [
+            "\u{FB01}ne \u{2026} wait\u{2025} 10\u{00B2} m\u{00B2}, \u{00BD} cup",
+            "\u{1D400}\u{1D401}\u{1D402} \u{2460}\u{2461}\u{2462} \u{2122}",
+            "\u{3300} \u{33A1} \u{FF21}\u{FF22}",
+        ] {
+            assert_eq!(redact(text), text);
+        }
+    }
+}

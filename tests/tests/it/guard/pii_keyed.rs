@@ -1,7 +1,10 @@
-//! `pii` and phones under a key that names a phone: a JSON number, or a
-//! string of bare digits, under `phone`, `mobileNo`, `home_phone`, `tel`… is
-//! a phone although it has no `+` or separators, in tool arguments and
-//! results, earlier turns' calls, and streamed arguments (which still parse).
+//! `pii` and values known by their key: a JSON number, or a string of bare
+//! digits, under `phone`, `mobileNo`, `home_phone`, `tel`… is a phone
+//! although it has no `+` or separators, in tool arguments and results,
+//! earlier turns' calls, and streamed arguments (which still parse); every
+//! string and number under a secret-named key (`password_confirmation`,
+//! `pwd`, `pin`, a key written with invisible or fullwidth characters) is a
+//! secret, in the parsed value and in its text alike.
 
 use serde_json::{json, Value};
 use tinyagents::middleware::*;
@@ -296,4 +299,157 @@ async fn a_keyed_phone_is_masked_hashed_blocked_or_left_when_phones_are_off() {
         out,
         r#"{"card":4111111111111111,"phone":14155552671,"email":"[REDACTED_EMAIL]"}"#
     );
+}
+
+/// Keys that name a secret, and keys that look close but do not: split into
+/// words, a password word counts wherever it stands, `pass` and `pin` only
+/// as the last word, the longer names as the end of the key.
+#[test]
+fn secret_keys_are_split_into_words() {
+    for key in [
+        "password",
+        "password_confirmation",
+        "passwordRepeat",
+        "password2",
+        "new-password-again",
+        "PASSWORD_HASH",
+        "pwd",
+        "db_pwd",
+        "pass",
+        "passwd",
+        "db_pass",
+        "smtpPass",
+        "pass2",
+        "passcode",
+        "pin",
+        "card_pin",
+        "pinCode",
+        "PIN_NUMBER",
+        "api_key",
+        "api_key_2",
+        "clientSecret",
+        "AWS_SECRET_ACCESS_KEY",
+        "access_token",
+        "sessionId",
+        "PHPSESSID",
+        "cookie",
+        "Set-Cookie",
+        "authorization",
+    ] {
+        assert_eq!(
+            both(json!({ key: "plain-value", "n": { key: 7 } })),
+            json!({ key: "[REDACTED_SECRET]", "n": { key: "[REDACTED_SECRET]" } }),
+            "{key} names a secret"
+        );
+    }
+    for key in [
+        "passenger",
+        "compass",
+        "bypass_cache",
+        "bypass",
+        "pass_rate",
+        "passes",
+        "passwordless",
+        "spin",
+        "pinned",
+        "pin_count",
+        "max_tokens",
+        "input_tokens",
+        "token_count",
+        "keyboard",
+        "monkey",
+        "session",
+        "cookie_domain",
+        "secretary_name",
+        "a password is needed here, please",
+    ] {
+        let doc = json!({ key: "plain-value", "n": { key: 7 } });
+        assert_eq!(both(doc.clone()), doc, "{key} names no secret");
+    }
+}
+
+/// Sign-up forms' fields, short names and `pin` (which `docs/security.md`
+/// names): the tool receives none of their values, strings or numbers.
+#[tokio::test]
+async fn every_secret_named_field_of_a_form_is_replaced_before_the_tool_runs() {
+    use std::sync::Arc;
+    use tinyagents::testing::RecordingTool;
+    let send = RecordingTool::new("send").returning("sent");
+    let args = json!({
+        "password_confirmation": "hunter2",
+        "passwordRepeat": "hunter2",
+        "password2": "hunter2",
+        "pwd": "hunter2",
+        "pass": "hunter2",
+        "passwd": "hunter2",
+        "pin": 4821,
+        "card_pin": "4821",
+        "passenger": "Ann",
+        "pass_rate": 93,
+    });
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("send", args),
+        ScriptedTurn::text("done"),
+    ]));
+    let agent = super::pii_support::pii_agent(model, send.clone(), PiiStrategy::Redact);
+    agent
+        .run(&mut RunContext::new(RunConfig::new("r"), ()), &(), "go")
+        .await
+        .unwrap();
+    let got = &send.calls()[0];
+    let text = got.to_string();
+    assert!(!text.contains("hunter2") && !text.contains("4821"), "{text}");
+    assert_eq!(got["pin"], "[REDACTED_SECRET]");
+    assert_eq!(got["passenger"], "Ann");
+    assert_eq!(got["pass_rate"], 93);
+}
+
+/// The same keys in JSON text (streamed arguments, a JSON answer): the string
+/// or number under them is replaced, and the parsed and text paths agree.
+#[test]
+fn secret_named_values_in_json_text_match_the_parsed_value() {
+    let doc = json!({
+        "password_confirmation": "hunter2",
+        "pwd": "hunter2",
+        "pin": 4821,
+        "card": { "pin": -1234.5 },
+        "passenger": "Ann",
+        "pass_rate": 93,
+    });
+    let out = both(doc);
+    assert_eq!(
+        out,
+        json!({
+            "password_confirmation": "[REDACTED_SECRET]",
+            "pwd": "[REDACTED_SECRET]",
+            "pin": "[REDACTED_SECRET]",
+            "card": { "pin": "[REDACTED_SECRET]" },
+            "passenger": "Ann",
+            "pass_rate": 93,
+        })
+    );
+}
+
+/// A secret-named key written with an invisible character (soft hyphen, zero
+/// width space) or in fullwidth letters is read as its text is read: the
+/// value under it is a secret in a parsed value as in the text; the same for
+/// a phone key.
+#[test]
+fn a_key_with_invisible_or_fullwidth_characters_is_read_normalised() {
+    for key in [
+        "pass\u{AD}word",
+        "api\u{200B}_key",
+        "\u{FF50}\u{FF41}\u{FF53}\u{FF53}\u{FF57}\u{FF4F}\u{FF52}\u{FF44}",
+        "\u{1D429}\u{1D422}\u{1D427}",
+        "to\u{2060}ken",
+    ] {
+        let doc = json!({ key: "hunter2" });
+        let text = redact_text(&doc.to_string());
+        let value = redact_value(&doc).to_string();
+        assert!(!text.contains("hunter2"), "text path {key:?}: {text}");
+        assert!(!value.contains("hunter2"), "value path {key:?}: {value}");
+    }
+    let doc = json!({ "\u{FF50}\u{FF48}\u{FF4F}\u{FF4E}\u{FF45}": 14155552671u64, "mo\u{AD}bile": "4155552671" });
+    let value = redact_value(&doc).to_string();
+    assert!(!value.contains("4155552671"), "{value}");
 }

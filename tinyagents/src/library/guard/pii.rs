@@ -19,9 +19,10 @@ use crate::harness::model::{
     DeltaContent, FinishReason, ListMark, ModelDelta, ModelRequest, ModelResponse, SharedList,
 };
 use crate::harness::run::AgentRun;
+use crate::harness::secrets::redactor;
 use crate::harness::tool::{ToolCall, ToolDelta, ToolResult};
 use tinyagents_pii::{
-    builtin, custom, is_phone_key, is_secret_key, keyed_phone, Digest, Engine, Hold, PiiCounts, Stop, Strategy,
+    builtin, custom, finder, is_phone_key, is_secret_key, keyed_phone, Digest, Engine, Hold, PiiCounts, Stop, Strategy,
     StreamBuffer, BUILTIN_MAX_CHARS, PII_TYPES,
 };
 
@@ -138,10 +139,25 @@ fn check_pii_config(c: &PiiConfig) -> std::result::Result<(), ConfigViolation> {
 /// surrogate pair (`\uD83D\uDE00`) is 12, with room to spare.
 const HELD_BYTES_PER_CHAR: usize = 16;
 
+/// The detectors of built-in type `name`: the engine's, and for `secret`
+/// also the secrets registered with the process's
+/// [`redactor`](crate::harness::secrets::redactor) (a provider's API key, a
+/// store's password, `redactor().add(…)`), found as the redactor finds them.
+fn builtin_detectors(name: &str) -> Option<Vec<tinyagents_pii::Detector>> {
+    let mut detectors = builtin(name)?;
+    if name == "secret" {
+        detectors.push(finder(
+            "secret",
+            std::sync::Arc::new(|text: &str, out: &mut Vec<(usize, usize)>| redactor().find(text, out)),
+        ));
+    }
+    Some(detectors)
+}
+
 impl From<PiiConfig> for PiiMiddleware {
     fn from(c: PiiConfig) -> Self {
         let strategy = c.strategy;
-        let mut detectors: Vec<_> = c.types.iter().filter_map(|t| builtin(t)).flatten().collect();
+        let mut detectors: Vec<_> = c.types.iter().filter_map(|t| builtin_detectors(t)).flatten().collect();
         for (name, pattern) in &c.custom {
             // `validate` compiled it already; a pattern that does not compile detects nothing
             // rather than panicking, and is reported there.
@@ -292,7 +308,11 @@ fn result_digest(result: &ToolResult) -> Digest {
 /// (`on_tool_delta`), tool results (`after_tool`) and the transcript handed
 /// back (`after_agent`). JSON is scrubbed in values *and* object keys; every
 /// string and number under a key that names a secret (`password`, `api_key`,
-/// `clientSecret`, `…_token`, `credentials`) is a secret whatever it looks like.
+/// `clientSecret`, `…_token`, `credentials`, `password_confirmation`, `pwd`,
+/// `pin`: see [`is_secret_key`]) is a secret whatever it looks like. The
+/// secrets registered with the process's
+/// [`redactor`](crate::harness::secrets::redactor) (a provider's API key, a
+/// store's password) are `secret` values too, wherever they appear.
 ///
 /// A value split across deltas is still caught: each stream holds back its
 /// last `max_match_chars` characters, and any match that reaches its end
@@ -309,7 +329,9 @@ fn result_digest(result: &ToolResult) -> Digest {
 /// content) stays valid JSON.
 ///
 /// Detection runs on a normalised copy of the text (fullwidth forms and
-/// every Unicode decimal digit, General_Category Nd, folded to ASCII; every
+/// every Unicode decimal digit, General_Category Nd, folded to ASCII; other
+/// compatibility characters to what they stand for by NFKC, such as the
+/// mathematical alphanumerics and the dot leaders; every
 /// Unicode space, line and paragraph separator to a space; invisible
 /// characters dropped; JSON escapes such as `\u0040` or `\n` decoded) and
 /// replaces the span of the original each value came from.
@@ -352,7 +374,7 @@ impl PiiMiddleware {
         let mut detectors = Vec::new();
         for t in types {
             let t = t.as_ref();
-            detectors.extend(builtin(t).ok_or_else(|| {
+            detectors.extend(builtin_detectors(t).ok_or_else(|| {
                 TinyAgentsError::config(format!(
                     "`{t}` is not a built-in PII type; the types are {}",
                     PII_TYPES.join(", ")
@@ -748,9 +770,9 @@ fn report<C>(ctx: &RunContext<C>, place: &'static str, counts: &PiiCounts) {
     run_state = PiiRun,
     config = PiiConfig,
     doc(
-        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, …) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: dot, dash or slash, or white space of any kind and mix, up to three characters: space, tab, CR, LF, VT, FF, NEL, every Unicode space, line and paragraph separator; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth forms, every Unicode decimal digit, every Unicode separator, invisible characters, JSON escapes). JSON numbers are checked like strings at any depth; a number holding a value becomes a string placeholder (`\"[REDACTED_CREDIT_CARD]\"`), so a JSON document (the arguments, streamed or not, a JSON answer or tool result) stays valid. A number, or a string of 7 to 15 bare digits, under a key naming a phone (`phone`, `phoneNumber`, `mobile_no`, `tel`, …: a whole word of `PHONE_KEY_WORDS`, so not `hotel` or `cells_count`), or in an array under one, is a phone (`\"[REDACTED_PHONE]\"`). Not covered: a number or nested value under a secret-named key in the *streamed* argument text (it is replaced in the arguments, the reply and the history), image parts, values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`; in a JSON number an exponent's `e` is no letter), a phone number written as a bare digit run (`14155552671`) outside a key naming a phone, undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
+        mutation = "Rewrites message text parts of the request, streamed text, reasoning and tool-call argument deltas, the reply's text and tool-call arguments, tool-call arguments before they run, tool progress deltas, tool result content, error and data, and the user and system messages of the transcript handed back (`AgentRun::messages`; the replies and tool results in it were scrubbed on their way in), replacing each detected value (`[REDACTED_EMAIL]`, a masked value, or `<email_hash:…>`). Tool-call names are scrubbed too (a name carrying PII is no tool's name), and a call id carrying PII becomes `pii_<digest>` everywhere it appears, so calls and results stay paired. Tool results are scrubbed in its tool wrap, so every `after_tool` hook (they run in reverse order) sees them clean. JSON object keys are scrubbed like values (two keys that become equal are kept apart with a `#2` suffix); every string and number under a secret-named key (`password`, `api_key`, `clientSecret`, `…_token`, `credentials`, a password word anywhere in the key: `password_confirmation`, `passwordRepeat`, `pwd`; `pass` or `pin` as its last word, …; the key read normalised, so a soft hyphen or fullwidth letters do not hide it) is replaced whole. Detected: secrets (AWS access key ids and secret keys, GitHub, OpenAI/Anthropic `sk-`, Slack, Google, Stripe, GitLab, npm, Hugging Face, SendGrid and PyPI tokens, JWTs of any length, `Bearer`/`Basic` credentials, the credential after any scheme in an `Authorization:` header, `Cookie:`/`Set-Cookie:` header values, the password in the user info of a URL of any scheme (`postgres://u:PASS@db`, `redis://:PASS@cache`), whole PEM/OpenSSH/PGP private-key blocks, `password=…`-style values, a quoted one up to its closing quote, and every secret registered with the process's redactor), emails, URLs, cards (Luhn, issuer digit 2 to 6, groups of two or more digits joined by one separator: dot, dash or slash, or white space of any kind and mix, up to three characters: space, tab, CR, LF, VT, FF, NEL, every Unicode space, line and paragraph separator; a card followed by its CVV or expiry is found inside the longer run), IBANs (mod 97, either case, grouped by spaces, tabs, dots or dashes), IPv6 (also with an embedded IPv4), MAC addresses, dotted IPv4 (also with leading zeros), US SSNs, phone numbers; all on text normalised for detection (fullwidth forms, every Unicode decimal digit, other compatibility characters by NFKC such as mathematical alphanumerics and dot leaders, every Unicode separator, invisible characters, JSON escapes). JSON numbers are checked like strings at any depth; a number holding a value becomes a string placeholder (`\"[REDACTED_CREDIT_CARD]\"`), so a JSON document (the arguments, streamed or not, a JSON answer or tool result) stays valid. A number, or a string of 7 to 15 bare digits, under a key naming a phone (`phone`, `phoneNumber`, `mobile_no`, `tel`, …: a whole word of `PHONE_KEY_WORDS`, so not `hotel` or `cells_count`), or in an array under one, is a phone (`\"[REDACTED_PHONE]\"`). Not covered: a nested object or array under a secret-named key in the *streamed* argument text (it is replaced in the arguments, the reply and the history; a string or number directly under the key is replaced in the stream too), image parts, values spelled out or encoded (`four one one one`, base64, hex), digits glued to letters (`card4111…`; in a JSON number an exponent's `e` is no letter), a phone number written as a bare digit run (`14155552671`) outside a key naming a phone, undotted IPv4 (`3232235521`), names, postal addresses and national ids other than US SSNs (add a `custom` pattern).",
         events = "`Custom { middleware: \"pii\", name: \"pii_detected\", data: { where, counts } }` (`where`: request, stream, response, tool_args, tool_delta, tool_result, transcript) with counts by type, never values. A stream's held-back tail is released as deltas just before the finish delta (`ModelDelta::release_before`: forwarded to the sink and accumulated into the reply); a tool's held-back progress as one `ToolDelta` when the call ends.",
-        failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); a tool result (before the model sees it) becomes the call's error result under the agent's default tool-error policy; in the request, the stream (text or tool-call arguments: before any call of the reply runs) or the reply it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for pass; the text of an error that ends the run is not rewritten.",
+        failure = "With `block`, the hook fails with a `Validation` error naming the place and the counts, never the values: closed. In `before_tool` that becomes the call's error result (the tool does not run); in a tool's progress it fails the call (the tool is dropped); a tool result (before the model sees it) becomes the call's error result under the agent's default tool-error policy; in the request, the stream (text or tool-call arguments: before any call of the reply runs) or the reply it fails the run. The transcript handed back is redacted even with `block` (the run is over). Otherwise it cannot fail. Detection is pattern-based: values it has no pattern for, and that were not registered with the process's redactor, pass; the text of an error that ends the run is not rewritten.",
         streaming = "Holds back the last `max_match_chars` characters of the answer, reasoning and each tool call's argument stream, and of each tool call's progress, plus any match still reaching the end however long, so a value split across deltas never reaches the sink; at the finish delta the tails are released ahead of it and accumulated, so every wrap inside this one (e.g. `structured_output`) sees the whole scrubbed reply. A stream that ends without a finish delta has its text tails appended to the reply here (argument tails then leave truncated JSON: a retryable model error, and nothing runs). A reply cut by the output limit (`finish_reason = length`) keeps its tails held for the continuation `output_limit_recovery` asks for, which streams on where they stopped; `after_model` releases what no continuation took. Content after a finish delta is refused unsent (a `Model` error). A stream holding back more than `max_held_bytes` (a value that never ends, a flood of invisible characters) fails with a `LimitExceeded` error and its held text is dropped unsent. The reply is scanned again only when it differs from what was streamed. Released deltas do not pass the delta hooks registered after this one.",
         cache = "Redacting the request is deterministic, so the same history gives the same prefix and the provider cache keeps working; it does not touch system segments.",
         retries = "Per-attempt stream buffers are reset when a new attempt starts, so a failed attempt's held-back text never leaks into the next; the reply of every attempt (also one produced by an inner fallback or cache without streaming) is scrubbed in `wrap_model`."
