@@ -891,19 +891,120 @@ pub fn finder(name: &str, find: std::sync::Arc<FindFn>) -> Detector {
 /// The text detectors look at, and where each of its bytes came from.
 struct Normalised<'a> {
     text: Cow<'a, str>,
-    /// `map[i]`: the original offset of the character at normalised byte `i`;
-    /// `map[text.len()]` is the original length. `None`: the identity.
-    map: Option<Vec<usize>>,
+    /// Where each normalised byte came from. `None`: the identity.
+    map: Option<OffsetMap>,
 }
 
 impl Normalised<'_> {
     fn orig(&self, at: usize) -> usize {
-        self.map.as_ref().map_or(at, |m| m[at])
+        self.map.as_ref().map_or(at, |m| m.orig(at))
     }
 
     /// The normalised offset of original offset `at` (the first character starting at or after it).
     fn norm(&self, at: usize) -> usize {
-        self.map.as_ref().map_or(at, |m| m.partition_point(|&o| o < at))
+        self.map.as_ref().map_or(at, |m| m.norm(at))
+    }
+}
+
+/// Where each byte of a normalised text came from, run by run (one entry a
+/// run of plain ASCII copied as it was and one a folded character, not one
+/// a byte: a text that is all ASCII but for a `…` has three runs).
+struct OffsetMap {
+    /// Sorted by `norm` (and by `orig`): each run starts at normalised byte
+    /// `norm`, which came from original byte `orig`.
+    runs: Vec<MapRun>,
+    /// The normalised text's length.
+    norm_len: usize,
+    /// The original text's length.
+    orig_len: usize,
+}
+
+/// One run of an [`OffsetMap`]; it ends where the next one starts.
+#[derive(Debug, Clone, Copy)]
+struct MapRun {
+    norm: usize,
+    orig: usize,
+    /// Bytes copied as they were (byte `norm + k` came from `orig + k`);
+    /// otherwise every byte of the run came from the character at `orig`.
+    copied: bool,
+}
+
+impl OffsetMap {
+    fn new(orig_len: usize) -> Self {
+        Self {
+            runs: Vec::new(),
+            norm_len: 0,
+            orig_len,
+        }
+    }
+
+    /// `len` normalised bytes from original offset `orig` on: copied, or
+    /// all of one character's.
+    fn push(&mut self, orig: usize, len: usize, copied: bool) {
+        if len == 0 {
+            return;
+        }
+        let joins = self
+            .runs
+            .last()
+            .is_some_and(|r| r.copied && copied && r.orig + (self.norm_len - r.norm) == orig);
+        if !joins {
+            self.runs.push(MapRun {
+                norm: self.norm_len,
+                orig,
+                copied,
+            });
+        }
+        self.norm_len += len;
+    }
+
+    /// The original offset of the character at normalised byte `at`; the
+    /// original length at the end.
+    fn orig(&self, at: usize) -> usize {
+        if at >= self.norm_len {
+            return self.orig_len;
+        }
+        let r = self.runs[self.runs.partition_point(|r| r.norm <= at) - 1];
+        if r.copied {
+            r.orig + (at - r.norm)
+        } else {
+            r.orig
+        }
+    }
+
+    /// The first normalised offset whose original offset is `at` or more.
+    fn norm(&self, at: usize) -> usize {
+        let j = self.runs.partition_point(|r| r.orig < at);
+        if let Some(r) = j.checked_sub(1).map(|i| self.runs[i]) {
+            let end = self.runs.get(j).map_or(self.norm_len, |n| n.norm);
+            if r.copied && at < r.orig + (end - r.norm) {
+                return r.norm + (at - r.orig);
+            }
+        }
+        match self.runs.get(j) {
+            Some(r) => r.norm,
+            None if at <= self.orig_len => self.norm_len,
+            None => self.norm_len + 1,
+        }
+    }
+
+    /// The map of a text normalised twice: `self` from the first
+    /// normalised text to the original, `inner` from the second to the first.
+    fn then(&self, inner: &OffsetMap) -> OffsetMap {
+        let mut out = OffsetMap::new(self.orig_len);
+        for (k, r) in inner.runs.iter().enumerate() {
+            let end = inner.runs.get(k + 1).map_or(inner.norm_len, |n| n.norm);
+            if r.copied {
+                // byte by byte, each where the first map puts it (a byte
+                // joins the run before it only when it follows it there)
+                for b in r.orig..r.orig + (end - r.norm) {
+                    out.push(self.orig(b), 1, true);
+                }
+            } else {
+                out.push(self.orig(r.orig), end - r.norm, false);
+            }
+        }
+        out
     }
 }
 
@@ -952,6 +1053,18 @@ fn unicode_classes() -> &'static [(u32, u32, UnicodeClass)] {
     })
 }
 
+/// Whether `c`'s General_Category is one a [`UnicodeClass`] is made of (a
+/// lookup in ICU4X's category trie, the data [`unicode_classes`] is read from).
+fn in_a_class(c: char) -> bool {
+    use icu_properties::props::GeneralCategory as G;
+    const CATEGORIES: icu_properties::CodePointMapDataBorrowed<'static, G> =
+        icu_properties::CodePointMapData::<G>::new();
+    matches!(
+        CATEGORIES.get(c),
+        G::DecimalNumber | G::SpaceSeparator | G::LineSeparator | G::ParagraphSeparator | G::Format
+    )
+}
+
 /// The [`UnicodeClass`] of a non-ASCII character, and the first character of its range.
 fn unicode_class(u: u32) -> Option<(UnicodeClass, u32)> {
     let classes = unicode_classes();
@@ -994,6 +1107,9 @@ fn fold(c: char) -> Option<char> {
         // `﹫` and the ideographic / halfwidth full stops (`ann＠example。com`)
         0xFE6B => '@',
         0x3002 | 0xFF61 => '.',
+        // Most characters are none of the classes: one lookup in the
+        // category trie says so before the ranges are searched.
+        _ if !in_a_class(c) => c,
         _ => match unicode_class(u) {
             // a run of ten: the digit is the distance from the run's start, mod 10
             Some((UnicodeClass::Digit, first)) => char::from(b'0' + ((u - first) % 10) as u8),
@@ -1016,20 +1132,71 @@ enum Folded {
     Many(String),
 }
 
+/// The compatibility (NFKC) normaliser, ICU4X's, on its compiled data.
+static NFKC: icu_normalizer::ComposingNormalizerBorrowed<'static> =
+    icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
+
+/// Whether `c` is surely its own NFKC form, by one lookup: it does not
+/// change when NFKC-casefolded (Unicode's Changes_When_NFKC_Casefolded,
+/// from ICU4X's data). NFKC is applied last in that fold, so a character
+/// it leaves alone is its own NFKC form; one it changes (a capital letter,
+/// a compatibility character) is asked of the normaliser.
+///
+/// The set is read from its ranges once into a bit per character of the
+/// Basic Multilingual Plane (8 KiB): the set's own search over its ranges
+/// was most of the fold's time on text in other scripts.
+fn nfkc_inert(c: char) -> bool {
+    use icu_properties::props::ChangesWhenNfkcCasefolded as Changes;
+    const CHANGES: icu_properties::CodePointSetDataBorrowed<'static> =
+        icu_properties::CodePointSetData::new::<Changes>();
+    static BMP: OnceLock<Box<[u64; 1024]>> = OnceLock::new();
+    let u = c as u32;
+    if u > 0xFFFF {
+        return !CHANGES.contains(c);
+    }
+    let bits = BMP.get_or_init(|| {
+        let mut bits = Box::new([0u64; 1024]);
+        for range in CHANGES.iter_ranges() {
+            for v in *range.start()..=(*range.end()).min(0xFFFF) {
+                bits[(v / 64) as usize] |= 1 << (v % 64);
+            }
+        }
+        bits
+    });
+    bits[(u / 64) as usize] & (1 << (u % 64)) == 0
+}
+
 /// [`fold`], then the compatibility fold: a character the rules of `fold`
 /// leave as it is becomes what its compatibility form (NFKC, Unicode's
 /// normalisation form for "the same text, another look") stands for, each
 /// character of that folded again. So the mathematical alphanumerics
 /// (`𝐃𝐄89…`, `ghp_𝐚bc…`), the dot leaders (`4111․1111`, `example․com`),
 /// ligatures, circled, parenthesised and superscript digits read as the
-/// ASCII they look like.
-fn fold_full(c: char) -> Folded {
-    let Some(f) = fold(c) else { return Folded::Drop };
-    if f != c || c.is_ascii() {
-        return Folded::One(f);
+/// ASCII they look like. `then` is handed what `c` becomes, not a copy.
+fn with_folded<R>(c: char, then: impl FnOnce(&Folded) -> R) -> R {
+    let Some(f) = fold(c) else { return then(&Folded::Drop) };
+    if f != c || c.is_ascii() || nfkc_inert(c) {
+        return then(&Folded::One(f));
     }
-    static NFKC: icu_normalizer::ComposingNormalizerBorrowed<'static> =
-        icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
+    // The normaliser is slow for one character (a few hundred ns): its
+    // answers for the characters a thread met last are kept, direct-mapped
+    // by code point (a `…` at the end of every message is asked once).
+    const SLOTS: usize = 64;
+    thread_local! {
+        static SEEN: std::cell::RefCell<[Option<(char, Folded)>; SLOTS]> =
+            const { std::cell::RefCell::new([const { None }; SLOTS]) };
+    }
+    SEEN.with_borrow_mut(|seen| {
+        let slot = &mut seen[c as usize % SLOTS];
+        match slot {
+            Some((k, folded)) if *k == c => then(folded),
+            _ => then(&slot.insert((c, nfkc_fold(c))).1),
+        }
+    })
+}
+
+/// What NFKC makes of `c`, each character of it folded by [`fold`].
+fn nfkc_fold(c: char) -> Folded {
     let mut buf = [0u8; 4];
     let one: &str = c.encode_utf8(&mut buf);
     let nfkc = NFKC.normalize(one);
@@ -1082,12 +1249,24 @@ fn unescape(s: &str) -> Option<(char, usize)> {
     })
 }
 
-/// Whether folding and unescaping would leave `text` as it is: no
-/// backslash, and every character folds to itself (plain prose in any
-/// script, `…`, `é`, CJK). Then detection reads the text itself, with no
-/// copy and no offset map.
-fn folds_to_itself(text: &str) -> bool {
-    !text.contains('\\') && (text.is_ascii() || text.chars().all(|c| c.is_ascii() || fold_full(c) == Folded::One(c)))
+/// Where folding and unescaping would first change `text`: the first
+/// backslash or character that does not fold to itself; `None` when there
+/// is none (plain prose in any script, `é`, CJK), and detection reads the
+/// text itself, with no copy and no offset map.
+fn first_change(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    loop {
+        i += plain_ascii_run(&b[i..]);
+        if b.get(i) == Some(&b'\\') {
+            return Some(i);
+        }
+        let c = text[i..].chars().next()?;
+        if !with_folded(c, |f| *f == Folded::One(c)) {
+            return Some(i);
+        }
+        i += c.len_utf8();
+    }
 }
 
 fn normalise(text: &str) -> Normalised<'_> {
@@ -1097,26 +1276,26 @@ fn normalise(text: &str) -> Normalised<'_> {
 /// [`normalise`]; `fast: false` is the reference path (only ASCII text without
 /// a backslash is read in place), kept to check the fast one against.
 fn normalise_with(text: &str, fast: bool) -> Normalised<'_> {
-    let identity = if fast {
-        folds_to_itself(text)
+    let change = if fast {
+        first_change(text)
     } else {
-        text.is_ascii() && !text.contains('\\')
+        (!text.is_ascii() || text.contains('\\')).then_some(0)
     };
-    if identity {
+    let Some(from) = change else {
         return Normalised {
             text: Cow::Borrowed(text),
             map: None,
         };
-    }
-    let (mut out, mut map, mut pairs) = fold_pass(text);
+    };
+    let (mut out, mut map, mut pairs) = fold_pass(text, from);
     // An escape written inside a JSON string (`ann\\u0040example.com` in raw
     // arguments) decodes to an escape: decode again (a few levels deep).
     for _ in 0..3 {
         if !pairs || !out.contains('\\') {
             break;
         }
-        let (again, inner, more) = fold_pass(&out);
-        map = inner.iter().map(|&i| map[i]).collect();
+        let (again, inner, more) = fold_pass(&out, 0);
+        map = map.then(&inner);
         out = again;
         pairs = more;
     }
@@ -1148,19 +1327,32 @@ fn plain_ascii_run(b: &[u8]) -> usize {
         .unwrap_or(b.len() - at)
 }
 
-/// One pass of folding and unescaping: the text, each of its bytes' source
-/// offset, and whether it decoded an escaped backslash (which may start a new escape).
-fn fold_pass(text: &str) -> (String, Vec<usize>, bool) {
+/// One pass of folding and unescaping (`text[..from]` is known to fold to
+/// itself): the text, where each of its bytes came from, and whether it
+/// decoded an escaped backslash (which may start a new escape).
+fn fold_pass(text: &str, from: usize) -> (String, OffsetMap, bool) {
     let mut pairs = false;
     let mut out = String::with_capacity(text.len());
-    let mut map = Vec::with_capacity(text.len() + 1);
+    let mut map = OffsetMap::new(text.len());
+    // what lies before `from` folds to itself: copied whole, mapped as
+    // below (ASCII runs as runs, each other character to its start)
+    out.push_str(&text[..from]);
     let mut i = 0;
+    while i < from {
+        let run = plain_ascii_run(&text.as_bytes()[i..from]);
+        map.push(i, run, true);
+        i += run;
+        if let Some(c) = text[i..from].chars().next() {
+            map.push(i, c.len_utf8(), false);
+            i += c.len_utf8();
+        }
+    }
     while i < text.len() {
         // A run of ASCII other than `\` folds to itself: copied whole.
         let run = plain_ascii_run(&text.as_bytes()[i..]);
         if run > 0 {
             out.push_str(&text[i..i + run]);
-            map.extend(i..i + run);
+            map.push(i, run, true);
             i += run;
             continue;
         }
@@ -1173,20 +1365,20 @@ fn fold_pass(text: &str) -> (String, Vec<usize>, bool) {
             let c = rest.chars().next().expect("not at the end");
             (c, c.len_utf8())
         };
-        match fold_full(c) {
+        with_folded(c, |folded| match folded {
             Folded::Drop => {}
             Folded::One(f) => {
-                map.extend(std::iter::repeat_n(i, f.len_utf8()));
-                out.push(f);
+                // a lone `\` left as it is counts as copied, like ASCII
+                map.push(i, f.len_utf8(), f.len_utf8() == 1 && len == 1);
+                out.push(*f);
             }
             Folded::Many(f) => {
-                map.extend(std::iter::repeat_n(i, f.len()));
-                out.push_str(&f);
+                map.push(i, f.len(), false);
+                out.push_str(f);
             }
-        }
+        });
         i += len;
     }
-    map.push(text.len());
     (out, map, pairs)
 }
 
@@ -2240,6 +2432,11 @@ mod fold_tests {
 
     use super::*;
 
+    /// What [`with_folded`] makes of `c`.
+    fn fold_full(c: char) -> Folded {
+        with_folded(c, Folded::clone)
+    }
+
     /// The General_Category of `c`, from the Unicode database.
     fn category(c: char) -> G {
         CodePointMapData::<G>::new().get(c)
@@ -2310,8 +2507,7 @@ mod fold_tests {
     }
 
     /// The compatibility fold is a fixed point: what it gives folds to
-    /// itself, so one pass reads a text whole (and the offset map is one
-    /// source offset per byte it gives).
+    /// itself, so one pass reads a text whole.
     #[test]
     fn the_full_fold_of_every_character_folds_to_itself() {
         let mut changed = 0;
@@ -2329,6 +2525,115 @@ mod fold_tests {
             }
         }
         assert!(changed > 3000, "{changed} characters fold");
+    }
+
+    /// The one-lookup shortcut ([`nfkc_inert`]) never passes a character
+    /// the normaliser would change, and the per-thread memory of its
+    /// answers gives what it gives (each character asked twice).
+    #[test]
+    fn the_nfkc_shortcut_passes_no_character_nfkc_changes() {
+        let mut inert = 0;
+        for c in '\u{80}'..=char::MAX {
+            let mut buf = [0u8; 4];
+            let one: &str = c.encode_utf8(&mut buf);
+            if nfkc_inert(c) {
+                assert_eq!(NFKC.normalize(one), one, "U+{:04X}", c as u32);
+                inert += 1;
+            }
+            if fold(c) == Some(c) {
+                let first = fold_full(c);
+                assert_eq!(first, nfkc_fold(c), "U+{:04X}", c as u32);
+                assert_eq!(fold_full(c), first, "U+{:04X} asked again", c as u32);
+            }
+        }
+        assert!(inert > 1_000_000, "{inert} characters pass by the shortcut");
+    }
+
+    /// The old map: one original offset a normalised byte, folded character
+    /// by character and escape by escape, decoded again as `normalise` does.
+    fn byte_map(text: &str) -> (String, Vec<usize>) {
+        let pass = |text: &str| -> (String, Vec<usize>, bool) {
+            let (mut out, mut map, mut pairs, mut i) = (String::new(), Vec::new(), false, 0);
+            while i < text.len() {
+                let rest = &text[i..];
+                let (c, len) = if rest.starts_with('\\') {
+                    let (c, len) = unescape(rest).unwrap_or(('\\', 1));
+                    pairs |= len == 2 && c == '\\';
+                    (c, len)
+                } else {
+                    let c = rest.chars().next().expect("not at the end");
+                    (c, c.len_utf8())
+                };
+                let f = match fold_full(c) {
+                    Folded::Drop => String::new(),
+                    Folded::One(f) => f.to_string(),
+                    Folded::Many(f) => f,
+                };
+                map.extend(std::iter::repeat_n(i, f.len()));
+                out.push_str(&f);
+                i += len;
+            }
+            map.push(text.len());
+            (out, map, pairs)
+        };
+        let (mut out, mut map, mut pairs) = pass(text);
+        for _ in 0..3 {
+            if !pairs || !out.contains('\\') {
+                break;
+            }
+            let (again, inner, more) = pass(&out);
+            map = inner.iter().map(|&i| map[i]).collect();
+            out = again;
+            pairs = more;
+        }
+        (out, map)
+    }
+
+    const MAP_PIECES: &[&str] = &[
+        "a",
+        "4111",
+        " ",
+        "…",
+        "‥",
+        "․",
+        "é",
+        "日本",
+        "𝐃",
+        "ﬁ",
+        "①",
+        "\u{200B}",
+        "\u{301}",
+        "—",
+        "。",
+        "＠",
+        "\\",
+        "\\n",
+        "\\u0041",
+        "\\\\u0040",
+        "\\\\",
+        "\\ud83d\\ude00",
+        "x\\",
+    ];
+
+    proptest::proptest! {
+        /// The run map answers as the byte map did, at every offset.
+        #[test]
+        fn the_run_map_agrees_with_a_byte_by_byte_map(picks in proptest::collection::vec(0usize..MAP_PIECES.len(), 0..24)) {
+            let text: String = picks.iter().map(|&i| MAP_PIECES[i]).collect();
+            let norm = normalise(&text);
+            let (want, map) = byte_map(&text);
+            proptest::prop_assert_eq!(norm.text.as_ref(), want.as_str());
+            // a text read in place has no map (its offsets are its own)
+            if norm.map.is_some() {
+                for (k, &o) in map.iter().enumerate() {
+                    proptest::prop_assert_eq!(norm.orig(k), o, "orig({}) of {:?}", k, text);
+                }
+                for at in 0..=text.len() {
+                    let want = map.partition_point(|&o| o < at);
+                    proptest::prop_assert_eq!(norm.norm(at), want, "norm({}) of {:?}", at, text);
+                }
+            }
+        }
     }
 
     #[test]
