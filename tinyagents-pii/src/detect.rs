@@ -895,6 +895,59 @@ struct Normalised<'a> {
     map: Option<OffsetMap>,
 }
 
+/// The buffers of the last normalised copy a thread dropped, taken by
+/// its next one: a text with a `…` or a dash in it is copied with no
+/// allocation once a thread has copied one (a buffer past
+/// [`SPARE_BYTES`] is not kept).
+struct Spare {
+    text: String,
+    runs: Vec<MapRun>,
+}
+
+/// The largest buffer (a normalised copy's text, its map's runs) a thread
+/// keeps for the next copy.
+const SPARE_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
+}
+
+impl Spare {
+    /// The thread's spare buffers, emptied, or new ones for `len` bytes.
+    fn take(len: usize) -> Self {
+        match SPARE.take() {
+            Some(mut spare) => {
+                spare.text.clear();
+                spare.runs.clear();
+                spare.text.reserve(len);
+                spare
+            }
+            None => Self {
+                text: String::with_capacity(len),
+                runs: Vec::new(),
+            },
+        }
+    }
+}
+
+impl Drop for Normalised<'_> {
+    fn drop(&mut self) {
+        let Cow::Owned(text) = std::mem::replace(&mut self.text, Cow::Borrowed("")) else {
+            return;
+        };
+        if text.capacity() > SPARE_BYTES {
+            return;
+        }
+        let runs = self
+            .map
+            .take()
+            .map(|m| m.runs)
+            .filter(|r| r.capacity() * std::mem::size_of::<MapRun>() <= SPARE_BYTES)
+            .unwrap_or_default();
+        SPARE.set(Some(Spare { text, runs }));
+    }
+}
+
 impl Normalised<'_> {
     fn orig(&self, at: usize) -> usize {
         self.map.as_ref().map_or(at, |m| m.orig(at))
@@ -930,9 +983,11 @@ struct MapRun {
 }
 
 impl OffsetMap {
-    fn new(orig_len: usize) -> Self {
+    /// An empty map of a text of `orig_len` bytes, its runs kept in `runs` (emptied).
+    fn new(orig_len: usize, mut runs: Vec<MapRun>) -> Self {
+        runs.clear();
         Self {
-            runs: Vec::new(),
+            runs,
             norm_len: 0,
             orig_len,
         }
@@ -991,7 +1046,7 @@ impl OffsetMap {
     /// The map of a text normalised twice: `self` from the first
     /// normalised text to the original, `inner` from the second to the first.
     fn then(&self, inner: &OffsetMap) -> OffsetMap {
-        let mut out = OffsetMap::new(self.orig_len);
+        let mut out = OffsetMap::new(self.orig_len, Vec::new());
         for (k, r) in inner.runs.iter().enumerate() {
             let end = inner.runs.get(k + 1).map_or(inner.norm_len, |n| n.norm);
             if r.copied {
@@ -1332,8 +1387,8 @@ fn plain_ascii_run(b: &[u8]) -> usize {
 /// decoded an escaped backslash (which may start a new escape).
 fn fold_pass(text: &str, from: usize) -> (String, OffsetMap, bool) {
     let mut pairs = false;
-    let mut out = String::with_capacity(text.len());
-    let mut map = OffsetMap::new(text.len());
+    let Spare { text: mut out, runs } = Spare::take(text.len());
+    let mut map = OffsetMap::new(text.len(), runs);
     // what lies before `from` folds to itself: copied whole, mapped as
     // below (ASCII runs as runs, each other character to its start)
     out.push_str(&text[..from]);
