@@ -915,7 +915,7 @@ thread_local! {
 impl Spare {
     /// The thread's spare buffers, emptied, or new ones for `len` bytes.
     fn take(len: usize) -> Self {
-        match SPARE.take() {
+        match SPARE.try_with(std::cell::Cell::take).ok().flatten() {
             Some(mut spare) => {
                 spare.text.clear();
                 spare.runs.clear();
@@ -944,7 +944,8 @@ impl Drop for Normalised<'_> {
             .map(|m| m.runs)
             .filter(|r| r.capacity() * std::mem::size_of::<MapRun>() <= SPARE_BYTES)
             .unwrap_or_default();
-        SPARE.set(Some(Spare { text, runs }));
+        // (a thread tearing down its locals keeps nothing)
+        let _ = SPARE.try_with(|spare| spare.set(Some(Spare { text, runs })));
     }
 }
 
@@ -1227,7 +1228,8 @@ fn nfkc_inert(c: char) -> bool {
 /// character of that folded again. So the mathematical alphanumerics
 /// (`𝐃𝐄89…`, `ghp_𝐚bc…`), the dot leaders (`4111․1111`, `example․com`),
 /// ligatures, circled, parenthesised and superscript digits read as the
-/// ASCII they look like. `then` is handed what `c` becomes, not a copy.
+/// ASCII they look like. `then` is handed what `c` becomes, not a copy
+/// (and must not fold a character itself).
 fn with_folded<R>(c: char, then: impl FnOnce(&Folded) -> R) -> R {
     let Some(f) = fold(c) else { return then(&Folded::Drop) };
     if f != c || c.is_ascii() || nfkc_inert(c) {
@@ -1241,13 +1243,19 @@ fn with_folded<R>(c: char, then: impl FnOnce(&Folded) -> R) -> R {
         static SEEN: std::cell::RefCell<[Option<(char, Folded)>; SLOTS]> =
             const { std::cell::RefCell::new([const { None }; SLOTS]) };
     }
-    SEEN.with_borrow_mut(|seen| {
+    let mut then = Some(then);
+    let kept = SEEN.try_with(|seen| {
+        // `then` never folds (it copies what it is handed), so the cell is free
+        let mut seen = seen.borrow_mut();
         let slot = &mut seen[c as usize % SLOTS];
+        let then = then.take().expect("called once");
         match slot {
             Some((k, folded)) if *k == c => then(folded),
             _ => then(&slot.insert((c, nfkc_fold(c))).1),
         }
-    })
+    });
+    // a thread tearing down its locals asks the normaliser itself
+    kept.unwrap_or_else(|_| then.take().expect("not called")(&nfkc_fold(c)))
 }
 
 /// What NFKC makes of `c`, each character of it folded by [`fold`].
