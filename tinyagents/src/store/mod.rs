@@ -429,25 +429,17 @@ impl InFlight<'_> {
     /// The store took the settle: the amount leaves the process's count.
     fn confirm(mut self) {
         self.confirmed = true;
-        let mut map = self.unrecorded.lock();
-        if let Some(entry) = map.get_mut(self.key) {
-            entry.in_flight = entry.in_flight.minus(self.pending);
-            if entry.kept.is_zero() && entry.in_flight.is_zero() {
-                map.remove(self.key);
-            }
-        }
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if self.confirmed {
-            return;
-        }
         let mut map = self.unrecorded.lock();
         let entry = map.entry(self.key.to_owned()).or_default();
         entry.in_flight = entry.in_flight.minus(self.pending);
-        entry.kept = entry.kept.plus(self.pending);
+        if !self.confirmed {
+            entry.kept = entry.kept.plus(self.pending);
+        }
         if entry.kept.is_zero() && entry.in_flight.is_zero() {
             map.remove(self.key);
         }
