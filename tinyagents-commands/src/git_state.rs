@@ -240,6 +240,7 @@ impl GitState {
             "--no-renames",
             "--no-ext-diff",
             "--no-textconv",
+            "--no-commit-id",
             "--name-only",
             "-z",
         ]);
@@ -252,7 +253,6 @@ impl GitState {
             .split(|b| *b == 0)
             .filter(|r| !r.is_empty())
             .map(|r| String::from_utf8_lossy(r).into_owned())
-            .filter(|p| !is_object_id(p))
             .collect())
     }
 }
