@@ -1419,15 +1419,8 @@ fn fold_pass(text: &str, from: usize) -> (String, OffsetMap, bool) {
             i += run;
             continue;
         }
-        let rest = &text[i..];
-        let (c, len) = if rest.starts_with('\\') {
-            let (c, len) = unescape(rest).unwrap_or(('\\', 1));
-            pairs |= len == 2 && c == '\\';
-            (c, len)
-        } else {
-            let c = rest.chars().next().expect("not at the end");
-            (c, c.len_utf8())
-        };
+        let (c, len) = next_char(&text[i..]);
+        pairs |= len == 2 && c == '\\';
         with_folded(c, |folded| match folded {
             Folded::Drop => {}
             Folded::One(f) => {
@@ -1443,6 +1436,17 @@ fn fold_pass(text: &str, from: usize) -> (String, OffsetMap, bool) {
         i += len;
     }
     (out, map, pairs)
+}
+
+/// The character at the start of `rest` (not empty) and how many bytes it
+/// takes: a JSON escape decoded (a `\\` that starts none stands for itself).
+fn next_char(rest: &str) -> (char, usize) {
+    if rest.starts_with('\\') {
+        unescape(rest).unwrap_or(('\\', 1))
+    } else {
+        let c = rest.chars().next().expect("not at the end");
+        (c, c.len_utf8())
+    }
 }
 
 /// Whether a value at `start..end` of the normalised `text` has neighbours
@@ -2618,15 +2622,8 @@ mod fold_tests {
         let pass = |text: &str| -> (String, Vec<usize>, bool) {
             let (mut out, mut map, mut pairs, mut i) = (String::new(), Vec::new(), false, 0);
             while i < text.len() {
-                let rest = &text[i..];
-                let (c, len) = if rest.starts_with('\\') {
-                    let (c, len) = unescape(rest).unwrap_or(('\\', 1));
-                    pairs |= len == 2 && c == '\\';
-                    (c, len)
-                } else {
-                    let c = rest.chars().next().expect("not at the end");
-                    (c, c.len_utf8())
-                };
+                let (c, len) = next_char(&text[i..]);
+                pairs |= len == 2 && c == '\\';
                 let f = match fold_full(c) {
                     Folded::Drop => String::new(),
                     Folded::One(f) => f.to_string(),
